@@ -1,0 +1,239 @@
+"""The driver-level contract that every backend implements.
+
+The backend-neutral core (:mod:`aruntime._backend`) validates arguments, keeps
+the allocation ledger, retains host buffers, builds :class:`Completion` objects
+and wakes event loops.  A concrete backend supplies only the primitives below,
+each a thin wrapper over one or two calls into its C library (or, for the mock,
+over numpy).
+
+Rules every implementation follows:
+
+* Arguments arrive already validated: addresses are inside live allocations,
+  sizes are positive, host buffers are C-contiguous ``memoryview`` objects of
+  format ``"B"`` (writable where written to), handles are the driver's own and
+  still open.  A driver does not re-validate; it reports what its C library
+  says.
+* Argument order is always ``(src, dst, ...)``, as in the public surface.
+* Errors are raised as :class:`aruntime.DriverError` subclasses, mapped from the
+  library's return codes in one table per backend.
+* Enqueueing methods never block on the device.  Only :meth:`event_wait`
+  blocks, and it is only called from the core's waiter threads (or from a
+  thread that asked for a blocking wait); it must release the GIL while it
+  blocks (cffi does this for every call).
+* When :attr:`Driver.synchronous` is true (the mock), every enqueued op has
+  finished, or raised, before the enqueueing call returns.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NewType
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from ._memory import DevicePtr
+
+__all__ = [
+    "DeviceInfo",
+    "Driver",
+    "DriverEvent",
+    "DriverFunction",
+    "DriverGraph",
+    "DriverModule",
+    "DriverStream",
+    "KernelArg",
+    "LaunchConfig",
+]
+
+#: Opaque driver handles.  The core never looks inside them.
+DriverStream = NewType("DriverStream", object)
+DriverEvent = NewType("DriverEvent", object)
+DriverModule = NewType("DriverModule", object)
+DriverFunction = NewType("DriverFunction", object)
+DriverGraph = NewType("DriverGraph", object)
+
+#: A validated kernel argument: a device pointer, a numpy scalar, or raw bytes.
+KernelArg = "DevicePtr | np.generic | bytes"
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What a device says about itself."""
+
+    name: str
+    total_memory: int
+    compute_units: int
+    #: Driver-specific extras (compute capability, vendor, driver version...).
+    extra: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """A kernel launch's geometry, passed to mock kernels as their first argument."""
+
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared_mem: int
+
+
+class Driver(abc.ABC):
+    """Primitives for one opened device.  Only :mod:`aruntime._backend` calls these."""
+
+    #: The backend's public name: ``"mock"``, ``"cuda"``, ``"cuda-sim"``...
+    backend_name: str
+    #: True when ops complete before the enqueueing call returns.
+    synchronous: bool = False
+    #: Whether event_create(timing=True) events can be timed.
+    supports_timing: bool = True
+
+    # -- device ----------------------------------------------------------
+    @abc.abstractmethod
+    def device_info(self) -> DeviceInfo: ...
+
+    @abc.abstractmethod
+    def mem_get_info(self) -> tuple[int, int]:
+        """``(free, total)`` bytes, as the driver reports them."""
+
+    @abc.abstractmethod
+    def bind_to_thread(self) -> None:
+        """Make this device current on the calling thread (no-op where meaningless)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release the device.  Every handle made by this driver is already gone."""
+
+    # -- memory ----------------------------------------------------------
+    @abc.abstractmethod
+    def mem_alloc(self, nbytes: int) -> int: ...
+
+    @abc.abstractmethod
+    def mem_alloc_managed(self, nbytes: int) -> int: ...
+
+    @abc.abstractmethod
+    def mem_free(self, address: int) -> None: ...
+
+    @abc.abstractmethod
+    def host_alloc(self, nbytes: int) -> tuple[int, memoryview]:
+        """Pinned host memory: its address and a writable byte view over it."""
+
+    @abc.abstractmethod
+    def host_free(self, address: int) -> None: ...
+
+    @abc.abstractmethod
+    def host_device_address(self, host_address: int) -> int:
+        """The device address that aliases pinned host memory."""
+
+    # -- streams and events ---------------------------------------------
+    @abc.abstractmethod
+    def priority_range(self) -> tuple[int, int]:
+        """``(lowest, highest)`` numeric stream priorities, as the user passes them."""
+
+    @abc.abstractmethod
+    def stream_create(self, priority: int) -> DriverStream: ...
+
+    @abc.abstractmethod
+    def stream_destroy(self, stream: DriverStream) -> None: ...
+
+    @abc.abstractmethod
+    def event_create(self, timing: bool) -> DriverEvent:
+        """An event whose host waits block (not spin) where the driver allows it."""
+
+    @abc.abstractmethod
+    def event_destroy(self, event: DriverEvent) -> None: ...
+
+    @abc.abstractmethod
+    def event_record(self, event: DriverEvent, stream: DriverStream) -> None: ...
+
+    @abc.abstractmethod
+    def event_query(self, event: DriverEvent) -> bool:
+        """True once all work before the event's last record has finished."""
+
+    @abc.abstractmethod
+    def event_wait(self, event: DriverEvent) -> None:
+        """Block the calling thread until the event completes.
+
+        Raises the :class:`DriverError` of a failed op that the event follows.
+        """
+
+    @abc.abstractmethod
+    def event_elapsed_ms(self, start: DriverEvent, end: DriverEvent) -> float: ...
+
+    @abc.abstractmethod
+    def stream_wait_event(self, stream: DriverStream, event: DriverEvent) -> None: ...
+
+    # -- async ops (enqueue only) ----------------------------------------
+    @abc.abstractmethod
+    def memcpy_h2d(self, src: memoryview, dst: int, stream: DriverStream) -> None: ...
+
+    @abc.abstractmethod
+    def memcpy_d2h(self, src: int, dst: memoryview, stream: DriverStream) -> None: ...
+
+    @abc.abstractmethod
+    def memcpy_d2d(self, src: int, dst: int, nbytes: int, stream: DriverStream) -> None: ...
+
+    @abc.abstractmethod
+    def memcpy_2d(
+        self,
+        src: int,
+        src_pitch: int,
+        dst: int,
+        dst_pitch: int,
+        width_bytes: int,
+        height: int,
+        stream: DriverStream,
+    ) -> None: ...
+
+    @abc.abstractmethod
+    def memset_d8(self, dst: int, value: int, nbytes: int, stream: DriverStream) -> None: ...
+
+    # -- modules and kernels -----------------------------------------------
+    @abc.abstractmethod
+    def module_load(self, image: Any) -> DriverModule:
+        """Load a module image (already type-checked by the backend class)."""
+
+    @abc.abstractmethod
+    def module_unload(self, module: DriverModule) -> None: ...
+
+    @abc.abstractmethod
+    def module_function(self, module: DriverModule, name: str) -> DriverFunction:
+        """The named kernel; :class:`InvalidArgumentError` if the module lacks it."""
+
+    @abc.abstractmethod
+    def launch(
+        self,
+        function: DriverFunction,
+        config: LaunchConfig,
+        args: Sequence[Any],
+        stream: DriverStream,
+    ) -> None:
+        """Enqueue a kernel.  ``args`` hold DevicePtr, numpy scalars and bytes."""
+
+    # -- graphs --------------------------------------------------------------
+    @abc.abstractmethod
+    def capture_begin(self, stream: DriverStream) -> None: ...
+
+    @abc.abstractmethod
+    def capture_end(self, stream: DriverStream) -> DriverGraph:
+        """End capture and return an executable (instantiated) graph."""
+
+    @abc.abstractmethod
+    def capture_abort(self, stream: DriverStream) -> None:
+        """End capture on ``stream`` and discard what was recorded."""
+
+    @abc.abstractmethod
+    def graph_launch(self, graph: DriverGraph, stream: DriverStream) -> None: ...
+
+    @abc.abstractmethod
+    def graph_destroy(self, graph: DriverGraph) -> None: ...
+
+    # -- optional --------------------------------------------------------------
+    def module_image_types(self) -> tuple[type, ...]:
+        """Python types accepted as a module image (bytes for real drivers)."""
+        return (bytes, bytearray, memoryview)
+
+    def device_timestamp_us(self) -> float | None:
+        """The device clock now, in microseconds, or None where unavailable."""
+        return None

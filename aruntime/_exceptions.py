@@ -1,0 +1,110 @@
+"""Every exception aruntime raises, in one tree::
+
+    AruntimeError
+    ├── BackendUnavailableError          no driver, no device, stub library
+    ├── InvalidArgumentError(ValueError)  rejected before reaching a driver
+    ├── DriverError                      .backend .code .name .function
+    │   ├── OutOfMemoryError(MemoryError)
+    │   ├── NotSupportedError            incl. a symbol the driver lacks
+    │   └── DeviceLostError              sticky errors, device lost
+    ├── CaptureError
+    └── ClosedResourceError
+
+Wrong Python types raise the built-in :class:`TypeError`.  Messages name the
+function, the offending value and the limit it broke.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AruntimeError",
+    "BackendUnavailableError",
+    "CaptureError",
+    "ClosedResourceError",
+    "DeviceLostError",
+    "DriverError",
+    "InvalidArgumentError",
+    "NotSupportedError",
+    "OutOfMemoryError",
+]
+
+
+class AruntimeError(Exception):
+    """Base class of every error aruntime raises (except :class:`TypeError`)."""
+
+
+class BackendUnavailableError(AruntimeError):
+    """A backend cannot be opened: no library, no device, or a stub library.
+
+    The message lists every library path tried and why each one failed.
+    """
+
+
+class InvalidArgumentError(AruntimeError, ValueError):
+    """An argument was rejected before anything reached the driver.
+
+    Bad sizes, out-of-bounds ranges, freed or foreign pointers, read-only or
+    non-contiguous host buffers, and handles of another backend land here.
+    """
+
+
+class DriverError(AruntimeError):
+    """The driver reported a failure.
+
+    Attributes:
+        backend: the backend's name (``"cuda"``, ``"levelzero-sim"``...).
+        code: the driver's numeric result code.
+        name: the driver's symbolic name for it (``"CUDA_ERROR_INVALID_VALUE"``).
+        function: the driver function (or aruntime op) that failed.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        backend: str = "",
+        code: int = 0,
+        name: str = "",
+        function: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.backend = backend
+        self.code = code
+        self.name = name
+        self.function = function
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (
+            _rebuild_driver_error,
+            (type(self), str(self), self.backend, self.code, self.name, self.function),
+        )
+
+
+def _rebuild_driver_error(
+    cls: type[DriverError], message: str, backend: str, code: int, name: str, function: str
+) -> DriverError:
+    return cls(message, backend=backend, code=code, name=name, function=function)
+
+
+class OutOfMemoryError(DriverError, MemoryError):
+    """The device (or pinned host memory) is exhausted."""
+
+
+class NotSupportedError(DriverError):
+    """The driver or device does not support the request.
+
+    Also raised when the loaded driver lacks a symbol a feature needs; the
+    message names the symbol.
+    """
+
+
+class DeviceLostError(DriverError):
+    """A sticky error: the device or its context is unusable until reopened."""
+
+
+class CaptureError(AruntimeError):
+    """A graph-capture rule was broken (awaiting a captured op, nested capture...)."""
+
+
+class ClosedResourceError(AruntimeError):
+    """The backend, stream, event or graph was closed by this program."""

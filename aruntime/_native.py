@@ -1,0 +1,72 @@
+"""Finds the project's own native libraries (software drivers, host kernels).
+
+An installed aruntime carries them in ``aruntime/_lib`` (built by the install
+command).  A source checkout used without installing (``PYTHONPATH=.``) builds
+them on first use from ``ffi/``, so the tests never run against stale objects.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.util
+import os
+import sys
+import threading
+from pathlib import Path
+from types import ModuleType
+
+from ._exceptions import BackendUnavailableError
+
+__all__ = ["native_library_path"]
+
+_PACKAGE_DIR = Path(__file__).resolve().parent
+_LIB_DIR = _PACKAGE_DIR / "_lib"
+_SOURCE_FFI = _PACKAGE_DIR.parent / "ffi" / "build.py"
+_lock = threading.Lock()
+_checked = False
+
+
+def _load_builder() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("_aruntime_ffi_build", _SOURCE_FFI)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _rebuild_from_source() -> None:
+    """In a source checkout, bring ``_lib`` up to date (once per process)."""
+    global _checked
+    if _checked or not _SOURCE_FFI.exists():
+        _checked = True
+        return
+    _LIB_DIR.mkdir(exist_ok=True)
+    # Several test processes may start at once: an flock keeps them from
+    # compiling over each other.
+    with open(_LIB_DIR / ".build.lock", "w") as lockfile:
+        fcntl.flock(lockfile, fcntl.LOCK_EX)
+        try:
+            _load_builder().build(_LIB_DIR)
+        finally:
+            fcntl.flock(lockfile, fcntl.LOCK_UN)
+    _checked = True
+
+
+def native_library_path(filename: str) -> Path:
+    """The path of one of the project's shared objects, building it if needed."""
+    with _lock:
+        if os.environ.get("ARUNTIME_NO_NATIVE_BUILD") != "1":
+            try:
+                _rebuild_from_source()
+            except Exception as exc:  # a compiler error must not hide the library
+                raise BackendUnavailableError(
+                    f"building the native library {filename} from {_SOURCE_FFI.parent} failed: {exc}"
+                ) from exc
+    path = _LIB_DIR / filename
+    if not path.exists():
+        raise BackendUnavailableError(
+            f"{path} does not exist: reinstall aruntime (pip install .) so that its "
+            "install command builds the software drivers with the C compiler"
+        )
+    return path

@@ -1,0 +1,113 @@
+"""Build the project's native libraries (the software drivers and host kernels).
+
+Each folder under ``ffi/`` that ships C code has a ``native.py`` defining
+``LIBRARIES``: a list of :class:`NativeLibrary`.  This script compiles them all
+with the system C compiler into one output folder, which the install command
+(``setup.py``'s ``build_ext``) points at ``aruntime/_lib``.  A C compiler is
+the only requirement.
+
+    python ffi/build.py [--out DIR] [--force]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+FFI_DIR = Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class NativeLibrary:
+    """One shared object: its output file name, sources and flags."""
+
+    filename: str  # e.g. "libcuda.so.1" (the name written into the output folder)
+    sources: tuple[str, ...]  # relative to ffi/
+    soname: str | None = None
+    cflags: tuple[str, ...] = ()
+    ldflags: tuple[str, ...] = ()
+    depends: tuple[str, ...] = field(default=())  # headers, relative to ffi/
+
+    def inputs(self) -> list[Path]:
+        return [FFI_DIR / p for p in (*self.sources, *self.depends)]
+
+
+def discover() -> list[NativeLibrary]:
+    libs: list[NativeLibrary] = []
+    for spec_path in sorted(FFI_DIR.glob("*/native.py")):
+        name = f"_aruntime_native_{spec_path.parent.name}"
+        spec = importlib.util.spec_from_file_location(name, spec_path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        libs.extend(module.LIBRARIES)
+    return libs
+
+
+def _stale(lib: NativeLibrary, target: Path) -> bool:
+    if not target.exists():
+        return True
+    built = target.stat().st_mtime
+    return any(p.stat().st_mtime > built for p in lib.inputs() if p.exists())
+
+
+def build(out_dir: Path, *, force: bool = False, verbose: bool = False) -> list[Path]:
+    cc = os.environ.get("CC", "cc")
+    if shutil.which(cc) is None:
+        raise RuntimeError(f"no C compiler: {cc!r} is not on PATH (set CC)")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    built: list[Path] = []
+    for lib in discover():
+        target = out_dir / lib.filename
+        if force or _stale(lib, target):
+            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+            cmd = [
+                cc,
+                "-shared",
+                "-fPIC",
+                "-O2",
+                "-g",
+                "-std=gnu11",
+                "-Wall",
+                "-Wextra",
+                "-Wno-unused-parameter",
+                "-pthread",
+                *lib.cflags,
+                *(str(FFI_DIR / s) for s in lib.sources),
+                "-o",
+                str(tmp),
+            ]
+            if lib.soname:
+                cmd.append(f"-Wl,-soname,{lib.soname}")
+            cmd.extend(lib.ldflags)
+            if verbose:
+                print(shlex.join(cmd), file=sys.stderr)
+            result = subprocess.run(cmd, capture_output=True, text=True, cwd=FFI_DIR)
+            if result.returncode != 0:
+                raise RuntimeError(f"building {lib.filename} failed:\n{shlex.join(cmd)}\n{result.stderr}")
+            os.replace(tmp, target)  # atomic: a concurrent loader never sees half a file
+        built.append(target)
+    return built
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=FFI_DIR.parent / "aruntime" / "_lib")
+    parser.add_argument("--force", action="store_true")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args(argv)
+    for path in build(args.out, force=args.force, verbose=args.verbose):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
