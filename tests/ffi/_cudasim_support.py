@@ -175,6 +175,7 @@ class Cuda:
     def __init__(self, lib: Any) -> None:
         self.lib = lib
         self.ffi = ffi
+        self.gates: list[Gate] = []
         self.ctx = ffi.new("CUcontext *")
         self.check(lib.cuDevicePrimaryCtxRetain(self.ctx, 0))
         self.check(lib.cuCtxSetCurrent(self.ctx[0]))
@@ -207,6 +208,25 @@ class Cuda:
         return float(ms[0])
 
 
+class Gate:
+    """Holds a stream with a host function until released: deterministic
+    "work is still pending" states without timing assumptions."""
+
+    def __init__(self, cu: Cuda, stream: Any) -> None:
+        self._event = threading.Event()
+
+        @ffi.callback("void(void *)")
+        def hold(_user: Any) -> None:
+            self._event.wait()
+
+        self._hold = hold  # keep the callback alive
+        cu.gates.append(self)  # released at teardown even if the test fails
+        cu.check(cu.lib.cuLaunchHostFunc(stream, hold, ffi.NULL))
+
+    def release(self) -> None:
+        self._event.set()
+
+
 @pytest.fixture
 def cu() -> Iterator[Cuda]:
     lib = load_sim()
@@ -216,6 +236,8 @@ def cu() -> Iterator[Cuda]:
     try:
         yield c
     finally:
+        for gate in c.gates:
+            gate.release()
         lib.arsim_set_timing(0.0, 0.0)
         lib.arsim_clear_faults()
         # The last release tears the primary context down: its streams,

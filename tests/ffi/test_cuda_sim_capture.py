@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-
 from _cudasim_support import (
     CUDA_ERROR_CAPTURED_EVENT,
     CUDA_ERROR_ILLEGAL_STATE,

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
-
 from _cudasim_support import (
     CU_EVENT_BLOCKING_SYNC,
     CUDA_ERROR_ILLEGAL_ADDRESS,
@@ -17,6 +15,7 @@ from _cudasim_support import (
     FAULT_LAUNCH_FAILED,
     FAULT_OUT_OF_MEMORY,
     Cuda,
+    Gate,
     ffi,
     host_kernels_path,
 )
@@ -101,15 +100,9 @@ def test_faults_reach_every_waiter(cu: Cuda) -> None:
     """Work queued behind a sticky fault still completes, with the error."""
     lib = cu.lib
     fn, args, (_keep, _d) = _fill_kernel(cu)
-    release = threading.Event()
-
-    @ffi.callback("void(void *)")
-    def hold(_user: Any) -> None:
-        release.wait()
-
     gate_stream = ffi.new("CUstream *")
     cu.check(lib.cuStreamCreate(gate_stream, 0))
-    gate = cu.event()
+    gate_done = cu.event()
     streams = []
     for _ in range(3):
         s = ffi.new("CUstream *")
@@ -118,15 +111,15 @@ def test_faults_reach_every_waiter(cu: Cuda) -> None:
     events = [cu.event(CU_EVENT_BLOCKING_SYNC) for _ in range(9)]
     # Everything queues behind a host function that holds the gate stream,
     # so it is all submitted before the fault happens.
-    cu.check(lib.cuLaunchHostFunc(gate_stream[0], hold, ffi.NULL))
-    cu.check(lib.cuEventRecord(gate, gate_stream[0]))
+    gate = Gate(cu, gate_stream[0])
+    cu.check(lib.cuEventRecord(gate_done, gate_stream[0]))
     lib.arsim_inject_fault(0, FAULT_ILLEGAL_ADDRESS, 1)
     for i, s in enumerate(streams):
-        cu.check(lib.cuStreamWaitEvent(s, gate, 0))
+        cu.check(lib.cuStreamWaitEvent(s, gate_done, 0))
         for j in range(3):
             cu.check(int(lib.cuLaunchKernel(fn, 1, 1, 1, 16, 1, 1, 0, s, args, ffi.NULL)))
             cu.check(lib.cuEventRecord(events[3 * i + j], s))
-    release.set()
+    gate.release()
     results = [lib.cuEventSynchronize(e) for e in events]
     assert CUDA_ERROR_ILLEGAL_ADDRESS in results
     assert set(results) <= {CUDA_SUCCESS, CUDA_ERROR_ILLEGAL_ADDRESS}

@@ -9,12 +9,12 @@ from typing import Any
 import cffi
 import numpy as np
 import pytest
-
 from _cudasim_support import (
     CUDA_ERROR_INVALID_HANDLE,
     CUDA_ERROR_INVALID_VALUE,
     CUDA_ERROR_NOT_FOUND,
     Cuda,
+    Gate,
     ffi,
     host_kernels_path,
 )
@@ -112,7 +112,6 @@ def test_fill_and_2d_grid(cu: Cuda) -> None:
 
 def test_arguments_are_copied_at_launch(cu: Cuda) -> None:
     lib = cu.lib
-    lib.arsim_set_timing(0.0, 30_000.0)
     mod = _load(cu, host_kernels_path().read_bytes())
     fill = _function(cu, mod, "fill_f32")
     s = ffi.new("CUstream *")
@@ -120,9 +119,10 @@ def test_arguments_are_copied_at_launch(cu: Cuda) -> None:
     d = cu.alloc(64)
     value = ffi.new("float *", 1.0)
     args, _keep = _params(ffi.new("unsigned int *", 16), value, ffi.new("CUdeviceptr *", d))
-    cu.check(lib.cuMemsetD8Async(d, 0, 64, s[0]))  # the launch waits behind this
+    gate = Gate(cu, s[0])  # the launch waits behind this
     cu.check(lib.cuLaunchKernel(fill, 1, 1, 1, 16, 1, 1, 0, s[0], args, ffi.NULL))
     value[0] = 99.0  # too late to matter
+    gate.release()
     cu.check(lib.cuStreamSynchronize(s[0]))
     out = np.zeros(16, np.float32)
     cu.check(lib.cuMemcpyDtoH_v2(_ptr(out), d, 64))

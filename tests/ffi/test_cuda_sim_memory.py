@@ -8,7 +8,6 @@ import sys
 import threading
 
 import numpy as np
-
 from _cudasim_support import (
     CUDA_ERROR_INVALID_CONTEXT,
     CUDA_ERROR_INVALID_HANDLE,

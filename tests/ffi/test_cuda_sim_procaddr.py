@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from _cudasim_support import CUDA_ERROR_NOT_FOUND, CUDA_SUCCESS, Cuda, ffi
 
 SUCCESS, SYMBOL_NOT_FOUND, VERSION_NOT_SUFFICIENT = 0, 1, 2
