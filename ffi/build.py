@@ -12,6 +12,7 @@ the only requirement.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import os
 import shlex
@@ -48,7 +49,12 @@ def discover() -> list[NativeLibrary]:
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
-        libs.extend(module.LIBRARIES)
+        # A changed spec (flags, sources) or builder must rebuild its libraries too.
+        spec_inputs = (str(spec_path.relative_to(FFI_DIR)), "build.py")
+        libs.extend(
+            dataclasses.replace(lib, depends=(*lib.depends, *spec_inputs))
+            for lib in module.LIBRARIES
+        )
     return libs
 
 
