@@ -75,6 +75,7 @@ typedef struct ticket_lock {
     pthread_cond_t cv;
     uint64_t next;
     uint64_t serving;
+    uint64_t model_end; /* the timing model's end of the last op; holder only */
 } ticket_lock;
 
 static void ticket_init(ticket_lock *t)
@@ -82,6 +83,7 @@ static void ticket_init(ticket_lock *t)
     pthread_mutex_init(&t->mu, NULL);
     pthread_cond_init(&t->cv, NULL);
     t->next = t->serving = 0;
+    t->model_end = 0;
 }
 
 static void ticket_acquire(ticket_lock *t)
@@ -574,6 +576,7 @@ struct arsim_event {
     _Atomic uint64_t rec_done;
     _Atomic int rec_status;
     _Atomic uint64_t timestamp;
+    _Atomic uint64_t model_ts; /* device time of the last record/signal, timing or not */
     _Atomic int has_timestamp;
     _Atomic int signaled;
     _Atomic int sig_status;
@@ -694,10 +697,11 @@ int arsim_event_is_signaled(const arsim_event *e)
     return atomic_load_explicit(&e->signaled, memory_order_acquire) != 0;
 }
 
-static void event_set_signaled(arsim_event *e, int status)
+static void event_set_signaled(arsim_event *e, int status, uint64_t when)
 {
+    atomic_store(&e->model_ts, when);
     if (e->flags & ARSIM_EVENT_TIMING) {
-        atomic_store(&e->timestamp, arsim_now_ns());
+        atomic_store(&e->timestamp, when);
         atomic_store(&e->has_timestamp, 1);
     }
     atomic_store_explicit(&e->sig_status, status, memory_order_release);
@@ -705,7 +709,7 @@ static void event_set_signaled(arsim_event *e, int status)
     event_wake(e);
 }
 
-void arsim_event_host_signal(arsim_event *e) { event_set_signaled(e, ARSIM_OK); }
+void arsim_event_host_signal(arsim_event *e) { event_set_signaled(e, ARSIM_OK, arsim_now_ns()); }
 
 void arsim_event_host_reset(arsim_event *e)
 {
@@ -721,10 +725,11 @@ arsim_status arsim_event_wait_signaled(arsim_event *e, arsim_wait_mode mode, int
 }
 
 /* A record executed: the event's latest record state. */
-static void event_complete_record(arsim_event *e, uint64_t seq, int status)
+static void event_complete_record(arsim_event *e, uint64_t seq, int status, uint64_t when)
 {
+    atomic_store(&e->model_ts, when);
     if (e->flags & ARSIM_EVENT_TIMING) {
-        atomic_store(&e->timestamp, arsim_now_ns());
+        atomic_store(&e->timestamp, when);
         atomic_store(&e->has_timestamp, 1);
     }
     pthread_mutex_lock(&e->mu);
@@ -912,6 +917,7 @@ struct arsim_op {
     arsim_event *event;
     arsim_queue *other;
     uint64_t target; /* record seq, or the seq to wait for */
+    uint64_t submit_ns; /* when it was submitted: the earliest it can start */
 };
 
 static void queue_retain(arsim_queue *q);
@@ -1233,6 +1239,7 @@ struct arsim_queue {
     _Atomic uint64_t submitted;
     _Atomic uint64_t completed;
     _Atomic int pending_err; /* first error not yet reported */
+    _Atomic uint64_t model_time; /* device time at which the last executed op ended */
     arsim_graph *capture;
     arsim_queue *dev_next, *dev_prev; /* device list, guarded by device qmu */
 };
@@ -1255,8 +1262,8 @@ static void set_pending_err(arsim_queue *q, int err)
     atomic_compare_exchange_strong(&q->pending_err, &zero, err);
 }
 
-/* Holds the engine for at least the modeled duration of the op. */
-static void pace(uint64_t t0, size_t bytes, int is_copy)
+/* The modeled duration of an op, in ns (0: fast). */
+static uint64_t modeled_ns(size_t bytes, int is_copy)
 {
     double lat = atomic_load(&g_latency_us);
     double gbps = atomic_load(&g_gbps);
@@ -1265,11 +1272,26 @@ static void pace(uint64_t t0, size_t bytes, int is_copy)
         ns += lat * 1000.0;
     if (is_copy && gbps > 0)
         ns += (double)bytes / gbps; /* bytes / (GB/s) = ns */
-    if (ns <= 0)
-        return;
-    uint64_t deadline = t0 + (uint64_t)ns;
-    if (arsim_now_ns() < deadline)
-        sleep_until_ns(deadline);
+    return ns > 0 ? (uint64_t)ns : 0;
+}
+
+/* The device clock.  Timestamps and the timing model use "device time":
+ * an op starts when it was submitted, its queue's previous op ended, and its
+ * engine's previous op ended, whichever is last; it ends after the longer of
+ * its modeled duration and its real CPU work.  Threads sleep until device
+ * time, but a late wake-up (sleep overshoot, a loaded CPU) does not push
+ * later ops back, so modeled timelines stay exact under load and events
+ * measure them.  Without a timing model, device time is the real clock. */
+static uint64_t ready_time(arsim_queue *q, const arsim_op *op)
+{
+    uint64_t t = atomic_load_explicit(&q->model_time, memory_order_relaxed);
+    return op->submit_ns > t ? op->submit_ns : t;
+}
+
+static void advance(arsim_queue *q, uint64_t t)
+{
+    if (t > atomic_load_explicit(&q->model_time, memory_order_relaxed))
+        atomic_store_explicit(&q->model_time, t, memory_order_relaxed);
 }
 
 static int copy_engine(arsim_copy_dir dir)
@@ -1323,8 +1345,10 @@ static int execute(arsim_queue *q, arsim_op *op)
                 return ARSIM_ERR_LAUNCH_FAILED;
         }
         ticket_lock *eng = &d->engines[is_copy ? copy_engine(op->dir) : ENGINE_COMPUTE];
+        uint64_t duration = modeled_ns(op->n, is_copy);
+        uint64_t ready = ready_time(q, op);
         ticket_acquire(eng);
-        uint64_t t0 = arsim_now_ns();
+        uint64_t t_acquired = arsim_now_ns();
         switch (op->kind) {
         case OP_COPY:
             memmove(op->dst, op->src, op->n);
@@ -1350,43 +1374,71 @@ static int execute(arsim_queue *q, arsim_op *op)
                 st = ARSIM_ERR_LAUNCH_FAILED;
             break;
         }
-        pace(t0, op->n, is_copy);
+        uint64_t t_done = arsim_now_ns();
+        uint64_t end;
+        if (duration == 0) {
+            end = t_done; /* no model: device time is real time */
+        } else {
+            uint64_t t0 = ready > eng->model_end ? ready : eng->model_end;
+            uint64_t work = t_done - t_acquired;
+            end = t0 + (work > duration ? work : duration);
+            if (t_done < end)
+                sleep_until_ns(end);
+        }
+        eng->model_end = end;
         ticket_release(eng);
+        advance(q, end);
         return st;
     }
-    case OP_HOST_FN:
+    case OP_HOST_FN: {
+        /* Costs what the function takes, in device time too. */
+        uint64_t start = ready_time(q, op), t = arsim_now_ns();
         if (!sticky && op->fn)
             op->fn(op->user);
+        advance(q, start + (arsim_now_ns() - t));
         return sticky;
+    }
     case OP_MARKER:
+        advance(q, ready_time(q, op));
         return sticky;
     case OP_EVENT_RECORD: {
         int err = sticky ? sticky : atomic_exchange(&q->pending_err, 0);
-        event_complete_record(op->event, op->target, err);
+        uint64_t when = ready_time(q, op);
+        advance(q, when);
+        event_complete_record(op->event, op->target, err, when);
         return ARSIM_OK; /* reported through the event */
     }
     case OP_EVENT_SIGNAL: {
         int err = sticky ? sticky : atomic_exchange(&q->pending_err, 0);
-        event_set_signaled(op->event, err);
+        uint64_t when = ready_time(q, op);
+        advance(q, when);
+        event_set_signaled(op->event, err, when);
         return ARSIM_OK;
     }
     case OP_EVENT_RESET:
+        advance(q, ready_time(q, op));
         arsim_event_host_reset(op->event);
         return ARSIM_OK;
     case OP_EVENT_WAIT:
+        advance(q, ready_time(q, op));
         event_block(op->event, pred_recorded, op->target, ARSIM_WAIT_BLOCK, -1);
+        advance(q, atomic_load(&op->event->model_ts));
         return ARSIM_OK;
     case OP_EVENT_WAIT_SIGNALED:
+        advance(q, ready_time(q, op));
         event_block(op->event, pred_signaled, 0, ARSIM_WAIT_BLOCK, -1);
+        advance(q, atomic_load(&op->event->model_ts));
         return ARSIM_OK;
     case OP_QUEUE_WAIT: {
         arsim_queue *o = op->other;
+        advance(q, ready_time(q, op));
         pthread_mutex_lock(&o->mu);
         o->done_waiters++;
         while (atomic_load(&o->completed) < op->target)
             pthread_cond_wait(&o->cv_done, &o->mu);
         o->done_waiters--;
         pthread_mutex_unlock(&o->mu);
+        advance(q, atomic_load(&o->model_time));
         return ARSIM_OK;
     }
     }
@@ -1529,6 +1581,7 @@ arsim_status arsim_queue_submit(arsim_queue *q, arsim_op *op, uint64_t *seq_out)
     }
     /* Sequence numbers are taken here, in submission order, so that a wait
      * submitted after a record sees that record. */
+    op->submit_ns = arsim_now_ns();
     if (op->kind == OP_EVENT_RECORD)
         op->target = atomic_fetch_add(&op->event->rec_submitted, 1) + 1;
     else if (op->kind == OP_EVENT_WAIT)

@@ -21,7 +21,16 @@
  *   latency_us + bytes / (gbps * 1e9) seconds (bytes only for copies), taken
  *   from ARUNTIME_SIM_OP_LATENCY_US and ARUNTIME_SIM_COPY_GBPS at load or from
  *   arsim_set_timing().  Unset (or <= 0) means fast: the CPU work only.
- *   Event records/signals/waits, markers and host functions cost nothing.
+ *   Event records/signals/waits and markers cost nothing; host functions
+ *   cost what they take.
+ * - Device time: event timestamps and the model use a device clock on
+ *   CLOCK_MONOTONIC.  An op starts at the latest of its submission, the end
+ *   of its queue's previous op and the end of its engine's previous op, and
+ *   ends after the longer of its modeled duration and its real CPU work.
+ *   Threads sleep until that time, but a late wake-up does not delay later
+ *   ops' device times, so modeled timelines (and elapsed times between
+ *   events) are exact even on a loaded machine.  Without a model, device
+ *   time is the real completion time.
  * - Errors: a failed op sets its queue's pending error.  The next event
  *   record (or signal) executed on that queue carries it (and consumes it for
  *   events), and the next arsim_queue_synchronize returns (and clears) it.
