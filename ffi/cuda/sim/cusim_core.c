@@ -790,6 +790,16 @@ CUresult cusim_submit(cu_stream *s, arsim_op *op, uint64_t *seq_out)
         *seq_out = 0;
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    /* Fast path: a stream that is not capturing (racing a capture that
+     * begins on another thread is the caller's race, as in CUDA). */
+    if (__atomic_load_n(&s->cap, __ATOMIC_ACQUIRE) == NULL) {
+        CUresult r = legacy_ordering(s);
+        if (r != CUDA_SUCCESS) {
+            arsim_op_free(op);
+            return r;
+        }
+        return cusim_status(arsim_queue_submit(s->q, op, seq_out));
+    }
     pthread_mutex_lock(&g_capture_mu);
     cu_capture *cap = s->cap;
     if (cap) {

@@ -57,7 +57,7 @@ static void capture_detach(cu_stream *s)
             break;
         }
     }
-    s->cap = NULL;
+    __atomic_store_n(&s->cap, NULL, __ATOMIC_RELEASE);
 }
 
 /* The handle is already removed; queued work still runs (cuStreamDestroy
@@ -399,7 +399,7 @@ static void capture_join(cu_capture *cap, cu_stream *s)
         return;
     arsim_queue_begin_capture(s->q, cap->g);
     cap->members[cap->nmembers++] = s;
-    s->cap = cap;
+    __atomic_store_n(&s->cap, cap, __ATOMIC_RELEASE);
 }
 
 CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)

@@ -288,6 +288,8 @@ CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute 
 
 static int stream_capturing(cu_stream *s)
 {
+    if (__atomic_load_n(&s->cap, __ATOMIC_ACQUIRE) == NULL)
+        return 0;
     pthread_mutex_lock(&g_capture_mu);
     int cap = s->cap != NULL;
     pthread_mutex_unlock(&g_capture_mu);
