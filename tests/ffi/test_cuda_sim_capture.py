@@ -158,3 +158,19 @@ def test_capture_rules(cu: Cuda) -> None:
     # Ending a capture that never began; capturing the legacy stream.
     assert lib.cuStreamEndCapture(s, graph) == CUDA_ERROR_ILLEGAL_STATE
     assert lib.cuStreamBeginCapture_v2(ffi.NULL, GLOBAL) == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+
+
+def test_destroying_a_capturing_stream_ends_its_capture(cu: Cuda) -> None:
+    lib = cu.lib
+    s, s2 = cu.stream(), cu.stream()
+    d = cu.alloc(16)
+    fork = cu.event()
+    cu.check(lib.cuStreamBeginCapture_v2(s, GLOBAL))
+    cu.check(lib.cuEventRecord(fork, s))
+    cu.check(lib.cuStreamWaitEvent(s2, fork, 0))
+    cu.check(lib.cuStreamDestroy_v2(s))
+    assert _status(cu, s2) == NONE  # the joined stream left with it
+    # The legacy stream works again: no capture is left in the context.
+    cu.check(lib.cuMemsetD8_v2(d, 1, 16))
+    cu.check(lib.cuCtxSynchronize())
+    assert lib.cuEventQuery(fork) == CUDA_SUCCESS

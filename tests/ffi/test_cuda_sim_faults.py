@@ -78,8 +78,10 @@ def test_illegal_address_is_sticky(cu: Cuda) -> None:
     cu.check(lib.cuStreamCreate(s, 0))
     e = cu.event()
     lib.arsim_inject_fault(0, FAULT_ILLEGAL_ADDRESS, 1)
+    gate = Gate(cu, s[0])  # the record is queued before the fault happens
     assert _launch(cu, fn, args, s[0]) == CUDA_SUCCESS
     cu.check(lib.cuEventRecord(e, s[0]))
+    gate.release()
     assert lib.cuEventSynchronize(e) == CUDA_ERROR_ILLEGAL_ADDRESS
     # Every later call on the context reports it.
     p = ffi.new("CUdeviceptr *")

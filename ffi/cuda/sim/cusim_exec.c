@@ -67,13 +67,35 @@ void cusim_stream_free(cu_stream *s)
     if (!s)
         return;
     pthread_mutex_lock(&g_capture_mu);
-    if (s->cap) {
-        cusim_capture_invalidate(s->cap);
-        if (s->cap->origin == s)
-            s->cap->origin = NULL;
-        capture_detach(s);
+    cu_capture *cap = s->cap;
+    cu_capture *ended = NULL;
+    if (cap) {
+        cusim_capture_invalidate(cap);
+        if (cap->origin == s) {
+            /* Nobody can end this capture any more: end it here, so the
+             * context's legacy stream is not refused forever. */
+            while (cap->nmembers > 0)
+                capture_detach(cap->members[cap->nmembers - 1]);
+            arsim_handle_remove(cap->handle, HK_CAPTURE);
+            cu_graph *g = arsim_handle_remove(cap->graph_handle, HK_GRAPH);
+            if (g) {
+                arsim_graph_destroy(g->g);
+                free(g);
+            }
+            ended = cap;
+        } else {
+            capture_detach(s);
+        }
     }
     pthread_mutex_unlock(&g_capture_mu);
+    if (ended) {
+        if (ended->mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+            pthread_mutex_lock(&s->ctx->mu);
+            s->ctx->unsafe_captures--;
+            pthread_mutex_unlock(&s->ctx->mu);
+        }
+        free(ended);
+    }
     if (!s->is_legacy) {
         cu_ctx *c = s->ctx;
         pthread_mutex_lock(&c->mu);
