@@ -424,26 +424,29 @@ int arsim_mem_range_ok(const void *p, size_t n, unsigned kind_mask)
 
 size_t arsim_mem_free_owner(uint64_t owner)
 {
-    size_t count = 0;
-    for (;;) {
-        arsim_alloc a;
-        int found = 0;
-        pthread_rwlock_wrlock(&g_mem_lock);
-        for (size_t i = 0; i < g_nallocs; i++) {
-            if (g_allocs[i].owner == owner) {
-                a = g_allocs[i];
-                memmove(&g_allocs[i], &g_allocs[i + 1], (g_nallocs - i - 1) * sizeof *g_allocs);
-                g_nallocs--;
-                found = 1;
-                break;
-            }
-        }
+    /* One compacting pass under the lock; the memory is released outside it. */
+    pthread_rwlock_wrlock(&g_mem_lock);
+    size_t n = 0;
+    for (size_t i = 0; i < g_nallocs; i++)
+        n += g_allocs[i].owner == owner;
+    arsim_alloc *gone = n ? malloc(n * sizeof *gone) : NULL;
+    if (n && !gone) {
         pthread_rwlock_unlock(&g_mem_lock);
-        if (!found)
-            return count;
-        release_alloc(&a);
-        count++;
+        return 0;
     }
+    size_t kept = 0, k = 0;
+    for (size_t i = 0; i < g_nallocs; i++) {
+        if (g_allocs[i].owner == owner)
+            gone[k++] = g_allocs[i];
+        else
+            g_allocs[kept++] = g_allocs[i];
+    }
+    g_nallocs = kept;
+    pthread_rwlock_unlock(&g_mem_lock);
+    for (size_t i = 0; i < n; i++)
+        release_alloc(&gone[i]);
+    free(gone);
+    return n;
 }
 
 arsim_status arsim_mem_register(void *p, size_t size, uint64_t owner, unsigned flags)
