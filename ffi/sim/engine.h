@@ -31,9 +31,11 @@
  *   ops' device times, so modeled timelines (and elapsed times between
  *   events) are exact even on a loaded machine.  Without a model, device
  *   time is the real completion time.
- * - Errors: a failed op sets its queue's pending error.  The next event
- *   record (or signal) executed on that queue carries it (and consumes it for
- *   events), and the next arsim_queue_synchronize returns (and clears) it.
+ * - Errors: a failed op sets its queue's pending error (the first one
+ *   wins).  It is reported once: by the next event record (or signal) that
+ *   executes on that queue, which carries it to every waiter of that event,
+ *   or else by the next arsim_queue_synchronize / arsim_queue_take_error.
+ *   Ops after a non-sticky failure run normally.
  *   A sticky fault (ARSIM_ERR_ILLEGAL_ADDRESS) poisons the device: every
  *   later op on it fails with that error (ops still complete, so nobody
  *   hangs) and arsim_device_sticky() reports it until arsim_device_reset().
