@@ -760,7 +760,7 @@ static CUresult legacy_ordering(cu_stream *s)
             return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
         }
         for (cu_stream *o = c->streams; o; o = o->next) {
-            if ((o->flags & CU_STREAM_NON_BLOCKING) || o->cap)
+            if ((o->flags & CU_STREAM_NON_BLOCKING) || __atomic_load_n(&o->cap, __ATOMIC_ACQUIRE))
                 continue;
             if (arsim_queue_query(o->q) == ARSIM_ERR_NOT_READY) {
                 arsim_status st = arsim_queue_submit(

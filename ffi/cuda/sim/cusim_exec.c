@@ -191,7 +191,7 @@ CUresult cuStreamQuery(CUstream hStream)
     CUresult r = cusim_resolve_stream(hStream, &s);
     if (r != CUDA_SUCCESS)
         return r;
-    if (s->cap) /* an unlocked peek: the query itself must stay lock-free */
+    if (__atomic_load_n(&s->cap, __ATOMIC_ACQUIRE)) /* an unlocked peek: the query itself must stay lock-free */
         return capture_guard(s);
     return arsim_queue_query(s->q) == ARSIM_OK ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
