@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 from _cudasim_support import (
+    CU_STREAM_NON_BLOCKING,
     CUDA_ERROR_CAPTURED_EVENT,
     CUDA_ERROR_ILLEGAL_STATE,
     CUDA_ERROR_INVALID_HANDLE,
@@ -150,10 +151,15 @@ def test_capture_rules(cu: Cuda) -> None:
     outside = cu.event()
     assert lib.cuStreamWaitEvent(s, outside, 0) == CUDA_ERROR_STREAM_CAPTURE_ISOLATION
     assert lib.cuStreamEndCapture(s, graph) == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
-    # Relaxed mode lets the legacy stream run.
+    # Whatever the mode, the legacy stream cannot wait for a capturing
+    # blocking stream; a capturing non-blocking stream does not bother it.
     cu.check(lib.cuStreamBeginCapture_v2(s, RELAXED))
+    assert lib.cuMemcpyHtoD_v2(d, _ptr(host), 16) == CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+    assert lib.cuStreamEndCapture(s, graph) == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+    nonblocking = cu.stream(CU_STREAM_NON_BLOCKING)
+    cu.check(lib.cuStreamBeginCapture_v2(nonblocking, RELAXED))
     cu.check(lib.cuMemcpyHtoD_v2(d, _ptr(host), 16))
-    cu.check(lib.cuStreamEndCapture(s, graph))
+    cu.check(lib.cuStreamEndCapture(nonblocking, graph))
     cu.check(lib.cuGraphDestroy(graph[0]))
     # Ending a capture that never began; capturing the legacy stream.
     assert lib.cuStreamEndCapture(s, graph) == CUDA_ERROR_ILLEGAL_STATE

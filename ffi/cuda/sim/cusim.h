@@ -30,6 +30,7 @@ typedef struct cu_ctx {
     cu_stream *streams; /* user and per-thread streams */
     cu_stream *legacy;  /* the NULL stream */
     int unsafe_captures; /* active captures in global or thread-local mode */
+    int capturing_blocking; /* blocking streams in a capture (atomic) */
 } cu_ctx;
 
 struct cu_stream {

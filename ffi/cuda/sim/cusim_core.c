@@ -746,21 +746,23 @@ static CUresult legacy_ordering(cu_stream *s)
 {
     cu_ctx *c = s->ctx;
     if (s->is_legacy) {
-        pthread_mutex_lock(&c->mu);
-        if (c->unsafe_captures) {
-            /* Work on the legacy stream would depend on a capturing stream. */
-            pthread_mutex_unlock(&c->mu);
+        if (__atomic_load_n(&c->capturing_blocking, __ATOMIC_ACQUIRE)) {
+            /* The legacy stream would have to wait for a blocking stream
+             * that is capturing (in any mode): refused, and it breaks those
+             * captures. */
             pthread_mutex_lock(&g_capture_mu);
             pthread_mutex_lock(&c->mu);
             for (cu_stream *o = c->streams; o; o = o->next)
-                if (o->cap && o->cap->mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+                if (o->cap && !(o->flags & CU_STREAM_NON_BLOCKING))
                     cusim_capture_invalidate(o->cap);
             pthread_mutex_unlock(&c->mu);
             pthread_mutex_unlock(&g_capture_mu);
             return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
         }
+        pthread_mutex_lock(&c->mu);
         for (cu_stream *o = c->streams; o; o = o->next) {
-            if ((o->flags & CU_STREAM_NON_BLOCKING) || __atomic_load_n(&o->cap, __ATOMIC_ACQUIRE))
+            if ((o->flags & CU_STREAM_NON_BLOCKING) ||
+                __atomic_load_n(&o->cap, __ATOMIC_ACQUIRE))
                 continue;
             if (arsim_queue_query(o->q) == ARSIM_ERR_NOT_READY) {
                 arsim_status st = arsim_queue_submit(

@@ -51,6 +51,8 @@ static void capture_detach(cu_stream *s)
     if (!cap)
         return;
     arsim_queue_end_capture(s->q, NULL);
+    if (!(s->flags & CU_STREAM_NON_BLOCKING))
+        __atomic_fetch_sub(&s->ctx->capturing_blocking, 1, __ATOMIC_RELEASE);
     for (int i = 0; i < cap->nmembers; i++) {
         if (cap->members[i] == s) {
             cap->members[i] = cap->members[--cap->nmembers];
@@ -191,7 +193,8 @@ CUresult cuStreamQuery(CUstream hStream)
     CUresult r = cusim_resolve_stream(hStream, &s);
     if (r != CUDA_SUCCESS)
         return r;
-    if (__atomic_load_n(&s->cap, __ATOMIC_ACQUIRE)) /* an unlocked peek: the query itself must stay lock-free */
+    /* An unlocked peek: the query itself stays lock-free. */
+    if (__atomic_load_n(&s->cap, __ATOMIC_ACQUIRE))
         return capture_guard(s);
     return arsim_queue_query(s->q) == ARSIM_OK ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
@@ -420,6 +423,8 @@ static void capture_join(cu_capture *cap, cu_stream *s)
     if (s->cap == cap || cap->nmembers >= CUSIM_MAX_CAPTURE_STREAMS)
         return;
     arsim_queue_begin_capture(s->q, cap->g);
+    if (!(s->flags & CU_STREAM_NON_BLOCKING))
+        __atomic_fetch_add(&s->ctx->capturing_blocking, 1, __ATOMIC_RELEASE);
     cap->members[cap->nmembers++] = s;
     __atomic_store_n(&s->cap, cap, __ATOMIC_RELEASE);
 }
@@ -560,7 +565,8 @@ static CUresult capture_info(CUstream hStream, CUstreamCaptureStatus *status, cu
         return r;
     if (!status)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((v == 0 || v == (uintptr_t)CU_STREAM_LEGACY) && s->ctx->unsafe_captures)
+    if ((v == 0 || v == (uintptr_t)CU_STREAM_LEGACY) &&
+        __atomic_load_n(&s->ctx->capturing_blocking, __ATOMIC_ACQUIRE))
         return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
     pthread_mutex_lock(&g_capture_mu);
     cu_capture *cap = s->cap;
