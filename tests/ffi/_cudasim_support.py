@@ -109,6 +109,15 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *, CUgraph, unsigned long long)
 CUresult cuGraphLaunch(CUgraphExec, CUstream);
 CUresult cuGraphExecDestroy(CUgraphExec);
 CUresult cuGraphDestroy(CUgraph);
+CUresult cuMemsetD8Async_ptsz(CUdeviceptr, unsigned char, size_t, CUstream);
+CUresult cuStreamQuery_ptsz(CUstream);
+CUresult cuMemcpyDtoH_v2_ptds(void *, CUdeviceptr, size_t);
+CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr, const void *, size_t, CUstream);
+CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr, const void *, size_t);
+CUresult cuLaunchKernel_ptsz(CUfunction, unsigned int, unsigned int, unsigned int,
+                             unsigned int, unsigned int, unsigned int, unsigned int,
+                             CUstream, void **, void **);
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream, int);
 CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t, int *);
 
 void arsim_set_timing(double copy_gbps, double op_latency_us);

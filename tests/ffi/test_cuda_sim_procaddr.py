@@ -50,6 +50,31 @@ def test_unknown_and_too_old(cu: Cuda) -> None:
     assert _resolve(cu, "cuMemAlloc_v2", 12000)[0] == CUDA_ERROR_NOT_FOUND
 
 
-def test_per_thread_flag_resolves(cu: Cuda) -> None:
-    rc, _status, fn = _resolve(cu, "cuMemcpyHtoDAsync", 12000, flags=2)
-    assert rc == CUDA_SUCCESS and fn != ffi.NULL
+@pytest.mark.parametrize(
+    ("name", "symbol"),
+    [
+        ("cuMemcpyHtoDAsync", "cuMemcpyHtoDAsync_v2_ptsz"),
+        ("cuMemcpyHtoD", "cuMemcpyHtoD_v2_ptds"),
+        ("cuLaunchKernel", "cuLaunchKernel_ptsz"),
+        ("cuStreamBeginCapture", "cuStreamBeginCapture_v2_ptsz"),
+        ("cuMemAlloc", "cuMemAlloc_v2"),  # no stream: no variant
+    ],
+)
+def test_per_thread_flag_gives_the_ptsz_variants(cu: Cuda, name: str, symbol: str) -> None:
+    rc, _status, fn = _resolve(cu, name, 12000, flags=2)
+    assert rc == CUDA_SUCCESS
+    assert fn == ffi.cast("void *", getattr(cu.lib, symbol))
+
+
+def test_ptsz_variant_uses_the_per_thread_stream(cu: Cuda) -> None:
+    """Stream 0 in a _ptsz/_ptds entry point is this thread's per-thread
+    default stream, not the legacy stream."""
+    lib = cu.lib
+    d = cu.alloc(16)
+    cu.check(lib.cuMemsetD8Async_ptsz(d, 4, 16, ffi.NULL))
+    ptds = ffi.cast("CUstream", 2)
+    cu.check(lib.cuStreamSynchronize(ptds))
+    assert lib.cuStreamQuery_ptsz(ffi.NULL) == CUDA_SUCCESS
+    out = ffi.new("unsigned char[16]")
+    cu.check(lib.cuMemcpyDtoH_v2_ptds(out, d, 16))
+    assert list(out) == [4] * 16

@@ -713,9 +713,13 @@ static CUresult per_thread_stream(cu_ctx *c, cu_stream **out)
     return CUDA_SUCCESS;
 }
 
+__thread int cusim_tls_ptds;
+
 CUresult cusim_resolve_stream(CUstream h, cu_stream **out)
 {
     uintptr_t v = (uintptr_t)h;
+    if (v == 0 && cusim_tls_ptds)
+        v = (uintptr_t)CU_STREAM_PER_THREAD; /* a _ptsz/_ptds entry point */
     if (v == 0 || v == (uintptr_t)CU_STREAM_LEGACY || v == (uintptr_t)CU_STREAM_PER_THREAD) {
         cu_ctx *c;
         CUresult r = cusim_current_ctx(&c);

@@ -329,7 +329,7 @@ static CUresult copy1d(void *dst, const void *src, size_t n, arsim_copy_dir dir,
                        int blocking)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(blocking ? CU_STREAM_LEGACY : h, &s);
+    CUresult r = cusim_resolve_stream(blocking ? NULL : h, &s);
     if (r != CUDA_SUCCESS)
         return r;
     if (n == 0)
@@ -446,7 +446,7 @@ static CUresult side_2d(CUmemorytype type, const void *host, CUdeviceptr dev, si
 static CUresult copy2d(const CUDA_MEMCPY2D *c, CUstream h, int blocking)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(blocking ? CU_STREAM_LEGACY : h, &s);
+    CUresult r = cusim_resolve_stream(blocking ? NULL : h, &s);
     if (r != CUDA_SUCCESS)
         return r;
     if (!c)
@@ -512,7 +512,7 @@ static CUresult memset_any(CUdeviceptr d, const void *pattern, size_t width, siz
                            CUstream h, int blocking)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(blocking ? CU_STREAM_LEGACY : h, &s);
+    CUresult r = cusim_resolve_stream(blocking ? NULL : h, &s);
     if (r != CUDA_SUCCESS)
         return r;
     if (count == 0)
