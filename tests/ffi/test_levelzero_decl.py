@@ -92,7 +92,7 @@ def _generate_c() -> tuple[str, int, int, int]:
                     )
             elif isinstance(inner, c_ast.Enum) and inner.values is not None:
                 lines.append(
-                    f'_Static_assert(sizeof({ext.name}) == {ffi.sizeof(ext.name)}, '
+                    f"_Static_assert(sizeof({ext.name}) == {ffi.sizeof(ext.name)}, "
                     f'"sizeof {ext.name}");'
                 )
                 for name, value in ffi.typeof(ext.name).relements.items():
@@ -133,8 +133,18 @@ def test_declarations_compile_against_ze_api_h(compiler: str, tmp_path: Path) ->
     c_file = tmp_path / "ze_decl_check.c"
     c_file.write_text(source)
     result = subprocess.run(
-        [compiler, "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-Wno-unused-variable",
-         "-c", str(c_file), "-o", str(tmp_path / "ze_decl_check.o")],
+        [
+            compiler,
+            "-std=gnu11",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-Wno-unused-variable",
+            "-c",
+            str(c_file),
+            "-o",
+            str(tmp_path / "ze_decl_check.o"),
+        ],
         capture_output=True,
         text=True,
     )
