@@ -580,9 +580,9 @@ class LevelZeroDriver(Driver):
 
     # -- streams --------------------------------------------------------------------
     def priority_range(self) -> tuple[int, int]:
-        # Level Zero has three queue priorities; as in CUDA, a smaller number
-        # is a higher priority: 1 = low, 0 = normal, -1 = high.
-        return (1, -1)
+        # Level Zero has three queue priorities; the core's convention is that
+        # a larger number runs first: -1 = low, 0 = normal, 1 = high.
+        return (-1, 1)
 
     def _immediate_list(self, ordinal: int, queues: int, priority: int) -> _List:
         desc = ffi.new("ze_command_queue_desc_t*")
@@ -593,7 +593,7 @@ class LevelZeroDriver(Driver):
             self._next_queue += 1
         desc.mode = _QUEUE_MODE_ASYNC
         desc.priority = (
-            _PRIORITY_HIGH if priority < 0 else _PRIORITY_LOW if priority > 0 else _PRIORITY_NORMAL
+            _PRIORITY_HIGH if priority > 0 else _PRIORITY_LOW if priority < 0 else _PRIORITY_NORMAL
         )
         out = ffi.new("ze_command_list_handle_t*")
         self._check(
