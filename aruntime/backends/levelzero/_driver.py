@@ -948,9 +948,9 @@ class LevelZeroDriver(Driver):
                 "zeKernelSetGroupSize",
                 f"kernel {k.name!r}, block {config.block}",
             )
-            for index, value in enumerate(values):
+            for index, (value, size) in enumerate(values):
                 self._check(
-                    self._lib.zeKernelSetArgumentValue(k.handle, index, len(value), value),
+                    self._lib.zeKernelSetArgumentValue(k.handle, index, size, value),
                     "zeKernelSetArgumentValue",
                     f"kernel {k.name!r}, argument {index}",
                 )
@@ -1061,13 +1061,15 @@ class LevelZeroDriver(Driver):
                 lib.zeCommandListDestroy(graph.command_list)
 
 
-def _arg_bytes(arg: Any) -> Any:
-    """A kernel argument's value as cffi bytes: numpy scalar, raw bytes or a device pointer."""
+def _arg_bytes(arg: Any) -> tuple[Any, int]:
+    """A kernel argument's value and size: numpy scalar, raw bytes or a device pointer."""
     if isinstance(arg, np.generic):
-        return ffi.from_buffer(arg.tobytes())
+        raw = arg.tobytes()
+        return ffi.from_buffer(raw), len(raw)
     if isinstance(arg, (bytes, bytearray, memoryview)):
-        return ffi.from_buffer(bytes(arg))
-    return ffi.new("uint64_t*", int(arg))  # a DevicePtr: its 8-byte address
+        raw = bytes(arg)
+        return ffi.from_buffer(raw), len(raw)
+    return ffi.new("uint64_t*", int(arg)), 8  # a DevicePtr: its 8-byte address
 
 
 class _GraphLauncher:

@@ -78,8 +78,8 @@ def test_memset_d2d_and_2d(ze: ZeDriver) -> None:
         ze.memset_d8(b, 0, 4096, s)
         ze.memcpy_d2d(a, b, 1000, s)
         # 2D: 8 rows of 16 bytes, pitch 64 -> pitch 32, from offset 2048 of a
-        src = np.arange(4096, dtype=np.uint8) % 251
-        ze.memcpy_h2d(memoryview(src.tobytes()), a, s)
+        src = (np.arange(4096) % 251).astype(np.uint8)
+        ze.memcpy_h2d(memoryview(src), a, s)
         ze.memcpy_2d(a, 64, b + 2048, 32, 16, 8, s)
         ze.memcpy_d2h(b, memoryview(out), s)
         ze.event_record(ev, s)
@@ -251,10 +251,23 @@ def test_shared_mem_is_not_supported(ze: ZeDriver) -> None:
 
 
 def test_out_of_memory(ze: ZeDriver) -> None:
-    with pytest.raises(OutOfMemoryError) as info:
-        ze.mem_alloc(ze.device_info().total_memory * 4)
+    total = ze.device_info().total_memory
+    chunk = min(int(_driver._device_properties(ze._lib, ze._device).maxMemAllocSize), total)
+    held = []
+    try:
+        with pytest.raises(OutOfMemoryError) as info:
+            for _ in range(total // chunk + 2):
+                held.append(ze.mem_alloc(chunk))
+    finally:
+        for ptr in held:
+            ze.mem_free(ptr)
     assert info.value.function == "zeMemAllocDevice"
     assert info.value.name == "ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"
+
+
+def test_past_the_largest_allocation_is_not_supported(ze: ZeDriver) -> None:
+    with pytest.raises(NotSupportedError, match="UNSUPPORTED_SIZE"):
+        ze.mem_alloc(ze.device_info().total_memory * 4)
 
 
 def test_graph_capture_and_replay(ze: ZeDriver) -> None:
@@ -294,7 +307,8 @@ def test_graph_launches_queue_up_without_blocking(ze: ZeDriver) -> None:
     try:
         module = ze.module_load(_kernels())
         scale = ze.module_function(module, "scale_f32")
-        ze.memcpy_h2d(memoryview(np.ones(1, np.float32)).cast("B"), buf, s)
+        one = np.ones(1, np.float32)  # host buffers must outlive the async copy
+        ze.memcpy_h2d(memoryview(one).cast("B"), buf, s)
         ze.capture_begin(s)
         ze.launch(
             scale, LaunchConfig((1, 1, 1), (1, 1, 1), 0), [np.uint32(1), np.float32(2), buf], s
