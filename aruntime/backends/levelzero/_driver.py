@@ -761,23 +761,35 @@ class LevelZeroDriver(Driver):
 
     # -- async ops --------------------------------------------------------------------
     def memcpy_h2d(self, src: memoryview, dst: int, stream: DriverStream) -> None:
-        host = ffi.from_buffer(src)
+        host = _host_address(src)
         self._append(
             stream,
             True,
             lambda h: self._lib.zeCommandListAppendMemoryCopy(
-                h, ffi.cast("void*", dst), host, len(host), ffi.NULL, 0, ffi.NULL
+                h,
+                ffi.cast("void*", dst),
+                ffi.cast("void*", host),
+                src.nbytes,
+                ffi.NULL,
+                0,
+                ffi.NULL,
             ),
             "zeCommandListAppendMemoryCopy",
         )
 
     def memcpy_d2h(self, src: int, dst: memoryview, stream: DriverStream) -> None:
-        host = ffi.from_buffer(dst, require_writable=True)
+        host = _host_address(dst, writable=True)
         self._append(
             stream,
             True,
             lambda h: self._lib.zeCommandListAppendMemoryCopy(
-                h, host, ffi.cast("void*", src), len(host), ffi.NULL, 0, ffi.NULL
+                h,
+                ffi.cast("void*", host),
+                ffi.cast("void*", src),
+                dst.nbytes,
+                ffi.NULL,
+                0,
+                ffi.NULL,
             ),
             "zeCommandListAppendMemoryCopy",
         )
@@ -863,19 +875,23 @@ class LevelZeroDriver(Driver):
         return _FORMAT_NATIVE
 
     def module_load(self, image: Any) -> DriverModule:
-        data = ffi.from_buffer("uint8_t[]", image)
         desc = ffi.new("ze_module_desc_t*")
         desc.stype = _ST_MODULE_DESC
         desc.format = self.image_format(image)
-        desc.inputSize = len(data)
-        desc.pInputModule = data
         desc.pBuildFlags = ffi.new("char[]", b"")
         module = ffi.new("ze_module_handle_t*")
         log = ffi.new("ze_module_build_log_handle_t*")
-        rc = self._lib.zeModuleCreate(self._context, self._device, desc, module, log)
+        data = ffi.from_buffer("uint8_t[]", image)
+        try:  # zeModuleCreate copies the image: release the buffer export at once
+            desc.inputSize = len(data)
+            desc.pInputModule = data
+            rc = self._lib.zeModuleCreate(self._context, self._device, desc, module, log)
+        finally:
+            ffi.release(data)
         text = self._build_log(log[0])
         kind = "SPIR-V" if desc.format == _FORMAT_SPIRV else "native"
-        self._check(rc, "zeModuleCreate", f"{kind} image of {len(data)} bytes. {text}".strip())
+        size = int(desc.inputSize)
+        self._check(rc, "zeModuleCreate", f"{kind} image of {size} bytes. {text}".strip())
         return cast(DriverModule, _ZeModule(module[0]))
 
     def _build_log(self, log: Any) -> str:
@@ -1059,6 +1075,20 @@ class LevelZeroDriver(Driver):
                 destroy = graph.destroyed and graph.pending == 0
             if destroy:
                 lib.zeCommandListDestroy(graph.command_list)
+
+
+def _host_address(view: memoryview, *, writable: bool = False) -> int:
+    """The address of a host buffer, without keeping a buffer export open.
+
+    The core keeps the buffer itself alive until the op is done.  An open
+    export held by a cffi object that ends up in a traceback (a failed
+    append) forms a cycle the garbage collector cannot clear safely.
+    """
+    buf = ffi.from_buffer(view, require_writable=writable)
+    try:
+        return int(ffi.cast("uintptr_t", buf))
+    finally:
+        ffi.release(buf)
 
 
 def _arg_bytes(arg: Any) -> tuple[Any, int]:
