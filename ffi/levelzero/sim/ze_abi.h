@@ -3,7 +3,7 @@
  * Written for this project so that the driver builds on a machine without
  * libze-dev (a C compiler is the only build requirement).  Names, values and
  * struct layouts follow the Level Zero specification; tests/ffi/test_levelzero_sim.py
- * compiles ffi/levelzero/sim/layout_probe.c against this header and against the
+ * compiles ffi/levelzero/probe/layout_probe.c against this header and against the
  * real <level_zero/ze_ddi.h> and compares every size and offset, so a drift
  * is a test failure rather than memory corruption.
  */
@@ -44,6 +44,7 @@ typedef enum _ze_result_t {
     ZE_RESULT_ERROR_INVALID_NATIVE_BINARY = 0x7800000f,
     ZE_RESULT_ERROR_INVALID_KERNEL_NAME = 0x78000011,
     ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION = 0x78000013,
+    ZE_RESULT_ERROR_INVALID_GLOBAL_WIDTH_DIMENSION = 0x78000014,
     ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX = 0x78000015,
     ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE = 0x78000016,
     ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE = 0x78000019,
