@@ -170,13 +170,16 @@ ZE_APIEXPORT ze_result_t zeCommandQueueExecuteCommandLists(ze_command_queue_hand
         pthread_mutex_unlock(&l->lock);
         if (st != ARSIM_OK) {
             r = lz_status_to_result(st);
+            /* Lists already queued still run; the fence must not hang. */
+            if (fence) lz_force_signal(fence->ev, &fence->forced, r);
             goto out;
         }
     }
     if (fence) {
         arsim_status st = arsim_queue_submit(q->q, arsim_op_event_signal(fence->ev), NULL);
         if (st != ARSIM_OK) {
-            r = lz_status_to_result(st);
+            /* The lists were queued; the device was lost under them. */
+            lz_force_signal(fence->ev, &fence->forced, lz_status_to_result(st));
             goto out;
         }
     }
@@ -343,10 +346,17 @@ static arsim_status emit(lz_list *l, arsim_op *op) {
 }
 
 /* Emits: waits, [start timestamp], op (may be NULL), signal.  Takes
- * ownership of op and releases the append's references. */
+ * ownership of op and releases the append's references.
+ *
+ * On an immediate list the device can be lost between two submits of one
+ * append (a kernel submitted first may poison it at once), and the engine
+ * then refuses the rest, signal included.  Once anything was submitted the
+ * append has happened, as on a GPU: the loss is reported through the signal
+ * event (forced), never by leaving its waiters hanging. */
 static ze_result_t append_commit(append_ctx *a, arsim_op *op) {
     lz_list *l = a->list;
     arsim_status st = ARSIM_OK;
+    bool any = false;
     pthread_mutex_lock(&l->lock);
     if (!l->immediate && l->closed) {
         pthread_mutex_unlock(&l->lock);
@@ -355,15 +365,20 @@ static ze_result_t append_commit(append_ctx *a, arsim_op *op) {
         return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     }
     for (uint32_t i = 0; i < a->nwait && st == ARSIM_OK; i++)
-        st = emit(l, arsim_op_event_wait_signaled(a->wait[i]->done));
+        if ((st = emit(l, arsim_op_event_wait_signaled(a->wait[i]->done))) == ARSIM_OK) any = true;
     if (st == ARSIM_OK && op && a->signal && a->signal->timestamps)
-        st = emit(l, arsim_op_event_signal(a->signal->start));
+        if ((st = emit(l, arsim_op_event_signal(a->signal->start))) == ARSIM_OK) any = true;
     if (op) {
-        if (st == ARSIM_OK) st = emit(l, op);
-        else arsim_op_free(op);
+        if (st != ARSIM_OK) arsim_op_free(op);
+        else if ((st = emit(l, op)) == ARSIM_OK) any = true;
     }
     if (st == ARSIM_OK && a->signal) st = emit(l, arsim_op_event_signal(a->signal->done));
     pthread_mutex_unlock(&l->lock);
+    if (st != ARSIM_OK && any && l->immediate) {
+        ze_result_t lost = lz_status_to_result(st);
+        if (a->signal) lz_force_signal(a->signal->done, &a->signal->forced, lost);
+        st = ARSIM_OK;
+    }
     if (st == ARSIM_OK && l->immediate && l->mode == ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS)
         st = arsim_queue_synchronize(l->q, lz_wait_mode());
     append_release(a);

@@ -350,8 +350,20 @@ ZE_APIEXPORT int arze_sim_inject_fault(int device, int kind, int count) {
     return arsim_inject_fault(device, map[kind], count);
 }
 
-/* Clears pending faults and every device's lost state. */
-ZE_APIEXPORT void arze_sim_clear_faults(void) { arsim_clear_faults(); }
+static void drain_queue(lz_obj *o, void *user) {
+    arsim_queue *q = o->type == LZ_T_QUEUE ? ((lz_queue *)o)->q : ((lz_list *)o)->q;
+    if (q) (void)arsim_queue_synchronize(q, ARSIM_WAIT_BLOCK);
+}
+
+/* Clears pending faults and every device's lost state, then waits for every
+ * queue and drops the errors they still hold (the engine's device reset
+ * leaves a queue's pending error behind, which would otherwise fail the
+ * first signal after recovery). */
+ZE_APIEXPORT void arze_sim_clear_faults(void) {
+    arsim_clear_faults();
+    lz_foreach(LZ_T_QUEUE, drain_queue, NULL);
+    lz_foreach(LZ_T_LIST, drain_queue, NULL);
+}
 
 /* Live handles of one kind (1 driver ... 11 kernel, see lz_registry.h), for
  * leak checks. */

@@ -6,8 +6,18 @@
 
 #define POOL_FLAGS_KNOWN 0xfu
 
-static ze_result_t wait_result(arsim_status st) {
-    return st == ARSIM_ERR_TIMEOUT ? ZE_RESULT_NOT_READY : lz_status_to_result(st);
+static ze_result_t wait_result(arsim_status st, const int *forced) {
+    if (st == ARSIM_ERR_TIMEOUT) return ZE_RESULT_NOT_READY;
+    if (st == ARSIM_OK) {
+        int f = __atomic_load_n(forced, __ATOMIC_ACQUIRE);
+        if (f) return (ze_result_t)f;
+    }
+    return lz_status_to_result(st);
+}
+
+void lz_force_signal(arsim_event *ev, int *forced, ze_result_t r) {
+    __atomic_store_n(forced, (int)r, __ATOMIC_RELEASE);
+    arsim_event_host_signal(ev);
 }
 
 /* ------------------------------------------------------------- event pool */
@@ -152,6 +162,7 @@ ZE_APIEXPORT ze_result_t zeEventHostSignal(ze_event_handle_t hEvent) {
 ZE_APIEXPORT ze_result_t zeEventHostReset(ze_event_handle_t hEvent) {
     LZ_GET(e, lz_event, hEvent, LZ_T_EVENT);
     __atomic_store_n(&e->host_signal_ns, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&e->forced, 0, __ATOMIC_RELEASE);
     arsim_event_host_reset(e->done);
     lz_unref(&e->base);
     return ZE_RESULT_SUCCESS;
@@ -161,15 +172,17 @@ ZE_APIEXPORT ze_result_t zeEventHostSynchronize(ze_event_handle_t hEvent, uint64
     LZ_GET(e, lz_event, hEvent, LZ_T_EVENT);
     /* UINT64_MAX waits forever; 0 only queries. */
     arsim_status st = arsim_event_wait_signaled(e->done, lz_wait_mode(), lz_timeout(timeout));
+    ze_result_t r = wait_result(st, &e->forced);
     lz_unref(&e->base);
-    return wait_result(st);
+    return r;
 }
 
 ZE_APIEXPORT ze_result_t zeEventQueryStatus(ze_event_handle_t hEvent) {
     LZ_GET(e, lz_event, hEvent, LZ_T_EVENT);
     arsim_status st = arsim_event_wait_signaled(e->done, ARSIM_WAIT_SPIN, 0);
+    ze_result_t r = wait_result(st, &e->forced);
     lz_unref(&e->base);
-    return wait_result(st);
+    return r;
 }
 
 ZE_APIEXPORT ze_result_t zeEventQueryKernelTimestamp(ze_event_handle_t hEvent,
@@ -222,7 +235,6 @@ ZE_APIEXPORT ze_result_t zeFenceCreate(ze_command_queue_handle_t hCommandQueue, 
             r = ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
         } else {
             f->base = (lz_obj){.type = LZ_T_FENCE, .refs = 1, .finalize = fence_finalize};
-            f->queue = q;
             if (desc->flags & ZE_FENCE_FLAG_SIGNALED) arsim_event_host_signal(f->ev);
             if (!lz_register(&f->base)) {
                 fence_finalize(&f->base);
@@ -246,19 +258,22 @@ ZE_APIEXPORT ze_result_t zeFenceDestroy(ze_fence_handle_t hFence) {
 ZE_APIEXPORT ze_result_t zeFenceHostSynchronize(ze_fence_handle_t hFence, uint64_t timeout) {
     LZ_GET(f, lz_fence, hFence, LZ_T_FENCE);
     arsim_status st = arsim_event_wait_signaled(f->ev, lz_wait_mode(), lz_timeout(timeout));
+    ze_result_t r = wait_result(st, &f->forced);
     lz_unref(&f->base);
-    return wait_result(st);
+    return r;
 }
 
 ZE_APIEXPORT ze_result_t zeFenceQueryStatus(ze_fence_handle_t hFence) {
     LZ_GET(f, lz_fence, hFence, LZ_T_FENCE);
     arsim_status st = arsim_event_wait_signaled(f->ev, ARSIM_WAIT_SPIN, 0);
+    ze_result_t r = wait_result(st, &f->forced);
     lz_unref(&f->base);
-    return wait_result(st);
+    return r;
 }
 
 ZE_APIEXPORT ze_result_t zeFenceReset(ze_fence_handle_t hFence) {
     LZ_GET(f, lz_fence, hFence, LZ_T_FENCE);
+    __atomic_store_n(&f->forced, 0, __ATOMIC_RELEASE);
     arsim_event_host_reset(f->ev);
     lz_unref(&f->base);
     return ZE_RESULT_SUCCESS;

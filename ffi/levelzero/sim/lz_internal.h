@@ -44,6 +44,7 @@ typedef struct lz_event {
     arsim_event *done;  /* the Level Zero signaled state */
     arsim_event *start; /* signaled just before the op runs (timestamp pools) */
     uint64_t host_signal_ns; /* when signaled from the host; 0 otherwise */
+    int forced; /* ze_result_t of a signal the engine refused (device lost); atomic */
 } lz_event;
 
 struct lz_event_pool {
@@ -57,7 +58,7 @@ struct lz_event_pool {
 typedef struct lz_fence {
     lz_obj base;
     arsim_event *ev;
-    struct lz_queue *queue; /* weak; fences are used only with their queue */
+    int forced; /* as lz_event.forced */
 } lz_fence;
 
 typedef struct lz_queue {
@@ -85,6 +86,7 @@ typedef struct lz_list {
 typedef struct lz_module {
     lz_obj base;
     arsim_module *m;
+    int fd; /* the memfd it was loaded from; see lz_module.c */
 } lz_module;
 
 typedef struct lz_build_log {
@@ -121,6 +123,9 @@ LZ_HIDDEN ze_result_t lz_device_health(const lz_device *d);
     if (!var) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE
 
 LZ_HIDDEN arsim_wait_mode lz_wait_mode(void);
+/* Signals an event or fence whose signal op the engine refused (its device
+ * was lost meanwhile), so that waiters get `r` instead of hanging. */
+LZ_HIDDEN void lz_force_signal(arsim_event *ev, int *forced, ze_result_t r);
 /* Level Zero timeouts (ns, UINT64_MAX = forever) to the engine's. */
 LZ_HIDDEN int64_t lz_timeout(uint64_t timeout_ns);
 

@@ -115,3 +115,21 @@ uint64_t lz_live_count(lz_type type) {
     pthread_mutex_unlock(&g_lock);
     return n;
 }
+
+void lz_foreach(lz_type type, void (*fn)(lz_obj *obj, void *user), void *user) {
+    pthread_mutex_lock(&g_lock);
+    size_t n = 0;
+    lz_obj **objs = g_live[type] ? malloc(g_live[type] * sizeof *objs) : NULL;
+    for (size_t i = 0; objs && i < g_cap; i++) {
+        if (g_slots[i].id > TOMBSTONE && g_slots[i].obj->type == type) {
+            objs[n++] = g_slots[i].obj;
+            atomic_fetch_add(&g_slots[i].obj->refs, 1);
+        }
+    }
+    pthread_mutex_unlock(&g_lock);
+    for (size_t i = 0; i < n; i++) {
+        fn(objs[i], user);
+        lz_unref(objs[i]);
+    }
+    free(objs);
+}

@@ -44,6 +44,9 @@ lz_obj *lz_lookup(const void *handle, lz_type type);
 int lz_unregister(lz_obj *obj);
 void lz_ref(lz_obj *obj);
 void lz_unref(lz_obj *obj);
+/* Calls fn on every live object of one type (outside the registry lock,
+ * each with a reference held for the call). */
+void lz_foreach(lz_type type, void (*fn)(lz_obj *obj, void *user), void *user);
 /* Number of live handles of one type (for leak checks in tests). */
 uint64_t lz_live_count(lz_type type);
 
