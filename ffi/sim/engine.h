@@ -245,6 +245,9 @@ ARSIM_API arsim_op *arsim_op_copy_owned_src(void *dst, void *src_malloced, size_
 ARSIM_API arsim_op *arsim_op_copy2d(void *dst, size_t dst_pitch, const void *src,
                                     size_t src_pitch, size_t width, size_t height,
                                     arsim_copy_dir dir);
+/* 2-D copy from a packed, malloc'd source (pitch = width) that the op owns. */
+ARSIM_API arsim_op *arsim_op_copy2d_owned_src(void *dst, size_t dst_pitch, void *src_malloced,
+                                              size_t width, size_t height, arsim_copy_dir dir);
 ARSIM_API arsim_op *arsim_op_memset8(void *dst, uint8_t value, size_t n);
 /* Repeats a pattern of pattern_size bytes (copied now) over n bytes. */
 ARSIM_API arsim_op *arsim_op_fill(void *dst, const void *pattern, size_t pattern_size, size_t n);
@@ -290,6 +293,10 @@ ARSIM_API arsim_status arsim_queue_query(const arsim_queue *q);
 /* Waits for the ops submitted before the call; returns and clears the
  * queue's pending sync error (or the device's sticky error). */
 ARSIM_API arsim_status arsim_queue_synchronize(arsim_queue *q, arsim_wait_mode mode);
+/* Waits until the queue has completed `seq` ops (a seq from arsim_queue_submit). */
+ARSIM_API void arsim_queue_wait_seq(arsim_queue *q, uint64_t seq, arsim_wait_mode mode);
+/* Returns and clears the queue's pending error without waiting. */
+ARSIM_API arsim_status arsim_queue_take_error(arsim_queue *q);
 /* Capture: while capturing, submits go to g (which the caller created). */
 ARSIM_API arsim_status arsim_queue_begin_capture(arsim_queue *q, arsim_graph *g);
 ARSIM_API arsim_status arsim_queue_end_capture(arsim_queue *q, arsim_graph **out);
