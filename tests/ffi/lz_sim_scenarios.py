@@ -240,37 +240,42 @@ class Env:
         return out[0]
 
     def immediate(self, ordinal: int = COMPUTE, device: Any = None) -> Any:
-        desc = ffi.new("ze_command_queue_desc_t *", {"stype": ST_QUEUE_DESC, "ordinal": ordinal,
-                                                     "mode": 2})
+        desc = ffi.new(
+            "ze_command_queue_desc_t *", {"stype": ST_QUEUE_DESC, "ordinal": ordinal, "mode": 2}
+        )
         out = ffi.new("ze_handle *")
         ck(ze.zeCommandListCreateImmediate(self.ctx, device or self.device, desc, out), "imm")
         return out[0]
 
     def queue(self, ordinal: int = COMPUTE) -> Any:
-        desc = ffi.new("ze_command_queue_desc_t *", {"stype": ST_QUEUE_DESC, "ordinal": ordinal,
-                                                     "mode": 2})
+        desc = ffi.new(
+            "ze_command_queue_desc_t *", {"stype": ST_QUEUE_DESC, "ordinal": ordinal, "mode": 2}
+        )
         out = ffi.new("ze_handle *")
         ck(ze.zeCommandQueueCreate(self.ctx, self.device, desc, out), "queue")
         return out[0]
 
     def regular(self, ordinal: int = COMPUTE) -> Any:
-        desc = ffi.new("ze_command_list_desc_t *", {"stype": ST_LIST_DESC,
-                                                    "commandQueueGroupOrdinal": ordinal})
+        desc = ffi.new(
+            "ze_command_list_desc_t *", {"stype": ST_LIST_DESC, "commandQueueGroupOrdinal": ordinal}
+        )
         out = ffi.new("ze_handle *")
         ck(ze.zeCommandListCreate(self.ctx, self.device, desc, out), "list")
         return out[0]
 
     def pool(self, count: int, timestamps: bool = False) -> Any:
         flags = 1 | (4 if timestamps else 0)
-        desc = ffi.new("ze_event_pool_desc_t *", {"stype": ST_POOL_DESC, "flags": flags,
-                                                  "count": count})
+        desc = ffi.new(
+            "ze_event_pool_desc_t *", {"stype": ST_POOL_DESC, "flags": flags, "count": count}
+        )
         out = ffi.new("ze_handle *")
         ck(ze.zeEventPoolCreate(self.ctx, desc, 0, ffi.NULL, out), "pool")
         return out[0]
 
     def event(self, pool: Any, index: int) -> Any:
-        desc = ffi.new("ze_event_desc_t *", {"stype": ST_EVENT_DESC, "index": index,
-                                             "signal": 4, "wait": 4})
+        desc = ffi.new(
+            "ze_event_desc_t *", {"stype": ST_EVENT_DESC, "index": index, "signal": 4, "wait": 4}
+        )
         out = ffi.new("ze_handle *")
         ck(ze.zeEventCreate(pool, desc, out), "event")
         return out[0]
@@ -283,8 +288,10 @@ class Env:
 
     def module(self, image: bytes, fmt: int = 1) -> tuple[int, Any, str]:
         buf = ffi.new("uint8_t[]", image)
-        desc = ffi.new("ze_module_desc_t *", {"stype": ST_MODULE_DESC, "format": fmt,
-                                              "inputSize": len(image), "pInputModule": buf})
+        desc = ffi.new(
+            "ze_module_desc_t *",
+            {"stype": ST_MODULE_DESC, "format": fmt, "inputSize": len(image), "pInputModule": buf},
+        )
         mod = ffi.new("ze_handle *")
         log = ffi.new("ze_handle *")
         r = ze.zeModuleCreate(self.ctx, self.device, desc, mod, log)
@@ -398,18 +405,23 @@ def sc_roundtrip(env: Env) -> None:
     ck(ze.zeEventHostReset(done))
     srcbuf = host_bytes(rows)
     ck(ze.zeCommandListAppendMemoryCopy(lst, dptr, srcbuf, len(rows), ffi.NULL, 0, ffi.NULL))
-    region_src = ffi.new("ze_copy_region_t *", {"originX": 8, "originY": 2, "width": 32,
-                                                "height": 5, "depth": 1})
-    region_dst = ffi.new("ze_copy_region_t *", {"originX": 0, "originY": 0, "width": 32,
-                                                "height": 5, "depth": 1})
+    region_src = ffi.new(
+        "ze_copy_region_t *", {"originX": 8, "originY": 2, "width": 32, "height": 5, "depth": 1}
+    )
+    region_dst = ffi.new(
+        "ze_copy_region_t *", {"originX": 0, "originY": 0, "width": 32, "height": 5, "depth": 1}
+    )
     dst2d = ffi.new("uint8_t[]", 64 * 5)
-    ck(ze.zeCommandListAppendMemoryCopyRegion(lst, dst2d, region_dst, 64, 0, dptr, region_src,
-                                              256, 0, done, 0, ffi.NULL))
+    ck(
+        ze.zeCommandListAppendMemoryCopyRegion(
+            lst, dst2d, region_dst, 64, 0, dptr, region_src, 256, 0, done, 0, ffi.NULL
+        )
+    )
     ck(ze.zeEventHostSynchronize(done, FOREVER))
     got = bytes(dst2d)
     for row in range(5):
-        want = rows[(2 + row) * 256 + 8:(2 + row) * 256 + 40]
-        assert got[row * 64:row * 64 + 32] == want, row
+        want = rows[(2 + row) * 256 + 8 : (2 + row) * 256 + 40]
+        assert got[row * 64 : row * 64 + 32] == want, row
     ck(ze.zeEventDestroy(done))
     ck(ze.zeEventPoolDestroy(pool))
     ck(ze.zeCommandListDestroy(lst))
@@ -504,8 +516,11 @@ def sc_regular_replay(env: Env) -> None:
     q = env.queue(COMPUTE)
     fence = env.fence(q)
     lists = ffi.new("ze_handle[1]", [lst])
-    expect(ze.zeCommandQueueExecuteCommandLists(q, 1, lists, fence), INVALID_ARGUMENT,
-           "executing an open list")
+    expect(
+        ze.zeCommandQueueExecuteCommandLists(q, 1, lists, fence),
+        INVALID_ARGUMENT,
+        "executing an open list",
+    )
     ck(ze.zeCommandListClose(lst))
     expect(ze.zeFenceQueryStatus(fence), NOT_READY, "fresh fence")
     for rep in range(1, 6):
@@ -519,18 +534,27 @@ def sc_regular_replay(env: Env) -> None:
     # A copy-group list cannot run on a compute queue.
     clist = env.regular(COPY)
     ck(ze.zeCommandListClose(clist))
-    expect(ze.zeCommandQueueExecuteCommandLists(q, 1, [clist], ffi.NULL),
-           INVALID_COMMAND_LIST_TYPE, "copy list on a compute queue")
+    expect(
+        ze.zeCommandQueueExecuteCommandLists(q, 1, [clist], ffi.NULL),
+        INVALID_COMMAND_LIST_TYPE,
+        "copy list on a compute queue",
+    )
     # Reset reopens the list, empty.
     ck(ze.zeCommandListReset(lst))
     ck(ze.zeCommandListClose(lst))
     ck(ze.zeCommandQueueExecuteCommandLists(q, 1, lists, fence))
     ck(ze.zeFenceHostSynchronize(fence, FOREVER))
-    for h, fn in ((fence, ze.zeFenceDestroy), (clist, ze.zeCommandListDestroy),
-                  (lst, ze.zeCommandListDestroy), (q, ze.zeCommandQueueDestroy),
-                  (init, ze.zeCommandListDestroy), (ready, ze.zeEventDestroy),
-                  (pool, ze.zeEventPoolDestroy), (axpy, ze.zeKernelDestroy),
-                  (mod, ze.zeModuleDestroy)):
+    for h, fn in (
+        (fence, ze.zeFenceDestroy),
+        (clist, ze.zeCommandListDestroy),
+        (lst, ze.zeCommandListDestroy),
+        (q, ze.zeCommandQueueDestroy),
+        (init, ze.zeCommandListDestroy),
+        (ready, ze.zeEventDestroy),
+        (pool, ze.zeEventPoolDestroy),
+        (axpy, ze.zeKernelDestroy),
+        (mod, ze.zeModuleDestroy),
+    ):
         ck(fn(h))
     ck(ze.zeMemFree(env.ctx, x))
     ck(ze.zeMemFree(env.ctx, y))
@@ -541,10 +565,16 @@ def sc_kernel(env: Env) -> None:
     expect(env.kernel(mod, "no_such_kernel")[0], INVALID_KERNEL_NAME, "bad kernel name")
     r, iota = env.kernel(mod, "iota")
     ck(r)
-    expect(ze.zeKernelSetArgumentValue(iota, 3, 4, ffi.new("uint32_t *")),
-           INVALID_KERNEL_ARGUMENT_INDEX, "arg index")
-    expect(ze.zeKernelSetArgumentValue(iota, 0, 8, ffi.new("uint64_t *")),
-           INVALID_KERNEL_ARGUMENT_SIZE, "arg size")
+    expect(
+        ze.zeKernelSetArgumentValue(iota, 3, 4, ffi.new("uint32_t *")),
+        INVALID_KERNEL_ARGUMENT_INDEX,
+        "arg index",
+    )
+    expect(
+        ze.zeKernelSetArgumentValue(iota, 0, 8, ffi.new("uint64_t *")),
+        INVALID_KERNEL_ARGUMENT_SIZE,
+        "arg size",
+    )
     count = 4099  # not a multiple of the group size
     y = env.alloc_device(count * 4)
     ck(ze.zeKernelSetGroupSize(iota, 128, 1, 1))
@@ -564,8 +594,11 @@ def sc_kernel(env: Env) -> None:
     assert ts.gend >= ts.gstart
     # Kernels cannot go to a copy-only list.
     copy_list = env.immediate(COPY)
-    expect(ze.zeCommandListAppendLaunchKernel(copy_list, iota, groups, ffi.NULL, 0, ffi.NULL),
-           INVALID_COMMAND_LIST_TYPE, "kernel on a copy list")
+    expect(
+        ze.zeCommandListAppendLaunchKernel(copy_list, iota, groups, ffi.NULL, 0, ffi.NULL),
+        INVALID_COMMAND_LIST_TYPE,
+        "kernel on a copy list",
+    )
     # SPIR-V cannot be compiled by the sim: refused, with a build log that says why.
     spirv = bytes.fromhex("03022307") + bytes(16)
     r, _, log = env.module(spirv, fmt=0)
@@ -589,8 +622,9 @@ def sc_kernel(env: Env) -> None:
         for i in range(m):
             xv[i], yv[i] = float(i), 1.0
         ck(ze.zeKernelSetGroupSize(saxpy, 32, 1, 1))
-        for i, (ctype, size, val) in enumerate((("uint32_t *", 4, m), ("float *", 4, 3.0),
-                                                ("void **", 8, xs), ("void **", 8, ys))):
+        for i, (ctype, size, val) in enumerate(
+            (("uint32_t *", 4, m), ("float *", 4, 3.0), ("void **", 8, xs), ("void **", 8, ys))
+        ):
             ck(ze.zeKernelSetArgumentValue(saxpy, i, size, ffi.new(ctype, val)))
         ck(ze.zeEventHostReset(done))
         groups = ffi.new("ze_group_count_t *", {"x": (m + 31) // 32, "y": 1, "z": 1})
@@ -601,9 +635,14 @@ def sc_kernel(env: Env) -> None:
         ck(ze.zeModuleDestroy(pmod))
         ck(ze.zeMemFree(env.ctx, xs))
         ck(ze.zeMemFree(env.ctx, ys))
-    for h, fn in ((done, ze.zeEventDestroy), (pool, ze.zeEventPoolDestroy),
-                  (lst, ze.zeCommandListDestroy), (copy_list, ze.zeCommandListDestroy),
-                  (iota, ze.zeKernelDestroy), (mod, ze.zeModuleDestroy)):
+    for h, fn in (
+        (done, ze.zeEventDestroy),
+        (pool, ze.zeEventPoolDestroy),
+        (lst, ze.zeCommandListDestroy),
+        (copy_list, ze.zeCommandListDestroy),
+        (iota, ze.zeKernelDestroy),
+        (mod, ze.zeModuleDestroy),
+    ):
         ck(fn(h))
     ck(ze.zeMemFree(env.ctx, y))
 
@@ -649,8 +688,11 @@ def sc_destroyed_handles(env: Env) -> None:
     env.ctx = saved_ctx
     # Handles that never existed, of the right shape or not.
     for bogus in (0x1234, 0xDEADBEEF000, env.device):
-        expect(ze.zeEventQueryStatus(ffi.cast("ze_handle", bogus)), INVALID_NULL_HANDLE,
-               f"bogus event {bogus!r}")
+        expect(
+            ze.zeEventQueryStatus(ffi.cast("ze_handle", bogus)),
+            INVALID_NULL_HANDLE,
+            f"bogus event {bogus!r}",
+        )
     expect(ze.zeEventQueryStatus(ffi.NULL), INVALID_NULL_HANDLE, "NULL event")
     expect(ze.zeContextDestroy(ffi.NULL), INVALID_NULL_HANDLE, "NULL context")
 
@@ -672,8 +714,11 @@ def sc_faults(env: Env) -> None:
     desc = ffi.new("ze_device_mem_alloc_desc_t *", {"stype": ST_DEVICE_MEM})
     out = ffi.new("void **")
     assert hooks.arze_sim_inject_fault(0, 1, 1) == 0
-    expect(ze.zeMemAllocDevice(env.ctx, desc, 1024, 0, env.device, out), OUT_OF_DEVICE_MEMORY,
-           "injected OOM")
+    expect(
+        ze.zeMemAllocDevice(env.ctx, desc, 1024, 0, env.device, out),
+        OUT_OF_DEVICE_MEMORY,
+        "injected OOM",
+    )
     ck(ze.zeMemAllocDevice(env.ctx, desc, 1024, 0, env.device, out), "after OOM")
     ck(ze.zeMemFree(env.ctx, out[0]))
     p = ffi.new("ze_device_properties_t *", {"stype": 3})
@@ -683,8 +728,11 @@ def sc_faults(env: Env) -> None:
     half = mp.totalSize // 2 + 4096
     ck(ze.zeMemAllocDevice(env.ctx, desc, half, 0, env.device, out), "half the memory")
     big = out[0]
-    expect(ze.zeMemAllocDevice(env.ctx, desc, half, 0, env.device, out), OUT_OF_DEVICE_MEMORY,
-           "past the device's memory")
+    expect(
+        ze.zeMemAllocDevice(env.ctx, desc, half, 0, env.device, out),
+        OUT_OF_DEVICE_MEMORY,
+        "past the device's memory",
+    )
     ck(ze.zeMemFree(env.ctx, big))
 
     mod = _load_test_kernels(env)
@@ -710,18 +758,27 @@ def sc_faults(env: Env) -> None:
     ck(ze.zeCommandListAppendLaunchKernel(lst, iota, one, done, 0, ffi.NULL))
     expect(ze.zeEventHostSynchronize(done, FOREVER), DEVICE_LOST, "device lost")
     expect(ze.zeDeviceGetStatus(env.device), DEVICE_LOST, "status after loss")
-    expect(ze.zeCommandListAppendLaunchKernel(lst, iota, one, after, 0, ffi.NULL), DEVICE_LOST,
-           "append after loss")
-    expect(ze.zeMemAllocDevice(env.ctx, desc, 64, 0, env.device, out), DEVICE_LOST,
-           "alloc after loss")
+    expect(
+        ze.zeCommandListAppendLaunchKernel(lst, iota, one, after, 0, ffi.NULL),
+        DEVICE_LOST,
+        "append after loss",
+    )
+    expect(
+        ze.zeMemAllocDevice(env.ctx, desc, 64, 0, env.device, out), DEVICE_LOST, "alloc after loss"
+    )
     hooks.arze_sim_clear_faults()
     ck(ze.zeDeviceGetStatus(env.device), "after clearing")
     ck(ze.zeEventHostReset(done))
     ck(ze.zeCommandListAppendLaunchKernel(lst, iota, one, done, 0, ffi.NULL))
     ck(ze.zeEventHostSynchronize(done, FOREVER), "after clearing")
-    for h, fn in ((done, ze.zeEventDestroy), (after, ze.zeEventDestroy),
-                  (pool, ze.zeEventPoolDestroy), (lst, ze.zeCommandListDestroy),
-                  (iota, ze.zeKernelDestroy), (mod, ze.zeModuleDestroy)):
+    for h, fn in (
+        (done, ze.zeEventDestroy),
+        (after, ze.zeEventDestroy),
+        (pool, ze.zeEventPoolDestroy),
+        (lst, ze.zeCommandListDestroy),
+        (iota, ze.zeKernelDestroy),
+        (mod, ze.zeModuleDestroy),
+    ):
         ck(fn(h))
     ck(ze.zeMemFree(env.ctx, y))
 
@@ -746,8 +803,13 @@ def sc_multi_device(env: Env) -> None:
     ck(ze.zeCommandListAppendMemoryCopy(l1, back, b, n, e1, 0, ffi.NULL))
     ck(ze.zeEventHostSynchronize(e1, FOREVER))
     assert bytes(back) == data
-    for h, fn in ((e0, ze.zeEventDestroy), (e1, ze.zeEventDestroy), (pool, ze.zeEventPoolDestroy),
-                  (l0, ze.zeCommandListDestroy), (l1, ze.zeCommandListDestroy)):
+    for h, fn in (
+        (e0, ze.zeEventDestroy),
+        (e1, ze.zeEventDestroy),
+        (pool, ze.zeEventPoolDestroy),
+        (l0, ze.zeCommandListDestroy),
+        (l1, ze.zeCommandListDestroy),
+    ):
         ck(fn(h))
     ck(ze.zeMemFree(env.ctx, a))
     ck(ze.zeMemFree(env.ctx, b))
@@ -775,8 +837,10 @@ def sc_loader_identity(env: Env) -> None:
     ck(ze.zelLoaderGetVersions(n, versions))
     names = {ffi.string(v.component_name).decode(): v.component_lib_version for v in versions}
     assert "loader" in names, names
-    print(f"loader components: { {k: (v.major, v.minor, v.patch) for k, v in names.items()} }",
-          file=sys.stderr)
+    print(
+        f"loader components: { {k: (v.major, v.minor, v.patch) for k, v in names.items()} }",
+        file=sys.stderr,
+    )
     if MODE == "validation":
         assert any("validation" in k for k in names), names
 
@@ -784,21 +848,38 @@ def sc_loader_identity(env: Env) -> None:
 def sc_validation_checks(env: Env) -> None:
     # Bad parameters get the same codes with and without the validation layer.
     out = ffi.new("void **")
-    expect(ze.zeMemAllocDevice(env.ctx, ffi.NULL, 64, 0, env.device, out), INVALID_NULL_POINTER,
-           "NULL descriptor")
+    expect(
+        ze.zeMemAllocDevice(env.ctx, ffi.NULL, 64, 0, env.device, out),
+        INVALID_NULL_POINTER,
+        "NULL descriptor",
+    )
     lst = env.immediate(COMPUTE)
-    expect(ze.zeCommandListAppendMemoryCopy(lst, ffi.NULL, out, 8, ffi.NULL, 0, ffi.NULL),
-           INVALID_NULL_POINTER, "NULL destination")
+    expect(
+        ze.zeCommandListAppendMemoryCopy(lst, ffi.NULL, out, 8, ffi.NULL, 0, ffi.NULL),
+        INVALID_NULL_POINTER,
+        "NULL destination",
+    )
     pdesc = ffi.new("ze_event_pool_desc_t *", {"stype": ST_POOL_DESC, "flags": 1, "count": 0})
-    expect(ze.zeEventPoolCreate(env.ctx, pdesc, 0, ffi.NULL, ffi.new("ze_handle *")),
-           0x78000008, "empty pool")
+    expect(
+        ze.zeEventPoolCreate(env.ctx, pdesc, 0, ffi.NULL, ffi.new("ze_handle *")),
+        0x78000008,
+        "empty pool",
+    )
     ck(ze.zeCommandListDestroy(lst))
 
 
 def sc_no_leaks(env: Env) -> None:
     # Every scenario destroyed what it created (the driver and devices stay).
-    for kind, name in ((4, "queue"), (5, "list"), (6, "fence"), (7, "pool"), (8, "event"),
-                       (9, "module"), (10, "build log"), (11, "kernel")):
+    for kind, name in (
+        (4, "queue"),
+        (5, "list"),
+        (6, "fence"),
+        (7, "pool"),
+        (8, "event"),
+        (9, "module"),
+        (10, "build log"),
+        (11, "kernel"),
+    ):
         live = hooks.arze_sim_live_handles(kind)
         assert live == 0, f"{live} {name} handles leaked"
     assert hooks.arze_sim_live_handles(3) == 1, "only the shared context is left"

@@ -160,13 +160,21 @@ ZE_APIEXPORT ze_result_t zeCommandQueueExecuteCommandLists(ze_command_queue_hand
             r = ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE;
             goto out;
         }
+        pthread_mutex_lock(&l->lock);
+        bool closed = l->closed;
+        pthread_mutex_unlock(&l->lock);
+        if (!closed) { /* a list must be closed before it is executed */
+            got++;
+            r = ZE_RESULT_ERROR_INVALID_ARGUMENT;
+            goto out;
+        }
     }
     r = lz_device_health(q->device);
     if (r != ZE_RESULT_SUCCESS) goto out;
     for (uint32_t i = 0; i < numCommandLists; i++) {
         lz_list *l = lists[i];
         pthread_mutex_lock(&l->lock);
-        arsim_status st = l->closed ? arsim_queue_submit_graph(q->q, l->g) : ARSIM_ERR_INVALID_VALUE;
+        arsim_status st = arsim_queue_submit_graph(q->q, l->g);
         pthread_mutex_unlock(&l->lock);
         if (st != ARSIM_OK) {
             r = lz_status_to_result(st);
