@@ -31,7 +31,9 @@ Graphs
     waits for the fence and signals a per-launch "done" event that the stream
     waits on (then resets on the device, which tells the pool the event is
     free again).  Launches of any graph on one device run one at a time, in
-    launch order.
+    launch order.  A replay that fails is reported by the waiter of the
+    replay's own Completion (the next event recorded on that stream); the
+    stream is still released, so nothing waits forever.
 Modules
     SPIR-V when the image starts with the SPIR-V magic number, else a native
     binary (``ZE_MODULE_FORMAT_NATIVE``: a device binary on a GPU, a host shared
@@ -275,6 +277,9 @@ class _ZeEvent:
     recorded: bool = False
     #: For graph "done" events: the launcher has signalled it.
     fired: bool = False
+    #: The stream of the last record and its position there.
+    stream: _ZeStream | None = None
+    position: int = 0
 
 
 @dataclass(eq=False)
@@ -295,6 +300,10 @@ class _ZeStream:
     last: _List | None = None
     capture: _List | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Events recorded so far: orders graph failures against later records.
+    records: int = 0
+    #: (records at launch, error) of graph replays that failed.
+    failures: list[tuple[int, DriverError]] = field(default_factory=list)
 
 
 @dataclass(eq=False)
@@ -340,6 +349,7 @@ class _EventPool:
         self._drv._check(self._drv._lib.zeEventHostReset(event.handle), "zeEventHostReset")
         event.recorded = False
         event.fired = False
+        event.stream = None
         return event
 
     def release(self, event: _ZeEvent) -> None:
@@ -433,7 +443,6 @@ class LevelZeroDriver(Driver):
         self._events = _EventPool(self, timing=False)
         self._timed_events = _EventPool(self, timing=True)
         self._launcher: _GraphLauncher | None = None
-        self._sticky: DriverError | None = None
         self._closed = False
 
     # -- helpers ---------------------------------------------------------------
@@ -713,6 +722,9 @@ class LevelZeroDriver(Driver):
                 self._check(self._lib.zeEventHostReset(e.handle), "zeEventHostReset")
             self._barrier(target, signal=e)
             e.recorded = True
+            e.stream = s
+            e.position = s.records
+            s.records += 1
 
     def event_query(self, event: DriverEvent) -> bool:
         e = cast(_ZeEvent, event)
@@ -726,12 +738,20 @@ class LevelZeroDriver(Driver):
 
     def event_wait(self, event: DriverEvent) -> None:
         e = cast(_ZeEvent, event)
-        if e.recorded:
-            self._check(
-                self._lib.zeEventHostSynchronize(e.handle, UINT64_MAX), "zeEventHostSynchronize"
-            )
-        if self._sticky is not None:
-            raise self._sticky
+        if not e.recorded:
+            return
+        self._check(
+            self._lib.zeEventHostSynchronize(e.handle, UINT64_MAX), "zeEventHostSynchronize"
+        )
+        s = e.stream
+        if s is not None and s.failures:
+            # A graph replay that failed before this record: its error belongs
+            # to the first event recorded after it (the replay's own Completion).
+            with s.lock:
+                due = [f for f in s.failures if f[0] <= e.position]
+                s.failures = [f for f in s.failures if f[0] > e.position]
+            if due:
+                raise due[0][1]
 
     def event_elapsed_ms(self, start: DriverEvent, end: DriverEvent) -> float:
         a, b = cast(_ZeEvent, start), cast(_ZeEvent, end)
@@ -1015,6 +1035,13 @@ class LevelZeroDriver(Driver):
     def graph_launch(self, graph: DriverGraph, stream: DriverStream) -> None:
         g = cast(_ZeGraph, graph)
         s = cast(_ZeStream, stream)
+        if s.capture is not None:
+            raise NotSupportedError(
+                "launch_graph: Level Zero 1.4 cannot replay a command list inside another "
+                "one, so a graph cannot be launched into a capture",
+                backend=self.backend_name,
+                function="zeCommandQueueExecuteCommandLists",
+            )
         with self._lock:
             if self._launcher is None:
                 self._launcher = _GraphLauncher(self)
@@ -1032,9 +1059,10 @@ class LevelZeroDriver(Driver):
                 "zeCommandListAppendEventReset",
             )
             done.recorded = True
+            position = s.records
         with self._lock:
             g.pending += 1
-        launcher.submit(ready, g, done)
+        launcher.submit(ready, g, done, s, position)
 
     def graph_destroy(self, graph: DriverGraph) -> None:
         g = cast(_ZeGraph, graph)
@@ -1046,7 +1074,14 @@ class LevelZeroDriver(Driver):
 
     # -- launcher callbacks (on the launcher thread) ------------------------------
     def _run_graph(
-        self, ready: _ZeEvent, graph: _ZeGraph, done: _ZeEvent, queue_: Any, fence: Any
+        self,
+        ready: _ZeEvent,
+        graph: _ZeGraph,
+        done: _ZeEvent,
+        stream: _ZeStream,
+        position: int,
+        queue_: Any,
+        fence: Any,
     ) -> None:
         lib = self._lib
         try:
@@ -1063,8 +1098,10 @@ class LevelZeroDriver(Driver):
                     function = "zeFenceHostSynchronize"
             else:
                 function = "zeEventHostSynchronize"
-            if rc != ZE_RESULT_SUCCESS and self._sticky is None:
-                self._sticky = _errors.error_for(rc, function, self.backend_name, "graph launch")
+            if rc != ZE_RESULT_SUCCESS:
+                error = _errors.error_for(rc, function, self.backend_name, "graph replay")
+                with stream.lock:
+                    stream.failures.append((position, error))
         finally:
             # Signal even on failure: nothing may wait forever on a failed op.
             done.fired = True
@@ -1125,16 +1162,18 @@ class _GraphLauncher:
             lib.zeCommandQueueDestroy(self._queue)
             drv._check(rc, "zeFenceCreate")
         self._fence = fence[0]
-        self._jobs: queue.SimpleQueue[tuple[_ZeEvent, _ZeGraph, _ZeEvent] | None] = (
-            queue.SimpleQueue()
-        )
+        self._jobs: queue.SimpleQueue[
+            tuple[_ZeEvent, _ZeGraph, _ZeEvent, _ZeStream, int] | None
+        ] = queue.SimpleQueue()
         self._thread = threading.Thread(
             target=self._run, name=f"aruntime-{drv.backend_name}-graphs", daemon=True
         )
         self._thread.start()
 
-    def submit(self, ready: _ZeEvent, graph: _ZeGraph, done: _ZeEvent) -> None:
-        self._jobs.put((ready, graph, done))
+    def submit(
+        self, ready: _ZeEvent, graph: _ZeGraph, done: _ZeEvent, stream: _ZeStream, position: int
+    ) -> None:
+        self._jobs.put((ready, graph, done, stream, position))
 
     def _run(self) -> None:
         while True:

@@ -75,6 +75,29 @@ async def test_injected_kernel_fault_reaches_every_awaiter(gpu: ar.Backend) -> N
     stream.close()
 
 
+async def test_failed_graph_replay_reaches_its_awaiter(gpu: ar.Backend) -> None:
+    module = gpu.load_module("k", _simhooks.kernels_image())
+    fill = gpu.kernel(module, "fill_f32")
+    stream = gpu.create_stream()
+    dev = gpu.alloc(4096)
+    with gpu.capture(stream) as graph:
+        gpu.launch(
+            fill, (8, 1, 1), (128, 1, 1), [np.uint32(1024), np.float32(5), dev], stream=stream
+        )
+    assert _simhooks.hooks().arze_sim_inject_fault(0, _simhooks.FAULT_KERNEL_ERROR, 1) == 0
+    failed = gpu.launch_graph(graph, stream)
+    errors = await _await_all([failed] * 3)
+    assert all(isinstance(e, DriverError) for e in errors), errors
+    # The stream and the graph go on working.
+    await gpu.launch_graph(graph, stream)
+    out = np.empty(1024, np.float32)
+    await gpu.copy_d2h_async(dev, out, stream=stream)
+    assert (out == 5).all()
+    gpu.destroy_graph(graph)
+    gpu.free(dev)
+    stream.close()
+
+
 async def test_device_lost_reaches_every_later_awaiter(gpu: ar.Backend) -> None:
     module = gpu.load_module("k", _simhooks.kernels_image())
     fill = gpu.kernel(module, "fill_f32")
