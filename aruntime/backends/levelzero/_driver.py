@@ -501,6 +501,30 @@ class LevelZeroDriver(Driver):
     def bind_to_thread(self) -> None:
         """Level Zero has no current-context state: nothing to do."""
 
+    def builtin_module_image(self, name: str) -> Any:
+        """The portable kernels: a host shared object on the sim.
+
+        A real device needs their SPIR-V build, which this project does not
+        produce yet (the compute-ops issue adds clang/llvm-spirv builds).
+        """
+        if self._runs_sim():
+            from ..._native import native_library_path
+
+            if name == "vector_ops":
+                return native_library_path("libarkernels_host.so").read_bytes()
+        raise NotSupportedError(
+            f"{self.backend_name} has no build of the portable module {name!r}"
+            + ("" if self._runs_sim() else " (a real device needs SPIR-V)"),
+            backend=self.backend_name,
+            function="builtin_module",
+        )
+
+    def _runs_sim(self) -> bool:
+        from ._library import SIM_FILENAME
+
+        zl = self._zl
+        return bool(zl.alt_driver) or zl.path.endswith(SIM_FILENAME)
+
     def device_timestamp_us(self) -> float | None:
         host = ffi.new("uint64_t*")
         dev = ffi.new("uint64_t*")

@@ -43,7 +43,7 @@ def test_conformance_suite_passes_on_levelzero_sim(config: str) -> None:
             "pytest",
             str(CONFORMANCE),
             "-k",
-            "levelzero",
+            "levelzero-sim",
             "-q",
             "-p",
             "no:cacheprovider",
@@ -51,7 +51,7 @@ def test_conformance_suite_passes_on_levelzero_sim(config: str) -> None:
         capture_output=True,
         text=True,
         timeout=600,
-        env=clean_env(**_CONFIGS[config]),
+        env=clean_env(ARUNTIME_REQUIRE_BACKENDS="levelzero-sim", **_CONFIGS[config]),
         cwd=ROOT,
     )
     tail = result.stdout[-4000:] + result.stderr[-2000:]
