@@ -135,6 +135,10 @@ def _open_loader(path: str, alt: str | None, probe: Probe, tried: list[str]) -> 
     global _loader_mode
     mode = alt or ""
     if _loader_mode is not None and _loader_mode != mode:
+        missing = _no_system_driver() if alt is None else None
+        if missing is not None:  # the more useful reason: nothing to switch to anyway
+            tried.append(f"{path}: {missing}")
+            return None
         first = f"the sim {_loader_mode}" if _loader_mode else "the system's drivers"
         wanted = f"the sim {alt}" if alt else "the system's drivers"
         tried.append(

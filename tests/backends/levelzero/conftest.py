@@ -40,9 +40,3 @@ def ze(
 
 def zl_for(drv: _driver.LevelZeroDriver) -> _library.ZeLibrary:
     return drv._zl
-
-
-@pytest.fixture(params=[pytest.param(("asyncio", {"debug": True}), id="asyncio"), "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> object:
-    """Every async test here runs on asyncio and on trio."""
-    return request.param
