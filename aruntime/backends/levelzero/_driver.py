@@ -42,6 +42,7 @@ Modules
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -304,6 +305,7 @@ class _ZeStream:
     records: int = 0
     #: (records at launch, error) of graph replays that failed.
     failures: list[tuple[int, DriverError]] = field(default_factory=list)
+    destroyed: bool = False
 
 
 @dataclass(eq=False)
@@ -443,6 +445,7 @@ class LevelZeroDriver(Driver):
         self._events = _EventPool(self, timing=False)
         self._timed_events = _EventPool(self, timing=True)
         self._launcher: _GraphLauncher | None = None
+        self._streams: set[_ZeStream] = set()
         self._closed = False
 
     # -- helpers ---------------------------------------------------------------
@@ -537,6 +540,13 @@ class LevelZeroDriver(Driver):
         if self._closed:
             return
         self._closed = True
+        # Streams the core has not destroyed yet (a closed stream's waiter may
+        # still be draining): Level Zero lists must go before their context.
+        with self._lock:
+            left = list(self._streams)
+        for s in left:
+            with contextlib.suppress(DriverError):  # a lost device: the context takes the rest
+                self._destroy_stream(s)
         if self._launcher is not None:
             self._launcher.stop()
             self._launcher = None
@@ -638,17 +648,28 @@ class LevelZeroDriver(Driver):
     def stream_create(self, priority: int) -> DriverStream:
         compute = self._immediate_list(self._compute_ordinal, self._compute_queues, priority)
         if self._copy_ordinal is None:
-            return cast(DriverStream, _ZeStream(compute, None, None, None))
-        try:
-            copy = self._immediate_list(self._copy_ordinal, self._copy_queues, priority)
-        except DriverError:
-            self._lib.zeCommandListDestroy(compute.handle)
-            raise
-        stream = _ZeStream(compute, copy, self._events.acquire(), self._events.acquire())
+            stream = _ZeStream(compute, None, None, None)
+        else:
+            try:
+                copy = self._immediate_list(self._copy_ordinal, self._copy_queues, priority)
+            except DriverError:
+                self._lib.zeCommandListDestroy(compute.handle)
+                raise
+            stream = _ZeStream(compute, copy, self._events.acquire(), self._events.acquire())
+        with self._lock:
+            self._streams.add(stream)
         return cast(DriverStream, stream)
 
     def stream_destroy(self, stream: DriverStream) -> None:
-        s = cast(_ZeStream, stream)
+        """Wait for the stream's work, then destroy its lists (a no-op the second time)."""
+        self._destroy_stream(cast(_ZeStream, stream))
+
+    def _destroy_stream(self, s: _ZeStream) -> None:
+        with self._lock:
+            if s.destroyed:
+                return
+            s.destroyed = True
+            self._streams.discard(s)
         with s.lock:
             if s.capture is not None:
                 self._lib.zeCommandListDestroy(s.capture.handle)

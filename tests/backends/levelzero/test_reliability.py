@@ -182,3 +182,24 @@ def test_exit_with_work_in_flight() -> None:
         result = run_python(code, timeout=60)
         assert result.returncode == 0, result.stderr[-2000:]
         assert "queued" in result.stdout
+
+
+def test_closing_a_busy_stream_then_the_backend(caplog: pytest.LogCaptureFixture) -> None:
+    """The core destroys a closed stream after its last op, maybe after backend close."""
+    try:
+        gpu = ar.open_backend("levelzero-sim")
+    except BackendUnavailableError as exc:
+        pytest.skip(f"levelzero-sim cannot be opened: {exc}")
+    _simhooks.hooks().arze_sim_set_timing(1.0, 100.0)
+    try:
+        streams = [gpu.create_stream() for _ in range(8)]
+        dev = gpu.alloc(1 << 20)
+        host = np.ones(1 << 20, np.uint8)
+        for s in streams:
+            gpu.copy_h2d_async(host, dev, stream=s)
+            s.close()
+        gpu.free(dev)
+        gpu.close()
+    finally:
+        _simhooks.hooks().arze_sim_set_timing(0.0, 0.0)
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
