@@ -338,3 +338,14 @@ def test_priorities(ze: ZeDriver) -> None:
 def test_close_is_idempotent(ze: ZeDriver) -> None:
     ze.close()
     ze.close()
+
+
+def test_streams_use_the_copy_engine_when_there_is_one(ze: ZeDriver) -> None:
+    assert ze.has_copy_engine  # the sim has a copy-only queue group
+    s = ze.stream_create(0)
+    try:
+        stream = s  # the driver's own stream object
+        assert stream.copy is not None and stream.copy is not stream.compute  # type: ignore[attr-defined]
+    finally:
+        ze.stream_destroy(s)
+    ze.stream_destroy(s)  # idempotent
