@@ -46,6 +46,8 @@ SCENARIO_NAMES = (
     "faults",
     "multi_device",
     "loader_identity",
+    "timing",
+    "threads",
     "validation_checks",
     "no_leaks",
 )

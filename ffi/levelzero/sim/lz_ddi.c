@@ -67,6 +67,7 @@ ZE_APIEXPORT ze_result_t zeGetDeviceProcAddrTable(ze_api_version_t version, void
     FILL(DEVICE_GetSubDevices, zeDeviceGetSubDevices);
     FILL(DEVICE_GetProperties, zeDeviceGetProperties);
     FILL(DEVICE_GetComputeProperties, zeDeviceGetComputeProperties);
+    FILL(DEVICE_GetModuleProperties, zeDeviceGetModuleProperties);
     FILL(DEVICE_GetCommandQueueGroupProperties, zeDeviceGetCommandQueueGroupProperties);
     FILL(DEVICE_GetMemoryProperties, zeDeviceGetMemoryProperties);
     FILL(DEVICE_GetStatus, zeDeviceGetStatus);
