@@ -195,8 +195,9 @@ LOADER = "/usr/lib/x86_64-linux-gnu/libze_loader.so.1"
 
 ze: Any = ffi.dlopen(DRIVER if MODE == "direct" else LOADER)
 # The hooks live in the driver.  When the loader has already opened it, this
-# dlopen of the same path returns that same instance.
-hooks: Any = ffi.dlopen(DRIVER)
+# dlopen of the same path returns that same instance.  (Not opened by the
+# exit test: a second reference would keep the driver loaded at exit.)
+hooks: Any = None if os.environ.get("ARZE_EXIT_INFLIGHT") == "1" else ffi.dlopen(DRIVER)
 
 
 def ck(result: int, what: str = "") -> None:
@@ -985,7 +986,24 @@ SCENARIOS: dict[str, Callable[[Env], None]] = {
 }
 
 
+def exit_with_work_in_flight() -> None:
+    # Queue ~0.8 s of copies (the parent sets a 20 ms op latency) on two
+    # immediate lists and leave the process at once: at exit the loader
+    # unloads its drivers while their queue threads still run.
+    env = Env()
+    n = 1 << 20
+    dptr = env.alloc_device(n)
+    src = env.alloc_host(n)  # driver memory: not freed by the interpreter at exit
+    for lst in (env.immediate(COPY), env.immediate(COMPUTE)):
+        for _ in range(20):
+            ck(ze.zeCommandListAppendMemoryCopy(lst, dptr, src, n, ffi.NULL, 0, ffi.NULL))
+    print(json.dumps({"queued": True}), flush=True)
+
+
 def main() -> int:
+    if os.environ.get("ARZE_EXIT_INFLIGHT") == "1":
+        exit_with_work_in_flight()
+        return 0
     results: dict[str, str] = {}
     PRE_INIT.append(ze.zeDriverGet(ffi.new("uint32_t *", 0), ffi.NULL))
     try:
