@@ -190,6 +190,29 @@ def test_scenario(mode: str, scenario: str, driver_path: Path, test_kernel_so: P
     assert results[scenario] == "ok", results[scenario]
 
 
+@pytest.mark.parametrize("value", ("true", "yes", "ON"))
+def test_only_the_value_1_turns_the_validation_layer_on(value: str, driver_path: Path) -> None:
+    # The loader reads ZE_ENABLE_* switches as "is it exactly 1".
+    if not LOADER.exists():
+        pytest.skip(NO_LOADER)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ZE_", "ZEL_"))}
+    env.update(
+        ARZE_SCENARIOS="loader_identity",
+        ZE_ENABLE_ALT_DRIVERS=str(driver_path),
+        ZE_ENABLE_VALIDATION_LAYER=value,
+        ZE_ENABLE_PARAMETER_VALIDATION=value,
+    )
+    proc = subprocess.run(
+        [sys.executable, str(SCENARIOS), "loader", str(driver_path), "/dev/null"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    results = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert results == {"loader_identity": "ok"}, results  # "loader" mode: no layer mapped
+
+
 @pytest.mark.parametrize("mode", ("direct", "loader"))
 def test_exit_with_work_in_flight(mode: str, driver_path: Path) -> None:
     # The loader unloads its drivers at exit; the driver is linked -z nodelete

@@ -98,7 +98,6 @@ typedef struct _ze_kernel_handle_t *ze_kernel_handle_t;
 typedef ze_flags_t ze_init_flags_t;
 
 enum { ZE_DEVICE_TYPE_GPU = 1 };
-typedef uint32_t ze_device_type_t_; /* enum storage is 32 bits in the ABI */
 
 enum {
     ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE = ZE_BIT(0),
