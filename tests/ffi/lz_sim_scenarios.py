@@ -503,6 +503,26 @@ def sc_roundtrip(env: Env) -> None:
     for row in range(5):
         want = rows[(2 + row) * 256 + 8 : (2 + row) * 256 + 40]
         assert got[row * 64 : row * 64 + 32] == want, row
+    # 3D: two slices of 3 rows x 16 bytes out of a (slice pitch 1024, pitch
+    # 256) volume, into a packed destination.
+    ck(ze.zeEventHostReset(done))
+    vol_src = ffi.new(
+        "ze_copy_region_t *",
+        {"originX": 4, "originY": 1, "originZ": 1, "width": 16, "height": 3, "depth": 2},
+    )
+    vol_dst = ffi.new("ze_copy_region_t *", {"width": 16, "height": 3, "depth": 2})
+    packed = ffi.new("uint8_t[]", 16 * 3 * 2)
+    ck(
+        ze.zeCommandListAppendMemoryCopyRegion(
+            lst, packed, vol_dst, 16, 48, dptr, vol_src, 256, 1024, done, 0, ffi.NULL
+        )
+    )
+    ck(ze.zeEventHostSynchronize(done, FOREVER))
+    got = bytes(packed)
+    for z in range(2):
+        for row in range(3):
+            off = (1 + z) * 1024 + (1 + row) * 256 + 4
+            assert got[z * 48 + row * 16 : z * 48 + row * 16 + 16] == rows[off : off + 16], (z, row)
     ck(ze.zeEventDestroy(done))
     ck(ze.zeEventPoolDestroy(pool))
     ck(ze.zeCommandListDestroy(lst))
