@@ -92,7 +92,9 @@ def build(out_dir: Path, *, force: bool = False, verbose: bool = False) -> list[
                 print(shlex.join(cmd), file=sys.stderr)
             result = subprocess.run(cmd, capture_output=True, text=True, cwd=FFI_DIR)
             if result.returncode != 0:
-                raise RuntimeError(f"building {lib.filename} failed:\n{shlex.join(cmd)}\n{result.stderr}")
+                raise RuntimeError(
+                    f"building {lib.filename} failed:\n{shlex.join(cmd)}\n{result.stderr}"
+                )
             os.replace(tmp, target)  # atomic: a concurrent loader never sees half a file
         built.append(target)
     return built
