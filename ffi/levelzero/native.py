@@ -58,8 +58,11 @@ LIBRARIES = [
         # and the test hooks are exported.  -Bsymbolic keeps the driver's own
         # calls inside it when another library in the process (the loader,
         # the validation layer, the CUDA sim) exports the same names.
+        # -z nodelete: the loader dlcloses its drivers at exit while queue
+        # threads may still run work; unmapping the code under them crashed
+        # about one exit in four (tests/ffi: test_exit_with_work_in_flight).
         cflags=("-fvisibility=hidden",),
-        ldflags=("-Wl,-Bsymbolic", "-Wl,--no-undefined", "-ldl"),
+        ldflags=("-Wl,-Bsymbolic", "-Wl,-z,nodelete", "-Wl,--no-undefined", "-ldl"),
         depends=_HEADERS,
     )
 ]

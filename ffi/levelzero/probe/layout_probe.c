@@ -29,6 +29,10 @@ int main(void) {
     OFF(ze_device_memory_properties_t, name);
     SZ(ze_device_compute_properties_t); OFF(ze_device_compute_properties_t, maxSharedLocalMemory);
     OFF(ze_device_compute_properties_t, subGroupSizes);
+    SZ(ze_device_module_properties_t); OFF(ze_device_module_properties_t, spirvVersionSupported);
+    OFF(ze_device_module_properties_t, fp64flags); OFF(ze_device_module_properties_t, printfBufferSize);
+    OFF(ze_device_module_properties_t, nativeKernelSupported);
+    VAL(ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES);
     SZ(ze_command_queue_group_properties_t);
     OFF(ze_command_queue_group_properties_t, maxMemoryFillPatternSize);
     OFF(ze_command_queue_group_properties_t, numQueues);

@@ -31,6 +31,7 @@ ze_result_t zeDeviceGet(ze_driver_handle_t hDriver, uint32_t *pCount, ze_device_
 ze_result_t zeDeviceGetSubDevices(ze_device_handle_t hDevice, uint32_t *pCount, ze_device_handle_t *phSubdevices);
 ze_result_t zeDeviceGetProperties(ze_device_handle_t hDevice, ze_device_properties_t *p);
 ze_result_t zeDeviceGetComputeProperties(ze_device_handle_t hDevice, ze_device_compute_properties_t *p);
+ze_result_t zeDeviceGetModuleProperties(ze_device_handle_t hDevice, ze_device_module_properties_t *p);
 ze_result_t zeDeviceGetMemoryProperties(ze_device_handle_t hDevice, uint32_t *pCount, ze_device_memory_properties_t *pMem);
 ze_result_t zeDeviceGetCommandQueueGroupProperties( ze_device_handle_t hDevice, uint32_t *pCount, ze_command_queue_group_properties_t *p);
 ze_result_t zeDeviceGetStatus(ze_device_handle_t hDevice);

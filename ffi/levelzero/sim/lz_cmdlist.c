@@ -353,35 +353,39 @@ static arsim_status emit(lz_list *l, arsim_op *op) {
     return arsim_graph_append(l->g, op);
 }
 
-/* Emits: waits, [start timestamp], op (may be NULL), signal.  Takes
- * ownership of op and releases the append's references.
+/* Emits: waits, [start timestamp], the ops (none for a bare wait/signal),
+ * signal.  Takes ownership of the ops and releases the append's references.
  *
  * On an immediate list the device can be lost between two submits of one
  * append (a kernel submitted first may poison it at once), and the engine
  * then refuses the rest, signal included.  Once anything was submitted the
  * append has happened, as on a GPU: the loss is reported through the signal
  * event (forced), never by leaving its waiters hanging. */
-static ze_result_t append_commit(append_ctx *a, arsim_op *op) {
+static ze_result_t append_commit_ops(append_ctx *a, arsim_op **ops, size_t nops) {
     lz_list *l = a->list;
     arsim_status st = ARSIM_OK;
     bool any = false;
+    size_t next = 0; /* ops[next..] not yet handed to the engine */
     pthread_mutex_lock(&l->lock);
     if (!l->immediate && l->closed) {
-        pthread_mutex_unlock(&l->lock);
-        if (op) arsim_op_free(op);
-        append_release(a);
-        return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+        st = ARSIM_ERR_INVALID_VALUE;
+        goto unlock;
     }
     for (uint32_t i = 0; i < a->nwait && st == ARSIM_OK; i++)
         if ((st = emit(l, arsim_op_event_wait_signaled(a->wait[i]->done))) == ARSIM_OK) any = true;
-    if (st == ARSIM_OK && op && a->signal && a->signal->timestamps)
+    if (st == ARSIM_OK && nops && a->signal && a->signal->timestamps)
         if ((st = emit(l, arsim_op_event_signal(a->signal->start))) == ARSIM_OK) any = true;
-    if (op) {
-        if (st != ARSIM_OK) arsim_op_free(op);
-        else if ((st = emit(l, op)) == ARSIM_OK) any = true;
-    }
+    for (; next < nops && st == ARSIM_OK; next++)
+        if ((st = emit(l, ops[next])) == ARSIM_OK) any = true;
     if (st == ARSIM_OK && a->signal) st = emit(l, arsim_op_event_signal(a->signal->done));
+unlock:
     pthread_mutex_unlock(&l->lock);
+    for (; next < nops; next++)
+        if (ops[next]) arsim_op_free(ops[next]);
+    if (st == ARSIM_ERR_INVALID_VALUE && !any) {
+        append_release(a);
+        return ZE_RESULT_ERROR_INVALID_ARGUMENT; /* closed meanwhile */
+    }
     if (st != ARSIM_OK && any && l->immediate) {
         ze_result_t lost = lz_status_to_result(st);
         if (a->signal) lz_force_signal(a->signal->done, &a->signal->forced, lost);
@@ -392,6 +396,11 @@ static ze_result_t append_commit(append_ctx *a, arsim_op *op) {
     append_release(a);
     if (st == ARSIM_ERR_OUT_OF_MEMORY) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
     return lz_status_to_result(st);
+}
+
+static ze_result_t append_commit(append_ctx *a, arsim_op *op) {
+    if (!op) return append_commit_ops(a, NULL, 0);
+    return append_commit_ops(a, &op, 1);
 }
 
 static ze_result_t append_fail(append_ctx *a, ze_result_t r) {
@@ -471,19 +480,24 @@ ZE_APIEXPORT ze_result_t zeCommandListAppendMemoryCopyRegion(
     arsim_copy_dir dir = copy_dir(dd, sd);
     if (depth == 1) return append_commit(&a, arsim_op_copy2d(d0, dstPitch, s0, srcPitch, dr->width, dr->height, dir));
     /* 3D: one 2D op per slice, all before the signal. */
-    pthread_mutex_lock(&a.list->lock);
-    arsim_status st = ARSIM_OK;
-    for (uint32_t i = 0; i < a.nwait && st == ARSIM_OK; i++)
-        st = emit(a.list, arsim_op_event_wait_signaled(a.wait[i]->done));
-    if (st == ARSIM_OK && a.signal && a.signal->timestamps) st = emit(a.list, arsim_op_event_signal(a.signal->start));
-    for (uint32_t z = 0; z < depth && st == ARSIM_OK; z++)
-        st = emit(a.list, arsim_op_copy2d(d0 + (size_t)z * dstSlicePitch, dstPitch, s0 + (size_t)z * srcSlicePitch,
-                                         srcPitch, dr->width, dr->height, dir));
-    pthread_mutex_unlock(&a.list->lock);
-    for (uint32_t i = 0; i < a.nwait; i++) lz_unref(&a.wait[i]->base);
-    a.nwait = 0;
-    if (st != ARSIM_OK) return append_fail(&a, lz_status_to_result(st));
-    return append_commit(&a, NULL);
+    arsim_op *slices[64];
+    arsim_op **ops = depth <= 64 ? slices : calloc(depth, sizeof *ops);
+    if (!ops) return append_fail(&a, ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
+    bool oom = false;
+    for (uint32_t z = 0; z < depth; z++) {
+        ops[z] = arsim_op_copy2d(d0 + (size_t)z * dstSlicePitch, dstPitch, s0 + (size_t)z * srcSlicePitch,
+                                 srcPitch, dr->width, dr->height, dir);
+        oom |= ops[z] == NULL;
+    }
+    if (oom) {
+        for (uint32_t z = 0; z < depth; z++)
+            if (ops[z]) arsim_op_free(ops[z]);
+        if (ops != slices) free(ops);
+        return append_fail(&a, ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY);
+    }
+    r = append_commit_ops(&a, ops, depth);
+    if (ops != slices) free(ops);
+    return r;
 }
 
 ZE_APIEXPORT ze_result_t zeCommandListAppendMemoryFill(ze_command_list_handle_t hCommandList, void *ptr,

@@ -1,10 +1,12 @@
 /* The DDI table getters the Level Zero loader asks every driver for.
  *
- * The 1.8 loader looks up each of these by name and treats a missing one, or
- * one that fails, as a broken driver.  Tables of what this driver implements
- * get their slots filled; the others are left as the loader passed them
- * (zeroed), which the loader reads as "not supported".  Generated list of
- * getters: every z*Get*ProcAddrTable name in the 1.8.12 loader. */
+ * All 53 names the 1.8.12 loader looks up are exported.  Tried one by one:
+ * without any of 46 of them (zetGetTracerExpProcAddrTable included), or
+ * when one returns an error, the loader marks the driver bad and zeInit fails
+ * with ZE_RESULT_ERROR_UNINITIALIZED; without one of the other 7 (the ze*Exp
+ * tables and zetGetMetricGroupExp) zeInit deadlocks in the loader's driver
+ * check.  Tables of what this driver implements get their slots filled; the
+ * others stay as the loader passed them (zeroed: "not supported"). */
 #include "lz_api.h"
 #include "lz_internal.h"
 
@@ -67,6 +69,7 @@ ZE_APIEXPORT ze_result_t zeGetDeviceProcAddrTable(ze_api_version_t version, void
     FILL(DEVICE_GetSubDevices, zeDeviceGetSubDevices);
     FILL(DEVICE_GetProperties, zeDeviceGetProperties);
     FILL(DEVICE_GetComputeProperties, zeDeviceGetComputeProperties);
+    FILL(DEVICE_GetModuleProperties, zeDeviceGetModuleProperties);
     FILL(DEVICE_GetCommandQueueGroupProperties, zeDeviceGetCommandQueueGroupProperties);
     FILL(DEVICE_GetMemoryProperties, zeDeviceGetMemoryProperties);
     FILL(DEVICE_GetStatus, zeDeviceGetStatus);

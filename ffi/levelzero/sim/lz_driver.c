@@ -215,6 +215,27 @@ ZE_APIEXPORT ze_result_t zeDeviceGetComputeProperties(ze_device_handle_t hDevice
     return ZE_RESULT_SUCCESS;
 }
 
+ZE_APIEXPORT ze_result_t zeDeviceGetModuleProperties(ze_device_handle_t hDevice,
+                                                     ze_device_module_properties_t *p) {
+    LZ_GET(dev, lz_device, hDevice, LZ_T_DEVICE);
+    lz_unref(&dev->base);
+    if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    /* No SPIR-V compiler: version 0 says so.  Native modules are host shared
+     * objects; the uuid names that format. */
+    p->spirvVersionSupported = 0;
+    p->flags = ZE_BIT(1); /* FP64: the host's doubles */
+    const ze_flags_t host_fp = ZE_BIT(0) | ZE_BIT(1) | ZE_BIT(2) | ZE_BIT(5); /* denorm, inf/nan, rtn, fma */
+    p->fp16flags = 0;
+    p->fp32flags = host_fp;
+    p->fp64flags = host_fp;
+    p->maxArgumentsSize = AR_KERNEL_MAX_PARAMS * 16;
+    p->printfBufferSize = 0;
+    memset(p->nativeKernelSupported.id, 0, sizeof p->nativeKernelSupported.id);
+    snprintf((char *)p->nativeKernelSupported.id, sizeof p->nativeKernelSupported.id, "arhostabi-v%u",
+             AR_HOST_ABI_VERSION);
+    return ZE_RESULT_SUCCESS;
+}
+
 ZE_APIEXPORT ze_result_t zeDeviceGetMemoryProperties(ze_device_handle_t hDevice, uint32_t *pCount,
                                                      ze_device_memory_properties_t *pMem) {
     LZ_GET(dev, lz_device, hDevice, LZ_T_DEVICE);

@@ -26,8 +26,14 @@ static size_t hash_id(uint64_t id) {
     return (size_t)id;
 }
 
+/* Rehashes into a table sized for the live entries (load <= 1/4), dropping
+ * tombstones: with create/destroy churn the table stays as small as the live
+ * set instead of growing with every handle ever made. */
 static int grow(void) {
-    size_t ncap = g_cap ? g_cap * 2 : 256;
+    size_t live = 0;
+    for (int t = 0; t < LZ_T_COUNT; t++) live += g_live[t];
+    size_t ncap = 256;
+    while (ncap < (live + 1) * 4) ncap *= 2;
     slot_t *ns = calloc(ncap, sizeof(slot_t));
     if (!ns) return -1;
     size_t nused = 0;

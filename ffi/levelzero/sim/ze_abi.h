@@ -64,6 +64,7 @@ typedef enum _ze_structure_type_t {
     ZE_STRUCTURE_TYPE_DRIVER_PROPERTIES = 0x1,
     ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES = 0x3,
     ZE_STRUCTURE_TYPE_DEVICE_COMPUTE_PROPERTIES = 0x4,
+    ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES = 0x5,
     ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES = 0x6,
     ZE_STRUCTURE_TYPE_DEVICE_MEMORY_PROPERTIES = 0x7,
     ZE_STRUCTURE_TYPE_CONTEXT_DESC = 0xd,
@@ -97,7 +98,6 @@ typedef struct _ze_kernel_handle_t *ze_kernel_handle_t;
 typedef ze_flags_t ze_init_flags_t;
 
 enum { ZE_DEVICE_TYPE_GPU = 1 };
-typedef uint32_t ze_device_type_t_; /* enum storage is 32 bits in the ABI */
 
 enum {
     ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE = ZE_BIT(0),
@@ -187,6 +187,21 @@ typedef struct _ze_device_compute_properties_t {
     uint32_t numSubGroupSizes;
     uint32_t subGroupSizes[ZE_SUBGROUPSIZE_COUNT];
 } ze_device_compute_properties_t;
+
+typedef struct _ze_native_kernel_uuid_t { uint8_t id[16]; } ze_native_kernel_uuid_t;
+
+typedef struct _ze_device_module_properties_t {
+    ze_structure_type_t stype;
+    void *pNext;
+    uint32_t spirvVersionSupported;
+    ze_flags_t flags;
+    ze_flags_t fp16flags;
+    ze_flags_t fp32flags;
+    ze_flags_t fp64flags;
+    uint32_t maxArgumentsSize;
+    uint32_t printfBufferSize;
+    ze_native_kernel_uuid_t nativeKernelSupported;
+} ze_device_module_properties_t;
 
 typedef struct _ze_command_queue_group_properties_t {
     ze_structure_type_t stype;
