@@ -124,3 +124,32 @@ def test_driver_tests_pass_under_the_validation_layer() -> None:
     tail = result.stdout[-3000:] + result.stderr[-2000:]
     assert result.returncode == 0, tail
     assert " passed" in result.stdout and "skipped" not in result.stdout, tail
+
+
+def test_several_devices() -> None:
+    result = run_python(
+        """
+        import numpy as np, aruntime as ar
+        from aruntime.backends import levelzero
+        from aruntime._exceptions import InvalidArgumentError
+        print(len(levelzero.list_devices(sim=True)))
+        with ar.open_backend("levelzero-sim", device=1) as gpu:
+            d = gpu.alloc(64)
+            h = np.arange(64, dtype=np.uint8)
+            out = np.empty_like(h)
+            gpu.copy_h2d(h, d)
+            gpu.copy_d2h(d, out)
+            print(bool((out == h).all()), gpu.device.name)
+            gpu.free(d)
+        try:
+            ar.open_backend("levelzero-sim", device=2)
+        except InvalidArgumentError as exc:
+            print("refused:", exc)
+        """,
+        ARUNTIME_SIM_DEVICES="2",
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "2"
+    assert lines[1].startswith("True")
+    assert "device 2 does not exist (2 device(s): 0..1)" in lines[2]
