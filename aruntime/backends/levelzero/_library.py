@@ -99,12 +99,16 @@ def _exports(lib: Any, symbol: str) -> bool:
 
 @contextmanager
 def _alt_drivers(value: str | None) -> Iterator[None]:
-    """Set (or clear) ZE_ENABLE_ALT_DRIVERS for the loader's first zeInit, then restore it."""
-    previous = os.environ.get(_ENV_ALT)
+    """Point the loader's first zeInit at ``value``, then restore the variable.
+
+    ``None`` leaves the environment as the user set it (a user's own
+    ``ZE_ENABLE_ALT_DRIVERS`` is honoured for the real backend).
+    """
     if value is None:
-        os.environ.pop(_ENV_ALT, None)
-    else:
-        os.environ[_ENV_ALT] = value
+        yield
+        return
+    previous = os.environ.get(_ENV_ALT)
+    os.environ[_ENV_ALT] = value
     try:
         yield
     finally:

@@ -153,3 +153,36 @@ def test_several_devices() -> None:
     assert lines[0] == "2"
     assert lines[1].startswith("True")
     assert "device 2 does not exist (2 device(s): 0..1)" in lines[2]
+
+
+@needs_loader
+def test_alt_drivers_is_restored_after_the_sim_opens() -> None:
+    result = run_python(
+        """
+        import os
+        from aruntime.backends import levelzero
+        drv = levelzero.open_driver(0, sim=True)
+        print(os.environ.get("ZE_ENABLE_ALT_DRIVERS"))
+        drv.close()
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "None"
+
+
+@needs_loader
+def test_a_users_alt_drivers_is_honoured_by_the_real_backend() -> None:
+    result = run_python(
+        """
+        import os
+        from aruntime._native import native_library_path
+        os.environ["ZE_ENABLE_ALT_DRIVERS"] = str(native_library_path("libze_aruntime_sim.so"))
+        from aruntime.backends import levelzero
+        drv = levelzero.open_driver(0, sim=False)
+        kept = "ZE_ENABLE_ALT_DRIVERS" in os.environ
+        print(drv.backend_name, drv._zl.is_loader, kept)
+        drv.close()
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["levelzero", "True", "True"]
