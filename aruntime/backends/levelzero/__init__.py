@@ -6,6 +6,32 @@ opens the project's software Level Zero driver, through the same system
 loader when it is installed.  See :mod:`._library` for the lookup and its
 one-loader-per-process rule, and :mod:`._driver` for how streams, events,
 graphs and modules map onto Level Zero.
+
+Not covered, and why:
+
+* Only the Level Zero 1.4 API (the ``ze_api.h`` Debian's 1.8 loader ships and
+  routes): no in-order list flag, ``zeCommandListHostSynchronize`` or
+  appending regular lists to immediate ones, so ordering uses barriers and
+  graph replays go through a command queue and a fence.
+* ``shared_mem`` (dynamic shared memory) raises ``NotSupportedError``: Level
+  Zero passes local memory as a kernel argument, not per launch.
+* Launching a graph inside a capture raises ``NotSupportedError`` (1.4 cannot
+  nest command lists).
+* ``device_free_memory()`` is the device's total less what this process
+  allocated: the core API has no free-memory query (Sysman has, but must be
+  enabled before ``zeInit``).
+* Copy regions are 32-bit (``ze_copy_region_t``): larger 2D copies raise
+  ``NotSupportedError``.
+* Three queue priorities (-1 low, 0 normal, 1 high).
+* Kernels get no indirect-access flags (``zeKernelSetIndirectAccess``): a
+  kernel must receive every buffer it touches as an argument.
+* Re-recording an event resets it on the host, so a stream still waiting on
+  the previous record waits for the new one instead.
+* Images, samplers, IPC, sub-devices, peer access, virtual memory, module
+  specialisation constants and build flags, cooperative kernels, metrics and
+  Sysman are not used.  Pageable host buffers are handed to the copy as they
+  are (the Intel driver and the sim accept them; strict USM would need a
+  staging copy).
 """
 
 from __future__ import annotations
