@@ -23,8 +23,6 @@ Not covered, and why:
 * Copy regions are 32-bit (``ze_copy_region_t``): larger 2D copies raise
   ``NotSupportedError``.
 * Three queue priorities (-1 low, 0 normal, 1 high).
-* Kernels get no indirect-access flags (``zeKernelSetIndirectAccess``): a
-  kernel must receive every buffer it touches as an argument.
 * Re-recording an event resets it on the host, so a stream still waiting on
   the previous record waits for the new one instead.
 * Images, samplers, IPC, sub-devices, peer access, virtual memory, module

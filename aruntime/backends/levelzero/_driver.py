@@ -106,6 +106,8 @@ _SCOPE_HOST = 4
 _DEVICE_TYPE_VPU = 5
 _FORMAT_SPIRV, _FORMAT_NATIVE = 0, 1
 _INVALID_KERNEL_NAME = 0x78000011
+_UNSUPPORTED_FEATURE = 0x78000003
+_INDIRECT_ALL = 1 | 2 | 4  # host, device and shared allocations
 
 #: One byte pattern per value, alive for the whole process: a fill may read
 #: its pattern after the append returns.
@@ -997,12 +999,28 @@ class LevelZeroDriver(Driver):
         if rc == _INVALID_KERNEL_NAME:
             raise InvalidArgumentError(f"kernel: the module has no kernel named {name!r}")
         self._check(rc, "zeKernelCreate", repr(name))
+        self._allow_indirect_access(out[0])
         kernel = _ZeKernel(out[0], name)
         with self._lock:
             existing = m.kernels.setdefault(name, kernel)
         if existing is not kernel:
             self._lib.zeKernelDestroy(kernel.handle)
         return cast(DriverFunction, existing)
+
+    def _allow_indirect_access(self, kernel: Any) -> None:
+        """Let the kernel reach every USM allocation, not only its arguments.
+
+        A kernel that follows a pointer stored in device memory faults on an
+        Intel GPU unless its allocation kinds are declared (SYCL declares all
+        three).  A driver without the call (the sim) needs no declaration.
+        """
+        try:
+            set_access = self._lib.zeKernelSetIndirectAccess
+        except AttributeError:  # a directly loaded driver that lacks it
+            return
+        rc = set_access(kernel, _INDIRECT_ALL)
+        if rc not in (ZE_RESULT_SUCCESS, _UNSUPPORTED_FEATURE):
+            self._check(rc, "zeKernelSetIndirectAccess")
 
     def launch(
         self,

@@ -163,6 +163,14 @@ typedef uint32_t ze_fence_flags_t;
 typedef uint32_t ze_device_mem_alloc_flags_t;
 typedef uint32_t ze_host_mem_alloc_flags_t;
 typedef uint32_t ze_kernel_flags_t;
+typedef uint32_t ze_kernel_indirect_access_flags_t;
+typedef enum _ze_kernel_indirect_access_flag_t
+{
+    ZE_KERNEL_INDIRECT_ACCESS_FLAG_HOST = 1,
+    ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE = 2,
+    ZE_KERNEL_INDIRECT_ACCESS_FLAG_SHARED = 4,
+    ZE_KERNEL_INDIRECT_ACCESS_FLAG_FORCE_UINT32 = 0x7fffffff
+} ze_kernel_indirect_access_flag_t;
 
 typedef enum _ze_memory_type_t
 {
