@@ -124,6 +124,8 @@ static int g_ndev = 1;
 static device *g_dev;
 static uint32_t g_compute_units = 16;
 static uint32_t g_copy_engines = 2;
+#define MAX_KERNEL_THREADS 64
+static uint32_t g_kernel_threads = 1; /* ARUNTIME_SIM_KERNEL_THREADS */
 static _Atomic double g_gbps;       /* <= 0: unlimited */
 static _Atomic double g_latency_us; /* <= 0: none */
 static _Atomic int g_live_threads;
@@ -152,6 +154,8 @@ static void init_once(void)
     double cu = env_double("ARUNTIME_SIM_COMPUTE_UNITS", 16);
     g_compute_units = cu >= 1 ? (uint32_t)cu : 16;
     g_copy_engines = env_double("ARUNTIME_SIM_COPY_ENGINES", 2) == 1 ? 1 : 2;
+    double kt = env_double("ARUNTIME_SIM_KERNEL_THREADS", 1);
+    g_kernel_threads = kt < 1 ? 1 : kt > MAX_KERNEL_THREADS ? MAX_KERNEL_THREADS : (uint32_t)kt;
     atomic_store(&g_gbps, env_double("ARUNTIME_SIM_COPY_GBPS", 0));
     atomic_store(&g_latency_us, env_double("ARUNTIME_SIM_OP_LATENCY_US", 0));
     g_dev = calloc((size_t)n, sizeof(device));
@@ -1304,8 +1308,17 @@ static int copy_engine(arsim_copy_dir dir)
     return dir == ARSIM_COPY_D2H ? ENGINE_D2H : ENGINE_H2D;
 }
 
-static int run_kernel(const arsim_op *op)
+/* One slice of a kernel's blocks, with its own scratch. */
+typedef struct kernel_slice {
+    const arsim_op *op;
+    uint64_t begin, end;
+    int rc;
+} kernel_slice;
+
+static void *run_slice(void *arg)
 {
+    kernel_slice *sl = arg;
+    const arsim_op *op = sl->op;
     ar_launch l;
     memset(&l, 0, sizeof l);
     l.abi_version = AR_HOST_ABI_VERSION;
@@ -1314,13 +1327,48 @@ static int run_kernel(const arsim_op *op)
     l.shared_bytes = op->shared_bytes;
     if (op->shared_bytes) {
         l.shared = calloc(1, op->shared_bytes);
-        if (!l.shared)
-            return -1;
+        if (!l.shared) {
+            sl->rc = -1;
+            return NULL;
+        }
     }
-    l.block_begin = 0;
-    l.block_end = (uint64_t)op->grid.x * op->grid.y * op->grid.z;
-    int rc = op->kernel->entry(&l, (void **)op->owned);
+    l.block_begin = sl->begin;
+    l.block_end = sl->end;
+    sl->rc = op->kernel->entry(&l, (void **)op->owned);
     free(l.shared);
+    return NULL;
+}
+
+/* Runs a kernel's grid on the queue thread, or split into contiguous block
+ * ranges over ARUNTIME_SIM_KERNEL_THREADS threads (blocks are independent,
+ * as on a GPU) when the grid is big enough to pay for the threads. */
+static int run_kernel(const arsim_op *op)
+{
+    uint64_t nblocks = (uint64_t)op->grid.x * op->grid.y * op->grid.z;
+    uint64_t threads = g_kernel_threads;
+    if (threads > nblocks / 4)
+        threads = nblocks / 4 ? nblocks / 4 : 1;
+    kernel_slice slices[MAX_KERNEL_THREADS];
+    pthread_t tids[MAX_KERNEL_THREADS];
+    int started[MAX_KERNEL_THREADS] = {0};
+    for (uint64_t i = 0; i < threads; i++) {
+        slices[i].op = op;
+        slices[i].begin = nblocks * i / threads;
+        slices[i].end = nblocks * (i + 1) / threads;
+        slices[i].rc = 0;
+    }
+    for (uint64_t i = 1; i < threads; i++)
+        started[i] = pthread_create(&tids[i], NULL, run_slice, &slices[i]) == 0;
+    run_slice(&slices[0]);
+    int rc = slices[0].rc;
+    for (uint64_t i = 1; i < threads; i++) {
+        if (started[i])
+            pthread_join(tids[i], NULL);
+        else
+            run_slice(&slices[i]); /* no thread: run it here */
+        if (slices[i].rc != 0)
+            rc = slices[i].rc;
+    }
     return rc;
 }
 

@@ -17,6 +17,8 @@
  *   An op holds its engine while it runs (FIFO), so two H2D copies on two
  *   queues serialize while a copy overlaps a kernel on another queue.
  *   D2D copies use the H2D engine; memsets and kernels the compute engine.
+ * - Kernels run on the queue thread, or split by contiguous block ranges
+ *   over ARUNTIME_SIM_KERNEL_THREADS threads (default 1) for big grids.
  * - Timing: an engine op (copy, memset, fill, kernel) lasts at least
  *   latency_us + bytes / (gbps * 1e9) seconds (bytes only for copies), taken
  *   from ARUNTIME_SIM_OP_LATENCY_US and ARUNTIME_SIM_COPY_GBPS at load or from
