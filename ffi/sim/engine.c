@@ -761,6 +761,10 @@ struct kernel_node {
 struct arsim_module {
     _Atomic int refs;
     void *dl;
+    /* The memfd an image was loaded from stays open for the module's life:
+     * glibc matches dlopen paths by name, so a closed fd's number, reused by
+     * the next load's "/proc/self/fd/N", would hand back this module. */
+    int fd;
     pthread_mutex_t mu;
     struct kernel_node *kernels;
 };
@@ -779,19 +783,24 @@ static void module_release(arsim_module *m)
         n = next;
     }
     dlclose(m->dl);
+    if (m->fd >= 0)
+        close(m->fd);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }
 
-static arsim_status module_wrap(void *dl, arsim_module **out)
+static arsim_status module_wrap(void *dl, int fd, arsim_module **out)
 {
     arsim_module *m = calloc(1, sizeof *m);
     if (!m) {
         dlclose(dl);
+        if (fd >= 0)
+            close(fd);
         return ARSIM_ERR_OUT_OF_MEMORY;
     }
     atomic_init(&m->refs, 1);
     m->dl = dl;
+    m->fd = fd;
     pthread_mutex_init(&m->mu, NULL);
     *out = m;
     return ARSIM_OK;
@@ -804,7 +813,7 @@ arsim_status arsim_module_load_file(const char *path, arsim_module **out)
     void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!dl)
         return ARSIM_ERR_INVALID_IMAGE;
-    return module_wrap(dl, out);
+    return module_wrap(dl, -1, out);
 }
 
 arsim_status arsim_module_load(const void *image, size_t size, arsim_module **out)
@@ -834,10 +843,11 @@ arsim_status arsim_module_load(const void *image, size_t size, arsim_module **ou
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    close(fd); /* the mapping keeps the contents alive */
-    if (!dl)
+    if (!dl) {
+        close(fd);
         return ARSIM_ERR_INVALID_IMAGE;
-    return module_wrap(dl, out);
+    }
+    return module_wrap(dl, fd, out);
 }
 
 arsim_status arsim_module_get_kernel(arsim_module *m, const char *name, const arsim_kernel **out)

@@ -180,3 +180,26 @@ def test_every_ptx_entry_has_a_host_build(name: str) -> None:
     kffi.cdef(f"extern const unsigned int __ar_kinfo_{name}[34];")
     info = getattr(kffi.dlopen(str(host_kernels_path())), f"__ar_kinfo_{name}")
     assert info[0] == 1 and 1 <= info[1] <= 32  # ABI version, parameter count
+
+
+def test_two_different_modules_stay_distinct(cu: Cuda, tmp_path: Path) -> None:
+    # Each module is dlopen'ed from its own memfd; if the sim closed that fd
+    # right away, the next load would reuse its "/proc/self/fd/N" path and
+    # glibc would hand back the first module instead of the second.
+    import subprocess
+
+    src = tmp_path / "other.c"
+    src.write_text(
+        '#include <stdint.h>\n__attribute__((visibility("default"))) int only_here(void) '
+        "{ return 0; }\n"
+    )
+    other = tmp_path / "libother.so"
+    subprocess.run(["cc", "-shared", "-fPIC", str(src), "-o", str(other)], check=True)
+    first = _load(cu, host_kernels_path().read_bytes())
+    second = _load(cu, other.read_bytes())
+    _function(cu, first, "saxpy")
+    fn = ffi.new("CUfunction *")
+    # "saxpy" is not in the second image: finding it there means we got the first.
+    assert cu.lib.cuModuleGetFunction(fn, second, b"saxpy") == CUDA_ERROR_NOT_FOUND
+    cu.check(cu.lib.cuModuleUnload(second))
+    cu.check(cu.lib.cuModuleUnload(first))
