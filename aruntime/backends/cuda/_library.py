@@ -1,0 +1,200 @@
+"""Finding, loading and initialising the CUDA driver library.
+
+Lookup order (DESIGN.md section 2), tried lazily on the first open, never at
+import:
+
+* ``cuda``: the path in ``ARUNTIME_CUDA_LIBRARY`` when set, then the system
+  name ``libcuda.so.1`` (the dynamic loader's search: ``LD_LIBRARY_PATH``,
+  ``ld.so.cache``...);
+* ``cuda-sim``: the project's software driver,
+  ``aruntime/_lib/libcuda.so.1`` (built on demand in a source checkout).
+
+A candidate is accepted once it loads and its ``cuInit(0)`` succeeds.  When
+none is, :class:`BackendUnavailableError` lists every candidate and why it
+failed; NVIDIA's stub ``libcuda.so`` (``CUDA_ERROR_STUB_LIBRARY`` from
+``cuInit``) is named as such.
+
+This module and :mod:`._driver` are the only ones that touch the C library;
+this one calls only ``cuInit`` and the error-naming functions.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from ..._exceptions import BackendUnavailableError
+from ..._native import native_library_path
+from . import _errors
+from ._ffi import CData, CudaLib, HelperLib, ffi
+
+__all__ = ["ENV_LIBRARY", "CudaLibrary", "load_library"]
+
+ENV_LIBRARY = "ARUNTIME_CUDA_LIBRARY"
+SYSTEM_NAME = "libcuda.so.1"
+SIM_FILE = "libcuda.so.1"
+HELPERS_FILE = "libaruntime_cuda_helpers.so"
+
+_lock = threading.Lock()
+_loaded: dict[bool, CudaLibrary] = {}
+
+
+@dataclass
+class CudaLibrary:
+    """A loaded, initialised CUDA driver library."""
+
+    lib: CudaLib
+    path: str  # the file the symbols really come from
+    sim: bool
+    _helpers: HelperLib | None = field(default=None, repr=False)
+
+    @property
+    def backend_name(self) -> str:
+        return "cuda-sim" if self.sim else "cuda"
+
+    def function(self, name: str) -> Callable[..., Any]:
+        """The C function ``name``, or a stand-in that raises NotSupportedError naming it.
+
+        Resolving at open and failing at use lets a driver older than a
+        feature run everything else.
+        """
+        try:
+            return cast("Callable[..., Any]", getattr(self.lib, name))
+        except AttributeError:
+            error = _errors.missing_symbol_error(name, self.path, backend=self.backend_name)
+
+            def missing(*args: object) -> int:
+                raise error.with_traceback(None)
+
+            return missing
+
+    def has(self, name: str) -> bool:
+        try:
+            getattr(self.lib, name)
+        except AttributeError:
+            return False
+        return True
+
+    def describe(self, code: int) -> tuple[str, str] | None:
+        """``(cuGetErrorName, cuGetErrorString)`` of a code, or None if the library can't say."""
+        return describe(self.lib, code)
+
+    def helpers(self) -> HelperLib:
+        """The native host-function library (loaded on first use)."""
+        if self._helpers is None:
+            self._helpers = cast(HelperLib, ffi.dlopen(str(native_library_path(HELPERS_FILE))))
+        return self._helpers
+
+
+def describe(lib: CudaLib, code: int) -> tuple[str, str] | None:
+    out = ffi.new("const char **")
+    try:
+        if lib.cuGetErrorName(code, out) != 0 or out[0] == ffi.NULL:
+            return None
+        name = ffi.string(out[0]).decode(errors="replace")
+        text = ""
+        if lib.cuGetErrorString(code, out) == 0 and out[0] != ffi.NULL:
+            text = ffi.string(out[0]).decode(errors="replace")
+    except AttributeError:  # a library without the error-naming functions
+        return None
+    return name, text
+
+
+def _resolved_path(lib: CData, symbol: str, fallback: str) -> str:
+    info = ffi.new("Dl_info *")
+    try:
+        libc: Any = ffi.dlopen(None)
+        if libc.dladdr(ffi.addressof(lib, symbol), info) and info.dli_fname != ffi.NULL:
+            return str(os.path.realpath(ffi.string(info.dli_fname).decode()))
+    except (AttributeError, OSError, TypeError):
+        pass
+    return fallback
+
+
+def _sim_path() -> str:
+    return str(os.path.realpath(native_library_path(SIM_FILE)))
+
+
+def _candidates(sim: bool, tried: list[str]) -> list[str]:
+    if sim:
+        try:
+            return [str(native_library_path(SIM_FILE))]
+        except BackendUnavailableError as exc:
+            tried.append(f"the software driver {SIM_FILE}: {exc}")
+            return []
+    names = []
+    env = os.environ.get(ENV_LIBRARY)
+    if env:
+        names.append(env)
+    names.append(SYSTEM_NAME)
+    return names
+
+
+def _try_load(candidate: str, sim: bool) -> tuple[CudaLibrary | None, str]:
+    try:
+        lib = cast(CudaLib, ffi.dlopen(candidate))
+    except OSError as exc:
+        return None, f"cannot be loaded: {exc}"
+    try:
+        init = lib.cuInit
+    except AttributeError:
+        return None, "is not a CUDA driver: it does not export cuInit"
+    path = _resolved_path(lib, "cuInit", candidate)
+    if not sim and "/" not in candidate:
+        # The sim has the same soname; once loaded, the loader hands it out
+        # for "libcuda.so.1" too.  Refuse to pass it off as a real GPU.
+        try:
+            if path == _sim_path():
+                return None, (
+                    f"resolves to aruntime's software driver {path}, loaded earlier in this "
+                    "process under the same soname; open 'cuda-sim' for it, or open 'cuda' "
+                    "in a process that has not loaded the sim"
+                )
+        except BackendUnavailableError:
+            pass
+    code = init(0)
+    if code == _errors.CUDA_ERROR_STUB_LIBRARY:
+        return None, (
+            f"({path}) is a stub library (cuInit returned CUDA_ERROR_STUB_LIBRARY): it is "
+            "the toolkit's link-time stand-in, not a driver; install the NVIDIA driver or "
+            f"point {ENV_LIBRARY} at the real libcuda.so.1"
+        )
+    if code != 0:
+        named = describe(lib, code)
+        name, text = named if named is not None else (_errors.KNOWN_NAMES.get(code, "?"), "")
+        hint = " (no CUDA device is visible)" if code == _errors.CUDA_ERROR_NO_DEVICE else ""
+        return None, f"({path}): cuInit(0) failed with {name} ({code}) {text}{hint}".rstrip()
+    return CudaLibrary(lib=lib, path=path, sim=sim), ""
+
+
+def load_library(*, sim: bool) -> CudaLibrary:
+    """The loaded CUDA library (real or sim), loading it on first call.
+
+    Raises:
+        BackendUnavailableError: no candidate loaded and initialised; the
+            message lists each one tried and why it failed.
+    """
+    with _lock:
+        cached = _loaded.get(sim)
+        if cached is not None:
+            return cached
+        tried: list[str] = []
+        for candidate in _candidates(sim, tried):
+            loaded, why = _try_load(candidate, sim)
+            if loaded is not None:
+                _loaded[sim] = loaded
+                return loaded
+            origin = f" (from {ENV_LIBRARY})" if candidate == os.environ.get(ENV_LIBRARY) else ""
+            tried.append(f"{candidate}{origin} {why}")
+        backend = "cuda-sim" if sim else "cuda"
+        lines = "\n".join(f"  - {line}" for line in tried)
+        raise BackendUnavailableError(f"the {backend} backend is unavailable; tried:\n{lines}")
+
+
+def forget_loaded() -> None:
+    """Drop the cached libraries (tests that change ARUNTIME_CUDA_LIBRARY use this)."""
+    with _lock:
+        _loaded.clear()
