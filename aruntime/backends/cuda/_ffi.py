@@ -15,12 +15,13 @@ Handles (``CUstream``...) are cffi pointers; they stay ``CData`` to Python.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Protocol
 
 from cffi import FFI
 
-__all__ = ["CData", "CudaLib", "HelperLib", "declarations_dir", "ffi"]
+__all__ = ["FUNCTION_NAMES", "CData", "CudaLib", "HelperLib", "declarations_dir", "ffi"]
 
 #: A cffi object (pointer, array, handle).  cffi ships no type information.
 CData = Any
@@ -36,18 +37,24 @@ def declarations_dir() -> Path:
     return _PACKAGE_DIR / "_lib" / "decl" / "cuda"
 
 
-def _load_cdefs() -> FFI:
+def _load_cdefs() -> tuple[FFI, tuple[str, ...]]:
     decl = declarations_dir()
     headers = sorted(decl.glob("*.h"))
     if not headers:
         raise ImportError(f"the CUDA declarations are missing from {decl}; reinstall aruntime")
     result = FFI()
+    names: list[str] = []
     for header in headers:
-        result.cdef(header.read_text(), override=False)
-    return result
+        text = header.read_text()
+        result.cdef(text, override=False)
+        names.extend(re.findall(r"^CUresult\s+(cu\w+)\(", text, flags=re.M))
+    return result, tuple(names)
 
 
-ffi: Any = _load_cdefs()
+ffi: Any
+#: Every CUDA function declared, in declaration order.
+FUNCTION_NAMES: tuple[str, ...]
+ffi, FUNCTION_NAMES = _load_cdefs()
 
 
 class CudaLib(Protocol):

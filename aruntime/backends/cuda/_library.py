@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import threading
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -29,7 +30,7 @@ from typing import Any, cast
 from ..._exceptions import BackendUnavailableError
 from ..._native import native_library_path
 from . import _errors
-from ._ffi import CData, CudaLib, HelperLib, ffi
+from ._ffi import FUNCTION_NAMES, CData, CudaLib, HelperLib, ffi
 
 __all__ = ["ENV_LIBRARY", "CudaLibrary", "load_library"]
 
@@ -44,12 +45,23 @@ _loaded: dict[bool, CudaLibrary] = {}
 
 @dataclass
 class CudaLibrary:
-    """A loaded, initialised CUDA driver library."""
+    """A loaded, initialised CUDA driver library.
 
-    lib: CudaLib
+    ``lib`` has every declared function as an attribute, resolved once at
+    load: the C function, or, for a symbol this driver does not export
+    (a feature newer than it), a stand-in that raises
+    :class:`NotSupportedError` naming the symbol when called.
+    """
+
+    raw: CData  # the ffi.dlopen result
     path: str  # the file the symbols really come from
     sim: bool
+    lib: CudaLib = field(init=False, repr=False)
     _helpers: HelperLib | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        resolved = {name: self.function(name) for name in FUNCTION_NAMES}
+        self.lib = cast(CudaLib, types.SimpleNamespace(**resolved))
 
     @property
     def backend_name(self) -> str:
@@ -62,7 +74,7 @@ class CudaLibrary:
         feature run everything else.
         """
         try:
-            return cast("Callable[..., Any]", getattr(self.lib, name))
+            return cast("Callable[..., Any]", getattr(self.raw, name))
         except AttributeError:
             error = _errors.missing_symbol_error(name, self.path, backend=self.backend_name)
 
@@ -73,14 +85,14 @@ class CudaLibrary:
 
     def has(self, name: str) -> bool:
         try:
-            getattr(self.lib, name)
+            getattr(self.raw, name)
         except AttributeError:
             return False
         return True
 
     def describe(self, code: int) -> tuple[str, str] | None:
         """``(cuGetErrorName, cuGetErrorString)`` of a code, or None if the library can't say."""
-        return describe(self.lib, code)
+        return describe(self.raw, code)
 
     def helpers(self) -> HelperLib:
         """The native host-function library (loaded on first use)."""
@@ -89,7 +101,7 @@ class CudaLibrary:
         return self._helpers
 
 
-def describe(lib: CudaLib, code: int) -> tuple[str, str] | None:
+def describe(lib: Any, code: int) -> tuple[str, str] | None:
     out = ffi.new("const char **")
     try:
         if lib.cuGetErrorName(code, out) != 0 or out[0] == ffi.NULL:
@@ -135,7 +147,7 @@ def _candidates(sim: bool, tried: list[str]) -> list[str]:
 
 def _try_load(candidate: str, sim: bool) -> tuple[CudaLibrary | None, str]:
     try:
-        lib = cast(CudaLib, ffi.dlopen(candidate))
+        lib: Any = ffi.dlopen(candidate)
     except OSError as exc:
         return None, f"cannot be loaded: {exc}"
     try:
@@ -167,7 +179,7 @@ def _try_load(candidate: str, sim: bool) -> tuple[CudaLibrary | None, str]:
         name, text = named if named is not None else (_errors.KNOWN_NAMES.get(code, "?"), "")
         hint = " (no CUDA device is visible)" if code == _errors.CUDA_ERROR_NO_DEVICE else ""
         return None, f"({path}): cuInit(0) failed with {name} ({code}) {text}{hint}".rstrip()
-    return CudaLibrary(lib=lib, path=path, sim=sim), ""
+    return CudaLibrary(raw=lib, path=path, sim=sim), ""
 
 
 def load_library(*, sim: bool) -> CudaLibrary:
