@@ -29,7 +29,7 @@ def test_device_info_comes_from_the_library(driver: CudaDriver) -> None:
 
 def test_out_of_memory(driver: CudaDriver, fake_control: ctypes.CDLL) -> None:
     fake_control.fake_set_next_result(2)
-    with pytest.raises(exc.OutOfMemoryError, match="cuMemAlloc_v2.*out of memory"):
+    with pytest.raises(exc.OutOfMemoryError, match=r"cuMemAlloc_v2.*out of memory"):
         driver.mem_alloc(1 << 40)
     assert driver.mem_alloc(16) == 0x100000  # not sticky
 
