@@ -25,6 +25,7 @@ import threading
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, cast
 
 from ..._exceptions import BackendUnavailableError
@@ -38,6 +39,18 @@ ENV_LIBRARY = "ARUNTIME_CUDA_LIBRARY"
 SYSTEM_NAME = "libcuda.so.1"
 SIM_FILE = "libcuda.so.1"
 HELPERS_FILE = "libaruntime_cuda_helpers.so"
+
+#: Where distributions install NVIDIA's driver library.
+_SYSTEM_DIRS = tuple(
+    Path(d)
+    for d in (
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib64",
+        "/usr/lib",
+        "/usr/lib/wsl/lib",
+    )
+)
 
 _lock = threading.Lock()
 _loaded: dict[bool, CudaLibrary] = {}
@@ -141,7 +154,19 @@ def _candidates(sim: bool, tried: list[str]) -> list[str]:
     env = os.environ.get(ENV_LIBRARY)
     if env:
         names.append(env)
-    names.append(SYSTEM_NAME)
+    if True in _loaded:
+        # The sim holds the soname libcuda.so.1 in this process, so the name
+        # would resolve to it: look for NVIDIA's library by absolute path.
+        found = [str(d / SYSTEM_NAME) for d in _SYSTEM_DIRS if (d / SYSTEM_NAME).exists()]
+        if not found:
+            dirs = ", ".join(str(d) for d in _SYSTEM_DIRS)
+            tried.append(
+                f"{SYSTEM_NAME}: the name resolves to aruntime's software driver, loaded "
+                f"earlier in this process, and no other {SYSTEM_NAME} is in {dirs}"
+            )
+        names.extend(found)
+    else:
+        names.append(SYSTEM_NAME)
     return names
 
 
