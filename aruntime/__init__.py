@@ -1,0 +1,63 @@
+"""aruntime: an async-first GPU runtime.
+
+Every copy, launch, graph replay and synchronisation is enqueued at once and
+returns a :class:`Completion` to ``await`` under asyncio or trio::
+
+    import aruntime as ar
+
+    async with ar.open_backend("auto") as gpu:
+        dptr = gpu.alloc(host.nbytes)
+        await gpu.copy_h2d_async(host, dptr)
+"""
+
+from __future__ import annotations
+
+from ._backend import Backend
+from ._completion import Completion
+from ._driver import DeviceInfo, LaunchConfig
+from ._exceptions import (
+    AruntimeError,
+    BackendUnavailableError,
+    CaptureError,
+    ClosedResourceError,
+    DeviceLostError,
+    DriverError,
+    InvalidArgumentError,
+    NotSupportedError,
+    OutOfMemoryError,
+)
+from ._handles import Event, Graph, Kernel, Module, Stream
+from ._memory import Allocation, DevicePtr, HostBuffer
+from ._registry import BACKEND_NAMES, BackendStatus, available_backends, open_backend, probe_backends
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BACKEND_NAMES",
+    "Allocation",
+    "AruntimeError",
+    "Backend",
+    "BackendStatus",
+    "BackendUnavailableError",
+    "CaptureError",
+    "ClosedResourceError",
+    "Completion",
+    "DeviceInfo",
+    "DeviceLostError",
+    "DevicePtr",
+    "DriverError",
+    "Event",
+    "Graph",
+    "HostBuffer",
+    "InvalidArgumentError",
+    "Kernel",
+    "LaunchConfig",
+    "Module",
+    "NotSupportedError",
+    "OutOfMemoryError",
+    "Stream",
+    "__version__",
+    "available_backends",
+    "open_backend",
+    "probe_backends",
+]

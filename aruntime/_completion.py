@@ -1,0 +1,302 @@
+"""Completion: the awaitable result of one enqueued device op.
+
+A Completion is finished by whichever thread learns that the device is done
+(a backend's waiter thread, or the enqueueing thread for the mock).  Finishing
+runs the registered wake-ups *on that thread*; each wake-up only hands a
+callback to its event loop through the loop's own thread-safe, non-blocking
+primitive (asyncio ``call_soon_threadsafe``, trio ``TrioToken.run_sync_soon``),
+so no thread ever blocks on a loop and a closed loop or finished trio run is
+simply skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any
+
+import anyio.lowlevel
+
+from ._exceptions import AruntimeError, CaptureError
+
+if TYPE_CHECKING:
+    from ._handles import Stream
+
+__all__ = ["Completion"]
+
+_PENDING = 0
+_DONE = 1
+_FAILED = 2
+_CAPTURED = 3
+
+_Callback = Callable[[], None]
+
+
+def _running_under_trio() -> bool:
+    trio = sys.modules.get("trio")
+    return trio is not None and bool(trio.lowlevel.in_trio_run())
+
+
+def _set_future(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+class Completion:
+    """The outcome of one enqueued op.
+
+    ``await completion`` returns when the device has finished the op: the
+    destination buffer for ``copy_d2h_async``, ``None`` otherwise.  It works
+    under asyncio and trio and is always a checkpoint, even when the op was
+    already done.
+
+    Cancellation: cancelling the awaiting task abandons the wait only.  The op
+    continues on the device, and every host buffer it reads or writes stays
+    referenced (and, for resizable objects, locked against resizing) until the
+    device has finished with it.
+
+    A Completion of an op recorded during graph capture never runs: awaiting
+    it, or calling :meth:`wait`, raises :class:`CaptureError`.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_callbacks",
+        "_error",
+        "_keepalive",
+        "_lock",
+        "_op",
+        "_result",
+        "_state",
+        "_stream",
+    )
+
+    def __init__(
+        self,
+        op: str,
+        stream: Stream | None = None,
+        result: Any = None,
+        keepalive: tuple[Any, ...] = (),
+    ) -> None:
+        self._op = op
+        self._stream = stream
+        self._result = result
+        self._error: BaseException | None = None
+        self._state = _PENDING
+        self._keepalive = keepalive
+        self._callbacks: list[_Callback] = []
+        self._lock = threading.Lock()
+
+    # -- constructors used by the core ------------------------------------
+    @classmethod
+    def _born_done(cls, op: str, result: Any = None) -> Completion:
+        c = cls.__new__(cls)
+        c._op = op
+        c._stream = None
+        c._result = result
+        c._error = None
+        c._state = _DONE
+        c._keepalive = ()
+        c._callbacks = []
+        c._lock = _NO_LOCK
+        return c
+
+    @classmethod
+    def _born_captured(cls, op: str) -> Completion:
+        c = cls._born_done(op)
+        c._state = _CAPTURED
+        return c
+
+    # -- public ------------------------------------------------------------
+    @property
+    def op(self) -> str:
+        """The op's name (``"copy_h2d_async"``, ``"launch"``...)."""
+        return self._op
+
+    def done(self) -> bool:
+        """True once the device has finished the op (or it failed).  Never blocks."""
+        return self._state == _DONE or self._state == _FAILED
+
+    def exception(self) -> BaseException | None:
+        """The op's error, or None if it succeeded.
+
+        Raises :class:`AruntimeError` while the op is still pending and
+        :class:`CaptureError` for an op recorded during capture.  Asking marks
+        the error as seen, so ``synchronize()`` will not raise it again.
+        """
+        state = self._state
+        if state == _CAPTURED:
+            raise CaptureError(f"{self._op}: this op was recorded into a graph and never runs")
+        if state == _PENDING:
+            raise AruntimeError(f"{self._op}: still pending; await it or call wait() first")
+        if state == _FAILED:
+            self._observe()
+            return self._error
+        return None
+
+    def wait(self, timeout: float | None = None) -> Any:
+        """Block the calling thread until the op finishes; return like ``await``.
+
+        For synchronous code only: it blocks the thread (and the event loop,
+        if called from one).  Raises :class:`TimeoutError` if ``timeout``
+        seconds pass first; the op itself continues.
+        """
+        if timeout is not None and (isinstance(timeout, bool) or timeout < 0):
+            raise ValueError(f"wait: timeout must be None or >= 0, got {timeout!r}")
+        if self._state == _PENDING:
+            flag = threading.Event()
+            if self._add_callback(flag.set) and not flag.wait(timeout):
+                self._remove_callback(flag.set)
+                raise TimeoutError(f"{self._op}: not finished after {timeout} s")
+        return self._outcome()
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        if self._state != _PENDING:
+            yield from anyio.lowlevel.checkpoint().__await__()
+            return self._outcome()
+        if _running_under_trio():
+            yield from self._wait_trio().__await__()
+        else:
+            yield from self._wait_asyncio().__await__()
+        return self._outcome()
+
+    def __repr__(self) -> str:
+        state = ("pending", "done", "failed", "captured")[self._state]
+        return f"<Completion {self._op} {state}>"
+
+    # -- waiting -------------------------------------------------------------
+    async def _wait_asyncio(self) -> None:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+
+        def wake() -> None:
+            try:
+                loop.call_soon_threadsafe(_set_future, fut)
+            except RuntimeError:
+                pass  # the loop closed while we waited; nobody is left to wake
+
+        if not self._add_callback(wake):
+            await anyio.lowlevel.checkpoint()
+            return
+        try:
+            await fut
+        finally:
+            if not fut.done():
+                self._remove_callback(wake)
+
+    async def _wait_trio(self) -> None:
+        import trio
+
+        token = trio.lowlevel.current_trio_token()
+        task = trio.lowlevel.current_task()
+        waiting = [True]  # touched only on the trio thread
+
+        def reschedule() -> None:
+            if waiting[0]:
+                waiting[0] = False
+                trio.lowlevel.reschedule(task)
+
+        def wake() -> None:
+            try:
+                token.run_sync_soon(reschedule)
+            except trio.RunFinishedError:
+                pass
+
+        if not self._add_callback(wake):
+            await trio.lowlevel.checkpoint()
+            return
+
+        def abort(_: object) -> Any:
+            waiting[0] = False
+            self._remove_callback(wake)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+
+    # -- internals -----------------------------------------------------------
+    def _outcome(self) -> Any:
+        state = self._state
+        if state == _DONE:
+            return self._result
+        if state == _FAILED:
+            self._observe()
+            assert self._error is not None
+            raise self._error
+        if state == _CAPTURED:
+            raise CaptureError(
+                f"{self._op}: this op was recorded during graph capture and never runs; "
+                "await launch_graph(graph) instead"
+            )
+        raise AruntimeError(f"{self._op}: woke before finishing")  # pragma: no cover
+
+    def _observe(self) -> None:
+        stream = self._stream
+        if stream is not None:
+            stream._forget_failure(self)
+
+    def _add_callback(self, fn: _Callback) -> bool:
+        """Register ``fn`` to run when the op finishes; False if it already has."""
+        with self._lock:
+            if self._state != _PENDING:
+                return False
+            self._callbacks.append(fn)
+            return True
+
+    def _remove_callback(self, fn: _Callback) -> None:
+        with self._lock:
+            try:
+                self._callbacks.remove(fn)
+            except ValueError:
+                pass
+
+    def _finish(self, error: BaseException | None = None) -> None:
+        """Mark the op finished (on any thread) and run the wake-ups."""
+        with self._lock:
+            if self._state != _PENDING:
+                return
+            if error is None:
+                self._state = _DONE
+            else:
+                self._error = error
+                self._state = _FAILED
+            callbacks, self._callbacks = self._callbacks, []
+            keepalive, self._keepalive = self._keepalive, ()
+        if error is not None and self._stream is not None:
+            self._stream._note_failure(self)
+        _release_views(keepalive)
+        for fn in callbacks:
+            try:
+                fn()
+            except Exception:  # a wake-up must never stop the others
+                import logging
+
+                logging.getLogger("aruntime").exception("Completion wake-up failed")
+
+    def _fail_at_birth(self, error: BaseException) -> Completion:
+        self._finish(error)
+        return self
+
+
+class _NoLock:
+    """A lock for born-finished completions, whose state never changes."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_NO_LOCK: Any = _NoLock()
+
+
+def _release_views(keepalive: tuple[Any, ...]) -> None:
+    """Let go of the host buffers an op pinned, unlocking resizable ones."""
+    for obj in keepalive:
+        if isinstance(obj, memoryview):
+            try:
+                obj.release()
+            except BufferError:
+                pass  # someone else still exports it; dropping our reference is enough

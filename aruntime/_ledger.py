@@ -1,0 +1,174 @@
+"""The allocation ledger: every live allocation, where it was made, its guards.
+
+Every device pointer a backend hands out is checked against this ledger before
+any op uses it, so a freed, foreign or out-of-range pointer never reaches a
+driver.  With ``ARUNTIME_REDZONE=1`` each device allocation is surrounded by
+guard bands of a known byte pattern, which :meth:`Ledger.scan` checks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import threading
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ._exceptions import InvalidArgumentError
+from ._memory import Allocation, DevicePtr, HostBuffer
+
+if TYPE_CHECKING:
+    from ._backend import Backend
+
+__all__ = ["REDZONE_BYTES", "Entry", "Ledger", "caller_site", "redzones_enabled"]
+
+#: Size of each guard band, and the alignment user pointers keep inside it.
+REDZONE_BYTES = 256
+DEFAULT_LOW_PATTERN = 0xA5
+DEFAULT_HIGH_PATTERN = 0x5A
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parent)
+_ids = itertools.count(1)
+
+
+def redzones_enabled() -> bool:
+    return os.environ.get("ARUNTIME_REDZONE", "") == "1"
+
+
+def caller_site() -> str:
+    """``"file:line"`` of the first frame outside the aruntime package."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_PACKAGE_DIR):
+            return f"{filename}:{frame.f_lineno}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return "<unknown>:0"
+
+
+def new_alloc_id() -> int:
+    return next(_ids)
+
+
+@dataclass
+class Entry:
+    """One live allocation (device, managed, arena, or pinned host)."""
+
+    alloc_id: int
+    kind: str
+    address: int  # the user-visible base address
+    nbytes: int
+    site: str
+    raw_address: int  # what the driver returned (below the low guard band)
+    redzone: int  # guard band size, 0 when off
+    handle: DevicePtr | HostBuffer
+    mapped_from: int = 0  # host_ptr_to_device: the host allocation's id
+
+
+class Ledger:
+    """Thread-safe record of a backend's live allocations."""
+
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
+        self._lock = threading.Lock()
+        self._entries: dict[int, Entry] = {}
+        self._freed: set[int] = set()
+        self.low_pattern = DEFAULT_LOW_PATTERN
+        self.high_pattern = DEFAULT_HIGH_PATTERN
+
+    def add(self, entry: Entry) -> None:
+        with self._lock:
+            self._entries[entry.alloc_id] = entry
+
+    def remove(self, alloc_id: int) -> Entry | None:
+        with self._lock:
+            entry = self._entries.pop(alloc_id, None)
+            if entry is not None:
+                self._freed.add(alloc_id)
+            return entry
+
+    def get(self, alloc_id: int) -> Entry | None:
+        return self._entries.get(alloc_id)
+
+    def entries(self) -> list[Entry]:
+        with self._lock:
+            return list(self._entries.values())
+
+    def mapped_views_of(self, host_alloc_id: int) -> list[Entry]:
+        with self._lock:
+            return [e for e in self._entries.values() if e.mapped_from == host_alloc_id]
+
+    # -- checks ----------------------------------------------------------------
+    def check_ptr(self, ptr: object, fn: str, what: str = "ptr") -> Entry:
+        """The live entry a DevicePtr belongs to, or a clear error."""
+        if not isinstance(ptr, DevicePtr):
+            raise TypeError(f"{fn}: {what} must be a DevicePtr, got {type(ptr).__name__}")
+        if ptr._backend is not self._backend:
+            raise InvalidArgumentError(
+                f"{fn}: {what} belongs to another backend ({ptr._backend.name}), "
+                f"not this one ({self._backend.name})"
+            )
+        entry = self._entries.get(ptr._alloc_id)
+        if entry is None:
+            if ptr._alloc_id in self._freed:
+                raise InvalidArgumentError(f"{fn}: {what} {ptr!r} was freed")
+            raise InvalidArgumentError(f"{fn}: {what} {ptr!r} is not a live allocation")
+        return entry
+
+    def check_range(self, ptr: object, nbytes: int, fn: str, what: str = "ptr") -> Entry:
+        """``ptr`` is live and its view holds at least ``nbytes`` bytes."""
+        entry = self.check_ptr(ptr, fn, what)
+        assert isinstance(ptr, DevicePtr)
+        if nbytes > ptr._nbytes:
+            over = nbytes - ptr._nbytes
+            if ptr._address == entry.address and ptr._nbytes == entry.nbytes:
+                where = f"a {entry.nbytes}-byte allocation"
+            else:
+                start = ptr._address - entry.address
+                where = (
+                    f"a {ptr._nbytes}-byte view (offset {start}) of a "
+                    f"{entry.nbytes}-byte allocation"
+                )
+            raise InvalidArgumentError(f"{fn}: {over} bytes past the end of {where}")
+        return entry
+
+    # -- reports -----------------------------------------------------------------
+    def live_bytes(self) -> int:
+        with self._lock:
+            return sum(e.nbytes for e in self._entries.values() if e.kind != "mapped")
+
+    def live_count(self) -> int:
+        with self._lock:
+            return sum(1 for e in self._entries.values() if e.kind != "mapped")
+
+    def allocations(self) -> list[Allocation]:
+        return [
+            Allocation(ptr=e.handle, nbytes=e.nbytes, site=e.site, kind=e.kind)
+            for e in sorted(self.entries(), key=lambda e: e.alloc_id)
+            if e.kind != "mapped"
+        ]
+
+    def report(self, top_n: int, min_mb: float) -> str:
+        by_site: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for e in self.entries():
+            if e.kind == "mapped":
+                continue
+            row = by_site[e.site]
+            row[0] += 1
+            row[1] += e.nbytes
+        rows = sorted(by_site.items(), key=lambda kv: (-kv[1][1], kv[0]))
+        rows = [r for r in rows if r[1][1] >= min_mb * 1024 * 1024][:top_n]
+        total = sum(v[1] for v in by_site.values())
+        lines = [
+            f"{self._backend.name}: {self.live_count()} live allocations, "
+            f"{total / 1048576:.2f} MiB",
+        ]
+        if rows:
+            width = max(len(site) for site, _ in rows)
+            lines.append(f"{'site':<{width}}  {'count':>6}  {'MiB':>10}")
+            for site, (count, nbytes) in rows:
+                lines.append(f"{site:<{width}}  {count:>6}  {nbytes / 1048576:>10.2f}")
+        return "\n".join(lines)

@@ -1,0 +1,157 @@
+"""Value types for memory: device pointers, pinned host buffers, ledger entries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ._backend import Backend
+
+__all__ = ["Allocation", "DevicePtr", "HostBuffer"]
+
+
+class DevicePtr:
+    """An immutable view of device memory: an address, a byte length, an owner.
+
+    Made only by a backend (``alloc``, ``alloc_managed``, ``alloc_arena``,
+    ``host_ptr_to_device``) or by slicing another pointer.  ``int(ptr)`` is the
+    address; ``ptr.offset(n)`` and ``ptr[a:b]`` are bounds-checked views into the
+    same allocation.  A pointer stays a valid Python object after its memory is
+    freed, but every backend call then rejects it with
+    :class:`InvalidArgumentError`.
+    """
+
+    __slots__ = ("_address", "_alloc_id", "_backend", "_nbytes")
+
+    def __init__(self, backend: Backend, address: int, nbytes: int, alloc_id: int) -> None:
+        self._backend = backend
+        self._address = address
+        self._nbytes = nbytes
+        self._alloc_id = alloc_id
+
+    @property
+    def address(self) -> int:
+        return self._address
+
+    @property
+    def nbytes(self) -> int:
+        return self._nbytes
+
+    @property
+    def backend(self) -> Backend:
+        return self._backend
+
+    def __int__(self) -> int:
+        return self._address
+
+    def __len__(self) -> int:
+        return self._nbytes
+
+    def offset(self, nbytes: int) -> DevicePtr:
+        """The view that starts ``nbytes`` into this one (``0 <= nbytes <= self.nbytes``)."""
+        if isinstance(nbytes, bool) or not isinstance(nbytes, (int, np.integer)):
+            raise TypeError(f"DevicePtr.offset: expected an int, got {type(nbytes).__name__}")
+        n = int(nbytes)
+        if n < 0 or n > self._nbytes:
+            from ._exceptions import InvalidArgumentError
+
+            raise InvalidArgumentError(
+                f"DevicePtr.offset: offset {n} is outside this {self._nbytes}-byte view"
+            )
+        return DevicePtr(self._backend, self._address + n, self._nbytes - n, self._alloc_id)
+
+    def __getitem__(self, key: slice) -> DevicePtr:
+        if not isinstance(key, slice):
+            raise TypeError(
+                "DevicePtr indices must be slices (ptr[a:b]); use ptr.offset(n) for an offset"
+            )
+        if key.step not in (None, 1):
+            from ._exceptions import InvalidArgumentError
+
+            raise InvalidArgumentError(f"DevicePtr slice step must be 1, got {key.step}")
+        for bound in (key.start, key.stop):
+            if bound is not None and (
+                isinstance(bound, bool) or not isinstance(bound, (int, np.integer))
+            ):
+                raise TypeError(f"DevicePtr slice bounds must be ints, got {type(bound).__name__}")
+        start, stop, _ = key.indices(self._nbytes)
+        stop = max(start, stop)
+        return DevicePtr(self._backend, self._address + start, stop - start, self._alloc_id)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DevicePtr):
+            return NotImplemented
+        return (
+            self._backend is other._backend
+            and self._address == other._address
+            and self._nbytes == other._nbytes
+            and self._alloc_id == other._alloc_id
+        )
+
+    def __hash__(self) -> int:
+        return hash((id(self._backend), self._address, self._nbytes, self._alloc_id))
+
+    def __repr__(self) -> str:
+        return f"<DevicePtr 0x{self._address:x} nbytes={self._nbytes} on {self._backend.name}>"
+
+
+class _HostRecord:
+    """What the ledger knows about one pinned host allocation."""
+
+    __slots__ = ("address", "alloc_id", "backend", "freed", "nbytes")
+
+    def __init__(self, backend: Backend, address: int, nbytes: int, alloc_id: int) -> None:
+        self.backend = backend
+        self.address = address
+        self.nbytes = nbytes
+        self.alloc_id = alloc_id
+        self.freed = False
+
+
+class HostBuffer(np.ndarray):  # type: ignore[type-arg]
+    """Pinned (page-locked) host memory: a 1-D ``uint8`` numpy array.
+
+    Made by ``backend.alloc_host_pinned(nbytes)``; released by
+    ``backend.free_host_pinned(buf)``.  It supports the buffer protocol, so it
+    is accepted wherever host memory is, and views of it (``buf[16:]``,
+    ``buf.view(np.float32)``) stay pinned views.  After it is freed, backend
+    calls reject it and its views; touching its bytes from numpy is then
+    undefined, as with any freed memory.
+    """
+
+    _record: _HostRecord | None
+
+    def __array_finalize__(self, obj: Any) -> None:
+        record = getattr(obj, "_record", None)
+        # Only views that lie inside the pinned region keep the pinned record; a
+        # fresh array produced by arithmetic on a HostBuffer is ordinary memory.
+        if record is not None and self.size:
+            start = self.__array_interface__["data"][0]
+            if not (record.address <= start < record.address + record.nbytes):
+                record = None
+        self._record = record
+
+    @property
+    def backend(self) -> Backend | None:
+        return self._record.backend if self._record is not None else None
+
+    @property
+    def address(self) -> int:
+        return int(self.__array_interface__["data"][0])
+
+    @property
+    def freed(self) -> bool:
+        return self._record is not None and self._record.freed
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """One live allocation in a backend's ledger."""
+
+    ptr: DevicePtr | HostBuffer
+    nbytes: int
+    site: str
+    kind: str  # "device", "managed", "arena" or "host"

@@ -1,0 +1,114 @@
+"""Finding and opening backends by name."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from ._backend import Backend
+from ._driver import DeviceInfo
+from ._exceptions import BackendUnavailableError, InvalidArgumentError
+
+__all__ = ["BACKEND_NAMES", "BackendStatus", "available_backends", "open_backend", "probe_backends"]
+
+#: Public name -> (package under aruntime.backends, bound to the software driver?)
+_BACKENDS: dict[str, tuple[str, bool]] = {
+    "mock": ("mock", False),
+    "cuda": ("cuda", False),
+    "cuda-sim": ("cuda", True),
+    "levelzero": ("levelzero", False),
+    "levelzero-sim": ("levelzero", True),
+}
+BACKEND_NAMES = tuple(_BACKENDS)
+_AUTO_ORDER = ("cuda", "levelzero", "mock")
+
+
+@dataclass(frozen=True)
+class BackendStatus:
+    """Whether a backend can be opened here, its devices, or why not."""
+
+    name: str
+    available: bool
+    devices: tuple[DeviceInfo, ...]
+    reason: str = ""
+
+
+def _package(name: str) -> tuple[ModuleType, bool]:
+    try:
+        package, sim = _BACKENDS[name]
+    except KeyError:
+        raise InvalidArgumentError(
+            f"open_backend: unknown backend {name!r}; choose one of "
+            f"{', '.join(('auto', *BACKEND_NAMES))}"
+        ) from None
+    try:
+        module = importlib.import_module(f"aruntime.backends.{package}")
+    except ImportError as exc:
+        raise BackendUnavailableError(f"{name}: the backend is not part of this build ({exc})")
+    return module, sim
+
+
+def _resolve_auto() -> str:
+    forced = os.environ.get("ARUNTIME_BACKEND")
+    if forced:
+        if forced == "auto" or forced not in _BACKENDS:
+            raise InvalidArgumentError(
+                f"ARUNTIME_BACKEND={forced!r} is not a backend; choose one of "
+                f"{', '.join(BACKEND_NAMES)}"
+            )
+        return forced
+    for name in _AUTO_ORDER:
+        if name == "mock":
+            return name
+        try:
+            module, sim = _package(name)
+            if module.list_devices(sim=sim):
+                return name
+        except BackendUnavailableError:
+            continue
+    return "mock"
+
+
+def open_backend(name: str = "auto", device: int = 0, **options: Any) -> Backend:
+    """Open a backend on one device.
+
+    ``"auto"`` means ``ARUNTIME_BACKEND`` if set, else a real CUDA device, else a
+    real Level Zero device, else the mock.  ``options`` go to the backend
+    (the mock takes ``name``, ``total_memory`` and ``compute_units``).
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"open_backend: name must be a str, got {type(name).__name__}")
+    if isinstance(device, bool) or not isinstance(device, int):
+        raise TypeError(f"open_backend: device must be an int, got {type(device).__name__}")
+    if device < 0:
+        raise InvalidArgumentError(f"open_backend: device must be >= 0, got {device}")
+    if name == "auto":
+        name = _resolve_auto()
+    module, sim = _package(name)
+    driver = module.open_driver(device, sim=sim, **options)
+    return Backend(driver)
+
+
+def probe_backends() -> list[BackendStatus]:
+    """Every known backend, whether it can be opened here, and why not."""
+    out = []
+    for name in BACKEND_NAMES:
+        try:
+            module, sim = _package(name)
+            devices = tuple(module.list_devices(sim=sim))
+        except BackendUnavailableError as exc:
+            out.append(BackendStatus(name, False, (), str(exc)))
+            continue
+        if devices:
+            out.append(BackendStatus(name, True, devices))
+        else:
+            out.append(BackendStatus(name, False, (), "no devices"))
+    return out
+
+
+def available_backends() -> dict[str, list[DeviceInfo]]:
+    """The backends that can be opened here, each with its devices."""
+    return {s.name: list(s.devices) for s in probe_backends() if s.available}

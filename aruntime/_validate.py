@@ -1,0 +1,154 @@
+"""Argument checks shared by every backend, run before anything reaches a driver."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ._exceptions import InvalidArgumentError
+from ._memory import DevicePtr, HostBuffer
+
+__all__ = [
+    "MAX_BLOCK_THREADS",
+    "as_host_view",
+    "check_byte_value",
+    "check_count",
+    "check_dims",
+    "check_kernel_args",
+]
+
+MAX_BLOCK_THREADS = 1024
+_MAX_GRID = (2**31 - 1, 65535, 65535)
+_MAX_BLOCK = (1024, 1024, 64)
+_MAX_SHARED_MEM = 256 * 1024
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def check_count(value: object, fn: str, what: str, *, minimum: int = 0) -> int:
+    """A non-negative (or >= minimum) integer count."""
+    if not _is_int(value):
+        raise TypeError(f"{fn}: {what} must be an int, got {type(value).__name__}")
+    n = int(value)  # type: ignore[call-overload]
+    if n < minimum:
+        raise InvalidArgumentError(f"{fn}: {what} must be >= {minimum}, got {n}")
+    if n > 2**63 - 1:
+        raise InvalidArgumentError(f"{fn}: {what} {n} exceeds the 64-bit limit")
+    return n
+
+
+def check_byte_value(value: object, fn: str) -> int:
+    if not _is_int(value):
+        raise TypeError(f"{fn}: value must be an int in 0..255, got {type(value).__name__}")
+    v = int(value)  # type: ignore[call-overload]
+    if not 0 <= v <= 255:
+        raise InvalidArgumentError(f"{fn}: value {v} is outside 0..255 (memset sets bytes)")
+    return v
+
+
+def as_host_view(obj: object, fn: str, *, writable: bool) -> memoryview:
+    """A flat byte view of a C-contiguous host buffer, or a clear error."""
+    if isinstance(obj, DevicePtr):
+        raise TypeError(f"{fn}: expected host memory, got a DevicePtr (device memory)")
+    if isinstance(obj, (str, int, float, complex)) or obj is None:
+        raise TypeError(
+            f"{fn}: host memory must support the buffer protocol (numpy array, bytearray, "
+            f"memoryview, HostBuffer), got {type(obj).__name__}"
+        )
+    if isinstance(obj, HostBuffer) and obj.freed:
+        raise InvalidArgumentError(f"{fn}: the HostBuffer was freed with free_host_pinned")
+    try:
+        view = memoryview(obj)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(
+            f"{fn}: host memory must support the buffer protocol (numpy array, bytearray, "
+            f"memoryview, HostBuffer), got {type(obj).__name__}"
+        ) from None
+    if not view.c_contiguous:
+        view.release()
+        raise InvalidArgumentError(f"{fn}: host buffer is not C-contiguous; copy it first")
+    if writable and view.readonly:
+        view.release()
+        raise InvalidArgumentError(f"{fn}: destination host buffer is read-only")
+    if view.ndim == 1 and view.format == "B":
+        return view
+    try:
+        return view.cast("B")
+    except (TypeError, ValueError, NotImplementedError):
+        # Formats memoryview cannot cast (structured dtypes): numpy reads raw bytes.
+        return memoryview(np.frombuffer(view, dtype=np.uint8))
+
+
+def check_dims(value: object, fn: str, what: str) -> tuple[int, int, int]:
+    """A grid or block shape: an int or a tuple of 1 to 3 positive ints."""
+    limits = _MAX_GRID if what == "grid" else _MAX_BLOCK
+    if _is_int(value):
+        dims: tuple[Any, ...] = (value,)
+    elif isinstance(value, (tuple, list)) and 1 <= len(value) <= 3:
+        dims = tuple(value)
+    else:
+        raise TypeError(
+            f"{fn}: {what} must be an int or a tuple of 1 to 3 ints, got {value!r:.60}"
+        )
+    out = []
+    for axis, d in enumerate(dims):
+        if not _is_int(d):
+            raise TypeError(f"{fn}: {what}[{axis}] must be an int, got {type(d).__name__}")
+        n = int(d)
+        if n < 1 or n > limits[axis]:
+            raise InvalidArgumentError(
+                f"{fn}: {what}[{axis}] = {n} is outside 1..{limits[axis]}"
+            )
+        out.append(n)
+    while len(out) < 3:
+        out.append(1)
+    if what == "block" and math.prod(out) > MAX_BLOCK_THREADS:
+        raise InvalidArgumentError(
+            f"{fn}: block of {math.prod(out)} threads exceeds the limit of {MAX_BLOCK_THREADS}"
+        )
+    return (out[0], out[1], out[2])
+
+
+def check_shared_mem(value: object, fn: str) -> int:
+    n = check_count(value, fn, "shared_mem")
+    if n > _MAX_SHARED_MEM:
+        raise InvalidArgumentError(
+            f"{fn}: shared_mem {n} bytes exceeds the limit of {_MAX_SHARED_MEM} bytes"
+        )
+    return n
+
+
+def check_kernel_args(args: object, fn: str) -> list[Any]:
+    """Explicitly typed kernel arguments: DevicePtr, numpy scalars or bytes."""
+    if not isinstance(args, (list, tuple)):
+        raise TypeError(f"{fn}: args must be a list or tuple, got {type(args).__name__}")
+    out: list[Any] = []
+    for i, arg in enumerate(args):
+        if isinstance(arg, DevicePtr):
+            out.append(arg)
+        elif isinstance(arg, (bool, int, float, complex)):
+            kind = type(arg).__name__
+            raise TypeError(
+                f"{fn}: args[{i}] is a bare Python {kind} ({arg!r}), whose C type is "
+                "ambiguous; pass a numpy scalar such as np.uint32(...), np.int64(...) "
+                "or np.float32(...)"
+            )
+        elif isinstance(arg, np.generic):
+            if arg.dtype.kind in "OUSVMm":
+                raise TypeError(
+                    f"{fn}: args[{i}] has numpy dtype {arg.dtype}, which has no fixed C layout"
+                )
+            out.append(arg)
+        elif isinstance(arg, (bytes, bytearray, memoryview)):
+            out.append(bytes(arg))
+        else:
+            raise TypeError(
+                f"{fn}: args[{i}] has type {type(arg).__name__}; kernel arguments are "
+                "DevicePtr, numpy scalars (np.float32(2)) or raw bytes"
+            )
+    return out
+

@@ -1,0 +1,127 @@
+"""Waiter threads: one per stream that has had async work, created lazily.
+
+A stream executes in order, so its ops finish in the order they were queued.
+Each waiter thread therefore blocks on one marker event at a time, in FIFO
+order, inside the driver's blocking wait (a blocking-sync event: the thread
+parks in the driver, no spinning, GIL released), then finishes the matching
+Completion, which wakes the awaiting loops.  Threads are O(streams), never
+one per await, and the event loop itself never polls.
+
+Python runs on these threads, but they are ours, not the driver's: no driver
+lock is held while the wake-ups run.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ._completion import Completion
+from ._driver import Driver, DriverEvent
+from ._exceptions import AruntimeError, DriverError
+
+__all__ = ["StreamWaiter"]
+
+_log = logging.getLogger("aruntime")
+
+_Item = tuple[DriverEvent, Completion, "Callable[[DriverEvent], None] | None"]
+
+
+class StreamWaiter:
+    """Finishes a stream's Completions in order, on one lazily started thread."""
+
+    def __init__(self, driver: Driver, label: str) -> None:
+        self._driver = driver
+        self._label = label
+        self._queue: collections.deque[_Item] = collections.deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._thread: threading.Thread | None = None
+        self._closing = False
+        self._on_exit: Callable[[], None] | None = None
+        self._abandon = False
+
+    def submit(
+        self,
+        event: DriverEvent,
+        completion: Completion,
+        release: Callable[[DriverEvent], None] | None,
+    ) -> None:
+        with self._cond:
+            if self._closing:
+                raise AruntimeError(f"{self._label}: stream is closing")
+            self._queue.append((event, completion, release))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name=f"aruntime-waiter-{self._label}", daemon=True
+                )
+                self._thread.start()
+            else:
+                self._cond.notify()
+
+    def pending(self) -> int:
+        return len(self._queue)
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
+
+    def close(self, on_exit: Callable[[], None] | None = None) -> None:
+        """Stop after the queued work: never blocks.  ``on_exit`` runs once drained."""
+        with self._cond:
+            if self._closing:
+                return
+            self._closing = True
+            self._on_exit = on_exit
+            thread = self._thread
+            self._cond.notify()
+        if thread is None and on_exit is not None:
+            on_exit()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the thread to end; True if it has (or never started)."""
+        thread = self._thread
+        if thread is None or thread is threading.current_thread():
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
+
+    def abandon(self) -> None:
+        """At interpreter exit: stop waking anything, finish nothing more."""
+        with self._cond:
+            self._abandon = True
+            self._closing = True
+            self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue and not self._closing:
+                    self._cond.wait()
+                if self._abandon or (not self._queue and self._closing):
+                    on_exit, self._on_exit = self._on_exit, None
+                    break
+                event, completion, release = self._queue.popleft()
+            error: BaseException | None = None
+            try:
+                self._driver.event_wait(event)
+            except DriverError as exc:
+                error = exc
+            except BaseException as exc:  # never leave an awaiter hanging
+                error = AruntimeError(f"{completion.op}: waiting for the device failed: {exc!r}")
+                error.__cause__ = exc
+            if release is not None:
+                try:
+                    release(event)
+                except Exception:
+                    _log.exception("returning a marker event failed")
+            if not self._abandon:
+                completion._finish(error)
+        if on_exit is not None and not self._abandon:
+            try:
+                on_exit()
+            except Exception:
+                _log.exception("%s: cleanup after the last op failed", self._label)
+

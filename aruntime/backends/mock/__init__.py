@@ -1,0 +1,26 @@
+"""The mock backend: numpy device memory, ops complete at enqueue.
+
+Options for ``open_backend("mock", ...)``: ``name``, ``total_memory`` (bytes)
+and ``compute_units``.  The driver (``backend.driver``) offers ``call_log``,
+``calls(op)``, ``inject_fault(kind, error, count)`` and ``clear_faults()``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..._driver import DeviceInfo, Driver
+from ..._exceptions import BackendUnavailableError
+from ._driver import FAULT_KINDS, MockCall, MockDriver
+
+__all__ = ["FAULT_KINDS", "MockCall", "MockDriver", "list_devices", "open_driver"]
+
+
+def open_driver(device: int, *, sim: bool, **options: Any) -> Driver:
+    if device != 0:
+        raise BackendUnavailableError(f"mock: device {device} does not exist (the mock has one)")
+    return MockDriver(**options)
+
+
+def list_devices(*, sim: bool) -> list[DeviceInfo]:
+    return [MockDriver().device_info()]

@@ -1,0 +1,491 @@
+"""The mock driver: device memory is numpy, every op runs when it is enqueued.
+
+It is public API for users' test suites: a configurable device, a call log to
+assert on, Python kernels, graph capture and replay, and fault injection.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..._driver import (
+    DeviceInfo,
+    Driver,
+    DriverEvent,
+    DriverFunction,
+    DriverGraph,
+    DriverModule,
+    DriverStream,
+    LaunchConfig,
+)
+from ..._exceptions import (
+    DeviceLostError,
+    DriverError,
+    InvalidArgumentError,
+    NotSupportedError,
+    OutOfMemoryError,
+)
+from ..._memory import DevicePtr
+
+__all__ = ["FAULT_KINDS", "MockCall", "MockDriver"]
+
+#: Op kinds that :meth:`MockDriver.inject_fault` accepts.
+FAULT_KINDS = (
+    "alloc",
+    "alloc_host",
+    "copy_h2d",
+    "copy_d2h",
+    "copy_d2d",
+    "copy_2d",
+    "memset",
+    "launch",
+    "graph_launch",
+    "any",
+)
+
+_ALIGN = 256
+_GAP = 64 * 1024  # unmapped space between allocations, like a real VA allocator
+_DEVICE_BASE = 0x7F00_0000_0000
+_HOST_MAPPED_BASE = 0x7E00_0000_0000
+
+
+@dataclass(frozen=True)
+class MockCall:
+    """One entry of the call log."""
+
+    op: str
+    stream: int | None = None  # the mock stream's id (Stream.handle.id)
+    nbytes: int = 0
+    kernel: str | None = None
+    args: tuple[Any, ...] = ()
+
+
+@dataclass
+class _MockStream:
+    id: int
+    priority: int
+    recording: list[Callable[[], None]] | None = None
+
+
+@dataclass
+class _MockEvent:
+    timing: bool
+    time: float | None = None
+
+
+@dataclass
+class _MockModule:
+    kernels: dict[str, Callable[..., Any]]
+
+
+@dataclass
+class _MockFunction:
+    name: str
+    fn: Callable[..., Any]
+
+
+@dataclass
+class _MockGraph:
+    ops: list[Callable[[], None]] = field(default_factory=list)
+
+
+@dataclass
+class _Fault:
+    kind: str
+    error: type[DriverError]
+    remaining: int
+
+
+class MockDriver(Driver):
+    """Numpy device memory; ops execute at enqueue; Completions are born done."""
+
+    synchronous = True
+    backend_name = "mock"
+
+    def __init__(
+        self,
+        *,
+        name: str = "aruntime mock device",
+        total_memory: int = 8 << 30,
+        compute_units: int = 16,
+    ) -> None:
+        self._info = DeviceInfo(name, total_memory, compute_units, (("vendor", "aruntime"),))
+        self._lock = threading.RLock()
+        self._bases: list[int] = []  # sorted allocation base addresses
+        self._arrays: dict[int, np.ndarray[Any, np.dtype[np.uint8]]] = {}
+        self._host: dict[int, np.ndarray[Any, np.dtype[np.uint8]]] = {}
+        self._host_mapped: dict[int, int] = {}  # device alias -> host address
+        self._next_address = _DEVICE_BASE
+        self._used = 0
+        self._ids = itertools.count(1)
+        self._faults: list[_Fault] = []
+        self._lost: DriverError | None = None
+        self.call_log: list[MockCall] = []
+
+    # -- user-facing extras --------------------------------------------------
+    def inject_fault(
+        self, kind: str, error: type[DriverError] = DriverError, count: int = 1
+    ) -> None:
+        """Make the next ``count`` ops of ``kind`` fail with ``error``.
+
+        ``kind`` is one of :data:`FAULT_KINDS` (``"any"`` matches every op).
+        A :class:`DeviceLostError` is sticky: every later op fails too, as on a
+        real device.
+        """
+        if kind not in FAULT_KINDS:
+            raise InvalidArgumentError(
+                f"inject_fault: kind {kind!r} is not one of {', '.join(FAULT_KINDS)}"
+            )
+        if not (isinstance(error, type) and issubclass(error, DriverError)):
+            raise TypeError(f"inject_fault: error must be a DriverError subclass, got {error!r}")
+        if isinstance(count, bool) or not isinstance(count, int):
+            raise TypeError(f"inject_fault: count must be an int, got {type(count).__name__}")
+        if count < 1:
+            raise InvalidArgumentError(f"inject_fault: count must be >= 1, got {count}")
+        with self._lock:
+            self._faults.append(_Fault(kind, error, count))
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self._faults.clear()
+            self._lost = None
+
+    def calls(self, op: str | None = None) -> list[MockCall]:
+        """The call log, optionally only one op's entries."""
+        return [c for c in self.call_log if op is None or c.op == op]
+
+    def _check_fault(self, kind: str, function: str) -> None:
+        with self._lock:
+            if self._lost is not None:
+                raise DeviceLostError(
+                    f"{function}: the device was lost earlier ({self._lost})",
+                    backend="mock",
+                    code=self._lost.code,
+                    name=self._lost.name,
+                    function=function,
+                )
+            for fault in self._faults:
+                if fault.kind in (kind, "any"):
+                    fault.remaining -= 1
+                    if fault.remaining == 0:
+                        self._faults.remove(fault)
+                    exc = fault.error(
+                        f"{function}: injected {fault.error.__name__}",
+                        backend="mock",
+                        code=999,
+                        name="MOCK_INJECTED_FAULT",
+                        function=function,
+                    )
+                    if isinstance(exc, DeviceLostError):
+                        self._lost = exc
+                    raise exc
+
+    def _log(self, call: MockCall) -> None:
+        with self._lock:
+            self.call_log.append(call)
+
+    # -- memory resolution -----------------------------------------------------
+    def view(self, address: int, nbytes: int) -> np.ndarray[Any, np.dtype[np.uint8]]:
+        """A writable uint8 numpy view of ``nbytes`` of mock device memory."""
+        if address in self._host_mapped or address >= _HOST_MAPPED_BASE and address < _DEVICE_BASE:
+            return self._host_view(address, nbytes)
+        i = bisect.bisect_right(self._bases, address) - 1
+        if i < 0:
+            raise InvalidArgumentError(f"mock: address 0x{address:x} is not device memory")
+        base = self._bases[i]
+        array = self._arrays[base]
+        start = address - base
+        if start + nbytes > array.size:
+            raise InvalidArgumentError(
+                f"mock: {nbytes} bytes at 0x{address:x} run past a {array.size}-byte allocation"
+            )
+        return array[start : start + nbytes]
+
+    def _host_view(self, address: int, nbytes: int) -> np.ndarray[Any, np.dtype[np.uint8]]:
+        bases = sorted(self._host_mapped)
+        i = bisect.bisect_right(bases, address) - 1
+        alias = bases[i]
+        host = self._host[self._host_mapped[alias]]
+        start = address - alias
+        return host[start : start + nbytes]
+
+    # -- device ----------------------------------------------------------------
+    def device_info(self) -> DeviceInfo:
+        return self._info
+
+    def mem_get_info(self) -> tuple[int, int]:
+        return (self._info.total_memory - self._used, self._info.total_memory)
+
+    def bind_to_thread(self) -> None:
+        return None
+
+    def close(self) -> None:
+        with self._lock:
+            self._arrays.clear()
+            self._bases.clear()
+            self._host.clear()
+            self._host_mapped.clear()
+
+    # -- memory ------------------------------------------------------------------
+    def mem_alloc(self, nbytes: int) -> int:
+        self._check_fault("alloc", "alloc")
+        with self._lock:
+            if self._used + nbytes > self._info.total_memory:
+                raise OutOfMemoryError(
+                    f"alloc: {nbytes} bytes requested, {self._info.total_memory - self._used} "
+                    f"of {self._info.total_memory} free",
+                    backend="mock",
+                    code=2,
+                    name="MOCK_OUT_OF_MEMORY",
+                    function="alloc",
+                )
+            address = self._next_address
+            self._next_address += (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN + _GAP
+            self._arrays[address] = np.zeros(nbytes, dtype=np.uint8)
+            bisect.insort(self._bases, address)
+            self._used += nbytes
+        self._log(MockCall("alloc", nbytes=nbytes))
+        return address
+
+    def mem_alloc_managed(self, nbytes: int) -> int:
+        return self.mem_alloc(nbytes)
+
+    def mem_free(self, address: int) -> None:
+        with self._lock:
+            array = self._arrays.pop(address, None)
+            if array is None:
+                raise DriverError(
+                    f"free: 0x{address:x} is not an allocation base",
+                    backend="mock",
+                    code=1,
+                    name="MOCK_INVALID_VALUE",
+                    function="free",
+                )
+            self._bases.remove(address)
+            self._used -= array.size
+        self._log(MockCall("free", nbytes=int(array.size)))
+
+    def host_alloc(self, nbytes: int) -> tuple[int, memoryview]:
+        self._check_fault("alloc_host", "alloc_host_pinned")
+        array = np.zeros(nbytes, dtype=np.uint8)
+        address = int(array.ctypes.data)
+        with self._lock:
+            self._host[address] = array
+        self._log(MockCall("alloc_host", nbytes=nbytes))
+        return address, memoryview(array)
+
+    def host_free(self, address: int) -> None:
+        with self._lock:
+            self._host.pop(address, None)
+            for alias in [a for a, h in self._host_mapped.items() if h == address]:
+                del self._host_mapped[alias]
+        self._log(MockCall("free_host"))
+
+    def host_device_address(self, host_address: int) -> int:
+        with self._lock:
+            for alias, h in self._host_mapped.items():
+                if h == host_address:
+                    return alias
+            alias = _HOST_MAPPED_BASE + len(self._host_mapped) * (1 << 36)
+            self._host_mapped[alias] = host_address
+            return alias
+
+    # -- streams and events --------------------------------------------------------
+    def priority_range(self) -> tuple[int, int]:
+        return (0, 5)
+
+    def stream_create(self, priority: int) -> DriverStream:
+        return DriverStream(_MockStream(next(self._ids), priority))
+
+    def stream_destroy(self, stream: DriverStream) -> None:
+        return None
+
+    def event_create(self, timing: bool) -> DriverEvent:
+        return DriverEvent(_MockEvent(timing))
+
+    def event_destroy(self, event: DriverEvent) -> None:
+        return None
+
+    def event_record(self, event: DriverEvent, stream: DriverStream) -> None:
+        assert isinstance(event, _MockEvent)
+        event.time = time.perf_counter()
+
+    def event_query(self, event: DriverEvent) -> bool:
+        return True
+
+    def event_wait(self, event: DriverEvent) -> None:
+        return None
+
+    def event_elapsed_ms(self, start: DriverEvent, end: DriverEvent) -> float:
+        assert isinstance(start, _MockEvent) and isinstance(end, _MockEvent)
+        if start.time is None or end.time is None:
+            raise NotSupportedError(
+                "elapsed_ms: event never recorded",
+                backend="mock",
+                function="elapsed_ms",
+            )
+        return (end.time - start.time) * 1000.0
+
+    def stream_wait_event(self, stream: DriverStream, event: DriverEvent) -> None:
+        assert isinstance(stream, _MockStream)
+        self._log(MockCall("stream_wait_event", stream=stream.id))
+
+    # -- ops ---------------------------------------------------------------------------
+    def _run(self, stream: DriverStream, kind: str, call: MockCall, op: Callable[[], None]) -> None:
+        """Run ``op`` now, or record it if the stream is capturing."""
+        assert isinstance(stream, _MockStream)
+        if stream.recording is not None:
+            stream.recording.append(lambda: self._execute(kind, call, op))
+            return
+        self._execute(kind, call, op)
+
+    def _execute(self, kind: str, call: MockCall, op: Callable[[], None]) -> None:
+        self._check_fault(kind, call.op)
+        self._log(call)
+        op()
+
+    def memcpy_h2d(self, src: memoryview, dst: int, stream: DriverStream) -> None:
+        n = src.nbytes
+
+        def op() -> None:
+            np.copyto(self.view(dst, n), np.frombuffer(src, dtype=np.uint8))
+
+        self._run(stream, "copy_h2d", MockCall("copy_h2d", _sid(stream), n), op)
+
+    def memcpy_d2h(self, src: int, dst: memoryview, stream: DriverStream) -> None:
+        n = dst.nbytes
+
+        def op() -> None:
+            np.copyto(np.frombuffer(dst, dtype=np.uint8), self.view(src, n))
+
+        self._run(stream, "copy_d2h", MockCall("copy_d2h", _sid(stream), n), op)
+
+    def memcpy_d2d(self, src: int, dst: int, nbytes: int, stream: DriverStream) -> None:
+        def op() -> None:
+            np.copyto(self.view(dst, nbytes), self.view(src, nbytes))
+
+        self._run(stream, "copy_d2d", MockCall("copy_d2d", _sid(stream), nbytes), op)
+
+    def memcpy_2d(
+        self,
+        src: int,
+        src_pitch: int,
+        dst: int,
+        dst_pitch: int,
+        width_bytes: int,
+        height: int,
+        stream: DriverStream,
+    ) -> None:
+        def op() -> None:
+            s = self.view(src, (height - 1) * src_pitch + width_bytes)
+            d = self.view(dst, (height - 1) * dst_pitch + width_bytes)
+            for row in range(height):
+                d[row * dst_pitch : row * dst_pitch + width_bytes] = s[
+                    row * src_pitch : row * src_pitch + width_bytes
+                ]
+
+        call = MockCall("copy_2d", _sid(stream), width_bytes * height)
+        self._run(stream, "copy_2d", call, op)
+
+    def memset_d8(self, dst: int, value: int, nbytes: int, stream: DriverStream) -> None:
+        def op() -> None:
+            self.view(dst, nbytes).fill(value)
+
+        self._run(stream, "memset", MockCall("memset", _sid(stream), nbytes), op)
+
+    # -- modules -------------------------------------------------------------------------
+    def module_image_types(self) -> tuple[type, ...]:
+        return (dict,)
+
+    def module_load(self, image: Any) -> DriverModule:
+        kernels: dict[str, Callable[..., Any]] = {}
+        for key, fn in image.items():
+            if not isinstance(key, str):
+                raise TypeError(f"load_module: mock kernel names must be str, got {key!r}")
+            if not callable(fn):
+                raise TypeError(f"load_module: mock kernel {key!r} is not callable")
+            kernels[key] = fn
+        return DriverModule(_MockModule(kernels))
+
+    def module_unload(self, module: DriverModule) -> None:
+        return None
+
+    def module_function(self, module: DriverModule, name: str) -> DriverFunction:
+        assert isinstance(module, _MockModule)
+        fn = module.kernels.get(name)
+        if fn is None:
+            known = ", ".join(sorted(module.kernels)) or "none"
+            raise InvalidArgumentError(
+                f"kernel: the module has no kernel {name!r} (it has: {known})"
+            )
+        return DriverFunction(_MockFunction(name, fn))
+
+    def launch(
+        self,
+        function: DriverFunction,
+        config: LaunchConfig,
+        args: Sequence[Any],
+        stream: DriverStream,
+    ) -> None:
+        assert isinstance(function, _MockFunction)
+        frozen_args = tuple(args)
+
+        def op() -> None:
+            views = [
+                self.view(a.address, a.nbytes) if isinstance(a, DevicePtr) else a
+                for a in frozen_args
+            ]
+            try:
+                function.fn(config, *views)
+            except Exception as exc:
+                raise DriverError(
+                    f"launch: mock kernel {function.name!r} raised {exc!r}",
+                    backend="mock",
+                    code=719,
+                    name="MOCK_KERNEL_EXCEPTION",
+                    function="launch",
+                ) from exc
+
+        call = MockCall("launch", _sid(stream), kernel=function.name, args=frozen_args)
+        self._run(stream, "launch", call, op)
+
+    # -- graphs ----------------------------------------------------------------------------
+    def capture_begin(self, stream: DriverStream) -> None:
+        assert isinstance(stream, _MockStream)
+        stream.recording = []
+
+    def capture_end(self, stream: DriverStream) -> DriverGraph:
+        assert isinstance(stream, _MockStream)
+        ops, stream.recording = stream.recording or [], None
+        return DriverGraph(_MockGraph(ops))
+
+    def capture_abort(self, stream: DriverStream) -> None:
+        assert isinstance(stream, _MockStream)
+        stream.recording = None
+
+    def graph_launch(self, graph: DriverGraph, stream: DriverStream) -> None:
+        assert isinstance(graph, _MockGraph)
+
+        def op() -> None:
+            for step in graph.ops:
+                step()
+
+        call = MockCall("graph_launch", _sid(stream), nbytes=len(graph.ops))
+        self._run(stream, "graph_launch", call, op)
+
+    def graph_destroy(self, graph: DriverGraph) -> None:
+        assert isinstance(graph, _MockGraph)
+        graph.ops.clear()
+
+
+def _sid(stream: DriverStream) -> int:
+    assert isinstance(stream, _MockStream)
+    return stream.id
