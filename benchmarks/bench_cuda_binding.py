@@ -1,0 +1,124 @@
+"""Cost of one trivial CUDA driver call: aruntime's cffi binding vs NVIDIA's cuda-bindings.
+
+Both sides call the same C function of the same library in the same process:
+the software driver (cuda-sim) by default, which is loaded first so that
+cuda-bindings' ``dlopen("libcuda.so.1")`` resolves to it by soname; pass
+``--real`` to use NVIDIA's driver on a machine with a GPU.
+
+    PYTHONPATH=. python benchmarks/bench_cuda_binding.py [--real] [--number N]
+
+Rows (each the best of several timed runs, in nanoseconds per call):
+
+* ``cuStreamQuery`` on an idle stream, raw: ``lib.cuStreamQuery(h)`` against
+  ``cuda.bindings.driver.cuStreamQuery(s)`` (which also boxes its result);
+* ``cuEventQuery`` through the backend's driver method, result checked and
+  mapped (``CudaDriver.event_query``), against cuda-bindings' call plus the
+  same check of its result;
+* ``cuCtxGetDevice``, raw, with an output argument allocated per call on both
+  sides.
+
+Target: ratio (aruntime / cuda-bindings) at most 1.0x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import timeit
+from collections.abc import Callable
+
+
+def _best_ns(fn: Callable[[], object], number: int, repeat: int) -> float:
+    timer = timeit.Timer(fn)
+    return min(timer.repeat(repeat=repeat, number=number)) / number * 1e9
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--real", action="store_true", help="NVIDIA's driver, not cuda-sim")
+    parser.add_argument("--number", type=int, default=200_000)
+    parser.add_argument("--repeat", type=int, default=7)
+    args = parser.parse_args(argv)
+
+    from aruntime.backends import cuda
+    from aruntime.backends.cuda._driver import CudaDriver
+    from aruntime.backends.cuda._ffi import ffi
+
+    # aruntime first: for the sim this puts libcuda.so.1 (the sim) in the process.
+    drv = cuda.open_driver(0, sim=not args.real)
+    assert isinstance(drv, CudaDriver)
+    try:
+        from cuda.bindings import driver as cb
+    except ImportError:
+        print("cuda-bindings is not installed: pip install cuda-bindings", file=sys.stderr)
+        return 2
+
+    (err,) = cb.cuInit(0)
+    if err != cb.CUresult.CUDA_SUCCESS:
+        print(f"cuda-bindings: cuInit failed: {err}", file=sys.stderr)
+        return 1
+    drv.bind_to_thread()
+    stream = drv.stream_create(0)
+    event = drv.event_create(False)
+    drv.event_record(event, stream)
+    drv.event_wait(event)
+
+    lib = drv._lib
+    raw_stream = stream.handle  # type: ignore[attr-defined]
+    cb_stream = cb.CUstream(int(ffi.cast("uintptr_t", raw_stream)))
+    cb_event = cb.CUevent(int(ffi.cast("uintptr_t", event)))
+    success = cb.CUresult.CUDA_SUCCESS
+    not_ready = cb.CUresult.CUDA_ERROR_NOT_READY
+
+    # The calls must agree before they are timed.
+    assert lib.cuStreamQuery(raw_stream) == 0
+    assert cb.cuStreamQuery(cb_stream)[0] == success
+    assert drv.event_query(event) is True
+
+    def cb_event_query() -> bool:
+        (code,) = cb.cuEventQuery(cb_event)
+        if code == success:
+            return True
+        if code == not_ready:
+            return False
+        raise RuntimeError(code)
+
+    def ar_ctx_get_device() -> int:
+        out = ffi.new("CUdevice *")
+        lib.cuCtxGetDevice(out)
+        return int(out[0])
+
+    def cb_ctx_get_device() -> int:
+        _, device = cb.cuCtxGetDevice()
+        return int(device)
+
+    assert ar_ctx_get_device() == cb_ctx_get_device()
+
+    rows = [
+        (
+            "cuStreamQuery (raw call)",
+            lambda: lib.cuStreamQuery(raw_stream),
+            lambda: cb.cuStreamQuery(cb_stream),
+        ),
+        ("cuEventQuery (checked, -> bool)", lambda: drv.event_query(event), cb_event_query),
+        ("cuCtxGetDevice (out argument)", ar_ctx_get_device, cb_ctx_get_device),
+    ]
+    which = "NVIDIA driver" if args.real else "cuda-sim"
+    print(f"one trivial driver call on {which} ({drv.device_info().name}), ns per call")
+    print(f"{'call':34} {'aruntime':>10} {'cuda-bindings':>14} {'ratio':>8}")
+    worst = 0.0
+    for label, ours, theirs in rows:
+        a = _best_ns(ours, args.number, args.repeat)
+        b = _best_ns(theirs, args.number, args.repeat)
+        worst = max(worst, a / b)
+        print(f"{label:34} {a:10.1f} {b:14.1f} {a / b:7.2f}x")
+    print(f"worst ratio {worst:.2f}x (target <= 1.0x)")
+
+    drv.event_destroy(event)
+    drv.stream_destroy(stream)
+    drv.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
