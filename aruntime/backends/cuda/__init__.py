@@ -16,12 +16,18 @@ from ..._driver import DeviceInfo, Driver
 __all__ = ["list_devices", "open_driver"]
 
 
-def open_driver(device: int, *, sim: bool) -> Driver:
+def open_driver(device: int, *, sim: bool, **options: object) -> Driver:
     """Open CUDA device ``device`` (an ordinal) through its primary context.
 
     Raises:
         BackendUnavailableError: no usable library, or no such device.
+        TypeError: an option was passed (the CUDA backend takes none).
     """
+    if options:
+        raise TypeError(
+            f"open_backend: the {'cuda-sim' if sim else 'cuda'} backend takes no options, "
+            f"got {', '.join(sorted(options))}"
+        )
     from ._driver import CudaDriver
     from ._library import load_library
 
@@ -30,12 +36,17 @@ def open_driver(device: int, *, sim: bool) -> Driver:
 
 def list_devices(*, sim: bool) -> list[DeviceInfo]:
     """Every visible device; :class:`BackendUnavailableError` when there is none."""
-    from ..._exceptions import BackendUnavailableError
+    from ..._exceptions import BackendUnavailableError, DriverError
     from ._driver import device_infos
     from ._library import load_library
 
     library = load_library(sim=sim)
-    devices = device_infos(library)
+    try:
+        devices = device_infos(library)
+    except DriverError as error:
+        raise BackendUnavailableError(
+            f"{library.backend_name}: {library.path} cannot list its devices: {error}"
+        ) from error
     if not devices:
         raise BackendUnavailableError(
             f"{library.backend_name}: {library.path} reports no CUDA device"
