@@ -31,10 +31,13 @@ Interpreter exit.  The first open registers one ``atexit`` hook.  It stops
 new work (calls raise :class:`ClosedResourceError`), waits a bounded time
 (``ARUNTIME_CUDA_EXIT_TIMEOUT_S``, default 10 s) for every stream to drain by
 polling ``cuStreamQuery`` (there is no bounded ``cuCtxSynchronize``), then
-turns the native host functions into no-ops (the Python objects whose
-memory they would copy are about to be freed) and releases the context if
-everything drained.  If work is still running it leaks the context rather
-than free memory the device may still touch; process exit reclaims it.
+turns the native host functions into no-ops, because the Python objects
+whose memory they would copy are about to be freed.  It frees and releases
+nothing: the process exit reclaims the context, and freeing memory or
+destroying events that undrained work or a daemon waiter thread may still
+touch is exactly the crash to avoid.  No Python ever runs on a driver
+thread, so a driver thread finishing late cannot re-enter a dying
+interpreter.
 """
 
 from __future__ import annotations
@@ -269,6 +272,7 @@ class CudaDriver(Driver):
         self._has_pointer_attribute = library.has("cuPointerGetAttribute")
         self._helpers: Any = None
         self._hostfn: CData = None
+        self._priority_range: tuple[int, int] | None = None
         _live_drivers.add(self)
         _register_exit_hook()
 
@@ -364,7 +368,12 @@ class CudaDriver(Driver):
             lib.cuMemFreeHost(buffer)
 
     def shutdown_at_exit(self, deadline: float) -> None:
-        """The exit hook's part for this device: see the module docstring."""
+        """The exit hook's part for this device: see the module docstring.
+
+        Nothing is freed or released here: process exit reclaims the context,
+        and daemon waiter threads may still sit in ``cuEventSynchronize`` on
+        our events, which must stay valid until the process is gone.
+        """
         if self._closed:
             return
         if self._dead is None:
@@ -372,14 +381,13 @@ class CudaDriver(Driver):
                 f"{self.backend_name}: the interpreter is exiting; no new work is accepted"
             )
         drained = isinstance(self._dead, DeviceLostError) or self._drain(deadline)
+        # From here on the Python objects owning pageable buffers may be freed:
+        # host functions still queued (work that did not drain) copy nothing.
         if self._helpers is not None:
             self._helpers.ar_helpers_shutdown()
-        if drained:
-            self.close()
-        else:
+        if not drained:
             _log.warning(
-                "%s: device work still running at interpreter exit; leaving the context "
-                "to process teardown",
+                "%s: device work still running at interpreter exit; leaving it to process exit",
                 self.backend_name,
             )
 
@@ -470,12 +478,14 @@ class CudaDriver(Driver):
         user priority ``p`` is CUDA priority ``-p``: 0 stays the default, and
         the range is ``(-least, -greatest)``, ``(0, 5)`` on current GPUs.
         """
-        self._enter("cuCtxGetStreamPriorityRange")
-        least = ffi.new("int *")
-        greatest = ffi.new("int *")
-        code = self._lib.cuCtxGetStreamPriorityRange(least, greatest)
-        self._check(code, "cuCtxGetStreamPriorityRange")
-        return -int(least[0]), -int(greatest[0])
+        if self._priority_range is None:
+            self._enter("cuCtxGetStreamPriorityRange")
+            least = ffi.new("int *")
+            greatest = ffi.new("int *")
+            code = self._lib.cuCtxGetStreamPriorityRange(least, greatest)
+            self._check(code, "cuCtxGetStreamPriorityRange")
+            self._priority_range = (-int(least[0]), -int(greatest[0]))
+        return self._priority_range
 
     def stream_create(self, priority: int) -> DriverStream:
         self._enter("cuStreamCreateWithPriority")
