@@ -80,7 +80,9 @@ def test_pinned_round_trip_and_device_alias(driver: CudaDriver, stream: DriverSt
     host[:] = np.arange(n, dtype=np.uint64).astype(np.uint8)
     dev = driver.mem_alloc(n)
     try:
-        assert driver._is_pinned(address, n) and not driver._is_pinned(address + 1, n)
+        assert driver._is_pinned(address, n) and driver._is_pinned(address + 8, n - 8)
+        pageable = np.zeros(n, dtype=np.uint8)
+        assert not driver._is_pinned(pageable.ctypes.data, n)
         driver.memcpy_h2d(view, dev, stream)
         driver.memcpy_d2h(dev, back, stream)
         sync(driver, stream)
