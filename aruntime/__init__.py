@@ -12,7 +12,7 @@ returns a :class:`Completion` to ``await`` under asyncio or trio::
 
 from __future__ import annotations
 
-from ._backend import Backend
+from ._backend import Backend, BackendStatistics
 from ._completion import Completion
 from ._driver import DeviceInfo, LaunchConfig
 from ._exceptions import (
@@ -37,6 +37,7 @@ __all__ = [
     "Allocation",
     "AruntimeError",
     "Backend",
+    "BackendStatistics",
     "BackendStatus",
     "BackendUnavailableError",
     "CaptureError",

@@ -19,6 +19,7 @@ import functools
 import logging
 import threading
 import weakref
+from dataclasses import dataclass
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -53,7 +54,7 @@ from ._validate import (
 )
 from ._waiter import StreamWaiter
 
-__all__ = ["Backend"]
+__all__ = ["Backend", "BackendStatistics"]
 
 _log = logging.getLogger("aruntime")
 _open_backends: weakref.WeakSet[Backend] = weakref.WeakSet()
@@ -91,6 +92,19 @@ def _release_stream(driver: Driver, handle: DriverStream, waiter_box: list[Any])
         destroy()
     else:
         waiter.close(on_exit=destroy)
+
+
+@dataclass(frozen=True)
+class BackendStatistics:
+    """What a backend holds at one moment (see :meth:`Backend.statistics`)."""
+
+    live_allocations: int
+    live_bytes: int
+    open_streams: int  # not counting the default stream
+    open_events: int
+    open_graphs: int
+    pending_ops: int  # queued ops whose Completion has not finished
+    waiter_threads: int
 
 
 class Backend:
@@ -162,6 +176,28 @@ class Backend:
     def __repr__(self) -> str:
         state = " closed" if self._closed else ""
         return f"<aruntime.Backend {self._name} {self._info.name!r}{state}>"
+
+    def statistics(self) -> BackendStatistics:
+        """An immutable snapshot of what this backend holds right now."""
+        with self._lock:
+            streams = [s for s in self._streams if not s.closed and not s.is_default]
+            every = [*streams, *([self._default] if self._default is not None else [])]
+            events = sum(1 for e in self._events if not e.closed)
+            graphs = sum(1 for g in self._graphs if not g.closed)
+        pending = 0
+        for st in every:
+            waiter = st._waiter_box[0]
+            if waiter is not None:
+                pending += waiter.pending()
+        return BackendStatistics(
+            live_allocations=self._ledger.live_count(),
+            live_bytes=self._ledger.live_bytes(),
+            open_streams=len(streams),
+            open_events=events,
+            open_graphs=graphs,
+            pending_ops=pending,
+            waiter_threads=sum(1 for st in every if st._waiter_box[0] is not None),
+        )
 
     # ------------------------------------------------------------------ memory
     def alloc(self, nbytes: int) -> DevicePtr:
@@ -721,6 +757,26 @@ class Backend:
             handle = self._driver.module_load(image)
             module = Module(self, name, handle)
             self._modules[name] = module
+        return module
+
+    def builtin_module(self, name: str = "vector_ops") -> Module:
+        """aruntime's own portable kernels, built for this backend, loaded once.
+
+        ``"vector_ops"`` has ``saxpy(n: u32, a: f32, x, y)`` (y = a*x + y),
+        ``fill_f32(n, value, y)``, ``scale_f32(n, a, y)``, ``add_f32(n, x, y, z)``
+        and ``iota_u32(n, start, y)``; launch 1-D with grid * block >= n.
+        """
+        fn = "builtin_module"
+        self._check_open(fn)
+        if not isinstance(name, str):
+            raise TypeError(f"{fn}: name must be a str, got {type(name).__name__}")
+        key = f"aruntime.{name}"
+        with self._lock:
+            module = self._modules.get(key)
+            if module is None:
+                handle = self._driver.module_load(self._driver.builtin_module_image(name))
+                module = Module(self, key, handle)
+                self._modules[key] = module
         return module
 
     def has_module(self, name: str) -> bool:

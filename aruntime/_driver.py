@@ -234,6 +234,21 @@ class Driver(abc.ABC):
         """Python types accepted as a module image (bytes for real drivers)."""
         return (bytes, bytearray, memoryview)
 
+    def builtin_module_image(self, name: str) -> Any:
+        """The image of one of aruntime's portable kernel modules for this driver.
+
+        ``"vector_ops"`` holds saxpy, fill_f32, scale_f32, add_f32 and iota_u32
+        (``ffi/kernels/vector_ops.c``).  Raises :class:`NotSupportedError` when
+        this driver has no build of it.
+        """
+        from ._exceptions import NotSupportedError
+
+        raise NotSupportedError(
+            f"{self.backend_name} has no build of the portable module {name!r}",
+            backend=self.backend_name,
+            function="builtin_module",
+        )
+
     def device_timestamp_us(self) -> float | None:
         """The device clock now, in microseconds, or None where unavailable."""
         return None

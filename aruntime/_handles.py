@@ -95,7 +95,7 @@ class Stream(_Handle):
         self.handle = handle
         self.priority = priority
         self.is_default = default
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._waiter_box: list[StreamWaiter | None] = [None]
         self._capture_ops = 0
         self._failures: list[Completion] = []

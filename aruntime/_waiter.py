@@ -42,6 +42,7 @@ class StreamWaiter:
         self._closing = False
         self._on_exit: Callable[[], None] | None = None
         self._abandon = False
+        self._busy = 0  # 1 while an item popped from the queue is being waited on
 
     def submit(
         self,
@@ -62,7 +63,8 @@ class StreamWaiter:
                 self._cond.notify()
 
     def pending(self) -> int:
-        return len(self._queue)
+        """Ops queued or being waited on whose Completion has not finished."""
+        return len(self._queue) + self._busy
 
     @property
     def started(self) -> bool:
@@ -104,6 +106,7 @@ class StreamWaiter:
                     on_exit, self._on_exit = self._on_exit, None
                     break
                 event, completion, release = self._queue.popleft()
+                self._busy = 1
             error: BaseException | None = None
             try:
                 self._driver.event_wait(event)
@@ -119,6 +122,7 @@ class StreamWaiter:
                     _log.exception("returning a marker event failed")
             if not self._abandon:
                 completion._finish(error)
+            self._busy = 0
         if on_exit is not None and not self._abandon:
             try:
                 on_exit()

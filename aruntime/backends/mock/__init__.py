@@ -1,7 +1,8 @@
 """The mock backend: numpy device memory, ops complete at enqueue.
 
 Options for ``open_backend("mock", ...)``: ``name``, ``total_memory`` (bytes)
-and ``compute_units``.  The driver (``backend.driver``) offers ``call_log``,
+and ``compute_units``; ``latency=<seconds>`` makes it asynchronous, each
+stream running its ops on a worker thread (see ``_threaded``).  The driver (``backend.driver``) offers ``call_log``,
 ``calls(op)``, ``inject_fault(kind, error, count)`` and ``clear_faults()``.
 """
 
@@ -12,13 +13,23 @@ from typing import Any
 from ..._driver import DeviceInfo, Driver
 from ..._exceptions import BackendUnavailableError
 from ._driver import FAULT_KINDS, MockCall, MockDriver
+from ._threaded import ThreadedMockDriver
 
-__all__ = ["FAULT_KINDS", "MockCall", "MockDriver", "list_devices", "open_driver"]
+__all__ = [
+    "FAULT_KINDS",
+    "MockCall",
+    "MockDriver",
+    "ThreadedMockDriver",
+    "list_devices",
+    "open_driver",
+]
 
 
 def open_driver(device: int, *, sim: bool, **options: Any) -> Driver:
     if device != 0:
         raise BackendUnavailableError(f"mock: device {device} does not exist (the mock has one)")
+    if "latency" in options:
+        return ThreadedMockDriver(**options)
     return MockDriver(**options)
 
 

@@ -325,14 +325,15 @@ class MockDriver(Driver):
         return None
 
     def event_elapsed_ms(self, start: DriverEvent, end: DriverEvent) -> float:
-        assert isinstance(start, _MockEvent) and isinstance(end, _MockEvent)
-        if start.time is None or end.time is None:
+        start_time = getattr(start, "time", None)
+        end_time = getattr(end, "time", None)
+        if start_time is None or end_time is None:
             raise NotSupportedError(
                 "elapsed_ms: event never recorded",
                 backend="mock",
                 function="elapsed_ms",
             )
-        return (end.time - start.time) * 1000.0
+        return float(end_time - start_time) * 1000.0
 
     def stream_wait_event(self, stream: DriverStream, event: DriverEvent) -> None:
         assert isinstance(stream, _MockStream)
@@ -404,6 +405,13 @@ class MockDriver(Driver):
     # -- modules -------------------------------------------------------------------------
     def module_image_types(self) -> tuple[type, ...]:
         return (dict,)
+
+    def builtin_module_image(self, name: str) -> Any:
+        from ._kernels import MODULES
+
+        if name not in MODULES:
+            return super().builtin_module_image(name)
+        return dict(MODULES[name])
 
     def module_load(self, image: Any) -> DriverModule:
         kernels: dict[str, Callable[..., Any]] = {}

@@ -1,0 +1,63 @@
+"""numpy twins of the portable kernels in ffi/kernels, for the mock backend.
+
+Each takes the launch geometry first and handles only the indices a real
+launch of that geometry would cover, so a too-small grid shows up on mock too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..._driver import LaunchConfig
+
+__all__ = ["MODULES"]
+
+_Bytes = np.ndarray[Any, np.dtype[np.uint8]]
+
+
+def _covered(launch: LaunchConfig, n: np.integer[Any]) -> int:
+    threads = launch.grid[0] * launch.block[0]
+    return min(int(n), threads)
+
+
+def _f32(buf: _Bytes, count: int) -> np.ndarray[Any, np.dtype[np.float32]]:
+    return buf[: count * 4].view(np.float32)
+
+
+def saxpy(launch: LaunchConfig, n: Any, a: Any, x: _Bytes, y: _Bytes) -> None:
+    m = _covered(launch, n)
+    yv = _f32(y, m)
+    yv[:] = np.float32(a) * _f32(x, m) + yv
+
+
+def fill_f32(launch: LaunchConfig, n: Any, value: Any, y: _Bytes) -> None:
+    _f32(y, _covered(launch, n))[:] = np.float32(value)
+
+
+def scale_f32(launch: LaunchConfig, n: Any, a: Any, y: _Bytes) -> None:
+    yv = _f32(y, _covered(launch, n))
+    yv *= np.float32(a)
+
+
+def add_f32(launch: LaunchConfig, n: Any, x: _Bytes, y: _Bytes, z: _Bytes) -> None:
+    m = _covered(launch, n)
+    _f32(z, m)[:] = _f32(x, m) + _f32(y, m)
+
+
+def iota_u32(launch: LaunchConfig, n: Any, start: Any, y: _Bytes) -> None:
+    m = _covered(launch, n)
+    y[: m * 4].view(np.uint32)[:] = np.arange(m, dtype=np.uint32) + np.uint32(start)
+
+
+MODULES: dict[str, dict[str, Callable[..., None]]] = {
+    "vector_ops": {
+        "saxpy": saxpy,
+        "fill_f32": fill_f32,
+        "scale_f32": scale_f32,
+        "add_f32": add_f32,
+        "iota_u32": iota_u32,
+    }
+}

@@ -1,0 +1,17 @@
+"""Every async test runs on asyncio (in debug mode) and on trio."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["aruntime.testing"]
+
+
+@pytest.fixture(
+    params=[
+        pytest.param(("asyncio", {"debug": True}), id="asyncio"),
+        pytest.param(("trio", {}), id="trio"),
+    ]
+)
+def anyio_backend(request: pytest.FixtureRequest) -> tuple[str, dict[str, object]]:
+    return request.param  # type: ignore[no-any-return]
