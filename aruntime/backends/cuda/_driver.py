@@ -50,6 +50,7 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NoReturn, cast
 
 import numpy as np
@@ -73,6 +74,7 @@ from ..._exceptions import (
     InvalidArgumentError,
     OutOfMemoryError,
 )
+from ..._native import native_library_path
 from . import _errors
 from ._ffi import CData, ffi
 from ._library import CudaLibrary
@@ -107,6 +109,10 @@ STAGING_CHUNK = 4 * 1024 * 1024
 _STAGING_POOL_MAX = 8
 
 _EXIT_TIMEOUT_ENV = "ARUNTIME_CUDA_EXIT_TIMEOUT_S"
+
+_PACKAGE_DIR = Path(__file__).resolve().parents[2]
+#: Portable kernel modules -> the host shared object the sim runs them from.
+_SIM_BUILTIN_MODULES = {"vector_ops": "libarkernels_host.so"}
 
 # Which context each thread has current, shared by every CudaDriver so that
 # two devices used alternately from one thread each re-establish their own.
@@ -309,6 +315,20 @@ class CudaDriver(Driver):
             )
         raise type(dead)(f"{function}: {dead}")
 
+    def _enter_release(self) -> bool:
+        """For frees and destroys: False when the call should be skipped.
+
+        After a sticky error the context is gone and with it everything made
+        in it; at interpreter exit nothing is freed (see the module
+        docstring).  In both cases releasing is a silent no-op, so closing a
+        backend after either is clean.
+        """
+        if self._dead is not None:
+            return False
+        if getattr(_current, "ctx", None) is not self._ctx:
+            self._enter_slow("release")
+        return True
+
     def _enter(self, function: str) -> None:
         if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
             self._enter_slow(function)
@@ -421,7 +441,8 @@ class CudaDriver(Driver):
         return int(out[0])
 
     def mem_free(self, address: int) -> None:
-        self._enter("cuMemFree_v2")
+        if not self._enter_release():
+            return
         self._check(self._lib.cuMemFree_v2(address), "cuMemFree_v2")
 
     def _host_alloc_raw(self, nbytes: int) -> CData:
@@ -440,7 +461,8 @@ class CudaDriver(Driver):
         return address, memoryview(ffi.buffer(ffi.cast("char *", pointer), nbytes))
 
     def host_free(self, address: int) -> None:
-        self._enter("cuMemFreeHost")
+        if not self._enter_release():
+            return
         with self._state_lock:
             if self._host_sizes.pop(address, None) is not None:
                 index = bisect.bisect_left(self._host_starts, address)
@@ -501,7 +523,8 @@ class CudaDriver(Driver):
 
     def stream_destroy(self, stream: DriverStream) -> None:
         s = cast(_Stream, stream)
-        self._enter("cuStreamDestroy_v2")
+        if not self._enter_release():
+            return
         with self._state_lock:
             self._streams.discard(s)
         # Staging memory the stream's queued work still uses is freed only
@@ -545,7 +568,8 @@ class CudaDriver(Driver):
         return DriverEvent(out[0])
 
     def event_destroy(self, event: DriverEvent) -> None:
-        self._enter("cuEventDestroy_v2")
+        if not self._enter_release():
+            return
         self._check(self._lib.cuEventDestroy_v2(event), "cuEventDestroy_v2")
 
     def event_record(self, event: DriverEvent, stream: DriverStream) -> None:
@@ -816,8 +840,21 @@ class CudaDriver(Driver):
         self._check(self._lib.cuModuleLoadData(out, data), "cuModuleLoadData")
         return DriverModule(out[0])
 
+    def builtin_module_image(self, name: str) -> Any:
+        """aruntime's portable kernels: the host shared object on the sim, PTX on a GPU."""
+        if self._library.sim:
+            filename = _SIM_BUILTIN_MODULES.get(name)
+            if filename is not None:
+                return native_library_path(filename).read_bytes()
+        else:
+            ptx = _PACKAGE_DIR / "kernels" / f"{name}.ptx"
+            if ptx.is_file():
+                return ptx.read_bytes()
+        return super().builtin_module_image(name)
+
     def module_unload(self, module: DriverModule) -> None:
-        self._enter("cuModuleUnload")
+        if not self._enter_release():
+            return
         self._check(self._lib.cuModuleUnload(module), "cuModuleUnload")
 
     def module_function(self, module: DriverModule, name: str) -> DriverFunction:
@@ -936,7 +973,8 @@ class CudaDriver(Driver):
 
     def graph_destroy(self, graph: DriverGraph) -> None:
         g = cast(_Graph, graph)
-        self._enter("cuGraphExecDestroy")
+        if not self._enter_release():
+            return
         code = self._lib.cuGraphExecDestroy(g.exec)
         if g.resources:
             events = g.pending_events

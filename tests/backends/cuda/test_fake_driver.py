@@ -41,8 +41,7 @@ def test_sticky_error_fails_fast(driver: CudaDriver, fake_control: ctypes.CDLL) 
     calls = fake_control.fake_calls()
     with pytest.raises(exc.DeviceLostError, match="lost earlier"):
         driver.mem_alloc(16)
-    with pytest.raises(exc.DeviceLostError):
-        driver.mem_free(0x100000)
+    driver.mem_free(0x100000)  # frees are no-ops: the context took everything with it
     assert fake_control.fake_calls() == calls  # the library was not called again
 
 
