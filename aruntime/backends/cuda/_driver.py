@@ -276,6 +276,9 @@ class CudaDriver(Driver):
             else fn("cuEventElapsedTime")
         )
         self._has_pointer_attribute = library.has("cuPointerGetAttribute")
+        self._cuEventRecord = lib.cuEventRecord
+        self._cuEventQuery = lib.cuEventQuery
+        self._cuEventSynchronize = lib.cuEventSynchronize
         self._helpers: Any = None
         self._hostfn: CData = None
         self._priority_range: tuple[int, int] | None = None
@@ -572,17 +575,23 @@ class CudaDriver(Driver):
             return
         self._check(self._lib.cuEventDestroy_v2(event), "cuEventDestroy_v2")
 
+    # The three calls below are the completion hot path.  Per the CUDA
+    # programming guide, recording, querying and synchronising an event
+    # succeed whatever context is current, so they skip the current-context
+    # check (a waiter thread never needs one) and check only for a lost device.
     def event_record(self, event: DriverEvent, stream: DriverStream) -> None:
-        if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
-            self._enter_slow("cuEventRecord")
-        code = self._lib.cuEventRecord(event, cast(_Stream, stream).handle)
+        dead = self._dead
+        if dead is not None:
+            self._raise_dead("cuEventRecord", dead)
+        code = self._cuEventRecord(event, stream.handle)  # type: ignore[attr-defined]
         if code != 0:
             raise self._fail(code, "cuEventRecord")
 
     def event_query(self, event: DriverEvent) -> bool:
-        if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
-            self._enter_slow("cuEventQuery")
-        code = self._lib.cuEventQuery(event)
+        dead = self._dead
+        if dead is not None:
+            self._raise_dead("cuEventQuery", dead)
+        code = self._cuEventQuery(event)
         if code == 0:
             return True
         if code == _NOT_READY:
@@ -591,9 +600,10 @@ class CudaDriver(Driver):
 
     def event_wait(self, event: DriverEvent) -> None:
         """Block in ``cuEventSynchronize``; with BLOCKING_SYNC events the thread sleeps."""
-        if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
-            self._enter_slow("cuEventSynchronize")
-        code = self._lib.cuEventSynchronize(event)
+        dead = self._dead
+        if dead is not None:
+            self._raise_dead("cuEventSynchronize", dead)
+        code = self._cuEventSynchronize(event)
         if code != 0:
             raise self._fail(code, "cuEventSynchronize")
 

@@ -174,6 +174,26 @@ def test_calls_from_a_fresh_thread_make_the_context_current(
     assert results == ["ok"]
 
 
+def test_event_calls_need_no_current_context(driver: CudaDriver, stream: DriverStream) -> None:
+    """The core's waiter threads record, query and wait without binding a context."""
+    event = driver.event_create(False)
+    results: list[object] = []
+
+    def work() -> None:
+        try:
+            driver.event_record(event, stream)
+            driver.event_wait(event)
+            results.append(driver.event_query(event))
+        except Exception as error:  # reported below
+            results.append(error)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    driver.event_destroy(event)
+    assert results == [True]
+
+
 def test_capture_and_replay_with_a_staged_pageable_copy(
     driver: CudaDriver, stream: DriverStream
 ) -> None:
