@@ -288,12 +288,35 @@ class CudaDriver(Driver):
     # -- plumbing ------------------------------------------------------------
     def _fail(self, code: int, function: str) -> DriverError:
         """The exception for ``code``; a sticky one also marks the device lost."""
+        sticky = _errors.is_sticky(code) and (self._dead is not None or self._context_lost())
         error = _errors.error_for(
-            code, function, backend=self.backend_name, describe=self._library.describe
+            code,
+            function,
+            backend=self.backend_name,
+            describe=self._library.describe,
+            sticky=sticky,
         )
         if isinstance(error, DeviceLostError) and self._dead is None:
             self._dead = error
         return error
+
+    def _context_lost(self) -> bool:
+        """Confirm a sticky-class code: does the context now fail every call?
+
+        NVIDIA's driver returns the sticky error from every later call, so a
+        query of the legacy stream (never blocks) confirms it.  The sim can
+        inject a launch failure that is *not* sticky; the probe then succeeds
+        and the error stays a plain DriverError instead of killing the device.
+        """
+        lib = self._lib
+        try:
+            if getattr(_current, "ctx", None) is not self._ctx:
+                if lib.cuCtxSetCurrent(self._ctx) != 0:
+                    return True
+                _current.ctx = self._ctx
+            return lib.cuStreamQuery(ffi.NULL) not in (0, _NOT_READY)
+        except AruntimeError:  # the library lacks the probe: trust the table
+            return True
 
     def _check(self, code: int, function: str) -> None:
         if code != 0:

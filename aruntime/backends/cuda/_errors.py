@@ -34,6 +34,7 @@ __all__ = [
     "ERROR_CLASSES",
     "KNOWN_NAMES",
     "error_for",
+    "is_sticky",
     "missing_symbol_error",
 ]
 
@@ -106,10 +107,25 @@ ERROR_CLASSES: dict[int, type[DriverError]] = {
 Describer = Callable[[int], "tuple[str, str] | None"]
 
 
+def is_sticky(code: int) -> bool:
+    """Whether the table calls ``code`` sticky (the context is lost)."""
+    return ERROR_CLASSES.get(code) is DeviceLostError
+
+
 def error_for(
-    code: int, function: str, *, backend: str, describe: Describer | None = None
+    code: int,
+    function: str,
+    *,
+    backend: str,
+    describe: Describer | None = None,
+    sticky: bool = True,
 ) -> DriverError:
-    """The exception for ``code`` returned by ``function`` (not raised)."""
+    """The exception for ``code`` returned by ``function`` (not raised).
+
+    ``sticky=False`` says the caller checked that the context survived a
+    code the table calls sticky (the sim's injected launch failure does):
+    the error is then a plain :class:`DriverError`.
+    """
     described = describe(code) if describe is not None else None
     if described is None:
         name = KNOWN_NAMES.get(code, f"CUresult {code}")
@@ -117,6 +133,8 @@ def error_for(
     else:
         name, text = described
     cls = ERROR_CLASSES.get(code, DriverError)
+    if cls is DeviceLostError and not sticky:
+        cls = DriverError
     message = f"{function} failed with {name} ({code}): {text}"
     if cls is DeviceLostError:
         message += "; the CUDA context is unusable for the rest of this process"
