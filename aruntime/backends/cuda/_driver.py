@@ -552,6 +552,8 @@ class CudaDriver(Driver):
         if not self._enter_release():
             return
         with self._state_lock:
+            if s not in self._streams:
+                return  # destroyed already: a CUstream handle may have been reused since
             self._streams.discard(s)
         # Staging memory the stream's queued work still uses is freed only
         # after that work: fence it with an event (CUDA runs queued work of a
