@@ -42,13 +42,20 @@ def _load_cdefs() -> tuple[FFI, tuple[str, ...]]:
     headers = sorted(decl.glob("*.h"))
     if not headers:
         raise ImportError(f"the CUDA declarations are missing from {decl}; reinstall aruntime")
+    # One cdef call: pycparser's fixed cost is paid once, not per file.
+    text = "\n".join(header.read_text() for header in headers) + _SYSTEM_CDEF
     result = FFI()
-    names: list[str] = []
-    for header in headers:
-        text = header.read_text()
-        result.cdef(text, override=False)
-        names.extend(re.findall(r"^CUresult\s+(cu\w+)\(", text, flags=re.M))
-    return result, tuple(names)
+    result.cdef(text)
+    return result, tuple(re.findall(r"^CUresult\s+(cu\w+)\(", text, flags=re.M))
+
+
+# The C library's dladdr, to report which file a symbol really came from
+# (two libraries share the soname libcuda.so.1: NVIDIA's and the sim).
+_SYSTEM_CDEF = """
+typedef struct { const char *dli_fname; void *dli_fbase; const char *dli_sname;
+                 void *dli_saddr; } Dl_info;
+int dladdr(const void *addr, Dl_info *info);
+"""
 
 
 ffi: Any
@@ -153,14 +160,3 @@ class HelperLib(Protocol):
     def ar_hostfn_copy(self, job: CData, /) -> None: ...
     def ar_helpers_shutdown(self, /) -> None: ...
     def ar_helpers_is_shutdown(self, /) -> int: ...
-
-
-# The C library's dladdr, to report which file a symbol really came from
-# (two libraries share the soname libcuda.so.1: NVIDIA's and the sim).
-ffi.cdef(
-    """
-    typedef struct { const char *dli_fname; void *dli_fbase; const char *dli_sname;
-                     void *dli_saddr; } Dl_info;
-    int dladdr(const void *addr, Dl_info *info);
-    """
-)
