@@ -42,7 +42,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from aruntime.backends import cuda
     from aruntime.backends.cuda._driver import CudaDriver
-    from aruntime.backends.cuda._ffi import ffi
 
     # aruntime first: for the sim this puts libcuda.so.1 (the sim) in the process.
     drv = cuda.open_driver(0, sim=not args.real)
@@ -64,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     drv.event_wait(event)
 
     lib = drv._lib
+    ffi = drv._ffi
     raw_stream = stream.handle  # type: ignore[attr-defined]
     cb_stream = cb.CUstream(int(ffi.cast("uintptr_t", raw_stream)))
     cb_event = cb.CUevent(int(ffi.cast("uintptr_t", event)))
@@ -105,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         ("cuCtxGetDevice (-> int)", ar_ctx_get_device, cb_ctx_get_device),
     ]
     which = "NVIDIA driver" if args.real else "cuda-sim"
+    mode = drv._library.mode
     print(f"one trivial driver call on {which} ({drv.device_info().name}), ns per call")
+    print(f"aruntime binding mode: {mode} (api: compiled wrappers; abi: libffi)")
     print(f"{'call':34} {'aruntime':>10} {'cuda-bindings':>14} {'ratio':>8}")
     worst = 0.0
     for label, ours, theirs in rows:
