@@ -248,6 +248,8 @@ class CudaDriver(Driver):
         self._ffi: Any = library.ffi
         lib = library.lib
         self._lib = lib
+        self._dead: AruntimeError | None = None
+        self._ctx: CData = None
         count = _device_count(library)
         if not 0 <= ordinal < count:
             raise BackendUnavailableError(
@@ -257,9 +259,11 @@ class CudaDriver(Driver):
         self._ordinal = ordinal
         self._device, self._info = _device_info(library, ordinal)
         ctx = self._ffi.new("CUcontext *")
-        self._check(lib.cuDevicePrimaryCtxRetain(ctx, self._device), "cuDevicePrimaryCtxRetain")
-        self._ctx: CData = ctx[0]
-        self._dead: AruntimeError | None = None
+        code = lib.cuDevicePrimaryCtxRetain(ctx, self._device)
+        if code != 0:  # e.g. an exclusive-process device another process holds
+            error = self._fail(code, "cuDevicePrimaryCtxRetain")
+            raise BackendUnavailableError(f"{self.backend_name}: device {ordinal}: {error}")
+        self._ctx = ctx[0]
         self._closed = False
         self._state_lock = threading.Lock()  # staging pool, retire list, host ranges
         self._streams: set[_Stream] = set()
@@ -310,6 +314,8 @@ class CudaDriver(Driver):
         and the error stays a plain DriverError instead of killing the device.
         """
         lib = self._lib
+        if self._ctx is None:
+            return True
         try:
             if getattr(_current, "ctx", None) is not self._ctx:
                 if lib.cuCtxSetCurrent(self._ctx) != 0:
