@@ -1,7 +1,8 @@
 """CudaDriver: the driver-level primitives over the CUDA driver API.
 
-This is the only module that calls the CUDA API (besides ``cuInit`` in
-:mod:`._library`).  Every call goes through cffi, which releases the GIL for
+This is the only module that calls the CUDA API (besides ``cuInit`` and the
+error-naming calls in :mod:`._library`).  Every call goes through cffi (the
+compiled wrappers or libffi, see :mod:`._ffi`), which releases the GIL for
 its duration, and every ``CUresult`` goes through :mod:`._errors`.
 
 Context.  The driver uses the device's *primary* context
@@ -654,7 +655,7 @@ class CudaDriver(Driver):
 
     # -- async copies ------------------------------------------------------------
     def memcpy_h2d(self, src: memoryview, dst: int, stream: DriverStream) -> None:
-        """Enqueue a host-to-device copy.
+        """Enqueue a host-to-device copy (callers serialise enqueues per stream).
 
         Pageable-memory policy.  For pageable (not page-locked) source memory,
         the CUDA driver first copies the bytes into its own pinned staging
