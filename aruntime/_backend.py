@@ -939,7 +939,7 @@ class Backend:
                 return
             self._closed = True
             streams = list(self._streams)
-            if self._default is not None:
+            if self._default is not None and self._default not in streams:
                 streams.append(self._default)
             events = list(self._events)
             graphs = list(self._graphs)
