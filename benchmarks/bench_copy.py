@@ -15,10 +15,9 @@ import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from _harness import console, median, parse_args, table, verdict
 
 import aruntime as ar
-
-from _harness import console, median, parse_args, table, verdict
 
 TARGET = 0.9
 
