@@ -2,8 +2,11 @@
 
 Each round times a block of awaits of a 4 KiB mock ``copy_h2d_async``
 (enqueue and await, as user code writes it) beside a block of as many bare
-``await anyio.lowlevel.checkpoint()``, in both orders.  The figure is the
-median of the blocks' ratios; the target is at most 1.5x.
+``await anyio.lowlevel.checkpoint()``, in alternating order.  The figure is
+the median of the rounds' ratios; the target is at most 1.5x.  A last column
+times the await alone (ops enqueued before the clock starts), to show how the
+cost splits between enqueueing (validation, ledger, the mock's copy and call
+log) and awaiting.
 
     python benchmarks/bench_await.py [--quick] [--rounds N]
 """
@@ -31,67 +34,83 @@ clock = time.thread_time if _fine else time.perf_counter
 CLOCK_NAME = "thread CPU time" if _fine else "wall time"
 
 
-async def _measure(rounds: int, iterations: int) -> tuple[float, float, float]:
-    """Median per-await seconds (checkpoint, copy) and the median per-round ratio."""
+async def _measure(rounds: int, iterations: int) -> dict[str, float]:
+    """Median per-await seconds of each side, and the median per-block ratios."""
     checkpoint = anyio.lowlevel.checkpoint
     host = np.arange(NBYTES, dtype=np.uint8)
-    bare: list[float] = []
-    copy: list[float] = []
-    ratios: list[float] = []
+    samples: dict[str, list[float]] = {k: [] for k in ("bare", "copy", "await", "ratio", "ar")}
     async with ar.open_backend("mock") as gpu:
         dptr = gpu.alloc(NBYTES)
         stream = gpu.create_stream()
         log = gpu.driver.call_log  # the mock logs every op; keep it from growing
-        for _ in range(iterations // 10):  # warm both paths up
-            await checkpoint()
-            await gpu.copy_h2d_async(host, dptr, stream=stream)
+
+        async def bare() -> float:
+            t0 = clock()
+            for _ in range(iterations):
+                await checkpoint()
+            return clock() - t0
+
+        async def copy() -> float:  # what user code writes: enqueue, then await
+            t0 = clock()
+            for _ in range(iterations):
+                await gpu.copy_h2d_async(host, dptr, stream=stream)
+            return clock() - t0
+
+        async def await_only() -> float:  # ops enqueued beforehand, untimed
+            ops = [gpu.copy_h2d_async(host, dptr, stream=stream) for _ in range(iterations)]
+            t0 = clock()
+            for op in ops:
+                await op
+            return clock() - t0
+
+        for _ in range(2):  # warm every path up
+            await bare(), await copy(), await await_only()
         for r in range(rounds):
             log.clear()
-            # Short blocks, alternating which goes first, so that load from
-            # other processes falls on both sides of each ratio alike.
-            for first_bare in (r % 2 == 0, r % 2 == 1):
-                t0 = clock()
-                if first_bare:
-                    for _ in range(iterations):
-                        await checkpoint()
-                else:
-                    for _ in range(iterations):
-                        await gpu.copy_h2d_async(host, dptr, stream=stream)
-                t1 = clock()
-                if first_bare:
-                    for _ in range(iterations):
-                        await gpu.copy_h2d_async(host, dptr, stream=stream)
-                else:
-                    for _ in range(iterations):
-                        await checkpoint()
-                t2 = clock()
-                b, c = (t1 - t0, t2 - t1) if first_bare else (t2 - t1, t1 - t0)
-                bare.append(b / iterations)
-                copy.append(c / iterations)
-                ratios.append(c / b)
+            # Short blocks, in alternating order, so that load from other
+            # processes falls on both sides of each ratio alike.
+            if r % 2:
+                c, a, b = await copy(), await await_only(), await bare()
+            else:
+                b, a, c = await bare(), await await_only(), await copy()
+            samples["bare"].append(b / iterations)
+            samples["copy"].append(c / iterations)
+            samples["await"].append(a / iterations)
+            samples["ratio"].append(c / b)
+            samples["ar"].append(a / b)
         log.clear()
         stream.close()
         gpu.free(dptr)
-    return median(bare), median(copy), median(ratios)
+    return {k: median(v) for k, v in samples.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(__doc__.splitlines()[0], argv)
-    rounds = args.rounds or (2 if args.quick else 41)
-    iterations = 500 if args.quick else 2_000
+    rounds = args.rounds or (3 if args.quick else 61)
+    iterations = 300 if args.quick else 1_000
     t = table(
         f"await mock copy_h2d_async({NBYTES} B) vs await anyio.lowlevel.checkpoint() "
-        f"({CLOCK_NAME}, median of {2 * rounds} blocks of {iterations})",
-        ["event loop", "checkpoint (us)", "copy + await (us)", "ratio", "target"],
+        f"({CLOCK_NAME} per await, median of {rounds} rounds of {iterations})",
+        [
+            "event loop",
+            "checkpoint (us)",
+            "enqueue + await (us)",
+            "ratio",
+            "target",
+            "await only (us)",
+            "await-only ratio",
+        ],
     )
     for loop in ("asyncio", "trio"):
-        bare, copy, ratio = anyio.run(_measure, rounds, iterations, backend=loop)
+        m = anyio.run(_measure, rounds, iterations, backend=loop)
         t.add_row(
             loop,
-            f"{bare * 1e6:.2f}",
-            f"{copy * 1e6:.2f}",
-            f"{ratio:.2f}x",
-            verdict(ratio, TARGET, at_most=True),
+            f"{m['bare'] * 1e6:.2f}",
+            f"{m['copy'] * 1e6:.2f}",
+            f"{m['ratio']:.2f}x",
+            verdict(m["ratio"], TARGET, at_most=True),
+            f"{m['await'] * 1e6:.2f}",
+            f"{m['ar']:.2f}x",
         )
     console.print(t)
     return 0
