@@ -1,8 +1,10 @@
-"""Quickstart: upload an array, scale it with a kernel, download it, every step awaited.
+"""Quickstart: the README's fifteen-line example, as a program.
 
-It opens the best backend here (``ARUNTIME_BACKEND`` picks one; the mock always
-works) and runs under asyncio, or under trio with ``--trio`` (or
-``ARUNTIME_LOOP=trio``).  The body of ``main`` is the README's example.
+Two uploads are queued without waiting, a saxpy kernel (y = 2*x + y) runs on
+the same stream, and only the download is awaited; the event loop keeps
+running meanwhile.  It opens the best backend here (``ARUNTIME_BACKEND``
+picks one; the mock always works) and runs under asyncio, or under trio with
+``--trio`` (or ``ARUNTIME_LOOP=trio``).
 
     python examples/quickstart.py [--trio]
 """
@@ -20,18 +22,18 @@ import aruntime as ar
 
 async def main() -> None:
     async with ar.open_backend("auto") as gpu:
-        x = np.arange(1 << 20, dtype=np.float32)
-        dx = gpu.alloc(x.nbytes)
-        with gpu.create_stream() as stream:
-            await gpu.copy_h2d_async(x, dx, stream=stream)  # the loop runs meanwhile
-            scale = gpu.kernel(gpu.builtin_module("vector_ops"), "scale_f32")
-            args = [np.uint32(x.size), np.float32(2.0), dx]  # explicit C types
-            await gpu.launch(scale, grid=(x.size + 255) // 256, block=256, args=args, stream=stream)
-            y = await gpu.copy_d2h_async(dx, np.empty_like(x), stream=stream)
-        gpu.free(dx)
-        assert np.array_equal(y, 2 * x), "the kernel's result differs from numpy"
-        assert gpu.live_bytes() == 0
-        print(f"{gpu.name} ({gpu.device.name}): scaled {x.size} floats, result checked")
+        host = np.arange(1 << 20, dtype=np.float32)
+        x, y = gpu.alloc(host.nbytes), gpu.alloc(host.nbytes)
+        stream = gpu.create_stream()
+        gpu.copy_h2d_async(host, x, stream=stream)  # queued, not awaited
+        gpu.copy_h2d_async(np.ones_like(host), y, stream=stream)
+        saxpy = gpu.kernel(gpu.builtin_module("vector_ops"), "saxpy")
+        gpu.launch(saxpy, 4096, 256, [np.uint32(host.size), np.float32(2), x, y], stream=stream)
+        out = await gpu.copy_d2h_async(y, np.empty_like(host), stream=stream)
+        assert np.allclose(out, 2 * host + 1)
+        stream.close(), gpu.free(x), gpu.free(y)
+        assert gpu.live_bytes() == 0, gpu.alloc_report()
+        print(f"{gpu.name} ({gpu.device.name}): saxpy over {host.size} floats, result checked")
 
 
 if __name__ == "__main__":
