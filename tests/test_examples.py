@@ -44,22 +44,3 @@ def test_example_runs(example: Path, backend: str, loop: str) -> None:
         argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=False
     )
     assert done.returncode == 0, f"{example.name} failed:\n{done.stdout}\n{done.stderr}"
-
-
-def test_example_test_suite_passes() -> None:
-    """examples/async_tests is a user's test suite; it runs from its own folder."""
-    folder = ROOT / "examples" / "async_tests"
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=folder,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
