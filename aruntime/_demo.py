@@ -12,7 +12,8 @@ stream computes another can copy.
 The same work runs twice: first on one stream, where nothing overlaps and the
 timing events give each stage's own device time, then over all the streams.
 The ideal bound for the second run is the busiest engine's total from the
-first (H2D and D2H on the copy engine, the kernels on the compute engine).
+first: H2D copies, kernels and D2H copies each have an engine of their own, as
+on GPUs with two copy engines (and on the sims).
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ class DemoResult:
 
     @property
     def ideal_ms(self) -> float | None:
-        """The overlap bound: the busiest engine's total (copy engine vs compute engine)."""
+        """The overlap bound: the busiest engine's total (H2D copy, compute, D2H copy)."""
         per_engine: dict[str, float] = {}
         for s in self.stages:
             if s.ms is None:
@@ -140,9 +141,9 @@ async def run_demo(
             stack.callback(gpu.free, buffers[-1])
 
         stages = [
-            StageTotals("H2D copy", "copy", config.chunks, config.chunks * nbytes),
+            StageTotals("H2D copy", "copy H2D", config.chunks, config.chunks * nbytes),
             StageTotals("kernel scale_f32", "compute", config.chunks, 0),
-            StageTotals("D2H copy", "copy", config.chunks, config.chunks * nbytes),
+            StageTotals("D2H copy", "copy D2H", config.chunks, config.chunks * nbytes),
         ]
         io = _Io(gpu, kernel, host_in, host_out, buffers, nbytes, timing)
         serial = await io.run(1, config.chunks, stages, lambda i: on_chunk_done("serial", i))

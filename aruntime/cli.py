@@ -108,7 +108,11 @@ def _parser() -> _Parser:
         "prints a table of ratios measured side by side) and report which failed.",
     )
     bench.add_argument("names", nargs="*", metavar="NAME", help="only these (e.g. await copy)")
-    bench.add_argument("--quick", action="store_true", help="small sizes, few rounds")
+    bench.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: small sizes, few rounds (benchmarks without QUICK_ARGV are skipped)",
+    )
     bench.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     bench.add_argument(
         "--dir", type=Path, default=None, help="the benchmarks folder (default: the checkout's)"
@@ -336,7 +340,7 @@ def _print_summary(console: Console, r: DemoResult) -> None:
     if ideal is not None and one.span_ms and many.span_ms:
         summary.add_row("device time, 1 stream (no overlap)", f"{one.span_ms:.3f} ms")
         summary.add_row(f"device time, {many.streams} streams", f"{many.span_ms:.3f} ms")
-        summary.add_row("ideal bound (busiest engine: copy vs compute)", f"{ideal:.3f} ms")
+        summary.add_row("ideal bound (busiest engine: H2D, compute or D2H)", f"{ideal:.3f} ms")
         summary.add_row(
             "overlap achieved vs ideal",
             f"{ideal / many.span_ms:.0%} of ideal "
@@ -352,8 +356,8 @@ def _print_summary(console: Console, r: DemoResult) -> None:
     console.print(summary)
     if ideal is not None and many.span_ms and many.span_ms < ideal:
         console.print(
-            "Above 100%: ops of one engine class overlapped each other here (a device "
-            "with several copy engines, or a sim copying on several CPU threads)."
+            "Above 100%: ops of one engine overlapped each other here (a device with "
+            "more engines, or a sim without a timing model copying on several CPU threads)."
         )
     if r.backend == "mock":
         console.print("The mock runs each op when it is enqueued, so nothing overlaps there.")
@@ -397,8 +401,10 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         for path in scripts:
             console.rule(path.stem)
             start = time.perf_counter()
-            error = _run_script(path, ["--quick"] if args.quick else [])
-            if error:
+            error = _run_script(path, quick=args.quick)
+            if error == _NO_QUICK:
+                console.print(f"({path.stem} has no quick mode (QUICK_ARGV); skipped)")
+            elif error:
                 failed.append(f"{path.stem}: {error}")
                 console.print(f"[red]{path.stem} failed:[/] {error}")
             else:
@@ -410,8 +416,16 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_script(path: Path, argv: list[str]) -> str | None:
-    """Import one benchmark and run its ``main(argv)``; the reason if it failed."""
+_NO_QUICK = "no quick mode"
+
+
+def _run_script(path: Path, *, quick: bool) -> str | None:
+    """Import one benchmark and run its ``main(argv)``; the reason if it failed.
+
+    A full run passes no arguments.  A quick run passes the module's
+    ``QUICK_ARGV`` (a list of arguments for a smoke run) and skips a module
+    that has none.
+    """
     spec = importlib.util.spec_from_file_location(f"_aruntime_bench_{path.stem}", path)
     if spec is None or spec.loader is None:
         return "cannot be imported"
@@ -421,6 +435,12 @@ def _run_script(path: Path, argv: list[str]) -> str | None:
         entry = getattr(module, "main", None)
         if entry is None:
             return "has no main(argv)"
+        argv: list[str] = []
+        if quick:
+            quick_argv = getattr(module, "QUICK_ARGV", None)
+            if quick_argv is None:
+                return _NO_QUICK
+            argv = list(quick_argv)
         status = entry(argv)
     except SystemExit as exc:
         status = exc.code

@@ -84,6 +84,10 @@ async def _measure(rounds: int, iterations: int) -> dict[str, float]:
     return {k: median(v) for k, v in samples.items()}
 
 
+#: Arguments for a smoke run (``aruntime bench --quick``).
+QUICK_ARGV = ["--quick"]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(__doc__.splitlines()[0], argv)
     rounds = args.rounds or (3 if args.quick else 61)

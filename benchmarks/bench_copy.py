@@ -28,6 +28,10 @@ def _timed(fn: Callable[[], object]) -> float:
     return time.perf_counter() - t0
 
 
+#: Arguments for a smoke run (``aruntime bench --quick``).
+QUICK_ARGV = ["--quick"]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(__doc__.splitlines()[0], argv)
     rounds = args.rounds or (3 if args.quick else 11)
