@@ -199,5 +199,9 @@ typedef struct ar__thread {
 #define AR_GLOBAL_ID_X (AR_BLOCK_IDX_X * AR_BLOCK_DIM_X + AR_THREAD_IDX_X)
 #define AR_GLOBAL_ID_Y (AR_BLOCK_IDX_Y * AR_BLOCK_DIM_Y + AR_THREAD_IDX_Y)
 #define AR_GLOBAL_ID_Z (AR_BLOCK_IDX_Z * AR_BLOCK_DIM_Z + AR_THREAD_IDX_Z)
+/* Threads in the whole grid along x, for grid-stride loops
+ * (for (i = AR_GLOBAL_ID_X; i < n; i += AR_GLOBAL_SIZE_X)), which let a kernel
+ * cover any n with a capped grid. */
+#define AR_GLOBAL_SIZE_X ((ar_u64)AR_GRID_DIM_X * (ar_u64)AR_BLOCK_DIM_X)
 
 #endif /* AR_PORTABLE_H */
