@@ -749,6 +749,7 @@ struct kernel_node {
 struct arsim_module {
     _Atomic int refs;
     void *dl;
+    int fd; /* the memfd the image was loaded from, or -1 */
     pthread_mutex_t mu;
     struct kernel_node *kernels;
 };
@@ -767,6 +768,8 @@ static void module_release(arsim_module *m)
         n = next;
     }
     dlclose(m->dl);
+    if (m->fd >= 0)
+        close(m->fd);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }
@@ -780,6 +783,7 @@ static arsim_status module_wrap(void *dl, arsim_module **out)
     }
     atomic_init(&m->refs, 1);
     m->dl = dl;
+    m->fd = -1;
     pthread_mutex_init(&m->mu, NULL);
     *out = m;
     return ARSIM_OK;
@@ -802,7 +806,7 @@ arsim_status arsim_module_load(const void *image, size_t size, arsim_module **ou
     if (size < 4 || memcmp(image, "\177ELF", 4) != 0)
         return ARSIM_ERR_INVALID_IMAGE;
     /* dlopen wants a file: a memfd is one, without touching the disk.  Each
-     * load gets a fresh inode, so two loads are two independent modules. */
+     * load gets a fresh inode and, while loaded, a path no other module has. */
     int fd = memfd_create("arsim-module", MFD_CLOEXEC);
     if (fd < 0)
         return ARSIM_ERR_OUT_OF_MEMORY;
@@ -822,10 +826,20 @@ arsim_status arsim_module_load(const void *image, size_t size, arsim_module **ou
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    close(fd); /* the mapping keeps the contents alive */
-    if (!dl)
+    if (!dl) {
+        close(fd);
         return ARSIM_ERR_INVALID_IMAGE;
-    return module_wrap(dl, out);
+    }
+    /* The fd stays open while the module is loaded: dlopen matches an already
+     * loaded object by its path name first, so a closed fd whose number came
+     * back for the next image would hand back this module instead of loading
+     * the new one. */
+    arsim_status st = module_wrap(dl, out);
+    if (st == ARSIM_OK)
+        (*out)->fd = fd;
+    else
+        close(fd);
+    return st;
 }
 
 arsim_status arsim_module_get_kernel(arsim_module *m, const char *name, const arsim_kernel **out)
