@@ -104,14 +104,14 @@ def _op_name(value: object, table: dict[str, int], fn: str) -> int:
     return code
 
 
-def _shape(value: object, fn: str, what: str, rank: int | None, minimum: int = 1) -> tuple[int, ...]:
+def _shape(
+    value: object, fn: str, what: str, rank: int | None, minimum: int = 1
+) -> tuple[int, ...]:
     if not isinstance(value, (tuple, list)):
         raise TypeError(f"{fn}: {what} must be a tuple of ints, got {type(value).__name__}")
     if rank is not None and len(value) != rank:
         raise InvalidArgumentError(f"{fn}: {what} must have rank {rank}, got {len(value)}")
-    return tuple(
-        check_count(d, fn, f"{what}[{i}]", minimum=minimum) for i, d in enumerate(value)
-    )
+    return tuple(check_count(d, fn, f"{what}[{i}]", minimum=minimum) for i, d in enumerate(value))
 
 
 def _stored_elements(rows: int, cols: int, ld: int) -> int:
@@ -300,9 +300,10 @@ class ComputeOps:
         ph, pw = _shape(padding, fn, "padding", 2, minimum=0)
         if wc != c:
             raise InvalidArgumentError(f"{fn}: w_shape has {wc} channels, x_shape {c}")
-        if r > h + 2 * ph or s > wd + 2 * pw:
+        padded_h, padded_w = h + 2 * ph, wd + 2 * pw
+        if r > padded_h or s > padded_w:
             raise InvalidArgumentError(
-                f"{fn}: the {r}x{s} filter is larger than the padded {h + 2 * ph}x{wd + 2 * pw} input"
+                f"{fn}: the {r}x{s} filter is larger than the padded {padded_h}x{padded_w} input"
             )
         want = (nb, kf, (h + 2 * ph - r) // sh + 1, (wd + 2 * pw - s) // sw + 1)
         if (yn, yk, p, q) != want:

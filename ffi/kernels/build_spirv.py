@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -71,7 +70,9 @@ def tool_versions(clang: str, translator: str) -> str:
         text = (out.stdout or out.stderr).strip().splitlines()
         return text[0] if text else "unknown"
 
-    return f"clang: {first_line([clang, '--version'])}\nllvm-spirv: {first_line([translator, '--version'])}\n"
+    clang_version = first_line([clang, "--version"])
+    translator_version = first_line([translator, "--version"])
+    return f"clang: {clang_version}\nllvm-spirv: {translator_version}\n"
 
 
 def build_one(clang: str, translator: str, source: Path, out: Path) -> None:
@@ -127,7 +128,9 @@ def main(argv: list[str] | None = None) -> int:
                 elif same_tools and out.read_bytes() != target.read_bytes():
                     stale.append(f"{target} (differs)")
                 elif entry_points(out) != entry_points(target):
-                    stale.append(f"{target} (kernels {entry_points(target)} != {entry_points(out)})")
+                    stale.append(
+                        f"{target} (kernels {entry_points(target)} != {entry_points(out)})"
+                    )
             else:
                 OUT_DIR.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(out, target)

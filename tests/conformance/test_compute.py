@@ -144,7 +144,9 @@ def run_gemm(
     a_shape = (k, m) if trans_a else (m, k)
     b_shape = (n, k) if trans_b else (k, n)
     a, b, c0 = _uniform(rng, a_shape), _uniform(rng, b_shape), _uniform(rng, (m, n))
-    lda, ldb, ldc = (max(1, rows) + pad for rows, pad in zip((a_shape[0], b_shape[0], m), pads))
+    lda, ldb, ldc = (
+        max(1, rows) + pad for rows, pad in zip((a_shape[0], b_shape[0], m), pads, strict=True)
+    )
     c_flat = _stored(c0, ldc)
     pa, pb, pc = dev.put(_stored(a, lda)), dev.put(_stored(b, ldb)), dev.put(c_flat)
     dev.backend.gemm(

@@ -92,7 +92,8 @@ def reduce_f32(
 
 def _gelu(x: _F32) -> _F32:
     inner = np.float32(0.7978845608028654) * (x + np.float32(0.044715) * x * x * x)
-    return np.float32(0.5) * x * (np.float32(1) + np.tanh(inner))
+    out: _F32 = np.float32(0.5) * x * (np.float32(1) + np.tanh(inner))
+    return out
 
 
 _UNARY: tuple[Callable[[_F32], Any], ...] = (
