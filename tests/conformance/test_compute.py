@@ -474,3 +474,51 @@ def test_ops_capture_into_a_graph(dev: Device) -> None:
     np.testing.assert_array_equal(dev.get(py, (300,)), -x)
     graph.close()
     stream.close()
+
+
+def test_kernels_loop_grid_stride(backend: ar.Backend, dev: Device) -> None:
+    """A grid far smaller than n still covers every element (the ops cap the grid)."""
+    n = 1000
+    a, b = np.arange(n, dtype=np.float32), np.full(n, 2.0, np.float32)
+    pa, pb, po = dev.put(a), dev.put(b), dev.empty(n)
+    kernel = backend.kernel(backend.builtin_module("binary"), "binary_f32")
+    args = [np.uint64(n), np.uint32(BINARY_OPS["mul"]), pa, pb, po]
+    backend.launch(kernel, 1, 32, args).wait()
+    np.testing.assert_array_equal(dev.get(po, (n,)), a * b)
+
+
+# ------------------------------------------------------------ real devices
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["cuda", "levelzero"])
+def test_compute_on_a_real_device(name: str) -> None:
+    """Bigger shapes on a real GPU (PTX or SPIR-V builds); skips without one."""
+    try:
+        backend = ar.open_backend(name)
+    except ar.BackendUnavailableError as exc:
+        pytest.skip(f"{name} unavailable: {exc}")
+    with backend:
+        device = Device(backend)
+        try:
+            for trans_a, trans_b in ((False, False), (True, False), (False, True), (True, True)):
+                run_gemm(
+                    device, 257, 131, 67, trans_a=trans_a, trans_b=trans_b, pads=(3, 1, 2),
+                    alpha=0.5, beta=2.0, seed=1,
+                )  # fmt: skip
+            run_conv2d(device, (4, 8, 33, 31), 16, (3, 3), (2, 1), (1, 1), seed=2)
+            for causal in (False, True):
+                run_attention(device, 2, 8, 128, 96, 64, causal, seed=3)
+            run_reduce(device, (17, 130, 9), seed=4)
+            for op in UNARY_OPS:
+                x = _unary_input(op, _rng(5), 100_003)
+                px, py = device.put(x), device.empty(x.size)
+                backend.unary(px, py, x.size, op).wait()
+                assert_close(device.get(py, x.shape), unary_reference(op, x))
+            for op in BINARY_OPS:
+                rng = _rng(6)
+                a, b = _uniform(rng, (100_003,)), _uniform(rng, (100_003,), 0.5, 2.0)
+                pa, pb, po = device.put(a), device.put(b), device.empty(a.size)
+                backend.binary(pa, pb, po, a.size, op).wait()
+                want = BINARY_REFERENCE[op](a.astype(np.float64), b.astype(np.float64))
+                assert_close(device.get(po, a.shape), want)
+        finally:
+            device.free()
