@@ -9,9 +9,12 @@ like any launch, runs in stream order, can be captured into a graph, and runs
 for real on every backend: numpy twins on mock, the host build on the sims,
 PTX on CUDA devices and SPIR-V on Level Zero devices.
 
-Supported dtypes: ``"float32"`` on every backend (a numpy dtype or the type
-``np.float32`` is accepted too).  Every buffer is packed (row-major for the
-tensor ops; gemm is column-major with leading dimensions, as BLAS).
+Supported dtypes, on every backend: ``"float32"`` and ``"float16"`` (IEEE
+half; a numpy dtype or type such as ``np.float16`` is accepted too).  float16
+operands are loaded into float32, computed and accumulated in float32, and
+stored rounded to nearest even; ``alpha``, ``beta`` and ``scale`` are float32
+whatever the dtype.  Every buffer is packed (row-major for the tensor ops;
+gemm is column-major with leading dimensions, as BLAS).
 
 The kernels are naive (one thread per output element, no tiling): correct
 everywhere, fast nowhere.  Cancelling an await of any of these ops abandons
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import numpy as np
 
@@ -35,10 +38,13 @@ if TYPE_CHECKING:
     from ._completion import Completion
     from ._handles import Kernel, Stream
 
-__all__ = ["BINARY_OPS", "DTYPES", "REDUCE_OPS", "UNARY_OPS", "ComputeOps"]
+__all__ = ["BINARY_OPS", "DTYPES", "REDUCE_OPS", "UNARY_OPS", "ComputeOps", "DTypeLike"]
+
+#: A dtype argument: its name (``"float32"``), a numpy dtype, or a numpy scalar type.
+DTypeLike: TypeAlias = "str | np.dtype[Any] | type[np.generic]"
 
 #: dtype name -> (kernel suffix, bytes per element).
-DTYPES: dict[str, tuple[str, int]] = {"float32": ("f32", 4)}
+DTYPES: dict[str, tuple[str, int]] = {"float32": ("f32", 4), "float16": ("f16", 2)}
 #: Operation names -> the op codes the kernels switch on (ffi/kernels/*.c).
 UNARY_OPS = {
     "relu": 0,
@@ -193,7 +199,7 @@ class ComputeOps:
         trans_b: bool = False,
         alpha: float = 1.0,
         beta: float = 0.0,
-        dtype: str = "float32",
+        dtype: DTypeLike = "float32",
         stream: Stream | None = None,
     ) -> Completion:
         """Enqueue ``C = alpha * op(A) @ op(B) + beta * C`` (BLAS gemm, column-major).
@@ -271,7 +277,7 @@ class ComputeOps:
         *,
         stride: Sequence[int] = (1, 1),
         padding: Sequence[int] = (0, 0),
-        dtype: str = "float32",
+        dtype: DTypeLike = "float32",
         stream: Stream | None = None,
     ) -> Completion:
         """Enqueue a 2D convolution (cross-correlation, as cuDNN and PyTorch).
@@ -339,7 +345,7 @@ class ComputeOps:
         *,
         scale: float,
         causal: bool = False,
-        dtype: str = "float32",
+        dtype: DTypeLike = "float32",
         stream: Stream | None = None,
     ) -> Completion:
         """Enqueue ``out = softmax(scale * q @ k^T) @ v`` per batch and head.
@@ -405,7 +411,7 @@ class ComputeOps:
         axis: int,
         op: str,
         *,
-        dtype: str = "float32",
+        dtype: DTypeLike = "float32",
         stream: Stream | None = None,
     ) -> Completion:
         """Enqueue ``y = op(x, axis)`` for a packed row-major x of ``shape``.
@@ -452,7 +458,7 @@ class ComputeOps:
         n: int,
         op: str,
         *,
-        dtype: str = "float32",
+        dtype: DTypeLike = "float32",
         stream: Stream | None = None,
     ) -> Completion:
         """Enqueue ``y[i] = op(x[i])`` for ``n`` elements (n == 0 is a no-op).
@@ -488,7 +494,7 @@ class ComputeOps:
         n: int,
         op: str,
         *,
-        dtype: str = "float32",
+        dtype: DTypeLike = "float32",
         stream: Stream | None = None,
     ) -> Completion:
         """Enqueue ``out[i] = op(a[i], b[i])`` for ``n`` elements (n == 0 is a no-op).

@@ -140,10 +140,15 @@ def test_launches_go_through_the_normal_launch_path(
 
 
 def test_dtype_spellings(gpu: ar.Backend, bufs: list[ar.DevicePtr]) -> None:
-    for dtype in ("float32", np.float32, np.dtype("float32")):
+    for dtype in ("float32", np.float32, np.dtype("float32"), "float16", np.float16):
         gpu.unary(bufs[0], bufs[1], 4, "neg", dtype=dtype).wait()  # type: ignore[arg-type]
-    with pytest.raises(ar.InvalidArgumentError, match="float16"):
-        gpu.unary(bufs[0], bufs[1], 4, "neg", dtype=np.float16)  # type: ignore[arg-type]
+    for bad in ("float64", np.float64, "bfloat16", "int32"):
+        with pytest.raises(ar.InvalidArgumentError, match="dtype"):
+            gpu.unary(bufs[0], bufs[1], 4, "neg", dtype=bad)  # type: ignore[arg-type]
+    # float16 needs half the bytes: 1024 elements fit in 2048 bytes, 1025 do not.
+    gpu.unary(bufs[0], bufs[1][:2048], 1024, "neg", dtype="float16").wait()
+    with pytest.raises(ar.InvalidArgumentError, match="past the end"):
+        gpu.unary(bufs[0], bufs[1][:2048], 1025, "neg", dtype="float16")
 
 
 _junk = st.one_of(
@@ -154,7 +159,7 @@ _junk = st.one_of(
     st.text(max_size=5),
     st.tuples(st.integers(-3, 40), st.integers(-3, 40)),
     st.lists(st.integers(-3, 40), max_size=5),
-    st.sampled_from(["sum", "max", "relu", "add", "float32", "float16"]),
+    st.sampled_from(["sum", "max", "relu", "add", "float32", "float16", "float64"]),
 )
 
 

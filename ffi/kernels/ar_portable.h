@@ -20,7 +20,8 @@
  *   - thread geometry only through the AR_* index macros, and only in the
  *     kernel body (helpers take indices as arguments);
  *   - helpers are AR_DEVICE_FN functions;
- *   - integer types through ar_i32/ar_u32/ar_i64/ar_u64, math through ar_*f;
+ *   - integer types through ar_u16/ar_i32/ar_u32/ar_i64/ar_u64, math through
+ *     ar_*f, float bits through ar_float_as_u32/ar_u32_as_float;
  *   - no barriers and no block-shared memory: the host build runs the threads
  *     of a block one after another.
  */
@@ -49,6 +50,11 @@ typedef int ar_i32;
 typedef unsigned int ar_u32;
 typedef long long ar_i64;
 typedef unsigned long long ar_u64;
+typedef unsigned short ar_u16;
+
+/* Reinterpret the bits of a float as a uint32 and back. */
+#define ar_float_as_u32(f) __float_as_uint(f)
+#define ar_u32_as_float(u) __uint_as_float(u)
 
 #define AR_GLOBAL
 #define AR_RESTRICT __restrict__
@@ -86,6 +92,10 @@ typedef int ar_i32;
 typedef uint ar_u32;
 typedef long ar_i64;
 typedef ulong ar_u64;
+typedef ushort ar_u16;
+
+#define ar_float_as_u32(f) as_uint((float)(f))
+#define ar_u32_as_float(u) as_float((uint)(u))
 
 #define AR_GLOBAL __global
 #define AR_RESTRICT restrict
@@ -127,6 +137,21 @@ typedef int32_t ar_i32;
 typedef uint32_t ar_u32;
 typedef int64_t ar_i64;
 typedef uint64_t ar_u64;
+typedef uint16_t ar_u16;
+
+static inline uint32_t ar_float_as_u32(float f)
+{
+    union { float f; uint32_t u; } v;
+    v.f = f;
+    return v.u;
+}
+
+static inline float ar_u32_as_float(uint32_t u)
+{
+    union { float f; uint32_t u; } v;
+    v.u = u;
+    return v.f;
+}
 
 /* Where the body finds its thread: the host entry fills one per thread. */
 typedef struct ar__thread {

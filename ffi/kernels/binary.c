@@ -4,6 +4,7 @@
  *
  * max and min propagate NaN as numpy's maximum/minimum do.  out may be the
  * same buffer as a or b.  One thread per element, grid-stride over n.
+ * Kernels: binary_f32 and binary_f16 (IEEE half stored as ar_u16, computed in float).
  */
 #include "ar_compute.h"
 
@@ -25,9 +26,13 @@ AR_DEVICE_FN float ar_binary_apply(ar_u32 op, float a, float b)
     }
 }
 
-AR_KERNEL(binary_f32, ar_u64, n, ar_u32, op, AR_GLOBAL const float *, a,
-          AR_GLOBAL const float *, b, AR_GLOBAL float *, out)
-{
-    for (ar_u64 i = AR_GLOBAL_ID_X; i < n; i += AR_GLOBAL_SIZE_X)
-        out[i] = ar_binary_apply(op, a[i], b[i]);
-}
+#define AR_BINARY_KERNEL(dt, T, LOAD, STORE)                                                   \
+    AR_KERNEL(binary_##dt, ar_u64, n, ar_u32, op, AR_GLOBAL const T *, a,                      \
+              AR_GLOBAL const T *, b, AR_GLOBAL T *, out)                                      \
+    {                                                                                          \
+        for (ar_u64 i = AR_GLOBAL_ID_X; i < n; i += AR_GLOBAL_SIZE_X)                          \
+            STORE(out, i, ar_binary_apply(op, LOAD(a, i), LOAD(b, i)));                        \
+    }
+
+AR_BINARY_KERNEL(f32, float, AR_LOAD_F32, AR_STORE_F32)
+AR_BINARY_KERNEL(f16, ar_u16, AR_LOAD_F16, AR_STORE_F16)

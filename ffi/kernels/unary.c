@@ -6,6 +6,7 @@
  * gelu is the tanh approximation 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
  * (torch's gelu(approximate="tanh")).  x and y may be the same buffer.
  * One thread per element, grid-stride over n (launch 1-D, any grid).
+ * Kernels: unary_f32 and unary_f16 (IEEE half stored as ar_u16, computed in float).
  */
 #include "ar_compute.h"
 
@@ -31,8 +32,12 @@ AR_DEVICE_FN float ar_unary_apply(ar_u32 op, float x)
     }
 }
 
-AR_KERNEL(unary_f32, ar_u64, n, ar_u32, op, AR_GLOBAL const float *, x, AR_GLOBAL float *, y)
-{
-    for (ar_u64 i = AR_GLOBAL_ID_X; i < n; i += AR_GLOBAL_SIZE_X)
-        y[i] = ar_unary_apply(op, x[i]);
-}
+#define AR_UNARY_KERNEL(dt, T, LOAD, STORE)                                                    \
+    AR_KERNEL(unary_##dt, ar_u64, n, ar_u32, op, AR_GLOBAL const T *, x, AR_GLOBAL T *, y)     \
+    {                                                                                          \
+        for (ar_u64 i = AR_GLOBAL_ID_X; i < n; i += AR_GLOBAL_SIZE_X)                          \
+            STORE(y, i, ar_unary_apply(op, LOAD(x, i)));                                       \
+    }
+
+AR_UNARY_KERNEL(f32, float, AR_LOAD_F32, AR_STORE_F32)
+AR_UNARY_KERNEL(f16, ar_u16, AR_LOAD_F16, AR_STORE_F16)

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import aruntime as ar
 from aruntime._compute import BINARY_OPS, REDUCE_OPS, UNARY_OPS
+from aruntime._compute import DTYPES as DTYPE_SUFFIXES
 
 
 @dataclass(frozen=True)
@@ -34,10 +35,17 @@ class Tolerance:
     atol: float
 
 
-#: The one place tolerances are stated.  float32 is the only dtype the
-#: kernels support; naive float32 accumulation over a few hundred terms stays
-#: well inside 3e-5 of the magnitude (devices may use FMA and 2-ulp expf).
-TOLERANCES = {"float32": Tolerance(rtol=3e-5, atol=1e-6)}
+#: The one place tolerances are stated.  Both dtypes compute in float32:
+#: naive float32 accumulation over a few hundred terms stays well inside 3e-5
+#: of the magnitude (devices may use FMA and 2-ulp expf); float16 adds the
+#: rounding of the stored result, half an ulp (2**-11 relative) or 2**-25
+#: absolute for subnormals.  Reference inputs are the values after rounding to
+#: the dtype, so input rounding is not counted.
+TOLERANCES = {
+    "float32": Tolerance(rtol=3e-5, atol=1e-6),
+    "float16": Tolerance(rtol=1e-3, atol=1e-6),
+}
+DTYPES = list(TOLERANCES)
 
 SETTINGS = settings(
     max_examples=25,
@@ -64,31 +72,41 @@ def assert_close(
 
 
 class Device:
-    """Uploads and downloads float32 arrays, and frees what it allocated."""
+    """Moves arrays of one dtype to and from a backend, and frees what it allocated.
 
-    def __init__(self, backend: ar.Backend) -> None:
+    Host-side values are float32 arrays; ``cast`` rounds them to the dtype, so
+    references are computed from exactly what the device sees.
+    """
+
+    def __init__(self, backend: ar.Backend, dtype: str = "float32") -> None:
         self.backend = backend
+        self.dtype = dtype
+        self.np_dtype = np.dtype(dtype)
         self.ptrs: list[ar.DevicePtr] = []
 
+    def cast(self, array: np.ndarray) -> np.ndarray:
+        return np.asarray(array).astype(self.np_dtype).astype(np.float32)
+
     def put(self, array: np.ndarray) -> ar.DevicePtr:
-        data = np.ascontiguousarray(array, dtype=np.float32).reshape(-1)
+        data = np.ascontiguousarray(array, dtype=self.np_dtype).reshape(-1)
         ptr = self.empty(data.size)
         if data.size:
             self.backend.copy_h2d(data, ptr)
         return ptr
 
     def empty(self, count: int, fill: float = np.nan) -> ar.DevicePtr:
-        """``count`` float32 elements (at least one), set to ``fill``."""
-        ptr = self.backend.alloc(max(count, 1) * 4)
+        """``count`` elements (at least one allocated), set to ``fill``."""
+        size = self.np_dtype.itemsize
+        ptr = self.backend.alloc(max(count, 1) * size)
         self.ptrs.append(ptr)
-        self.backend.copy_h2d(np.full(max(count, 1), fill, np.float32), ptr)
-        return ptr[: count * 4] if count else ptr
+        self.backend.copy_h2d(np.full(max(count, 1), fill, self.np_dtype), ptr)
+        return ptr[: count * size] if count else ptr
 
     def get(self, ptr: ar.DevicePtr, shape: tuple[int, ...]) -> np.ndarray:
-        out = np.empty(shape, np.float32)
+        out = np.empty(shape, self.np_dtype)
         if out.size:
             self.backend.copy_d2h(ptr[: out.nbytes], out)
-        return out
+        return out.astype(np.float32)
 
     def free(self) -> None:
         for ptr in self.ptrs:
@@ -96,9 +114,9 @@ class Device:
         self.ptrs.clear()
 
 
-@pytest.fixture
-def dev(backend: ar.Backend) -> Iterator[Device]:
-    device = Device(backend)
+@pytest.fixture(params=DTYPES)
+def dev(backend: ar.Backend, request: pytest.FixtureRequest) -> Iterator[Device]:
+    device = Device(backend, request.param)
     yield device
     device.free()
 
@@ -143,7 +161,7 @@ def run_gemm(
     rng = _rng(seed)
     a_shape = (k, m) if trans_a else (m, k)
     b_shape = (n, k) if trans_b else (k, n)
-    a, b, c0 = _uniform(rng, a_shape), _uniform(rng, b_shape), _uniform(rng, (m, n))
+    a, b, c0 = (dev.cast(_uniform(rng, shape)) for shape in (a_shape, b_shape, (m, n)))
     lda, ldb, ldc = (
         max(1, rows) + pad for rows, pad in zip((a_shape[0], b_shape[0], m), pads, strict=True)
     )
@@ -151,7 +169,7 @@ def run_gemm(
     pa, pb, pc = dev.put(_stored(a, lda)), dev.put(_stored(b, ldb)), dev.put(c_flat)
     dev.backend.gemm(
         pa, pb, pc, m, n, k, lda=lda, ldb=ldb, ldc=ldc, trans_a=trans_a, trans_b=trans_b,
-        alpha=alpha, beta=beta,
+        alpha=alpha, beta=beta, dtype=dev.dtype,
     ).wait()  # fmt: skip
     got = _unstored(dev.get(pc, (c_flat.size,)), m, n, ldc)
     op_a = (a.T if trans_a else a).astype(np.float64)
@@ -161,7 +179,7 @@ def run_gemm(
     if beta != 0.0:
         want = want + beta * c0
         magnitude = magnitude + abs(beta) * np.abs(c0)
-    assert_close(got, want, magnitude)
+    assert_close(got, want, magnitude, dev.dtype)
     # The padding between columns of C is never written.
     if m and n and ldc > m:
         assert np.isnan(dev.get(pc, (c_flat.size,))[m:ldc]).all()
@@ -195,23 +213,23 @@ def test_gemm_zero_dimensions(dev: Device) -> None:
     pa, pb, pc = dev.put(np.ones(6)), dev.put(np.ones(6)), dev.put(c0)
     backend = dev.backend
     for m, n in ((0, 3), (2, 0), (0, 0)):
-        done = backend.gemm(pa, pb, pc, m, n, 2, beta=3.0)
+        done = backend.gemm(pa, pb, pc, m, n, 2, beta=3.0, dtype=dev.dtype)
         assert done.done()
         done.wait()
     np.testing.assert_array_equal(dev.get(pc, (6,)), c0)
     # k == 0 follows BLAS: C = beta * C (A and B unread), and beta == 1 is a no-op.
-    assert backend.gemm(pa, pb, pc, 2, 3, 0, beta=1.0).done()
+    assert backend.gemm(pa, pb, pc, 2, 3, 0, beta=1.0, dtype=dev.dtype).done()
     np.testing.assert_array_equal(dev.get(pc, (6,)), c0)
-    backend.gemm(pa, pb, pc, 2, 3, 0, beta=0.5).wait()
+    backend.gemm(pa, pb, pc, 2, 3, 0, beta=0.5, dtype=dev.dtype).wait()
     np.testing.assert_array_equal(dev.get(pc, (6,)), c0 * 0.5)
-    backend.gemm(pa, pb, pc, 2, 3, 0, beta=0.0).wait()
+    backend.gemm(pa, pb, pc, 2, 3, 0, beta=0.0, dtype=dev.dtype).wait()
     np.testing.assert_array_equal(dev.get(pc, (6,)), np.zeros(6))
 
 
 def test_gemm_beta_zero_does_not_read_c(dev: Device) -> None:
     pa, pb = dev.put(np.ones(4)), dev.put(np.ones(4))
     pc = dev.empty(4)  # NaN
-    dev.backend.gemm(pa, pb, pc, 2, 2, 2).wait()
+    dev.backend.gemm(pa, pb, pc, 2, 2, 2, dtype=dev.dtype).wait()
     np.testing.assert_array_equal(dev.get(pc, (4,)), np.full(4, 2.0))
 
 
@@ -255,13 +273,14 @@ def conv_cases(draw: st.DrawFn) -> dict[str, object]:
 def run_conv2d(dev: Device, x_shape, k, rs, stride, padding, seed) -> None:  # type: ignore[no-untyped-def]
     rng = _rng(seed)
     w_shape = (k, x_shape[1], *rs)
-    x, w = _uniform(rng, x_shape), _uniform(rng, w_shape)
+    x, w = dev.cast(_uniform(rng, x_shape)), dev.cast(_uniform(rng, w_shape))
     want, mag = conv2d_reference(x, w, stride, padding)
     px, pw_, py = dev.put(x), dev.put(w), dev.empty(want.size)
     dev.backend.conv2d_forward(
-        px, pw_, py, x_shape, w_shape, want.shape, stride=stride, padding=padding
-    ).wait()
-    assert_close(dev.get(py, want.shape), want, mag)
+        px, pw_, py, x_shape, w_shape, want.shape, stride=stride, padding=padding,
+        dtype=dev.dtype,
+    ).wait()  # fmt: skip
+    assert_close(dev.get(py, want.shape), want, mag, dev.dtype)
 
 
 @given(case=conv_cases())
@@ -290,13 +309,15 @@ def attention_reference(
 
 def run_attention(dev: Device, b, h, sq, sk, d, causal, seed, scale=None) -> None:  # type: ignore[no-untyped-def]
     rng = _rng(seed)
-    q = _uniform(rng, (b, h, sq, d))
-    k, v = _uniform(rng, (b, h, sk, d)), _uniform(rng, (b, h, sk, d))
+    q = dev.cast(_uniform(rng, (b, h, sq, d)))
+    k, v = dev.cast(_uniform(rng, (b, h, sk, d))), dev.cast(_uniform(rng, (b, h, sk, d)))
     scale = d**-0.5 if scale is None else scale
     want, mag = attention_reference(q, k, v, scale, causal)
     pq, pk, pv, po = dev.put(q), dev.put(k), dev.put(v), dev.empty(q.size)
-    dev.backend.attention(pq, pk, pv, po, b, h, sq, sk, d, scale=scale, causal=causal).wait()
-    assert_close(dev.get(po, q.shape), want, mag)
+    dev.backend.attention(
+        pq, pk, pv, po, b, h, sq, sk, d, scale=scale, causal=causal, dtype=dev.dtype
+    ).wait()
+    assert_close(dev.get(po, q.shape), want, mag, dev.dtype)
 
 
 @given(
@@ -325,17 +346,17 @@ REDUCERS = {"sum": np.sum, "max": np.max, "min": np.min, "mean": np.mean}
 
 
 def run_reduce(dev: Device, shape: tuple[int, ...], seed: int) -> None:
-    x = _uniform(_rng(seed), shape)
+    x = dev.cast(_uniform(_rng(seed), shape))
     px = dev.put(x)
     for axis in range(-len(shape), len(shape)):
         out_shape = shape[: axis % len(shape)] + shape[axis % len(shape) + 1 :]
         py = dev.empty(math.prod(out_shape))
         for op in REDUCE_OPS:
-            dev.backend.reduce(px, py, shape, axis, op).wait()
+            dev.backend.reduce(px, py, shape, axis, op, dtype=dev.dtype).wait()
             want = REDUCERS[op](x.astype(np.float64), axis=axis)
             if op in ("sum", "mean"):
                 mag = REDUCERS[op](np.abs(x.astype(np.float64)), axis=axis)
-                assert_close(dev.get(py, out_shape), want, mag)
+                assert_close(dev.get(py, out_shape), want, mag, dev.dtype)
             else:  # max and min are exact
                 np.testing.assert_array_equal(dev.get(py, out_shape), want.astype(np.float32))
 
@@ -358,7 +379,7 @@ def test_reduce_propagates_nan(dev: Device) -> None:
     x = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]], np.float32)
     px, py = dev.put(x), dev.empty(2)
     for op in ("max", "min", "sum"):
-        dev.backend.reduce(px, py, (2, 3), 1, op).wait()
+        dev.backend.reduce(px, py, (2, 3), 1, op, dtype=dev.dtype).wait()
         got = dev.get(py, (2,))
         assert np.isnan(got[0]) and not np.isnan(got[1])
 
@@ -402,28 +423,29 @@ SIZES = [1, 3, 255, 256, 257, 1000, 4099]
 def test_unary_matches_numpy(dev: Device, op: str) -> None:
     rng = _rng(len(op))
     for n in SIZES:
-        x = _unary_input(op, rng, n)
+        x = dev.cast(_unary_input(op, rng, n))
         px, py = dev.put(x), dev.empty(n)
-        dev.backend.unary(px, py, n, op).wait()
-        assert_close(dev.get(py, (n,)), unary_reference(op, x))
+        dev.backend.unary(px, py, n, op, dtype=dev.dtype).wait()
+        assert_close(dev.get(py, (n,)), unary_reference(op, x), dtype=dev.dtype)
     # In place, and n == 0 is a no-op.
-    dev.backend.unary(px, px, n, op).wait()
-    assert_close(dev.get(px, (n,)), unary_reference(op, x))
-    assert dev.backend.unary(px, py, 0, op).done()
+    dev.backend.unary(px, px, n, op, dtype=dev.dtype).wait()
+    assert_close(dev.get(px, (n,)), unary_reference(op, x), dtype=dev.dtype)
+    assert dev.backend.unary(px, py, 0, op, dtype=dev.dtype).done()
 
 
 @pytest.mark.parametrize("op", list(BINARY_OPS))
 def test_binary_matches_numpy(dev: Device, op: str) -> None:
     rng = _rng(len(op) + 7)
     for n in SIZES:
-        a, b = _uniform(rng, (n,)), _uniform(rng, (n,), 0.5, 2.0) * rng.choice([-1, 1], n)
+        a = dev.cast(_uniform(rng, (n,)))
+        b = dev.cast(_uniform(rng, (n,), 0.5, 2.0) * rng.choice([-1, 1], n))
         pa, pb, po = dev.put(a), dev.put(b), dev.empty(n)
-        dev.backend.binary(pa, pb, po, n, op).wait()
+        dev.backend.binary(pa, pb, po, n, op, dtype=dev.dtype).wait()
         want = BINARY_REFERENCE[op](a.astype(np.float64), b.astype(np.float64))
-        assert_close(dev.get(po, (n,)), want)
-    dev.backend.binary(pa, pb, pa, n, op).wait()  # in place
-    assert_close(dev.get(pa, (n,)), want)
-    assert dev.backend.binary(pa, pb, po, 0, op).done()
+        assert_close(dev.get(po, (n,)), want, dtype=dev.dtype)
+    dev.backend.binary(pa, pb, pa, n, op, dtype=dev.dtype).wait()  # in place
+    assert_close(dev.get(pa, (n,)), want, dtype=dev.dtype)
+    assert dev.backend.binary(pa, pb, po, 0, op, dtype=dev.dtype).done()
 
 
 def test_binary_max_min_propagate_nan(dev: Device) -> None:
@@ -431,41 +453,44 @@ def test_binary_max_min_propagate_nan(dev: Device) -> None:
     b = np.array([0.0, np.nan, 1.0], np.float32)
     pa, pb, po = dev.put(a), dev.put(b), dev.empty(3)
     for op, fn in (("max", np.maximum), ("min", np.minimum)):
-        dev.backend.binary(pa, pb, po, 3, op).wait()
+        dev.backend.binary(pa, pb, po, 3, op, dtype=dev.dtype).wait()
         np.testing.assert_array_equal(dev.get(po, (3,)), fn(a, b))
 
 
 # -------------------------------------------- streams, awaiting and graphs
 @pytest.mark.anyio
 async def test_ops_are_awaitable_and_stream_ordered(dev: Device) -> None:
-    backend = dev.backend
+    backend, dt = dev.backend, dev.dtype
     stream = backend.create_stream()
     rng = _rng(11)
-    a, b = _uniform(rng, (24, 16)), _uniform(rng, (16, 8))
+    a, b = dev.cast(_uniform(rng, (24, 16))), dev.cast(_uniform(rng, (16, 8)))
     pa, pb, pc, pr = dev.empty(a.size), dev.empty(b.size), dev.empty(24 * 8), dev.empty(8)
-    host_out = np.empty(8, np.float32)
+    host_out = np.empty(8, dev.np_dtype)
     # Row-major a @ b is column-major b^T a^T: C^T (8 x 24) = B^T (8 x 16) A^T (16 x 24).
-    backend.copy_h2d_async(a, pa, stream=stream)
-    backend.copy_h2d_async(b, pb, stream=stream)
-    backend.gemm(pb, pa, pc, 8, 24, 16, stream=stream)
-    backend.unary(pc, pc, 24 * 8, "relu", stream=stream)
-    backend.reduce(pc, pr, (24, 8), 0, "sum", stream=stream)
+    backend.copy_h2d_async(a.astype(dev.np_dtype), pa, stream=stream)
+    backend.copy_h2d_async(b.astype(dev.np_dtype), pb, stream=stream)
+    backend.gemm(pb, pa, pc, 8, 24, 16, dtype=dt, stream=stream)
+    backend.unary(pc, pc, 24 * 8, "relu", dtype=dt, stream=stream)
+    backend.reduce(pc, pr, (24, 8), 0, "sum", dtype=dt, stream=stream)
     got = await backend.copy_d2h_async(pr, host_out, stream=stream)
+    assert got is host_out
     a64 = a.astype(np.float64)
-    product = np.maximum(a64 @ b, 0)
-    assert_close(got, product.sum(axis=0), (np.abs(a64) @ np.abs(b)).sum(axis=0))
-    assert await backend.binary(pr, pr, pr, 8, "add", stream=stream) is None
+    # float16 also rounds the gemm's result before the sum: allow it twice.
+    magnitude = 2 * (np.abs(a64) @ np.abs(b)).sum(axis=0)
+    want = np.maximum(a64 @ b, 0).sum(axis=0)
+    assert_close(got.astype(np.float32), want, magnitude, dt)
+    assert await backend.binary(pr, pr, pr, 8, "add", dtype=dt, stream=stream) is None
     stream.close()
 
 
 def test_ops_capture_into_a_graph(dev: Device) -> None:
-    backend = dev.backend
+    backend, dt = dev.backend, dev.dtype
     stream = backend.create_stream()
     x = np.arange(300, dtype=np.float32)
     px, py = dev.put(x), dev.put(np.zeros(300))
     with backend.capture(stream) as graph:
-        backend.binary(py, px, py, 300, "add", stream=stream)
-        backend.unary(py, py, 300, "neg", stream=stream)
+        backend.binary(py, px, py, 300, "add", dtype=dt, stream=stream)
+        backend.unary(py, py, 300, "neg", dtype=dt, stream=stream)
     for _ in range(2):
         backend.launch_graph(graph, stream).wait()
     # Each replay sets y = -(y + x): -x after one, 0 after two, -x after three.
@@ -481,23 +506,51 @@ def test_kernels_loop_grid_stride(backend: ar.Backend, dev: Device) -> None:
     n = 1000
     a, b = np.arange(n, dtype=np.float32), np.full(n, 2.0, np.float32)
     pa, pb, po = dev.put(a), dev.put(b), dev.empty(n)
-    kernel = backend.kernel(backend.builtin_module("binary"), "binary_f32")
+    suffix = DTYPE_SUFFIXES[dev.dtype][0]
+    kernel = backend.kernel(backend.builtin_module("binary"), f"binary_{suffix}")
     args = [np.uint64(n), np.uint32(BINARY_OPS["mul"]), pa, pb, po]
     backend.launch(kernel, 1, 32, args).wait()
     np.testing.assert_array_equal(dev.get(po, (n,)), a * b)
 
 
+def test_float16_conversions_match_numpy(backend: ar.Backend) -> None:
+    """The kernels' half <-> float conversions are numpy's, bit for bit.
+
+    Every half value times a few multipliers: the product of two halves is
+    exact in float32, so the result is exactly one rounding of a float to half
+    (to nearest even, into subnormals, overflowing to infinity).
+    """
+    every = np.arange(1 << 16, dtype=np.uint16).view(np.float16)
+    multipliers = np.array([1.0, -0.5, 0.3333, 3.0, 2.0**-10, 1000.0], np.float16)
+    a = np.tile(every, multipliers.size)
+    b = np.repeat(multipliers, every.size)
+    device = Device(backend, "float16")
+    try:
+        pa, pb, po = device.put(a), device.put(b), device.empty(a.size)
+        backend.binary(pa, pb, po, a.size, "mul", dtype="float16").wait()
+        got = np.empty(a.size, np.float16)
+        backend.copy_d2h(po[: got.nbytes], got)
+    finally:
+        device.free()
+    with np.errstate(all="ignore"):
+        want = (a.astype(np.float32) * b.astype(np.float32)).astype(np.float16)
+    nan = np.isnan(want)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    np.testing.assert_array_equal(got[~nan].view(np.uint16), want[~nan].view(np.uint16))
+
+
 # ------------------------------------------------------------ real devices
 @pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", ["cuda", "levelzero"])
-def test_compute_on_a_real_device(name: str) -> None:
+def test_compute_on_a_real_device(name: str, dtype: str) -> None:
     """Bigger shapes on a real GPU (PTX or SPIR-V builds); skips without one."""
     try:
         backend = ar.open_backend(name)
     except ar.BackendUnavailableError as exc:
         pytest.skip(f"{name} unavailable: {exc}")
     with backend:
-        device = Device(backend)
+        device = Device(backend, dtype)
         try:
             for trans_a, trans_b in ((False, False), (True, False), (False, True), (True, True)):
                 run_gemm(
@@ -509,16 +562,17 @@ def test_compute_on_a_real_device(name: str) -> None:
                 run_attention(device, 2, 8, 128, 96, 64, causal, seed=3)
             run_reduce(device, (17, 130, 9), seed=4)
             for op in UNARY_OPS:
-                x = _unary_input(op, _rng(5), 100_003)
+                x = device.cast(_unary_input(op, _rng(5), 100_003))
                 px, py = device.put(x), device.empty(x.size)
-                backend.unary(px, py, x.size, op).wait()
-                assert_close(device.get(py, x.shape), unary_reference(op, x))
+                backend.unary(px, py, x.size, op, dtype=dtype).wait()
+                assert_close(device.get(py, x.shape), unary_reference(op, x), dtype=dtype)
             for op in BINARY_OPS:
                 rng = _rng(6)
-                a, b = _uniform(rng, (100_003,)), _uniform(rng, (100_003,), 0.5, 2.0)
+                a = device.cast(_uniform(rng, (100_003,)))
+                b = device.cast(_uniform(rng, (100_003,), 0.5, 2.0))
                 pa, pb, po = device.put(a), device.put(b), device.empty(a.size)
-                backend.binary(pa, pb, po, a.size, op).wait()
+                backend.binary(pa, pb, po, a.size, op, dtype=dtype).wait()
                 want = BINARY_REFERENCE[op](a.astype(np.float64), b.astype(np.float64))
-                assert_close(device.get(po, a.shape), want)
+                assert_close(device.get(po, a.shape), want, dtype=dtype)
         finally:
             device.free()

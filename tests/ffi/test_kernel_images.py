@@ -34,8 +34,12 @@ sys.path.remove(str(KERNELS))
 
 
 def kernels_in_source(module: str) -> list[str]:
+    """Kernels a source defines: AR_KERNEL(name, ...), or per-dtype instances
+    AR_<OP>_KERNEL(dt, ...) of a kernel template, named <module>_<dt>."""
     text = (KERNELS / f"{module}.c").read_text()
-    return sorted(re.findall(r"^AR_KERNEL\((\w+),", text, flags=re.MULTILINE))
+    plain = re.findall(r"^AR_KERNEL\((\w+),", text, flags=re.MULTILINE)
+    instances = re.findall(r"^AR_\w+_KERNEL\((\w+),", text, flags=re.MULTILINE)
+    return sorted([*plain, *(f"{module}_{dt}" for dt in instances)])
 
 
 @pytest.mark.parametrize("module", PORTABLE_MODULES)
