@@ -1,7 +1,8 @@
 """CudaDriver: the driver-level primitives over the CUDA driver API.
 
-This is the only module that calls the CUDA API (besides ``cuInit`` in
-:mod:`._library`).  Every call goes through cffi, which releases the GIL for
+This is the only module that calls the CUDA API (besides ``cuInit`` and the
+error-naming calls in :mod:`._library`).  Every call goes through cffi (the
+compiled wrappers or libffi, see :mod:`._ffi`), which releases the GIL for
 its duration, and every ``CUresult`` goes through :mod:`._errors`.
 
 Context.  The driver uses the device's *primary* context
@@ -249,6 +250,8 @@ class CudaDriver(Driver):
         self._ffi: Any = library.ffi
         lib = library.lib
         self._lib = lib
+        self._dead: AruntimeError | None = None
+        self._ctx: CData = None
         count = _device_count(library)
         if not 0 <= ordinal < count:
             raise BackendUnavailableError(
@@ -258,9 +261,11 @@ class CudaDriver(Driver):
         self._ordinal = ordinal
         self._device, self._info = _device_info(library, ordinal)
         ctx = self._ffi.new("CUcontext *")
-        self._check(lib.cuDevicePrimaryCtxRetain(ctx, self._device), "cuDevicePrimaryCtxRetain")
-        self._ctx: CData = ctx[0]
-        self._dead: AruntimeError | None = None
+        code = lib.cuDevicePrimaryCtxRetain(ctx, self._device)
+        if code != 0:  # e.g. an exclusive-process device another process holds
+            error = self._fail(code, "cuDevicePrimaryCtxRetain")
+            raise BackendUnavailableError(f"{self.backend_name}: device {ordinal}: {error}")
+        self._ctx = ctx[0]
         self._closed = False
         self._state_lock = threading.Lock()  # staging pool, retire list, host ranges
         self._streams: set[_Stream] = set()
@@ -311,6 +316,8 @@ class CudaDriver(Driver):
         and the error stays a plain DriverError instead of killing the device.
         """
         lib = self._lib
+        if self._ctx is None:
+            return True
         try:
             if getattr(_current, "ctx", None) is not self._ctx:
                 if lib.cuCtxSetCurrent(self._ctx) != 0:
@@ -649,7 +656,7 @@ class CudaDriver(Driver):
 
     # -- async copies ------------------------------------------------------------
     def memcpy_h2d(self, src: memoryview, dst: int, stream: DriverStream) -> None:
-        """Enqueue a host-to-device copy.
+        """Enqueue a host-to-device copy (callers serialise enqueues per stream).
 
         Pageable-memory policy.  For pageable (not page-locked) source memory,
         the CUDA driver first copies the bytes into its own pinned staging
