@@ -55,6 +55,9 @@ typedef unsigned short ar_u16;
 /* Reinterpret the bits of a float as a uint32 and back. */
 #define ar_float_as_u32(f) __float_as_uint(f)
 #define ar_u32_as_float(u) __uint_as_float(u)
+/* Keep the next loop rolled (nvcc fully unrolls short constant-bound loops,
+ * which only bloats naive kernels' PTX). */
+#define AR_NO_UNROLL _Pragma("unroll 1")
 
 #define AR_GLOBAL
 #define AR_RESTRICT __restrict__
@@ -218,6 +221,10 @@ typedef struct ar__thread {
 #define ar_fminf(a, b) fminf(a, b)
 #define ar_powf(a, b) powf(a, b)
 
+#endif
+
+#ifndef AR_NO_UNROLL
+#define AR_NO_UNROLL
 #endif
 
 /* Global (grid-wide) indices, the same in every dialect. */

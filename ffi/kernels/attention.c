@@ -17,7 +17,7 @@
  */
 #include "ar_compute.h"
 
-#define AR_ATTENTION_CHUNK 16
+#define AR_ATTENTION_CHUNK 64
 
 #define AR_ATTENTION_SCORE(LOAD, score, q_at, k_at)                                            \
     float score = 0.0f;                                                                        \
@@ -56,14 +56,17 @@
             for (ar_u64 t0 = 0; t0 < d; t0 += AR_ATTENTION_CHUNK) {                            \
                 ar_u64 width = d - t0 < AR_ATTENTION_CHUNK ? d - t0 : AR_ATTENTION_CHUNK;      \
                 float acc[AR_ATTENTION_CHUNK];                                                 \
+                AR_NO_UNROLL                                                                   \
                 for (ar_u64 u = 0; u < width; u++)                                             \
                     acc[u] = 0.0f;                                                             \
                 for (ar_u64 j = 0; j < keys; j++) {                                            \
                     AR_ATTENTION_SCORE(LOAD, score, q_at, head_at + j * d)                     \
                     float weight = ar_expf(score - top);                                       \
+                    AR_NO_UNROLL                                                               \
                     for (ar_u64 u = 0; u < width; u++)                                         \
                         acc[u] += weight * LOAD(v, head_at + j * d + t0 + u);                  \
                 }                                                                              \
+                AR_NO_UNROLL                                                                   \
                 for (ar_u64 u = 0; u < width; u++)                                             \
                     STORE(out, q_at + t0 + u, acc[u] * inv);                                   \
             }                                                                                  \
