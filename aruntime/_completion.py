@@ -12,6 +12,7 @@ simply skipped.
 from __future__ import annotations
 
 import asyncio
+import numbers
 import sys
 import threading
 from collections.abc import Callable, Generator
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.lowlevel
 
-from ._exceptions import AruntimeError, CaptureError
+from ._exceptions import AruntimeError, CaptureError, InvalidArgumentError
 
 if TYPE_CHECKING:
     from ._handles import Stream
@@ -37,6 +38,19 @@ _Callback = Callable[[], None]
 def _running_under_trio() -> bool:
     trio = sys.modules.get("trio")
     return trio is not None and bool(trio.lowlevel.in_trio_run())
+
+
+def _check_timeout(timeout: object, op: str) -> float:
+    """A non-negative number of seconds, capped at what ``threading`` accepts."""
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
+        raise TypeError(
+            f"{op}: wait timeout must be None or a number of seconds, got {type(timeout).__name__}"
+        )
+    value = float(timeout)
+    if not value >= 0:  # also rejects NaN
+        raise InvalidArgumentError(f"{op}: wait timeout must be None or >= 0, got {timeout!r}")
+    # threading's waits overflow past TIMEOUT_MAX; longer is "forever" in practice.
+    return min(value, threading.TIMEOUT_MAX)
 
 
 def _set_future(fut: asyncio.Future[None]) -> None:
@@ -143,8 +157,8 @@ class Completion:
         if called from one).  Raises :class:`TimeoutError` if ``timeout``
         seconds pass first; the op itself continues.
         """
-        if timeout is not None and (isinstance(timeout, bool) or timeout < 0):
-            raise ValueError(f"wait: timeout must be None or >= 0, got {timeout!r}")
+        if timeout is not None:
+            timeout = _check_timeout(timeout, self._op)
         if self._state == _PENDING:
             flag = threading.Event()
             if self._add_callback(flag.set) and not flag.wait(timeout):
@@ -183,8 +197,9 @@ class Completion:
         try:
             await fut
         finally:
-            if not fut.done():
-                self._remove_callback(wake)
+            # A cancelled future is done too: unregister unconditionally, or every
+            # abandoned wait would leave its wake-up (and its loop) behind.
+            self._remove_callback(wake)
 
     async def _wait_trio(self) -> None:
         import trio
