@@ -123,6 +123,9 @@ class StreamWaiter:
             if not self._abandon:
                 completion._finish(error)
             self._busy = 0
+            # Drop this op before parking: otherwise the idle thread keeps its
+            # Completion, and through it the stream and a D2H destination, alive.
+            del event, completion, release, error
         if on_exit is not None and not self._abandon:
             try:
                 on_exit()
