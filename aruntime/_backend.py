@@ -127,6 +127,10 @@ class Backend:
         self._graphs: weakref.WeakSet[Graph] = weakref.WeakSet()
         self._modules: dict[str, Module] = {}
         self._markers: list[DriverEvent] = []
+        # Every waiter whose thread may still run, including those of streams
+        # closed or dropped earlier (a running thread keeps its waiter alive),
+        # so close() can join them all before it releases the driver.
+        self._waiters: weakref.WeakSet[StreamWaiter] = weakref.WeakSet()
         self._default: Stream | None = None
         _open_backends.add(self)
         if not driver.synchronous:
@@ -934,6 +938,8 @@ class Backend:
         waiters = [st._waiter_box[0] for st in streams if st._waiter_box[0] is not None]
         for w in waiters:
             w.close()
+        with self._lock:
+            waiters.extend(self._waiters)
         for w in waiters:
             w.join()
         for st in streams:
@@ -982,13 +988,9 @@ class Backend:
             if self._closed:
                 return
             self._closed = True
-            streams = list(self._streams)
-            if self._default is not None:
-                streams.append(self._default)
-        for st in streams:
-            waiter = st._waiter_box[0]
-            if waiter is not None:
-                waiter.abandon()
+            waiters = list(self._waiters)  # those of closed streams still draining too
+        for waiter in waiters:
+            waiter.abandon()
 
     def __enter__(self) -> Backend:
         return self
@@ -1054,6 +1056,8 @@ class Backend:
                 if waiter is None:
                     waiter = StreamWaiter(self._driver, f"{self._name}-{id(stream):x}")
                     box[0] = waiter
+                    with self._lock:
+                        self._waiters.add(waiter)
         return waiter
 
     def _acquire_marker(self) -> DriverEvent:
@@ -1112,7 +1116,10 @@ class Backend:
                 self._release_marker(marker)
                 return completion._fail_at_birth(exc)
             self._waiter_for(st).submit(marker, completion, self._release_marker)
-            st._last = completion
+            # Weakly: the waiter holds it while pending, which is all
+            # _after_queued_work needs; a strong one would keep the last D2H
+            # destination of every stream alive after its owner dropped it.
+            st._last = weakref.ref(completion)
         return completion
 
     def _marker(self, op: str, st: Stream) -> Completion:
@@ -1130,7 +1137,11 @@ class Backend:
             streams = list(self._streams)
             if self._default is not None:
                 streams.append(self._default)
-        pending = [st._last for st in streams if st._last is not None and not st._last.done()]
+        pending = []
+        for st in streams:
+            last = st._last() if st._last is not None else None
+            if last is not None and not last.done():
+                pending.append(last)
         if not pending:
             release()
             return
