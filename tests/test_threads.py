@@ -1,0 +1,139 @@
+"""Threads: O(streams), created lazily, all ended by close (DESIGN.md section 6)."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import anyio
+import pytest
+
+import aruntime as ar
+
+pytestmark = pytest.mark.anyio
+
+
+def _aruntime_threads() -> list[str]:
+    return sorted(t.name for t in threading.enumerate() if t.name.startswith("aruntime-"))
+
+
+def test_synchronous_mock_starts_no_threads() -> None:
+    before = threading.active_count()
+    with ar.open_backend("mock") as gpu:
+        s = gpu.create_stream()
+        ptr = gpu.alloc(64)
+        for _ in range(10):
+            gpu.memset_async(ptr, 1, 64, stream=s).wait()
+        assert threading.active_count() == before
+        assert gpu.statistics().waiter_threads == 0
+        s.close()
+        gpu.free(ptr)
+
+
+async def test_one_waiter_per_stream_not_per_await() -> None:
+    gpu = ar.open_backend("mock", latency=0.0)
+    try:
+        streams = [gpu.create_stream() for _ in range(3)]
+        ptr = gpu.alloc(64)
+        assert gpu.statistics().waiter_threads == 0  # lazily started
+        for _ in range(20):
+            for s in streams:
+                gpu.memset_async(ptr, 1, 64, stream=s)
+        for s in streams:
+            await s
+        stats = gpu.statistics()
+        assert stats.waiter_threads == 3
+        # 3 mock stream workers + 3 waiters: never one per op.
+        assert len(_aruntime_threads()) == 6, _aruntime_threads()
+        for s in streams:
+            s.close()
+        gpu.free(ptr)
+    finally:
+        gpu.close()
+    # Count by name: the event loop's own helper threads come and go meanwhile.
+    assert _aruntime_threads() == []
+
+
+def test_close_joins_waiters_of_streams_closed_earlier() -> None:
+    baseline = threading.active_count()
+    gpu = ar.open_backend("mock", latency=0.05)
+    ptr = gpu.alloc(16)
+    s = gpu.create_stream()
+    gpu.memset_async(ptr, 1, 16, stream=s)
+    s.close()  # never blocks: the stream drains and is destroyed later
+    gpu.free(ptr)
+    gpu.close()
+    assert threading.active_count() == baseline, _aruntime_threads()
+
+
+def test_close_joins_waiters_of_dropped_streams() -> None:
+    baseline = threading.active_count()
+    gpu = ar.open_backend("mock", latency=0.05)
+    ptr = gpu.alloc(16)
+    s = gpu.create_stream()
+    gpu.memset_async(ptr, 1, 16, stream=s)
+    gpu.memset_async(ptr, 1, 16, stream=s).wait(30)
+    with pytest.warns(ResourceWarning, match="unclosed stream"):
+        del s
+        gc.collect()  # the waiter must not keep the stream alive via its last op
+    gpu.free(ptr)
+    gpu.close()
+    assert threading.active_count() == baseline, _aruntime_threads()
+
+
+async def test_threads_return_to_baseline_after_async_with() -> None:
+    async with ar.open_backend("mock", latency=0.001) as gpu:
+        ptr = gpu.alloc(32)
+        s = gpu.create_stream()
+        for _ in range(5):
+            gpu.memset_async(ptr, 2, 32, stream=s)
+            gpu.memset_async(ptr, 3, 32)
+        with anyio.move_on_after(0.0005):
+            await s
+        s.close()
+        gpu.free(ptr)
+    assert gpu.closed
+    assert _aruntime_threads() == []
+
+
+def test_many_backends_open_and_close() -> None:
+    baseline = threading.active_count()
+    for _ in range(5):
+        gpu = ar.open_backend("mock", latency=0.0)
+        ptr = gpu.alloc(8)
+        s = gpu.create_stream()
+        gpu.memset_async(ptr, 0, 8, stream=s)
+        gpu.memset_async(ptr, 0, 8)
+        s.close()
+        gpu.free(ptr)
+        gpu.close()
+    assert threading.active_count() == baseline, _aruntime_threads()
+
+
+def test_wake_ups_run_on_waiter_threads_not_driver_threads() -> None:
+    gpu = ar.open_backend("mock", latency=0.01)
+    ptr = gpu.alloc(8)
+    c = gpu.memset_async(ptr, 0, 8)
+    seen: list[str] = []
+    assert c._add_callback(lambda: seen.append(threading.current_thread().name))
+    c.wait(30)
+    assert seen and seen[0].startswith("aruntime-waiter-"), seen
+    gpu.free(ptr)
+    gpu.close()
+
+
+def test_waiter_does_not_retain_the_last_d2h_destination() -> None:
+    import weakref
+
+    import numpy as np
+
+    gpu = ar.open_backend("mock", latency=0.0)
+    ptr = gpu.alloc(1 << 16)
+    dst = np.zeros(1 << 16, np.uint8)
+    ref = weakref.ref(dst)
+    gpu.copy_d2h_async(ptr, dst).wait(30)
+    del dst
+    gc.collect()
+    assert ref() is None
+    gpu.free(ptr)
+    gpu.close()
