@@ -440,7 +440,8 @@ class Backend:
             fn,
             stream,
             lambda s: self._driver.memcpy_h2d(view, address, s),
-            keepalive=(view, src),
+            keepalive=(src,),
+            views=(view,),
             nbytes=n,
         )
 
@@ -463,7 +464,8 @@ class Backend:
             fn,
             stream,
             lambda s: self._driver.memcpy_d2h(address, view, s),
-            keepalive=(view, dst),
+            keepalive=(dst,),
+            views=(view,),
             result=dst,
             nbytes=n,
         )
@@ -1086,6 +1088,7 @@ class Backend:
         enqueue: Callable[[DriverStream], None],
         *,
         keepalive: tuple[Any, ...] = (),
+        views: tuple[memoryview, ...] = (),
         result: Any = None,
         nbytes: int = 0,
         kernel: Kernel | None = None,
@@ -1095,7 +1098,7 @@ class Backend:
         with st._lock:
             if st._capturing:
                 enqueue(st.handle)
-                st._capture_keepalive.extend(keepalive)
+                st._capture_keepalive.extend((*views, *keepalive))
                 st._capture_ops += 1
                 return Completion._born_captured(op)
             if self._driver.synchronous:
@@ -1104,7 +1107,7 @@ class Backend:
                 except DriverError as exc:
                     return Completion(op, st)._fail_at_birth(exc)
                 return Completion._born_done(op, result)
-            completion = Completion(op, st, result, keepalive)
+            completion = Completion(op, st, result, keepalive, views)
             try:
                 enqueue(st.handle)
             except DriverError as exc:

@@ -85,6 +85,7 @@ class Completion:
         "_result",
         "_state",
         "_stream",
+        "_views",
     )
 
     def __init__(
@@ -93,6 +94,7 @@ class Completion:
         stream: Stream | None = None,
         result: Any = None,
         keepalive: tuple[Any, ...] = (),
+        views: tuple[memoryview, ...] = (),
     ) -> None:
         self._op = op
         self._stream = stream
@@ -100,6 +102,10 @@ class Completion:
         self._error: BaseException | None = None
         self._state = _PENDING
         self._keepalive = keepalive
+        # Views the core made of the caller's buffers (released when the op
+        # finishes, which unlocks resizing); the caller's own objects, even
+        # memoryviews, are only referenced, never released.
+        self._views = views
         self._callbacks: list[_Callback] = []
         self._lock = threading.Lock()
 
@@ -113,6 +119,7 @@ class Completion:
         c._error = None
         c._state = _DONE
         c._keepalive = ()
+        c._views = ()
         c._callbacks = []
         c._lock = _NO_LOCK
         return c
@@ -277,10 +284,11 @@ class Completion:
                 self._error = error
                 self._state = _FAILED
             callbacks, self._callbacks = self._callbacks, []
-            keepalive, self._keepalive = self._keepalive, ()
+            views, self._views = self._views, ()
+            self._keepalive = ()
         if error is not None and self._stream is not None:
             self._stream._note_failure(self)
-        _release_views(keepalive)
+        _release_views(views)
         for fn in callbacks:
             try:
                 fn()
@@ -307,11 +315,10 @@ class _NoLock:
 _NO_LOCK: Any = _NoLock()
 
 
-def _release_views(keepalive: tuple[Any, ...]) -> None:
-    """Let go of the host buffers an op pinned, unlocking resizable ones."""
-    for obj in keepalive:
-        if isinstance(obj, memoryview):
-            try:
-                obj.release()
-            except BufferError:
-                pass  # someone else still exports it; dropping our reference is enough
+def _release_views(views: tuple[memoryview, ...]) -> None:
+    """Release the core's own views of an op's host buffers, unlocking resizable ones."""
+    for view in views:
+        try:
+            view.release()
+        except BufferError:
+            pass  # someone else still exports it; dropping our reference is enough
