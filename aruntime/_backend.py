@@ -284,7 +284,7 @@ class Backend:
             raise InvalidArgumentError(f"{fn}: this HostBuffer was not allocated by {self!r}")
         if record.freed:
             raise InvalidArgumentError(f"{fn}: this HostBuffer was already freed")
-        if buf.address != record.address:
+        if buf.address != record.address or buf.nbytes != record.nbytes:
             raise InvalidArgumentError(f"{fn}: pass the HostBuffer itself, not a view of it")
         record.freed = True
         for mapped in self._ledger.mapped_views_of(record.alloc_id):
@@ -303,6 +303,8 @@ class Backend:
             raise InvalidArgumentError(f"{fn}: this HostBuffer was not allocated by {self!r}")
         if record.freed:
             raise InvalidArgumentError(f"{fn}: this HostBuffer was freed")
+        if not buf.flags.c_contiguous:
+            raise InvalidArgumentError(f"{fn}: the HostBuffer view is not C-contiguous")
         offset = buf.address - record.address
         base = self._driver.host_device_address(record.address)
         alloc_id = new_alloc_id()
@@ -652,6 +654,7 @@ class Backend:
             return self._default
 
     def stream_is_capturing(self, stream: Stream) -> bool:
+        self._check_open("stream_is_capturing")
         return self._resolve_stream(stream, "stream_is_capturing")._capturing
 
     def _close_stream(self, stream: Stream) -> None:
