@@ -541,14 +541,10 @@ def test_devptr_offset_and_slicing_stay_in_bounds() -> None:
             v = base[a:b]
             inside(v)
             for key in (slice(start, stop), slice(start, stop, start), start):
-                try:
+                with contextlib.suppress(ALLOWED):
                     inside(v[key])
-                except ALLOWED:
-                    pass
-            try:
+            with contextlib.suppress(ALLOWED):
                 inside(v.offset(start))
-            except ALLOWED:
-                pass
 
         slices()
         gpu.free(base)
