@@ -35,3 +35,8 @@ class Gate:
 
     def open(self) -> None:
         self._event.set()
+
+
+def thread_count() -> int:
+    """Live threads, not counting trio's own worker cache (which comes and goes)."""
+    return sum(1 for t in threading.enumerate() if not t.name.startswith("Trio thread"))
