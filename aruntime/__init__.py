@@ -28,7 +28,13 @@ from ._exceptions import (
 )
 from ._handles import Event, Graph, Kernel, Module, Stream
 from ._memory import Allocation, DevicePtr, HostBuffer
-from ._registry import BACKEND_NAMES, BackendStatus, available_backends, open_backend, probe_backends
+from ._registry import (
+    BACKEND_NAMES,
+    BackendStatus,
+    available_backends,
+    open_backend,
+    probe_backends,
+)
 
 __version__ = "0.1.0"
 

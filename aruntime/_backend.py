@@ -19,8 +19,8 @@ import functools
 import logging
 import threading
 import weakref
-from dataclasses import dataclass
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -366,10 +366,7 @@ class Backend:
                 (entry.address + entry.nbytes, self._ledger.high_pattern),
             ):
                 band = bytearray(rz)
-                self._blocking(
-                    "scan_redzones",
-                    lambda s, a=address, b=band: self._driver.memcpy_d2h(a, memoryview(b), s),
-                )
+                self._blocking("scan_redzones", self._reader(address, band))
                 if band.count(pattern) != rz:
                     bad += 1
         return bad
@@ -390,6 +387,12 @@ class Backend:
                 self._write_guards(entry)
                 count += 1
         return count
+
+    def _reader(self, address: int, into: bytearray) -> Callable[[DriverStream], None]:
+        def enqueue(stream: DriverStream) -> None:
+            self._driver.memcpy_d2h(address, memoryview(into), stream)
+
+        return enqueue
 
     def _write_guards(self, entry: Entry) -> None:
         rz = entry.redzone
@@ -566,8 +569,9 @@ class Backend:
         fn = "launch"
         self._check_open(fn)
         if not isinstance(kernel, Kernel):
-            raise TypeError(f"{fn}: kernel must be a Kernel from backend.kernel(), got "
-                            f"{type(kernel).__name__}")
+            raise TypeError(
+                f"{fn}: kernel must be a Kernel from backend.kernel(), got {type(kernel).__name__}"
+            )
         if kernel.backend is not self:
             raise InvalidArgumentError(f"{fn}: {kernel!r} belongs to another backend")
         config = LaunchConfig(
@@ -720,9 +724,7 @@ class Backend:
         for what, ev in (("start", start), ("end", end)):
             self._check_event(ev, fn)
             if not ev.timing:
-                raise InvalidArgumentError(
-                    f"{fn}: {what} event was created without timing=True"
-                )
+                raise InvalidArgumentError(f"{fn}: {what} event was created without timing=True")
             if not ev._recorded:
                 raise InvalidArgumentError(f"{fn}: {what} event was never recorded")
             if not self._driver.event_query(ev.handle):
@@ -803,8 +805,9 @@ class Backend:
                 raise InvalidArgumentError(f"{fn}: no module named {module!r} is loaded")
             module = found
         elif not isinstance(module, Module):
-            raise TypeError(f"{fn}: module must be a Module or its name, got "
-                            f"{type(module).__name__}")
+            raise TypeError(
+                f"{fn}: module must be a Module or its name, got {type(module).__name__}"
+            )
         elif module.backend is not self:
             raise InvalidArgumentError(f"{fn}: {module!r} belongs to another backend")
         if not isinstance(func_name, str):
@@ -1039,9 +1042,7 @@ class Backend:
             raise InvalidArgumentError(f"{fn}: the event belongs to another backend")
         event._check_open(fn)
 
-    def _resolve_stream(
-        self, stream: object, fn: str, *, allow_closed: bool = False
-    ) -> Stream:
+    def _resolve_stream(self, stream: object, fn: str, *, allow_closed: bool = False) -> Stream:
         if stream is None:
             return self.default_stream()
         if not isinstance(stream, Stream):
@@ -1193,4 +1194,3 @@ class _ErrorCheck:
         if not marker._add_callback(settle):
             settle()
         return result
-

@@ -32,9 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NewType
 
 if TYPE_CHECKING:
-    import numpy as np
-
-    from ._memory import DevicePtr
+    pass
 
 __all__ = [
     "DeviceInfo",

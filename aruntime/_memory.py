@@ -111,7 +111,7 @@ class _HostRecord:
         self.freed = False
 
 
-class HostBuffer(np.ndarray):  # type: ignore[type-arg]
+class HostBuffer(np.ndarray):
     """Pinned (page-locked) host memory: a 1-D ``uint8`` numpy array.
 
     Made by ``backend.alloc_host_pinned(nbytes)``; released by

@@ -61,7 +61,8 @@ def native_library_path(filename: str) -> Path:
                 _rebuild_from_source()
             except Exception as exc:  # a compiler error must not hide the library
                 raise BackendUnavailableError(
-                    f"building the native library {filename} from {_SOURCE_FFI.parent} failed: {exc}"
+                    f"building the native library {filename} from "
+                    f"{_SOURCE_FFI.parent} failed: {exc}"
                 ) from exc
     path = _LIB_DIR / filename
     if not path.exists():

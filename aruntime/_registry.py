@@ -47,7 +47,9 @@ def _package(name: str) -> tuple[ModuleType, bool]:
     try:
         module = importlib.import_module(f"aruntime.backends.{package}")
     except ImportError as exc:
-        raise BackendUnavailableError(f"{name}: the backend is not part of this build ({exc})")
+        raise BackendUnavailableError(
+            f"{name}: the backend is not part of this build ({exc})"
+        ) from exc
     return module, sim
 
 

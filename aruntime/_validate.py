@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,7 @@ def check_count(value: object, fn: str, what: str, *, minimum: int = 0) -> int:
     """A non-negative (or >= minimum) integer count."""
     if not _is_int(value):
         raise TypeError(f"{fn}: {what} must be an int, got {type(value).__name__}")
-    n = int(value)  # type: ignore[call-overload]
+    n = operator.index(value)  # type: ignore[arg-type]
     if n < minimum:
         raise InvalidArgumentError(f"{fn}: {what} must be >= {minimum}, got {n}")
     if n > 2**63 - 1:
@@ -44,7 +45,7 @@ def check_count(value: object, fn: str, what: str, *, minimum: int = 0) -> int:
 def check_byte_value(value: object, fn: str) -> int:
     if not _is_int(value):
         raise TypeError(f"{fn}: value must be an int in 0..255, got {type(value).__name__}")
-    v = int(value)  # type: ignore[call-overload]
+    v = operator.index(value)  # type: ignore[arg-type]
     if not 0 <= v <= 255:
         raise InvalidArgumentError(f"{fn}: value {v} is outside 0..255 (memset sets bytes)")
     return v
@@ -88,7 +89,7 @@ def as_host_view(obj: object, fn: str, *, writable: bool) -> memoryview:
         return view.cast("B")
     except (TypeError, ValueError, NotImplementedError):
         # Formats memoryview cannot cast (structured dtypes): numpy reads raw bytes.
-        return memoryview(np.frombuffer(view, dtype=np.uint8))
+        return memoryview(np.frombuffer(view, dtype=np.uint8))  # type: ignore[arg-type]
 
 
 def check_dims(value: object, fn: str, what: str) -> tuple[int, int, int]:
@@ -99,18 +100,14 @@ def check_dims(value: object, fn: str, what: str) -> tuple[int, int, int]:
     elif isinstance(value, (tuple, list)) and 1 <= len(value) <= 3:
         dims = tuple(value)
     else:
-        raise TypeError(
-            f"{fn}: {what} must be an int or a tuple of 1 to 3 ints, got {value!r:.60}"
-        )
+        raise TypeError(f"{fn}: {what} must be an int or a tuple of 1 to 3 ints, got {value!r:.60}")
     out = []
     for axis, d in enumerate(dims):
         if not _is_int(d):
             raise TypeError(f"{fn}: {what}[{axis}] must be an int, got {type(d).__name__}")
         n = int(d)
         if n < 1 or n > limits[axis]:
-            raise InvalidArgumentError(
-                f"{fn}: {what}[{axis}] = {n} is outside 1..{limits[axis]}"
-            )
+            raise InvalidArgumentError(f"{fn}: {what}[{axis}] = {n} is outside 1..{limits[axis]}")
         out.append(n)
     while len(out) < 3:
         out.append(1)
@@ -162,4 +159,3 @@ def check_kernel_args(args: object, fn: str) -> list[Any]:
                 "DevicePtr, numpy scalars (np.float32(2)) or raw bytes"
             )
     return out
-

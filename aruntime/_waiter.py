@@ -17,7 +17,6 @@ import collections
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from ._completion import Completion
 from ._driver import Driver, DriverEvent
@@ -131,4 +130,3 @@ class StreamWaiter:
                 on_exit()
             except Exception:
                 _log.exception("%s: cleanup after the last op failed", self._label)
-

@@ -12,6 +12,7 @@ the only requirement.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib.util
 import os
 import shlex
@@ -48,7 +49,12 @@ def discover() -> list[NativeLibrary]:
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
-        libs.extend(module.LIBRARIES)
+        # A changed spec (flags, sources) or builder must rebuild its libraries too.
+        spec_inputs = (str(spec_path.relative_to(FFI_DIR)), "build.py")
+        libs.extend(
+            dataclasses.replace(lib, depends=(*lib.depends, *spec_inputs))
+            for lib in module.LIBRARIES
+        )
     return libs
 
 
@@ -92,7 +98,9 @@ def build(out_dir: Path, *, force: bool = False, verbose: bool = False) -> list[
                 print(shlex.join(cmd), file=sys.stderr)
             result = subprocess.run(cmd, capture_output=True, text=True, cwd=FFI_DIR)
             if result.returncode != 0:
-                raise RuntimeError(f"building {lib.filename} failed:\n{shlex.join(cmd)}\n{result.stderr}")
+                raise RuntimeError(
+                    f"building {lib.filename} failed:\n{shlex.join(cmd)}\n{result.stderr}"
+                )
             os.replace(tmp, target)  # atomic: a concurrent loader never sees half a file
         built.append(target)
     return built

@@ -80,7 +80,7 @@ async def test_kernel_launch(backend: ar.Backend) -> None:
     await backend.launch(saxpy, (n + 127) // 128, 128, [np.uint32(n), np.float32(3), dx, dy])
     out = await backend.copy_d2h_async(dy, np.empty_like(y))
     np.testing.assert_allclose(out, 3 * x + 1)
-    with pytest.raises(TypeError, match="np.uint32"):
+    with pytest.raises(TypeError, match=r"np\.uint32"):
         backend.launch(saxpy, 8, 128, [n, np.float32(3), dx, dy])
     with pytest.raises(ar.InvalidArgumentError):
         backend.launch(saxpy, 8, 4096, [np.uint32(n), np.float32(3), dx, dy])

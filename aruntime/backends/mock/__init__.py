@@ -2,8 +2,9 @@
 
 Options for ``open_backend("mock", ...)``: ``name``, ``total_memory`` (bytes)
 and ``compute_units``; ``latency=<seconds>`` makes it asynchronous, each
-stream running its ops on a worker thread (see ``_threaded``).  The driver (``backend.driver``) offers ``call_log``,
-``calls(op)``, ``inject_fault(kind, error, count)`` and ``clear_faults()``.
+stream running its ops on a worker thread (see ``_threaded``).  The driver
+(``backend.driver``) offers ``call_log``, ``calls(op)``,
+``inject_fault(kind, error, count)`` and ``clear_faults()``.
 """
 
 from __future__ import annotations

@@ -195,7 +195,7 @@ class MockDriver(Driver):
     # -- memory resolution -----------------------------------------------------
     def view(self, address: int, nbytes: int) -> np.ndarray[Any, np.dtype[np.uint8]]:
         """A writable uint8 numpy view of ``nbytes`` of mock device memory."""
-        if address in self._host_mapped or address >= _HOST_MAPPED_BASE and address < _DEVICE_BASE:
+        if _HOST_MAPPED_BASE <= address < _DEVICE_BASE:
             return self._host_view(address, nbytes)
         i = bisect.bisect_right(self._bases, address) - 1
         if i < 0:
@@ -280,7 +280,7 @@ class MockDriver(Driver):
         with self._lock:
             self._host[address] = array
         self._log(MockCall("alloc_host", nbytes=nbytes))
-        return address, memoryview(array)
+        return address, memoryview(array)  # type: ignore[arg-type]
 
     def host_free(self, address: int) -> None:
         with self._lock:

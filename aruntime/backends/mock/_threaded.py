@@ -188,4 +188,3 @@ class ThreadedMockDriver(MockDriver):
 
         stream.worker.submit(job)
         self._log(MockCall("stream_wait_event", stream=stream.id))
-
