@@ -117,6 +117,13 @@ class MockDriver(Driver):
         total_memory: int = 8 << 30,
         compute_units: int = 16,
     ) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"mock: name must be a str, got {type(name).__name__}")
+        for what, value in (("total_memory", total_memory), ("compute_units", compute_units)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"mock: {what} must be an int, got {type(value).__name__}")
+            if value < 1:
+                raise InvalidArgumentError(f"mock: {what} must be >= 1, got {value}")
         self._info = DeviceInfo(name, total_memory, compute_units, (("vendor", "aruntime"),))
         self._lock = threading.RLock()
         self._bases: list[int] = []  # sorted allocation base addresses

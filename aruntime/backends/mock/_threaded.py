@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._driver import DriverEvent, DriverStream
-from ..._exceptions import DeviceLostError, DriverError
+from ..._exceptions import DeviceLostError, DriverError, InvalidArgumentError
 from ._driver import MockCall, MockDriver, _MockStream
 
 __all__ = ["ThreadedMockDriver"]
@@ -79,7 +79,7 @@ class ThreadedMockDriver(MockDriver):
         if isinstance(latency, bool) or not isinstance(latency, (int, float)):
             raise TypeError(f"mock: latency must be a number of seconds, got {latency!r}")
         if not 0 <= latency <= 60:
-            raise ValueError(f"mock: latency must be within 0..60 s, got {latency}")
+            raise InvalidArgumentError(f"mock: latency must be within 0..60 s, got {latency}")
         super().__init__(**options)
         self.latency = float(latency)
         self._workers: list[_Worker] = []
