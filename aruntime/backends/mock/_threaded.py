@@ -83,17 +83,28 @@ class ThreadedMockDriver(MockDriver):
         super().__init__(**options)
         self.latency = float(latency)
         self._workers: list[_Worker] = []
+        self._live_streams: list[_ThreadedStream] = []
 
     def stream_create(self, priority: int) -> DriverStream:
         stream = _ThreadedStream(next(self._ids), priority)
         stream.worker = _Worker(f"aruntime-mock-stream-{stream.id}")
         with self._lock:
             self._workers.append(stream.worker)
+            self._live_streams.append(stream)
         return DriverStream(stream)
 
     def stream_destroy(self, stream: DriverStream) -> None:
         assert isinstance(stream, _ThreadedStream) and stream.worker is not None
+        with self._lock:
+            self._live_streams = [s for s in self._live_streams if s is not stream]
         stream.worker.stop()
+
+    def clear_faults(self) -> None:
+        """Also forget the lost-device error each stream carries to its next event."""
+        with self._lock:
+            super().clear_faults()
+            for stream in self._live_streams:
+                stream.error = None
 
     def close(self) -> None:
         with self._lock:
