@@ -38,7 +38,7 @@ def test_bad_mock_options(options: dict[str, object], error: type) -> None:
 
 
 def test_bad_names_and_devices() -> None:
-    with pytest.raises(ar.InvalidArgumentError, match="unknown backend 'nope'.*mock"):
+    with pytest.raises(ar.InvalidArgumentError, match=r"unknown backend 'nope'.*mock"):
         ar.open_backend("nope")
     with pytest.raises(TypeError):
         ar.open_backend(3)  # type: ignore[arg-type]
@@ -99,7 +99,7 @@ def test_lazy_import_and_unavailable_backends(monkeypatch: pytest.MonkeyPatch) -
         return real(name, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(_registry.importlib, "import_module", fake)
-    with pytest.raises(ar.BackendUnavailableError, match="cuda.*simulated"):
+    with pytest.raises(ar.BackendUnavailableError, match=r"cuda.*simulated"):
         ar.open_backend("cuda")
     status = {s.name: s for s in ar.probe_backends()}["cuda"]
     assert not status.available and "simulated" in status.reason

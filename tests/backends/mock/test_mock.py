@@ -209,7 +209,7 @@ async def test_kernel_that_raises_fails_its_completion(gpu: ar.Backend) -> None:
         raise ZeroDivisionError("kernel bug")
 
     kern = gpu.kernel(gpu.load_module("boom", {"boom": boom}), "boom")
-    with pytest.raises(ar.DriverError, match="boom.*ZeroDivisionError") as info:
+    with pytest.raises(ar.DriverError, match=r"boom.*ZeroDivisionError") as info:
         await gpu.launch(kern, 1, 1, [])
     assert info.value.name == "MOCK_KERNEL_EXCEPTION"
     if gpu.driver.synchronous:
