@@ -1123,10 +1123,6 @@ class Backend:
                 self._release_marker(marker)
                 return completion._fail_at_birth(exc)
             self._waiter_for(st).submit(marker, completion, self._release_marker)
-            # Weakly: the waiter holds it while pending, which is all
-            # _after_queued_work needs; a strong one would keep the last D2H
-            # destination of every stream alive after its owner dropped it.
-            st._last = weakref.ref(completion)
         return completion
 
     def _marker(self, op: str, st: Stream) -> Completion:
@@ -1140,15 +1136,12 @@ class Backend:
         if self._driver.synchronous:
             release()
             return
+        # Every waiter, not just those of open streams: a stream closed with
+        # work queued keeps running it, and freeing under it would be a
+        # use-after-free on the device.
         with self._lock:
-            streams = list(self._streams)
-            if self._default is not None:
-                streams.append(self._default)
-        pending = []
-        for st in streams:
-            last = st._last() if st._last is not None else None
-            if last is not None and not last.done():
-                pending.append(last)
+            waiters = list(self._waiters)
+        pending = [c for c in (w.last_pending() for w in waiters) if c is not None]
         if not pending:
             release()
             return

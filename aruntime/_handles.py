@@ -100,7 +100,6 @@ class Stream(_Handle):
         self._capture_ops = 0
         self._failures: list[Completion] = []
         self._failures_lock = threading.Lock()
-        self._last: weakref.ref[Completion] | None = None  # the latest queued op
         self._capturing = False
         self._capture_keepalive: list[Any] = []
         super().__init__(backend)

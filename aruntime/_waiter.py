@@ -42,6 +42,7 @@ class StreamWaiter:
         self._on_exit: Callable[[], None] | None = None
         self._abandon = False
         self._busy = 0  # 1 while an item popped from the queue is being waited on
+        self._current: Completion | None = None  # that item's Completion
 
     def submit(
         self,
@@ -60,6 +61,17 @@ class StreamWaiter:
                 self._thread.start()
             else:
                 self._cond.notify()
+
+    def last_pending(self) -> Completion | None:
+        """The Completion of the latest op not yet finished (None when drained).
+
+        The stream runs in order, so once it finishes, everything queued on the
+        stream before it has finished too.
+        """
+        with self._cond:
+            if self._queue:
+                return self._queue[-1][1]
+            return self._current
 
     def pending(self) -> int:
         """Ops queued or being waited on whose Completion has not finished."""
@@ -106,6 +118,7 @@ class StreamWaiter:
                     break
                 event, completion, release = self._queue.popleft()
                 self._busy = 1
+                self._current = completion
             error: BaseException | None = None
             try:
                 self._driver.event_wait(event)
@@ -121,7 +134,9 @@ class StreamWaiter:
                     _log.exception("returning a marker event failed")
             if not self._abandon:
                 completion._finish(error)
-            self._busy = 0
+            with self._cond:
+                self._busy = 0
+                self._current = None
             # Drop this op before parking: otherwise the idle thread keeps its
             # Completion, and through it the stream and a D2H destination, alive.
             del event, completion, release, error
