@@ -178,3 +178,39 @@ def test_close_releases_everything_left() -> None:
     gpu.close()
     assert gpu.live_alloc_count() == 0
     assert host.freed
+
+
+@pytest.mark.parametrize("what", ["device", "host", "event", "graph"])
+def test_release_waits_for_streams_closed_with_work_queued(what: str) -> None:
+    gpu = ar.open_backend("mock", latency=0.0)
+    try:
+        gate = Gate(gpu)
+        s = gpu.create_stream()
+        gate.launch(stream=s)
+        ptr = gpu.alloc(64)
+        host = gpu.alloc_host_pinned(64)
+        ev = gpu.create_event()
+        with gpu.capture(gpu.default_stream()) as graph:
+            pass
+        done = gpu.copy_d2h_async(ptr, host, stream=s)
+        s.close()  # never blocks: the queued copy still runs
+        destroyed: list[str] = []
+        if what == "device":
+            gpu.free(ptr)
+        elif what == "host":
+            gpu.free_host_pinned(host)
+        elif what == "event":
+            gpu.driver.event_destroy = lambda e: destroyed.append("event")  # type: ignore[method-assign]
+            gpu.destroy_event(ev)
+        else:
+            gpu.driver.graph_destroy = lambda g: destroyed.append("graph")  # type: ignore[method-assign]
+            gpu.destroy_graph(graph)
+        assert gpu.driver.calls("free") == [] and gpu.driver.calls("free_host") == []
+        assert destroyed == []
+        gate.open()
+        done.wait(30)  # the copy did not run into freed memory
+        gpu.synchronize().wait(30)
+        freed = len(gpu.driver.calls("free")) + len(gpu.driver.calls("free_host"))
+        assert freed + len(destroyed) == 1
+    finally:
+        gpu.close()
