@@ -612,12 +612,19 @@ class Backend:
         self._check_open(fn)
         self._check_event(event, fn)
         stream = event._last_stream
-        if self._driver.synchronous or stream is None or stream.closed:
-            if stream is not None and not self._driver.synchronous:
-                # The stream closed after recording: its queue drained before it
-                # closed, so the event has already completed.
-                pass
+        if self._driver.synchronous or stream is None:
             return Completion._born_done(fn)
+        if stream.closed:
+            # close() never blocks, so the stream may still be draining the
+            # work before the event: finish once the last op queued on it has.
+            waiter = stream._waiter_box[0]
+            last = waiter.last_pending() if waiter is not None else None
+            if last is None:
+                return Completion._born_done(fn)
+            reached = Completion(fn, None)
+            if not last._add_callback(reached._finish):
+                reached._finish()
+            return reached
         completion = Completion(fn, stream)
         waiter = self._waiter_for(stream)
         with stream._lock:
