@@ -398,3 +398,23 @@ def test_op_property(mock_backend: ar.Backend) -> None:
     assert mock_backend.memset_async(ptr, 1, 8).op == "memset_async"
     assert mock_backend.copy_d2h_async(ptr, bytearray(8)).op == "copy_d2h_async"
     mock_backend.free(ptr)
+
+
+async def test_event_recorded_on_a_closed_stream_still_waits(slow_backend: ar.Backend) -> None:
+    gpu = slow_backend
+    gate = Gate(gpu)
+    s = gpu.create_stream()
+    gate.launch(stream=s)
+    ev = gpu.create_event()
+    gpu.record_event(ev, s)
+    s.close()  # never blocks: the stream is still draining
+    c = gpu.event_synchronize(ev)
+    assert not c.done() and not gpu.event_query(ev)
+    with anyio.move_on_after(0.01) as scope:
+        await ev
+    assert scope.cancelled_caught
+    gate.open()
+    await c
+    assert gpu.event_query(ev)
+    await ev
+    ev.close()
