@@ -18,6 +18,7 @@ import contextlib
 import functools
 import logging
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -94,6 +95,43 @@ def _release_stream(driver: Driver, handle: DriverStream, waiter_box: list[Any])
         waiter.close(on_exit=destroy)
 
 
+def _backend_dropped(name: str, driver: Driver, waiters: weakref.WeakSet[StreamWaiter]) -> None:
+    """Finalizer of a backend garbage-collected without ``close()``.
+
+    Warns, lets every waiter drain and end, then closes the driver from the
+    last one to exit (never blocking the collector on the device).
+    """
+    warnings.warn(
+        f"unclosed backend {name!r}: close it (or use 'with' / 'async with') so its "
+        "threads and device memory are released promptly",
+        ResourceWarning,
+        stacklevel=2,
+    )
+
+    def close_driver() -> None:
+        try:
+            driver.close()
+        except Exception:  # a finalizer must never raise
+            _log.exception("%s: closing a dropped backend failed", name)
+
+    live = list(waiters)
+    if not live:
+        close_driver()
+        return
+    remaining = [len(live)]
+    lock = threading.Lock()
+
+    def one_exited() -> None:
+        with lock:
+            remaining[0] -= 1
+            last = remaining[0] == 0
+        if last:
+            close_driver()
+
+    for waiter in live:
+        waiter.close(on_exit=one_exited)
+
+
 @dataclass(frozen=True)
 class BackendStatistics:
     """What a backend holds at one moment (see :meth:`Backend.statistics`)."""
@@ -135,6 +173,10 @@ class Backend:
         _open_backends.add(self)
         if not driver.synchronous:
             _register_exit_hook()
+        self._finalizer = weakref.finalize(
+            self, _backend_dropped, self._name, driver, self._waiters
+        )
+        self._finalizer.atexit = False  # at exit, _abandon_all_at_exit decides
 
     # ------------------------------------------------------------------ device
     @property
@@ -936,6 +978,7 @@ class Backend:
             if self._closed:
                 return
             self._closed = True
+            self._finalizer.detach()
             streams = list(self._streams)
             if self._default is not None:
                 streams.append(self._default)
@@ -1003,6 +1046,7 @@ class Backend:
             if self._closed:
                 return
             self._closed = True
+            self._finalizer.detach()
             waiters = list(self._waiters)  # those of closed streams still draining too
         for waiter in waiters:
             waiter.abandon()

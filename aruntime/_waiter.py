@@ -36,10 +36,13 @@ class StreamWaiter:
         self._driver = driver
         self._label = label
         self._queue: collections.deque[_Item] = collections.deque()
-        self._cond = threading.Condition(threading.Lock())
+        # Reentrant: a garbage-collection finalizer that closes this waiter may
+        # run on this very thread while it holds the lock.
+        self._cond = threading.Condition(threading.RLock())
         self._thread: threading.Thread | None = None
         self._closing = False
-        self._on_exit: Callable[[], None] | None = None
+        self._exited = False
+        self._on_exit: list[Callable[[], None]] = []
         self._abandon = False
         self._busy = 0  # 1 while an item popped from the queue is being waited on
         self._current: Completion | None = None  # that item's Completion
@@ -82,15 +85,23 @@ class StreamWaiter:
         return self._thread is not None
 
     def close(self, on_exit: Callable[[], None] | None = None) -> None:
-        """Stop after the queued work: never blocks.  ``on_exit`` runs once drained."""
+        """Stop after the queued work: never blocks.  ``on_exit`` runs once drained.
+
+        It may be called again (by another owner) with another ``on_exit``;
+        each runs once, right away if the thread has already ended.
+        """
+        run_now = False
         with self._cond:
-            if self._closing:
-                return
-            self._closing = True
-            self._on_exit = on_exit
-            thread = self._thread
-            self._cond.notify()
-        if thread is None and on_exit is not None:
+            if on_exit is not None:
+                if self._exited or self._thread is None:
+                    run_now = True
+                else:
+                    self._on_exit.append(on_exit)
+            if not self._closing:
+                self._closing = True
+                self._cond.notify()
+        if run_now:
+            assert on_exit is not None
             on_exit()
 
     def join(self, timeout: float | None = None) -> bool:
@@ -114,7 +125,8 @@ class StreamWaiter:
                 while not self._queue and not self._closing:
                     self._cond.wait()
                 if self._abandon or (not self._queue and self._closing):
-                    on_exit, self._on_exit = self._on_exit, None
+                    on_exit, self._on_exit = self._on_exit, []
+                    self._exited = True
                     break
                 event, completion, release = self._queue.popleft()
                 self._busy = 1
@@ -140,8 +152,9 @@ class StreamWaiter:
             # Drop this op before parking: otherwise the idle thread keeps its
             # Completion, and through it the stream and a D2H destination, alive.
             del event, completion, release, error
-        if on_exit is not None and not self._abandon:
-            try:
-                on_exit()
-            except Exception:
-                _log.exception("%s: cleanup after the last op failed", self._label)
+        if not self._abandon:
+            for fn in on_exit:
+                try:
+                    fn()
+                except Exception:
+                    _log.exception("%s: cleanup after the last op failed", self._label)
