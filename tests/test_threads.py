@@ -137,3 +137,52 @@ def test_waiter_does_not_retain_the_last_d2h_destination() -> None:
     assert ref() is None
     gpu.free(ptr)
     gpu.close()
+
+
+def _wait_for_no_aruntime_threads() -> list[str]:
+    import time
+
+    for _ in range(500):  # bounded: the waiters end once their queues drain
+        if not _aruntime_threads():
+            break
+        time.sleep(0.01)
+    return _aruntime_threads()
+
+
+def test_dropped_backend_warns_and_ends_its_threads() -> None:
+    def use_and_drop() -> None:
+        gpu = ar.open_backend("mock", latency=0.001)
+        ptr = gpu.alloc(64)
+        s = gpu.create_stream()
+        for _ in range(5):
+            gpu.memset_async(ptr, 1, 64)
+            last = gpu.memset_async(ptr, 2, 64, stream=s)
+        s.close()
+        # Pending ops keep their backend alive (the waiters hold them); let them end.
+        last.wait(30)
+        gpu.synchronize().wait(30)
+
+    use_and_drop()
+    with pytest.warns(ResourceWarning, match="unclosed backend 'mock'"):
+        gc.collect()
+    assert _wait_for_no_aruntime_threads() == []
+
+
+def test_dropped_synchronous_backend_warns() -> None:
+    gpu = ar.open_backend("mock")
+    gpu.alloc(8)
+    with pytest.warns(ResourceWarning, match="unclosed backend"):
+        del gpu
+        gc.collect()
+
+
+def test_closed_backend_does_not_warn_when_dropped() -> None:
+    import warnings
+
+    gpu = ar.open_backend("mock", latency=0.0)
+    gpu.memset_async(gpu.alloc(8), 0, 8)
+    gpu.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        del gpu
+        gc.collect()
