@@ -270,7 +270,13 @@ class Backend:
         entry = Entry(alloc_id, kind, address, n, site, raw, rz, ptr)
         self._ledger.add(entry)
         if rz:
-            self._write_guards(entry)
+            try:
+                self._write_guards(entry)
+            except BaseException:
+                # The caller never gets the pointer: take it back out.
+                self._ledger.remove(alloc_id)
+                self._after_queued_work(functools.partial(self._driver.mem_free, raw))
+                raise
         return ptr
 
     def free(self, ptr: DevicePtr) -> None:
