@@ -127,3 +127,16 @@ def test_only_exactly_one_turns_guards_on(monkeypatch: pytest.MonkeyPatch, value
         a = gpu.alloc(8)
         assert gpu.poison_redzones(1, 2) == 0
         gpu.free(a)
+
+
+def test_failed_guard_write_leaves_no_allocation(rz_backend: ar.Backend) -> None:
+    gpu = rz_backend
+    gpu.driver.inject_fault("memset", ar.DriverError)  # type: ignore[attr-defined]
+    with pytest.raises(ar.DriverError, match="injected"):
+        gpu.alloc(64)
+    gpu.synchronize().wait(30)
+    assert gpu.live_alloc_count() == 0
+    assert gpu.device_free_memory() == gpu.total_memory()  # the raw block was freed too
+    p = gpu.alloc(64)
+    assert gpu.scan_redzones() == 0
+    gpu.free(p)
