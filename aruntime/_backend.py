@@ -354,12 +354,21 @@ class Backend:
         if not buf.flags.c_contiguous:
             raise InvalidArgumentError(f"{fn}: the HostBuffer view is not C-contiguous")
         offset = buf.address - record.address
-        base = self._driver.host_device_address(record.address)
-        alloc_id = new_alloc_id()
-        ptr = DevicePtr(self, base, record.nbytes, alloc_id)
-        entry = Entry(alloc_id, "mapped", base, record.nbytes, caller_site(), base, 0, ptr)
-        entry.mapped_from = record.alloc_id
-        self._ledger.add(entry)
+        with self._lock:
+            # One mapping per host allocation, however often it is asked for:
+            # a new ledger entry per call would grow without bound in a loop.
+            mapped = self._ledger.mapped_views_of(record.alloc_id)
+            if mapped:
+                ptr = mapped[0].handle
+                assert isinstance(ptr, DevicePtr)
+            else:
+                base = self._driver.host_device_address(record.address)
+                alloc_id = new_alloc_id()
+                ptr = DevicePtr(self, base, record.nbytes, alloc_id)
+                site = caller_site()
+                entry = Entry(alloc_id, "mapped", base, record.nbytes, site, base, 0, ptr)
+                entry.mapped_from = record.alloc_id
+                self._ledger.add(entry)
         return ptr.offset(offset)[: buf.nbytes]
 
     # ------------------------------------------------------------------ ledger
