@@ -214,3 +214,16 @@ def test_release_waits_for_streams_closed_with_work_queued(what: str) -> None:
         assert freed + len(destroyed) == 1
     finally:
         gpu.close()
+
+
+def test_mapping_a_host_buffer_repeatedly_adds_one_entry(mock_backend: ar.Backend) -> None:
+    gpu = mock_backend
+    host = gpu.alloc_host_pinned(64)
+    first = gpu.host_ptr_to_device(host)
+    for _ in range(100):
+        again = gpu.host_ptr_to_device(host)
+        assert again == first
+    assert gpu.host_ptr_to_device(host[16:32]).address == first.address + 16
+    assert len(gpu._ledger.entries()) == 2  # the host buffer and its one mapping
+    gpu.free_host_pinned(host)
+    assert gpu._ledger.entries() == []
