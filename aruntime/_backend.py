@@ -132,6 +132,27 @@ def _backend_dropped(name: str, driver: Driver, waiters: weakref.WeakSet[StreamW
         waiter.close(on_exit=one_exited)
 
 
+class _FailureList:
+    """Thread-safe list of failed Completions nobody has looked at yet."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: list[Completion] = []
+
+    def note(self, completion: Completion) -> None:
+        with self._lock:
+            self._items.append(completion)
+
+    def forget(self, completion: Completion) -> None:
+        with self._lock, contextlib.suppress(ValueError):
+            self._items.remove(completion)
+
+    def take(self) -> list[Completion]:
+        with self._lock:
+            items, self._items = self._items, []
+        return items
+
+
 @dataclass(frozen=True)
 class BackendStatistics:
     """What a backend holds at one moment (see :meth:`Backend.statistics`)."""
@@ -170,6 +191,7 @@ class Backend:
         # so close() can join them all before it releases the driver.
         self._waiters: weakref.WeakSet[StreamWaiter] = weakref.WeakSet()
         self._default: Stream | None = None
+        self._orphan_failures = _FailureList()  # unseen errors of closed streams
         _open_backends.add(self)
         if not driver.synchronous:
             _register_exit_hook()
@@ -732,6 +754,8 @@ class Backend:
             return
         with self._lock:
             self._streams.discard(stream)
+        for failure in stream._take_failures():  # later ones go there directly
+            self._orphan_failures.note(failure)
         if self._closed:
             return
         _release_stream(self._driver, stream.handle, stream._waiter_box)
@@ -1017,6 +1041,7 @@ class Backend:
             w.join()
         for st in streams:
             errors.extend(c._error for c in st._take_failures() if c._error is not None)
+        errors.extend(c._error for c in self._orphan_failures.take() if c._error is not None)
 
         def attempt(what: str, fn: Callable[[], None]) -> None:
             try:
