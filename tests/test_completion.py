@@ -418,3 +418,24 @@ async def test_event_recorded_on_a_closed_stream_still_waits(slow_backend: ar.Ba
     assert gpu.event_query(ev)
     await ev
     ev.close()
+
+
+@pytest.mark.parametrize("latency", [None, 0.0])
+@pytest.mark.parametrize("observe", [False, True])
+def test_unawaited_error_of_a_closed_stream_raised_by_close(
+    latency: float | None, observe: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    gpu = ar.open_backend("mock") if latency is None else ar.open_backend("mock", latency=latency)
+    ptr = gpu.alloc(8)
+    s = gpu.create_stream()
+    gpu.driver.inject_fault("memset", ar.DriverError)
+    c = gpu.memset_async(ptr, 0, 8, stream=s)
+    s.close()  # no next synchronize() of s can report it now
+    if observe:
+        with pytest.raises(ar.DriverError):
+            c.wait(30)
+        gpu.close()  # seen, so not raised again
+        return
+    with caplog.at_level(logging.ERROR, logger="aruntime"), pytest.raises(ar.DriverError):
+        gpu.close()
+    assert any("nobody awaited" in r.getMessage() for r in caplog.records)
