@@ -227,3 +227,21 @@ def test_mapping_a_host_buffer_repeatedly_adds_one_entry(mock_backend: ar.Backen
     assert len(gpu._ledger.entries()) == 2  # the host buffer and its one mapping
     gpu.free_host_pinned(host)
     assert gpu._ledger.entries() == []
+
+
+def test_ledger_does_not_grow_with_frees(mock_backend: ar.Backend) -> None:
+    import tracemalloc
+
+    gpu = mock_backend
+    for _ in range(200):  # warm up caches
+        gpu.free(gpu.alloc(8))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(3000):
+            gpu.free(gpu.alloc(8))
+            gpu.driver.call_log.clear()  # the mock's log grows by design
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 3000 * 16, grown  # no per-free bookkeeping left behind
