@@ -1115,10 +1115,14 @@ class Backend:
             streams = list(self._streams)
             if self._default is not None:
                 streams.append(self._default)
+            waiters = list(self._waiters)
         out = []
         for st in streams:
             if not st.closed and not st._capturing:
                 out.append(self._marker("close", st))
+        # Streams closed with work still queued: await them too, or close()
+        # would block the event loop while they drain.
+        out.extend(c for c in (w.last_pending() for w in waiters) if c is not None)
         return out
 
     # -------------------------------------------------------------- internals
