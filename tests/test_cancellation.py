@@ -188,3 +188,37 @@ async def test_async_with_exit_cancelled_still_closes() -> None:
     assert scope.cancelled_caught
     assert gpu.closed
     assert gpu.live_alloc_count() == 0
+
+
+async def test_async_with_exit_awaits_closed_streams_without_blocking() -> None:
+    gpu = ar.open_backend("mock", latency=0.0)
+    gate = Gate(gpu)
+    exiting = False
+    ticks_while_exiting = 0
+
+    async def ticker() -> None:
+        # Opens the gate only after running during the exit: if the exit
+        # blocked the loop, this would never run (a 10 s timer then rescues it).
+        nonlocal ticks_while_exiting
+        while True:
+            if exiting:
+                ticks_while_exiting += 1
+                if ticks_while_exiting == 5:
+                    gate.open()
+            await anyio.sleep(0)
+
+    rescue = threading.Timer(10, gate.open)
+    rescue.start()
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ticker)
+            async with gpu:
+                s = gpu.create_stream()
+                gate.launch(stream=s)
+                s.close()  # still draining when the block ends
+                exiting = True
+            assert ticks_while_exiting >= 5
+            tg.cancel_scope.cancel()
+    finally:
+        rescue.cancel()
+    assert gpu.closed
