@@ -1267,7 +1267,10 @@ class _ErrorCheck:
 
     @staticmethod
     def wrap(marker: Completion, stream: Stream, op: str) -> Completion:
-        result = Completion(op, None)
+        # On the stream: if this synchronize() fails and nobody sees it (its
+        # await was cancelled), the error goes back to the stream for the next
+        # synchronize() or close() instead of being lost.
+        result = Completion(op, stream)
 
         def settle() -> None:
             failures = stream._take_failures()
