@@ -439,3 +439,22 @@ def test_unawaited_error_of_a_closed_stream_raised_by_close(
     with caplog.at_level(logging.ERROR, logger="aruntime"), pytest.raises(ar.DriverError):
         gpu.close()
     assert any("nobody awaited" in r.getMessage() for r in caplog.records)
+
+
+async def test_cancelled_synchronize_does_not_swallow_the_error(slow_backend: ar.Backend) -> None:
+    gpu = slow_backend
+    gate = Gate(gpu)
+    s = gpu.create_stream()
+    ptr = gpu.alloc(8)
+    gate.launch(stream=s)
+    gpu.driver.inject_fault("memset", ar.DriverError)
+    gpu.memset_async(ptr, 0, 8, stream=s)  # will fail; nobody awaits it
+    with anyio.move_on_after(0.01) as scope:
+        await s
+    assert scope.cancelled_caught
+    gate.open()
+    with pytest.raises(ar.DriverError, match="injected"):
+        await s  # the abandoned synchronize did not consume the error
+    await s  # raised once, then it is seen
+    s.close()
+    gpu.free(ptr)
