@@ -256,7 +256,7 @@ class MockDriver(Driver):
                 )
             address = self._next_address
             self._next_address += (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN + _GAP
-            self._arrays[address] = np.zeros(nbytes, dtype=np.uint8)
+            self._arrays[address] = _zeros(nbytes, "alloc")
             bisect.insort(self._bases, address)
             self._used += nbytes
         self._log(MockCall("alloc", nbytes=nbytes))
@@ -282,7 +282,7 @@ class MockDriver(Driver):
 
     def host_alloc(self, nbytes: int) -> tuple[int, memoryview]:
         self._check_fault("alloc_host", "alloc_host_pinned")
-        array = np.zeros(nbytes, dtype=np.uint8)
+        array = _zeros(nbytes, "alloc_host_pinned")
         address = int(array.ctypes.data)
         with self._lock:
             self._host[address] = array
@@ -499,6 +499,20 @@ class MockDriver(Driver):
     def graph_destroy(self, graph: DriverGraph) -> None:
         assert isinstance(graph, _MockGraph)
         graph.ops.clear()
+
+
+def _zeros(nbytes: int, function: str) -> np.ndarray[Any, np.dtype[np.uint8]]:
+    """Backing memory, or OutOfMemoryError when this machine cannot provide it."""
+    try:
+        return np.zeros(nbytes, dtype=np.uint8)
+    except MemoryError:
+        raise OutOfMemoryError(
+            f"{function}: the host cannot back {nbytes} bytes of mock memory",
+            backend="mock",
+            code=2,
+            name="MOCK_OUT_OF_MEMORY",
+            function=function,
+        ) from None
 
 
 def _sid(stream: DriverStream) -> int:
