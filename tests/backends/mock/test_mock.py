@@ -311,3 +311,12 @@ async def test_events_and_priorities(gpu: ar.Backend) -> None:
     for h in (a, b, s):
         h.close()
     gpu.free(gpu_ptr)
+
+
+def test_host_memory_the_machine_cannot_back_is_out_of_memory() -> None:
+    with ar.open_backend("mock", total_memory=1 << 62) as gpu:
+        with pytest.raises(ar.OutOfMemoryError, match="alloc_host_pinned"):
+            gpu.alloc_host_pinned(1 << 60)
+        with pytest.raises(ar.OutOfMemoryError, match="alloc"):
+            gpu.alloc(1 << 60)  # within total_memory, but numpy cannot back it
+        assert gpu.live_alloc_count() == 0
