@@ -1223,6 +1223,15 @@ class Backend:
     def _marker(self, op: str, st: Stream) -> Completion:
         """A Completion that finishes when ``st``'s queue so far has drained."""
         if self._driver.synchronous:
+            # Everything already ran, but the device may be in a sticky error
+            # state that a real synchronize would report: ask the driver.
+            marker = self._acquire_marker()
+            try:
+                self._driver.event_record(marker, st.handle)
+            except DriverError as exc:
+                return Completion(op, st)._fail_at_birth(exc)
+            finally:
+                self._release_marker(marker)
             return Completion._born_done(op)
         return self._submit(op, st, _nothing)
 

@@ -323,6 +323,14 @@ class MockDriver(Driver):
 
     def event_record(self, event: DriverEvent, stream: DriverStream) -> None:
         assert isinstance(event, _MockEvent)
+        if self._lost is not None:  # sticky, as cuEventRecord after a device loss
+            raise DeviceLostError(
+                f"record_event: the device was lost earlier ({self._lost})",
+                backend="mock",
+                code=self._lost.code,
+                name=self._lost.name,
+                function="record_event",
+            )
         event.time = time.perf_counter()
 
     def event_query(self, event: DriverEvent) -> bool:
