@@ -132,10 +132,10 @@ async def test_device_lost_is_sticky(gpu: ar.Backend) -> None:
             await gpu.memset_async(ptr, 0, 8)
     with pytest.raises(ar.DeviceLostError):
         gpu.alloc(8)
-    if not gpu.driver.synchronous:
-        # The born-done mock's synchronize() never reaches the driver (a known gap).
-        with pytest.raises(ar.DeviceLostError):
-            await gpu.synchronize()
+    with pytest.raises(ar.DeviceLostError):
+        await gpu.synchronize()
+    with pytest.raises(ar.DeviceLostError):
+        await gpu.default_stream()
     drv.clear_faults()  # a test can recover the mock
     await gpu.memset_async(ptr, 0, 8)
     gpu.free(ptr)
