@@ -34,6 +34,7 @@ class BuildNative(build_ext):
             out = ROOT / "aruntime" / "_lib"
         else:
             out = Path(self.build_lib) / "aruntime" / "_lib"
+        # Also copies ffi/<api>/decl/*.h (read at run time) into _lib/decl/.
         ffi_build.build(out, force=self.force)
 
     def get_outputs(self) -> list[str]:

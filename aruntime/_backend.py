@@ -82,12 +82,21 @@ def _abandon_all_at_exit() -> None:
         backend._abandon()
 
 
-def _release_stream(driver: Driver, handle: DriverStream, waiter_box: list[Any]) -> None:
+def _release_stream(
+    driver: Driver,
+    handle: DriverStream,
+    waiter_box: list[Any],
+    done: Callable[[], None] | None = None,
+) -> None:
     """Destroy a driver stream once its waiter has drained (or right away)."""
     waiter: StreamWaiter | None = waiter_box[0]
 
     def destroy() -> None:
-        driver.stream_destroy(handle)
+        try:
+            driver.stream_destroy(handle)
+        finally:
+            if done is not None:
+                done()
 
     if waiter is None:
         destroy()
@@ -182,6 +191,9 @@ class Backend:
         self._ledger = Ledger(self)
         self._redzone = REDZONE_BYTES if redzones_enabled() else 0
         self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
+        #: Closed streams whose queued work has not drained yet: frees and
+        #: close() must still wait for them.
+        self._draining: set[Stream] = set()
         self._events: weakref.WeakSet[Event] = weakref.WeakSet()
         self._graphs: weakref.WeakSet[Graph] = weakref.WeakSet()
         self._modules: dict[str, Module] = {}
@@ -756,9 +768,16 @@ class Backend:
             self._streams.discard(stream)
         for failure in stream._take_failures():  # later ones go there directly
             self._orphan_failures.note(failure)
-        if self._closed:
-            return
-        _release_stream(self._driver, stream.handle, stream._waiter_box)
+        with self._lock:
+            if self._closed:
+                return
+            self._draining.add(stream)
+
+        def drained() -> None:
+            with self._lock:
+                self._draining.discard(stream)
+
+        _release_stream(self._driver, stream.handle, stream._waiter_box, drained)
 
     # -------------------------------------------------------------- events
     def create_event(self, *, timing: bool = False) -> Event:
@@ -1019,7 +1038,7 @@ class Backend:
             self._closed = True
             self._finalizer.detach()
             streams = list(self._streams)
-            if self._default is not None:
+            if self._default is not None and self._default not in streams:
                 streams.append(self._default)
             events = list(self._events)
             graphs = list(self._graphs)
@@ -1032,7 +1051,11 @@ class Backend:
                 st._capturing = False
                 with contextlib.suppress(DriverError):
                     self._driver.capture_abort(st.handle)
-        waiters = [st._waiter_box[0] for st in streams if st._waiter_box[0] is not None]
+        with self._lock:
+            draining = list(self._draining)
+        waiters = [
+            st._waiter_box[0] for st in (*streams, *draining) if st._waiter_box[0] is not None
+        ]
         for w in waiters:
             w.close()
         with self._lock:
@@ -1211,7 +1234,10 @@ class Backend:
                 enqueue(st.handle)
             except DriverError as exc:
                 return completion._fail_at_birth(exc)
-            marker = self._acquire_marker()
+            try:
+                marker = self._acquire_marker()
+            except DriverError as exc:  # e.g. a sticky error surfacing at event creation
+                return completion._fail_at_birth(exc)
             try:
                 self._driver.event_record(marker, st.handle)
             except DriverError as exc:

@@ -103,7 +103,24 @@ def build(out_dir: Path, *, force: bool = False, verbose: bool = False) -> list[
                 )
             os.replace(tmp, target)  # atomic: a concurrent loader never sees half a file
         built.append(target)
+    _copy_declarations(out_dir)
     return built
+
+
+def _copy_declarations(out_dir: Path) -> None:
+    """Ship each ``ffi/<api>/decl/*.h`` (cffi declarations) as ``<out>/decl/<api>/``.
+
+    An installed aruntime has no ``ffi/`` folder; its bindings read these copies.
+    """
+    for decl_dir in sorted(FFI_DIR.glob("*/decl")):
+        target_dir = out_dir / "decl" / decl_dir.parent.name
+        target_dir.mkdir(parents=True, exist_ok=True)
+        for header in sorted(decl_dir.glob("*.h")):
+            target = target_dir / header.name
+            if not target.exists() or target.read_bytes() != header.read_bytes():
+                tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+                shutil.copyfile(header, tmp)
+                os.replace(tmp, target)
 
 
 def main(argv: list[str] | None = None) -> int:

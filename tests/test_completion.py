@@ -90,12 +90,15 @@ async def test_born_done_yields_to_other_asyncio_tasks(mock_backend: ar.Backend)
 
 async def test_pending_await_really_waits_and_cancels(slow_backend: ar.Backend) -> None:
     ptr = slow_backend.alloc(64)
+    gate = Gate(slow_backend)
+    gate.launch()
     c = slow_backend.memset_async(ptr, 3, 64)
     assert not c.done()
     with anyio.move_on_after(SLOW / 10) as scope:
         await c
     assert scope.cancelled_caught
     assert not c.done()  # cancelling the await abandoned the wait only
+    gate.open()
     await c
     assert c.done() and c.exception() is None
     assert await slow_backend.copy_d2h_async(ptr, bytearray(64)) == b"\x03" * 64
@@ -236,12 +239,15 @@ async def test_awaiting_from_several_tasks(slow_backend: ar.Backend) -> None:
 
 async def test_cancelled_task_leaves_no_callback(slow_backend: ar.Backend) -> None:
     ptr = slow_backend.alloc(16)
+    gate = Gate(slow_backend)
+    gate.launch()
     c = slow_backend.memset_async(ptr, 9, 16)
     for _ in range(5):
         with anyio.move_on_after(0.001):
             await c
     assert not c.done()
     assert len(c._callbacks) == 0  # each abandoned wait unregistered its wake-up
+    gate.open()
     await c
     slow_backend.free(ptr)
 

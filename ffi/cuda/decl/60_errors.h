@@ -1,0 +1,3 @@
+/* Error names and descriptions. */
+CUresult cuGetErrorName(CUresult error, const char **pStr);
+CUresult cuGetErrorString(CUresult error, const char **pStr);

@@ -1,0 +1,74 @@
+"""Native libraries of the CUDA backend, built by ``ffi/build.py``."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import sysconfig
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+
+def _build_module() -> ModuleType:
+    # ffi/build.py runs as __main__, or is loaded under this name by setup.py
+    # and aruntime._native; reuse whichever is there.
+    for name in ("_aruntime_ffi_build", "__main__"):
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "NativeLibrary"):
+            return module
+    spec = importlib.util.spec_from_file_location(
+        "_aruntime_ffi_build", Path(__file__).resolve().parent.parent / "build.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+NativeLibrary = _build_module().NativeLibrary
+
+
+def _api_extension() -> list[Any]:
+    """The compiled CUDA binding (see api/generate.py), where it can be built here.
+
+    It needs cffi (to generate its C source) and Python's headers; without
+    them the backend uses cffi's ABI mode, which needs neither.
+    """
+    include = Path(sysconfig.get_paths()["include"])
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    if not (include / "Python.h").exists() or not suffix:
+        return []
+    spec = importlib.util.spec_from_file_location(
+        "_aruntime_cuda_api_generate", Path(__file__).resolve().parent / "api" / "generate.py"
+    )
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    source = Path(__file__).resolve().parent / "api" / "_generated" / "_aruntime_cuda_api.c"
+    if not generator.generate(source):
+        return []
+    decl = sorted(f"cuda/decl/{p.name}" for p in (Path(__file__).parent / "decl").glob("*.h"))
+    return [
+        NativeLibrary(
+            filename=f"_aruntime_cuda_api{suffix}",
+            sources=(str(source),),
+            depends=(*decl, "cuda/helpers/aruntime_cuda_helpers.c", "cuda/api/generate.py"),
+            cflags=(f"-I{include}", "-Wno-unused-function", "-Wno-missing-field-initializers"),
+            ldflags=("-ldl",),
+        )
+    ]
+
+
+LIBRARIES = [
+    # Host functions for cuLaunchHostFunc: C only, since no Python may run on
+    # a driver thread.
+    NativeLibrary(
+        filename="libaruntime_cuda_helpers.so",
+        sources=("cuda/helpers/aruntime_cuda_helpers.c",),
+        depends=("cuda/decl/90_aruntime_helpers.h",),
+        cflags=("-fvisibility=hidden",),
+    ),
+    *_api_extension(),
+]

@@ -1,0 +1,273 @@
+/* Internals of the software CUDA driver (cuda-sim): the objects behind the
+ * API handles, and the prototypes of every exported entry point. */
+#ifndef CUSIM_H
+#define CUSIM_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "../../sim/engine.h"
+#include "cuda_types.h"
+
+#define CUSIM_INTERNAL __attribute__((visibility("hidden")))
+
+/* The version cuDriverGetVersion reports (ARUNTIME_SIM_DRIVER_VERSION overrides). */
+#define CUSIM_DRIVER_VERSION 13000
+
+/* Handle registry kinds. */
+enum { HK_CTX = 1, HK_STREAM, HK_EVENT, HK_MODULE, HK_FUNCTION, HK_GRAPH, HK_GRAPH_EXEC, HK_CAPTURE };
+
+typedef struct cu_stream cu_stream;
+typedef struct cu_capture cu_capture;
+
+typedef struct cu_ctx {
+    uint64_t handle;
+    int device;
+    int primary;
+    unsigned flags;
+    int retain_count; /* primary contexts: cuDevicePrimaryCtxRetain count */
+    pthread_mutex_t mu; /* guards streams and unsafe_captures */
+    cu_stream *streams; /* user and per-thread streams */
+    cu_stream *legacy;  /* the NULL stream */
+    int unsafe_captures; /* active captures in global or thread-local mode */
+    int capturing_blocking; /* blocking streams in a capture (atomic) */
+} cu_ctx;
+
+struct cu_stream {
+    uint64_t handle; /* 0 for the legacy stream */
+    cu_ctx *ctx;
+    arsim_queue *q;
+    unsigned flags;
+    int priority;
+    int is_legacy;
+    cu_capture *cap; /* guarded by g_capture_mu */
+    cu_stream *next, *prev;
+};
+
+#define CUSIM_MAX_CAPTURE_STREAMS 64
+struct cu_capture {
+    uint64_t handle; /* events refer to a capture by handle: it may end */
+    uint64_t graph_handle;
+    arsim_graph *g;
+    cu_stream *origin;
+    int mode;
+    int invalidated;
+    unsigned long long id;
+    cu_stream *members[CUSIM_MAX_CAPTURE_STREAMS];
+    int nmembers;
+};
+
+typedef struct cu_event {
+    uint64_t handle;
+    arsim_event *ev;
+    unsigned flags;
+    int recorded;         /* cuEventRecord was called at least once (outside capture) */
+    uint64_t captured; /* handle of the capture it was last recorded in, or 0 */
+} cu_event;
+
+typedef struct cu_function {
+    uint64_t handle;
+    const arsim_kernel *k;
+    struct cu_module *mod;
+    struct cu_function *next;
+} cu_function;
+
+typedef struct cu_module {
+    uint64_t handle;
+    arsim_module *m;
+    pthread_mutex_t mu;
+    cu_function *funcs;
+} cu_module;
+
+typedef struct cu_graph {
+    uint64_t handle;
+    arsim_graph *g;
+    cu_capture *capturing; /* non-NULL while a capture is filling it */
+} cu_graph;
+
+typedef struct cu_graph_exec {
+    uint64_t handle;
+    arsim_graph *g;
+} cu_graph_exec;
+
+/* ---- shared helpers (cusim_core.c) */
+CUSIM_INTERNAL extern pthread_mutex_t g_capture_mu;
+CUSIM_INTERNAL CUresult cusim_status(arsim_status s);
+CUSIM_INTERNAL CUresult cusim_check_init(void);
+/* The current context (INVALID_CONTEXT if none), or the device's sticky error. */
+CUSIM_INTERNAL CUresult cusim_current_ctx(cu_ctx **out);
+CUSIM_INTERNAL cu_ctx *cusim_ctx_from_handle(CUcontext h);
+/* A stream handle (including 0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) to
+ * its object; checks the context's sticky error. */
+CUSIM_INTERNAL CUresult cusim_resolve_stream(CUstream h, cu_stream **out);
+/* Set while a _ptsz/_ptds entry point runs: stream 0 is the per-thread stream. */
+CUSIM_INTERNAL extern __thread int cusim_tls_ptds;
+/* Submits an op with the legacy-stream ordering rules and capture checks. */
+CUSIM_INTERNAL CUresult cusim_submit(cu_stream *s, arsim_op *op, uint64_t *seq_out);
+CUSIM_INTERNAL CUresult cusim_submit_graph(cu_stream *s, const arsim_graph *g);
+/* Creates and destroys streams (cusim_exec.c). */
+CUSIM_INTERNAL CUresult cusim_stream_new(cu_ctx *ctx, unsigned flags, int priority, int legacy,
+                                         cu_stream **out);
+CUSIM_INTERNAL void cusim_stream_free(cu_stream *s);
+CUSIM_INTERNAL void cusim_capture_invalidate(cu_capture *cap);
+CUSIM_INTERNAL CUresult cusim_ctx_synchronize(cu_ctx *ctx);
+
+/* ---- exported API */
+#define P CUSIM_API CUresult CUDAAPI
+P cuInit(unsigned int Flags);
+P cuDriverGetVersion(int *driverVersion);
+P cuGetErrorName(CUresult error, const char **pStr);
+P cuGetErrorString(CUresult error, const char **pStr);
+P cuDeviceGet(CUdevice *device, int ordinal);
+P cuDeviceGetCount(int *count);
+P cuDeviceGetName(char *name, int len, CUdevice dev);
+P cuDeviceGetUuid(CUuuid *uuid, CUdevice dev);
+P cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev);
+P cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev);
+P cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev);
+P cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev);
+P cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev);
+P cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev);
+P cuDevicePrimaryCtxRelease_v2(CUdevice dev);
+P cuDevicePrimaryCtxReset_v2(CUdevice dev);
+P cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active);
+P cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags);
+P cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
+P cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
+                 CUdevice dev);
+P cuCtxDestroy_v2(CUcontext ctx);
+P cuCtxSetCurrent(CUcontext ctx);
+P cuCtxGetCurrent(CUcontext *pctx);
+P cuCtxPushCurrent_v2(CUcontext ctx);
+P cuCtxPopCurrent_v2(CUcontext *pctx);
+P cuCtxGetDevice(CUdevice *device);
+P cuCtxGetFlags(unsigned int *flags);
+P cuCtxSynchronize(void);
+P cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority);
+P cuCtxGetApiVersion(CUcontext ctx, unsigned int *version);
+
+P cuMemGetInfo_v2(size_t *free, size_t *total);
+P cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
+P cuMemFree_v2(CUdeviceptr dptr);
+P cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags);
+P cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags);
+P cuMemAllocHost_v2(void **pp, size_t bytesize);
+P cuMemFreeHost(void *p);
+P cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags);
+P cuMemHostGetFlags(unsigned int *pFlags, void *p);
+P cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags);
+P cuMemHostUnregister(void *p);
+P cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
+P cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
+P cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes,
+                         void **data, CUdeviceptr ptr);
+P cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
+P cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream);
+P cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount);
+P cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount);
+P cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount);
+P cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
+                       CUstream hStream);
+P cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream);
+P cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                       CUstream hStream);
+P cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy);
+P cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream);
+P cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N);
+P cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us, size_t N);
+P cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N);
+P cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream);
+P cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream);
+P cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream);
+
+P cuStreamCreate(CUstream *phStream, unsigned int Flags);
+P cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority);
+P cuStreamDestroy_v2(CUstream hStream);
+P cuStreamSynchronize(CUstream hStream);
+P cuStreamQuery(CUstream hStream);
+P cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags);
+P cuStreamGetPriority(CUstream hStream, int *priority);
+P cuStreamGetFlags(CUstream hStream, unsigned int *flags);
+P cuStreamGetCtx(CUstream hStream, CUcontext *pctx);
+P cuStreamGetId(CUstream hStream, unsigned long long *streamId);
+P cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode);
+P cuStreamEndCapture(CUstream hStream, CUgraph *phGraph);
+P cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus);
+P cuStreamGetCaptureInfo_v2(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                            cuuint64_t *id_out, CUgraph *graph_out,
+                            const CUgraphNode **dependencies_out, size_t *numDependencies_out);
+P cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                            cuuint64_t *id_out, CUgraph *graph_out,
+                            const CUgraphNode **dependencies_out,
+                            const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out);
+P cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode);
+P cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData);
+
+P cuEventCreate(CUevent *phEvent, unsigned int Flags);
+P cuEventDestroy_v2(CUevent hEvent);
+P cuEventRecord(CUevent hEvent, CUstream hStream);
+P cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags);
+P cuEventQuery(CUevent hEvent);
+P cuEventSynchronize(CUevent hEvent);
+P cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd);
+P cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd);
+
+P cuModuleLoadData(CUmodule *module, const void *image);
+P cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+                     CUjit_option *options, void **optionValues);
+P cuModuleLoad(CUmodule *module, const char *fname);
+P cuModuleUnload(CUmodule hmod);
+P cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name);
+P cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                 unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                 unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                 void **kernelParams, void **extra);
+
+P cuGraphCreate(CUgraph *phGraph, unsigned int flags);
+P cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes);
+P cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags);
+P cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
+P cuGraphExecDestroy(CUgraphExec hGraphExec);
+P cuGraphDestroy(CUgraph hGraph);
+
+P cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
+P cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                      CUdriverProcAddressQueryResult *symbolStatus);
+#undef P
+
+/* Per-thread-default-stream variants (cusim_ptds.c). */
+CUSIM_API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n);
+CUSIM_API CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n);
+CUSIM_API CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUSIM_API CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUSIM_API CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *c);
+CUSIM_API CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n);
+CUSIM_API CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n);
+CUSIM_API CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n);
+CUSIM_API CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);
+CUSIM_API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream s);
+CUSIM_API CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream s);
+CUSIM_API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);
+CUSIM_API CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *c, CUstream s);
+CUSIM_API CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s);
+CUSIM_API CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream s);
+CUSIM_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream s);
+CUSIM_API CUresult cuStreamQuery_ptsz(CUstream s);
+CUSIM_API CUresult cuStreamSynchronize_ptsz(CUstream s);
+CUSIM_API CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int flags);
+CUSIM_API CUresult cuStreamGetPriority_ptsz(CUstream s, int *p);
+CUSIM_API CUresult cuStreamGetFlags_ptsz(CUstream s, unsigned int *f);
+CUSIM_API CUresult cuStreamGetCtx_ptsz(CUstream s, CUcontext *c);
+CUSIM_API CUresult cuStreamGetId_ptsz(CUstream s, unsigned long long *id);
+CUSIM_API CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode);
+CUSIM_API CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g);
+CUSIM_API CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus *st);
+CUSIM_API CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g, const CUgraphNode **deps, size_t *ndeps);
+CUSIM_API CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g, const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *ndeps);
+CUSIM_API CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *user);
+CUSIM_API CUresult cuEventRecord_ptsz(CUevent e, CUstream s);
+CUSIM_API CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int flags);
+CUSIM_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params, void **extra);
+CUSIM_API CUresult cuGraphLaunch_ptsz(CUgraphExec x, CUstream s);
+
+#endif /* CUSIM_H */

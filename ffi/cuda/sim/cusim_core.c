@@ -1,0 +1,845 @@
+/* cuda-sim: initialization, errors, devices, contexts, stream resolution. */
+#define _GNU_SOURCE
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cusim.h"
+
+pthread_mutex_t g_capture_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static _Atomic int g_initialized;
+
+CUresult cusim_status(arsim_status s)
+{
+    switch (s) {
+    case ARSIM_OK: return CUDA_SUCCESS;
+    case ARSIM_ERR_INVALID_VALUE: return CUDA_ERROR_INVALID_VALUE;
+    case ARSIM_ERR_OUT_OF_MEMORY: return CUDA_ERROR_OUT_OF_MEMORY;
+    case ARSIM_ERR_INVALID_HANDLE: return CUDA_ERROR_INVALID_HANDLE;
+    case ARSIM_ERR_NOT_READY: return CUDA_ERROR_NOT_READY;
+    case ARSIM_ERR_LAUNCH_FAILED: return CUDA_ERROR_LAUNCH_FAILED;
+    case ARSIM_ERR_ILLEGAL_ADDRESS: return CUDA_ERROR_ILLEGAL_ADDRESS;
+    case ARSIM_ERR_INVALID_IMAGE: return CUDA_ERROR_INVALID_IMAGE;
+    case ARSIM_ERR_NOT_FOUND: return CUDA_ERROR_NOT_FOUND;
+    case ARSIM_ERR_TIMEOUT: return CUDA_ERROR_TIMEOUT;
+    case ARSIM_ERR_INVALID_DEVICE: return CUDA_ERROR_INVALID_DEVICE;
+    case ARSIM_ERR_CAPTURING: return CUDA_ERROR_ILLEGAL_STATE;
+    case ARSIM_ERR_NOT_CAPTURING: return CUDA_ERROR_ILLEGAL_STATE;
+    default: return CUDA_ERROR_UNKNOWN;
+    }
+}
+
+CUresult cusim_check_init(void)
+{
+    return atomic_load_explicit(&g_initialized, memory_order_acquire) ? CUDA_SUCCESS
+                                                                      : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+/* ------------------------------------------------------------- errors */
+
+static const struct {
+    CUresult code;
+    const char *name;
+    const char *text;
+} g_errors[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
+    {CUDA_ERROR_STUB_LIBRARY, "CUDA_ERROR_STUB_LIBRARY",
+     "CUDA driver is a stub library"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CUDA_ERROR_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU",
+     "no kernel image is available for execution on the device"},
+    {CUDA_ERROR_INVALID_PTX, "CUDA_ERROR_INVALID_PTX",
+     "a PTX JIT compilation failed"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE",
+     "the operation cannot be performed in the present state"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
+    {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
+     "an illegal memory access was encountered"},
+    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+     "too many resources requested for launch"},
+    {CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED, "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED",
+     "part or all of the requested memory range is already mapped"},
+    {CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED, "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED",
+     "pointer does not correspond to a registered memory region"},
+    {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
+    {CUDA_ERROR_NOT_PERMITTED, "CUDA_ERROR_NOT_PERMITTED", "operation not permitted"},
+    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+     "operation not permitted when stream is capturing"},
+    {CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+     "operation failed due to a previous error during capture"},
+    {CUDA_ERROR_STREAM_CAPTURE_MERGE, "CUDA_ERROR_STREAM_CAPTURE_MERGE",
+     "operation would result in a merge of separate capture sequences"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED",
+     "capture was not ended in the same stream as it began"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNJOINED, "CUDA_ERROR_STREAM_CAPTURE_UNJOINED",
+     "capturing stream has unjoined work"},
+    {CUDA_ERROR_STREAM_CAPTURE_ISOLATION, "CUDA_ERROR_STREAM_CAPTURE_ISOLATION",
+     "dependency created on uncaptured work in another stream"},
+    {CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
+     "operation would make the legacy stream depend on a capturing blocking stream"},
+    {CUDA_ERROR_CAPTURED_EVENT, "CUDA_ERROR_CAPTURED_EVENT",
+     "operation not permitted on an event last recorded in a capturing stream"},
+    {CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD, "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD",
+     "attempt to terminate a thread-local capture sequence from another thread"},
+    {CUDA_ERROR_TIMEOUT, "CUDA_ERROR_TIMEOUT", "wait operation timed out"},
+    {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+CUresult cuGetErrorName(CUresult error, const char **pStr)
+{
+    if (!pStr)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < sizeof g_errors / sizeof g_errors[0]; i++) {
+        if (g_errors[i].code == error) {
+            *pStr = g_errors[i].name;
+            return CUDA_SUCCESS;
+        }
+    }
+    *pStr = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuGetErrorString(CUresult error, const char **pStr)
+{
+    if (!pStr)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < sizeof g_errors / sizeof g_errors[0]; i++) {
+        if (g_errors[i].code == error) {
+            *pStr = g_errors[i].text;
+            return CUDA_SUCCESS;
+        }
+    }
+    *pStr = NULL;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ------------------------------------------------------------- init, version */
+
+CUresult cuInit(unsigned int Flags)
+{
+    if (Flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* Lets tests play a stub or broken driver. */
+    const char *forced = getenv("ARUNTIME_SIM_CUINIT_RESULT");
+    if (forced && *forced && atoi(forced) != 0)
+        return (CUresult)atoi(forced);
+    arsim_device_count(); /* reads the knobs */
+    atomic_store_explicit(&g_initialized, 1, memory_order_release);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int *driverVersion)
+{
+    if (!driverVersion)
+        return CUDA_ERROR_INVALID_VALUE;
+    const char *v = getenv("ARUNTIME_SIM_DRIVER_VERSION");
+    *driverVersion = v && *v ? atoi(v) : CUSIM_DRIVER_VERSION;
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------- devices */
+
+static CUresult check_device(CUdevice dev)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    return dev >= 0 && dev < arsim_device_count() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+
+CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (ordinal < 0 || ordinal >= arsim_device_count())
+        return CUDA_ERROR_INVALID_DEVICE;
+    *device = ordinal;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int *count)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!count)
+        return CUDA_ERROR_INVALID_VALUE;
+    *count = arsim_device_count();
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+    CUresult r = check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!name || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    snprintf(name, (size_t)len, "aruntime cuda-sim device %d", dev);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+    CUresult r = check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!uuid)
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(uuid->bytes, 0, sizeof uuid->bytes);
+    memcpy(uuid->bytes, "arsim-cuda", 10);
+    uuid->bytes[15] = (char)dev;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev) { return cuDeviceGetUuid_v2(uuid, dev); }
+
+CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    CUresult r = check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!bytes)
+        return CUDA_ERROR_INVALID_VALUE;
+    arsim_device_info info;
+    arsim_device_info_get(dev, &info);
+    *bytes = (size_t)info.total_memory;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
+{
+    CUresult r = check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pciBusId || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    snprintf(pciBusId, (size_t)len, "0000:%02x:00.0", 0x10 + dev);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
+{
+    CUresult r = check_device(dev);
+    if (r == CUDA_SUCCESS)
+        r = check_device(peerDev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!canAccessPeer)
+        return CUDA_ERROR_INVALID_VALUE;
+    *canAccessPeer = dev != peerDev; /* all device memory is host memory */
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+    CUresult r = check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pi)
+        return CUDA_ERROR_INVALID_VALUE;
+    arsim_device_info info;
+    arsim_device_info_get(dev, &info);
+    int v;
+    switch (attrib) {
+    case 1: v = 1024; break;              /* MAX_THREADS_PER_BLOCK */
+    case 2: case 3: v = 1024; break;      /* MAX_BLOCK_DIM_X/Y */
+    case 4: v = 64; break;                /* MAX_BLOCK_DIM_Z */
+    case 5: v = 2147483647; break;        /* MAX_GRID_DIM_X */
+    case 6: case 7: v = 65535; break;     /* MAX_GRID_DIM_Y/Z */
+    case 8: v = 49152; break;             /* MAX_SHARED_MEMORY_PER_BLOCK */
+    case 9: v = 65536; break;             /* TOTAL_CONSTANT_MEMORY */
+    case 10: v = 32; break;               /* WARP_SIZE */
+    case 11: v = 2147483647; break;       /* MAX_PITCH */
+    case 12: v = 65536; break;            /* MAX_REGISTERS_PER_BLOCK */
+    case 13: v = 1000000; break;          /* CLOCK_RATE (kHz) */
+    case 14: v = 512; break;              /* TEXTURE_ALIGNMENT */
+    case 15: v = 1; break;                /* GPU_OVERLAP */
+    case 16: v = (int)info.compute_units; break; /* MULTIPROCESSOR_COUNT */
+    case 17: v = 0; break;                /* KERNEL_EXEC_TIMEOUT */
+    case 18: v = 0; break;                /* INTEGRATED */
+    case 19: v = 1; break;                /* CAN_MAP_HOST_MEMORY */
+    case 20: v = 0; break;                /* COMPUTE_MODE: default */
+    case 31: v = 1; break;                /* CONCURRENT_KERNELS */
+    case 32: v = 0; break;                /* ECC_ENABLED */
+    case 33: v = 0x10 + dev; break;       /* PCI_BUS_ID */
+    case 34: v = 0; break;                /* PCI_DEVICE_ID */
+    case 35: v = 0; break;                /* TCC_DRIVER */
+    case 36: v = 1000000; break;          /* MEMORY_CLOCK_RATE */
+    case 37: v = 256; break;              /* GLOBAL_MEMORY_BUS_WIDTH */
+    case 38: v = 4 << 20; break;          /* L2_CACHE_SIZE */
+    case 39: v = 2048; break;             /* MAX_THREADS_PER_MULTIPROCESSOR */
+    case 40: v = (int)info.copy_engines; break; /* ASYNC_ENGINE_COUNT */
+    case 41: v = 1; break;                /* UNIFIED_ADDRESSING */
+    case 50: v = 0; break;                /* PCI_DOMAIN_ID */
+    case 75: v = 8; break;                /* COMPUTE_CAPABILITY_MAJOR */
+    case 76: v = 0; break;                /* COMPUTE_CAPABILITY_MINOR */
+    case 78: v = 1; break;                /* STREAM_PRIORITIES_SUPPORTED */
+    case 79: v = 1; break;                /* GLOBAL_L1_CACHE_SUPPORTED */
+    case 81: v = 167936; break;           /* MAX_SHARED_MEMORY_PER_MULTIPROCESSOR */
+    case 82: v = 65536; break;            /* MAX_REGISTERS_PER_MULTIPROCESSOR */
+    case 83: v = 1; break;                /* MANAGED_MEMORY */
+    case 86: v = 1; break;                /* HOST_NATIVE_ATOMIC_SUPPORTED */
+    case 88: v = 1; break;                /* PAGEABLE_MEMORY_ACCESS */
+    case 89: v = 1; break;                /* CONCURRENT_MANAGED_ACCESS */
+    case 91: v = 1; break;                /* CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM */
+    case 95: v = 0; break;                /* COOPERATIVE_LAUNCH */
+    case 97: v = 49152; break;            /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
+    case 99: v = 1; break;                /* HOST_REGISTER_SUPPORTED */
+    case 101: v = 1; break;               /* DIRECT_MANAGED_MEM_ACCESS_FROM_HOST */
+    case 106: v = 32; break;              /* MAX_BLOCKS_PER_MULTIPROCESSOR */
+    case 115: v = 0; break;               /* MEMORY_POOLS_SUPPORTED: no cuMemPool* */
+    default:
+        if (attrib <= 0 || attrib > 200)
+            return CUDA_ERROR_INVALID_VALUE;
+        v = 0; /* a feature the sim does not have */
+        break;
+    }
+    *pi = v;
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------- contexts */
+
+/* The current-context stack of this thread, as registry handles, so a
+ * destroyed context is noticed instead of dereferenced. */
+#define CTX_STACK_MAX 32
+static __thread uint64_t tls_ctx_stack[CTX_STACK_MAX];
+static __thread int tls_ctx_depth;
+
+static pthread_mutex_t g_primary_mu = PTHREAD_MUTEX_INITIALIZER;
+static cu_ctx *g_primary[64];
+
+cu_ctx *cusim_ctx_from_handle(CUcontext h)
+{
+    return arsim_handle_get((uint64_t)(uintptr_t)h, HK_CTX);
+}
+
+static CUresult ctx_new(int device, int primary, unsigned flags, cu_ctx **out)
+{
+    cu_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    c->device = device;
+    c->primary = primary;
+    c->flags = flags;
+    pthread_mutex_init(&c->mu, NULL);
+    c->handle = arsim_handle_new(HK_CTX, c);
+    if (!c->handle) {
+        free(c);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    CUresult r = cusim_stream_new(c, CU_STREAM_DEFAULT, 0, 1, &c->legacy);
+    if (r != CUDA_SUCCESS) {
+        arsim_handle_remove(c->handle, HK_CTX);
+        free(c);
+        return r;
+    }
+    *out = c;
+    return CUDA_SUCCESS;
+}
+
+/* Waits for the context's work, then destroys its streams and frees its
+ * memory: what destroying (or resetting a primary) context means. */
+static void ctx_release_resources(cu_ctx *c)
+{
+    arsim_device_synchronize(c->device);
+    for (;;) {
+        pthread_mutex_lock(&c->mu);
+        cu_stream *s = c->streams;
+        pthread_mutex_unlock(&c->mu);
+        if (!s)
+            break;
+        arsim_handle_remove(s->handle, HK_STREAM);
+        cusim_stream_free(s);
+    }
+    arsim_mem_free_owner(c->handle);
+    /* A new context starts clean: the sticky error dies with the old one. */
+    arsim_device_reset(c->device);
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    CUresult r = check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&g_primary_mu);
+    if (!g_primary[dev]) {
+        r = ctx_new(dev, 1, 0, &g_primary[dev]);
+        if (r != CUDA_SUCCESS) {
+            pthread_mutex_unlock(&g_primary_mu);
+            return r;
+        }
+    }
+    g_primary[dev]->retain_count++;
+    *pctx = (CUcontext)(uintptr_t)g_primary[dev]->handle;
+    pthread_mutex_unlock(&g_primary_mu);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    CUresult r = check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&g_primary_mu);
+    cu_ctx *c = g_primary[dev];
+    if (!c || c->retain_count <= 0) {
+        pthread_mutex_unlock(&g_primary_mu);
+        return CUDA_ERROR_INVALID_CONTEXT;
+    }
+    if (--c->retain_count == 0)
+        ctx_release_resources(c); /* the handle stays: a later retain reuses it */
+    pthread_mutex_unlock(&g_primary_mu);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    CUresult r = check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&g_primary_mu);
+    if (g_primary[dev])
+        ctx_release_resources(g_primary[dev]);
+    else
+        arsim_device_reset(dev);
+    pthread_mutex_unlock(&g_primary_mu);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+    CUresult r = check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!flags || !active)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&g_primary_mu);
+    *flags = g_primary[dev] ? g_primary[dev]->flags : 0;
+    *active = g_primary[dev] && g_primary[dev]->retain_count > 0;
+    pthread_mutex_unlock(&g_primary_mu);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
+{
+    CUresult r = check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&g_primary_mu);
+    if (!g_primary[dev])
+        r = ctx_new(dev, 1, flags, &g_primary[dev]);
+    else
+        g_primary[dev]->flags = flags;
+    pthread_mutex_unlock(&g_primary_mu);
+    return r;
+}
+
+static void push_ctx(uint64_t h)
+{
+    if (tls_ctx_depth < CTX_STACK_MAX)
+        tls_ctx_stack[tls_ctx_depth++] = h;
+    else
+        tls_ctx_stack[CTX_STACK_MAX - 1] = h;
+}
+
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    CUresult r = check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    cu_ctx *c;
+    r = ctx_new(dev, 0, flags, &c);
+    if (r != CUDA_SUCCESS)
+        return r;
+    push_ctx(c->handle);
+    *pctx = (CUcontext)(uintptr_t)c->handle;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
+                        CUdevice dev)
+{
+    (void)ctxCreateParams; /* execution affinity / CIG: not modelled */
+    return cuCtxCreate_v2(pctx, flags, dev);
+}
+
+CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    cu_ctx *c = cusim_ctx_from_handle(ctx);
+    if (!c || c->primary)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    ctx_release_resources(c);
+    arsim_handle_remove(c->handle, HK_CTX);
+    /* Unbind it from this thread; other threads notice through the registry. */
+    for (int i = 0; i < tls_ctx_depth; i++)
+        if (tls_ctx_stack[i] == c->handle)
+            tls_ctx_stack[i] = 0;
+    while (tls_ctx_depth > 0 && tls_ctx_stack[tls_ctx_depth - 1] == 0)
+        tls_ctx_depth--;
+    cusim_stream_free(c->legacy);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!ctx) {
+        if (tls_ctx_depth > 0)
+            tls_ctx_depth--;
+        return CUDA_SUCCESS;
+    }
+    if (!cusim_ctx_from_handle(ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (tls_ctx_depth == 0)
+        tls_ctx_depth = 1;
+    tls_ctx_stack[tls_ctx_depth - 1] = (uint64_t)(uintptr_t)ctx;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t h = tls_ctx_depth ? tls_ctx_stack[tls_ctx_depth - 1] : 0;
+    *pctx = h && arsim_handle_get(h, HK_CTX) ? (CUcontext)(uintptr_t)h : NULL;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!cusim_ctx_from_handle(ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    push_ctx((uint64_t)(uintptr_t)ctx);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (tls_ctx_depth == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    uint64_t h = tls_ctx_stack[--tls_ctx_depth];
+    if (pctx)
+        *pctx = (CUcontext)(uintptr_t)h;
+    return CUDA_SUCCESS;
+}
+
+CUresult cusim_current_ctx(cu_ctx **out)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    uint64_t h = tls_ctx_depth ? tls_ctx_stack[tls_ctx_depth - 1] : 0;
+    cu_ctx *c = h ? arsim_handle_get(h, HK_CTX) : NULL;
+    if (!c)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    arsim_status sticky = arsim_device_sticky(c->device);
+    if (sticky != ARSIM_OK)
+        return cusim_status(sticky);
+    *out = c;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(CUdevice *device)
+{
+    cu_ctx *c;
+    CUresult r = cusim_current_ctx(&c);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    *device = c->device;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetFlags(unsigned int *flags)
+{
+    cu_ctx *c;
+    CUresult r = cusim_current_ctx(&c);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    *flags = c->flags;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!version)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (ctx && !cusim_ctx_from_handle(ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *version = 12000;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (leastPriority)
+        *leastPriority = 0;
+    if (greatestPriority)
+        *greatestPriority = -5;
+    return CUDA_SUCCESS;
+}
+
+CUresult cusim_ctx_synchronize(cu_ctx *c)
+{
+    arsim_status st = arsim_device_synchronize(c->device);
+    if (st != ARSIM_OK)
+        return cusim_status(st);
+    /* Collect (and clear) errors of the context's streams nobody has seen. */
+    arsim_status err = arsim_queue_take_error(c->legacy->q);
+    pthread_mutex_lock(&c->mu);
+    for (cu_stream *s = c->streams; s; s = s->next) {
+        arsim_status e = arsim_queue_take_error(s->q);
+        if (err == ARSIM_OK)
+            err = e;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return cusim_status(err);
+}
+
+CUresult cuCtxSynchronize(void)
+{
+    cu_ctx *c;
+    CUresult r = cusim_current_ctx(&c);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&c->mu);
+    int capturing = c->unsafe_captures;
+    pthread_mutex_unlock(&c->mu);
+    if (capturing)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    return cusim_ctx_synchronize(c);
+}
+
+/* ------------------------------------------------------------- streams */
+
+/* The per-thread default stream of each context this thread used. */
+#define PTDS_SLOTS 8
+static __thread struct {
+    uint64_t ctx;
+    uint64_t stream;
+} tls_ptds[PTDS_SLOTS];
+static pthread_key_t g_ptds_key;
+static pthread_once_t g_ptds_once = PTHREAD_ONCE_INIT;
+
+/* Thread exit: its per-thread streams go (their queued work still runs). */
+static void ptds_cleanup(void *unused)
+{
+    (void)unused;
+    for (int i = 0; i < PTDS_SLOTS; i++) {
+        if (!tls_ptds[i].stream)
+            continue;
+        cu_stream *s = arsim_handle_remove(tls_ptds[i].stream, HK_STREAM);
+        if (s)
+            cusim_stream_free(s);
+        tls_ptds[i].stream = tls_ptds[i].ctx = 0;
+    }
+}
+
+static void ptds_key_init(void) { pthread_key_create(&g_ptds_key, ptds_cleanup); }
+
+static CUresult per_thread_stream(cu_ctx *c, cu_stream **out)
+{
+    int free_slot = -1;
+    for (int i = 0; i < PTDS_SLOTS; i++) {
+        if (tls_ptds[i].ctx == c->handle) {
+            cu_stream *s = arsim_handle_get(tls_ptds[i].stream, HK_STREAM);
+            if (s) {
+                *out = s;
+                return CUDA_SUCCESS;
+            }
+            free_slot = i; /* stale: the context was reset */
+            break;
+        }
+        if (free_slot < 0 && (!tls_ptds[i].ctx || !arsim_handle_get(tls_ptds[i].stream, HK_STREAM)))
+            free_slot = i;
+    }
+    if (free_slot < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_once(&g_ptds_once, ptds_key_init);
+    pthread_setspecific(g_ptds_key, (void *)1); /* arms the exit hook */
+    cu_stream *s;
+    CUresult r = cusim_stream_new(c, CU_STREAM_DEFAULT, 0, 0, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    tls_ptds[free_slot].ctx = c->handle;
+    tls_ptds[free_slot].stream = s->handle;
+    *out = s;
+    return CUDA_SUCCESS;
+}
+
+__thread int cusim_tls_ptds;
+
+CUresult cusim_resolve_stream(CUstream h, cu_stream **out)
+{
+    uintptr_t v = (uintptr_t)h;
+    if (v == 0 && cusim_tls_ptds)
+        v = (uintptr_t)CU_STREAM_PER_THREAD; /* a _ptsz/_ptds entry point */
+    if (v == 0 || v == (uintptr_t)CU_STREAM_LEGACY || v == (uintptr_t)CU_STREAM_PER_THREAD) {
+        cu_ctx *c;
+        CUresult r = cusim_current_ctx(&c);
+        if (r != CUDA_SUCCESS)
+            return r;
+        if (v == (uintptr_t)CU_STREAM_PER_THREAD)
+            return per_thread_stream(c, out);
+        *out = c->legacy;
+        return CUDA_SUCCESS;
+    }
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    cu_stream *s = arsim_handle_get((uint64_t)v, HK_STREAM);
+    if (!s)
+        return CUDA_ERROR_INVALID_HANDLE;
+    arsim_status sticky = arsim_device_sticky(s->ctx->device);
+    if (sticky != ARSIM_OK)
+        return cusim_status(sticky);
+    *out = s;
+    return CUDA_SUCCESS;
+}
+
+/* The legacy (NULL) stream waits for the work of every blocking stream of
+ * its context, and every blocking stream waits for the legacy stream's.
+ * Modelled with queue-wait ops on the tails at submit time. */
+static CUresult legacy_ordering(cu_stream *s)
+{
+    cu_ctx *c = s->ctx;
+    if (s->is_legacy) {
+        if (__atomic_load_n(&c->capturing_blocking, __ATOMIC_ACQUIRE)) {
+            /* The legacy stream would have to wait for a blocking stream
+             * that is capturing (in any mode): refused, and it breaks those
+             * captures. */
+            pthread_mutex_lock(&g_capture_mu);
+            pthread_mutex_lock(&c->mu);
+            for (cu_stream *o = c->streams; o; o = o->next)
+                if (o->cap && !(o->flags & CU_STREAM_NON_BLOCKING))
+                    cusim_capture_invalidate(o->cap);
+            pthread_mutex_unlock(&c->mu);
+            pthread_mutex_unlock(&g_capture_mu);
+            return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+        }
+        pthread_mutex_lock(&c->mu);
+        for (cu_stream *o = c->streams; o; o = o->next) {
+            if ((o->flags & CU_STREAM_NON_BLOCKING) ||
+                __atomic_load_n(&o->cap, __ATOMIC_ACQUIRE))
+                continue;
+            if (arsim_queue_query(o->q) == ARSIM_ERR_NOT_READY) {
+                arsim_status st = arsim_queue_submit(
+                    s->q, arsim_op_queue_wait(o->q, arsim_queue_submitted(o->q)), NULL);
+                if (st != ARSIM_OK) {
+                    pthread_mutex_unlock(&c->mu);
+                    return cusim_status(st);
+                }
+            }
+        }
+        pthread_mutex_unlock(&c->mu);
+    } else if (!(s->flags & CU_STREAM_NON_BLOCKING)) {
+        arsim_queue *l = c->legacy->q;
+        if (arsim_queue_query(l) == ARSIM_ERR_NOT_READY) {
+            arsim_status st =
+                arsim_queue_submit(s->q, arsim_op_queue_wait(l, arsim_queue_submitted(l)), NULL);
+            if (st != ARSIM_OK)
+                return cusim_status(st);
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cusim_submit(cu_stream *s, arsim_op *op, uint64_t *seq_out)
+{
+    if (seq_out)
+        *seq_out = 0;
+    if (!op)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    /* Fast path: a stream that is not capturing (racing a capture that
+     * begins on another thread is the caller's race, as in CUDA). */
+    if (__atomic_load_n(&s->cap, __ATOMIC_ACQUIRE) == NULL) {
+        CUresult r = legacy_ordering(s);
+        if (r != CUDA_SUCCESS) {
+            arsim_op_free(op);
+            return r;
+        }
+        return cusim_status(arsim_queue_submit(s->q, op, seq_out));
+    }
+    pthread_mutex_lock(&g_capture_mu);
+    cu_capture *cap = s->cap;
+    if (cap) {
+        CUresult r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        if (!cap->invalidated)
+            r = cusim_status(arsim_queue_submit(s->q, op, NULL)); /* appends to the graph */
+        else
+            arsim_op_free(op);
+        pthread_mutex_unlock(&g_capture_mu);
+        return r;
+    }
+    pthread_mutex_unlock(&g_capture_mu);
+    CUresult r = legacy_ordering(s);
+    if (r != CUDA_SUCCESS) {
+        arsim_op_free(op);
+        return r;
+    }
+    return cusim_status(arsim_queue_submit(s->q, op, seq_out));
+}
+
+CUresult cusim_submit_graph(cu_stream *s, const arsim_graph *g)
+{
+    pthread_mutex_lock(&g_capture_mu);
+    cu_capture *cap = s->cap;
+    if (cap) {
+        CUresult r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        if (!cap->invalidated)
+            r = cusim_status(arsim_queue_submit_graph(s->q, g));
+        pthread_mutex_unlock(&g_capture_mu);
+        return r;
+    }
+    pthread_mutex_unlock(&g_capture_mu);
+    CUresult r = legacy_ordering(s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    return cusim_status(arsim_queue_submit_graph(s->q, g));
+}

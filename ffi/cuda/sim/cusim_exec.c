@@ -1,0 +1,992 @@
+/* cuda-sim: streams, events, stream capture, graphs, modules and launches. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <libgen.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cusim.h"
+
+/* ------------------------------------------------------------- streams */
+
+CUresult cusim_stream_new(cu_ctx *ctx, unsigned flags, int priority, int legacy, cu_stream **out)
+{
+    cu_stream *s = calloc(1, sizeof *s);
+    if (!s)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    s->ctx = ctx;
+    s->flags = flags;
+    s->priority = priority;
+    s->is_legacy = legacy;
+    arsim_status st = arsim_queue_create(ctx->device, priority, &s->q);
+    if (st != ARSIM_OK) {
+        free(s);
+        return cusim_status(st);
+    }
+    if (!legacy) {
+        s->handle = arsim_handle_new(HK_STREAM, s);
+        if (!s->handle) {
+            arsim_queue_destroy(s->q);
+            free(s);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        pthread_mutex_lock(&ctx->mu);
+        s->next = ctx->streams;
+        if (ctx->streams)
+            ctx->streams->prev = s;
+        ctx->streams = s;
+        pthread_mutex_unlock(&ctx->mu);
+    }
+    *out = s;
+    return CUDA_SUCCESS;
+}
+
+/* Leaves a capture sequence (caller holds g_capture_mu). */
+static void capture_detach(cu_stream *s)
+{
+    cu_capture *cap = s->cap;
+    if (!cap)
+        return;
+    arsim_queue_end_capture(s->q, NULL);
+    if (!(s->flags & CU_STREAM_NON_BLOCKING))
+        __atomic_fetch_sub(&s->ctx->capturing_blocking, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < cap->nmembers; i++) {
+        if (cap->members[i] == s) {
+            cap->members[i] = cap->members[--cap->nmembers];
+            break;
+        }
+    }
+    __atomic_store_n(&s->cap, NULL, __ATOMIC_RELEASE);
+}
+
+/* The handle is already removed; queued work still runs (cuStreamDestroy
+ * returns at once and the resources go when the work is done). */
+void cusim_stream_free(cu_stream *s)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&g_capture_mu);
+    cu_capture *cap = s->cap;
+    cu_capture *ended = NULL;
+    if (cap) {
+        cusim_capture_invalidate(cap);
+        if (cap->origin == s) {
+            /* Nobody can end this capture any more: end it here, so the
+             * context's legacy stream is not refused forever. */
+            while (cap->nmembers > 0)
+                capture_detach(cap->members[cap->nmembers - 1]);
+            arsim_handle_remove(cap->handle, HK_CAPTURE);
+            cu_graph *g = arsim_handle_remove(cap->graph_handle, HK_GRAPH);
+            if (g) {
+                arsim_graph_destroy(g->g);
+                free(g);
+            }
+            ended = cap;
+        } else {
+            capture_detach(s);
+        }
+    }
+    pthread_mutex_unlock(&g_capture_mu);
+    if (ended) {
+        if (ended->mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+            pthread_mutex_lock(&s->ctx->mu);
+            s->ctx->unsafe_captures--;
+            pthread_mutex_unlock(&s->ctx->mu);
+        }
+        free(ended);
+    }
+    if (!s->is_legacy) {
+        cu_ctx *c = s->ctx;
+        pthread_mutex_lock(&c->mu);
+        if (s->prev)
+            s->prev->next = s->next;
+        else if (c->streams == s)
+            c->streams = s->next;
+        if (s->next)
+            s->next->prev = s->prev;
+        pthread_mutex_unlock(&c->mu);
+    }
+    arsim_queue_destroy(s->q);
+    free(s);
+}
+
+CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
+{
+    cu_ctx *c;
+    CUresult r = cusim_current_ctx(&c);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!phStream || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
+        return CUDA_ERROR_INVALID_VALUE;
+    /* Out-of-range priorities are clamped, as the driver does. */
+    if (priority > 0)
+        priority = 0;
+    if (priority < -5)
+        priority = -5;
+    cu_stream *s;
+    r = cusim_stream_new(c, flags, priority, 0, &s);
+    if (r == CUDA_SUCCESS)
+        *phStream = (CUstream)(uintptr_t)s->handle;
+    return r;
+}
+
+CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+    return cuStreamCreateWithPriority(phStream, Flags, 0);
+}
+
+CUresult cuStreamDestroy_v2(CUstream hStream)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    uintptr_t v = (uintptr_t)hStream;
+    if (v == 0 || v == (uintptr_t)CU_STREAM_LEGACY || v == (uintptr_t)CU_STREAM_PER_THREAD)
+        return CUDA_ERROR_INVALID_HANDLE;
+    cu_stream *s = arsim_handle_remove((uint64_t)v, HK_STREAM);
+    if (!s)
+        return CUDA_ERROR_INVALID_HANDLE;
+    int device = s->ctx->device;
+    cusim_stream_free(s);
+    return cusim_status(arsim_device_sticky(device));
+}
+
+static CUresult capture_guard(cu_stream *s)
+{
+    pthread_mutex_lock(&g_capture_mu);
+    CUresult r = CUDA_SUCCESS;
+    if (s->cap) {
+        /* A synchronizing call on a capturing stream breaks the capture. */
+        cusim_capture_invalidate(s->cap);
+        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    pthread_mutex_unlock(&g_capture_mu);
+    return r;
+}
+
+CUresult cuStreamSynchronize(CUstream hStream)
+{
+    cu_stream *s;
+    CUresult r = cusim_resolve_stream(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = capture_guard(s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (s->is_legacy) {
+        /* The legacy stream's sync also covers the blocking streams it
+         * waits on: enqueue a marker with the legacy ordering and wait for it. */
+        uint64_t seq;
+        r = cusim_submit(s, arsim_op_marker(), &seq);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return cusim_status(arsim_queue_synchronize(s->q, ARSIM_WAIT_BLOCK));
+}
+
+CUresult cuStreamQuery(CUstream hStream)
+{
+    cu_stream *s;
+    CUresult r = cusim_resolve_stream(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    /* An unlocked peek: the query itself stays lock-free. */
+    if (__atomic_load_n(&s->cap, __ATOMIC_ACQUIRE))
+        return capture_guard(s);
+    return arsim_queue_query(s->q) == ARSIM_OK ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult cuStreamGetPriority(CUstream hStream, int *priority)
+{
+    cu_stream *s;
+    CUresult r = cusim_resolve_stream(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!priority)
+        return CUDA_ERROR_INVALID_VALUE;
+    *priority = s->priority;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags)
+{
+    cu_stream *s;
+    CUresult r = cusim_resolve_stream(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    *flags = s->flags;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
+{
+    cu_stream *s;
+    CUresult r = cusim_resolve_stream(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pctx = (CUcontext)(uintptr_t)s->ctx->handle;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
+{
+    cu_stream *s;
+    CUresult r = cusim_resolve_stream(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!streamId)
+        return CUDA_ERROR_INVALID_VALUE;
+    *streamId = s->is_legacy ? 0 : s->handle;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
+{
+    cu_stream *s;
+    CUresult r = cusim_resolve_stream(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    return cusim_submit(s, arsim_op_host_fn(fn, userData), NULL);
+}
+
+/* ------------------------------------------------------------- events */
+
+static cu_event *event_get(CUevent h) { return arsim_handle_get((uint64_t)(uintptr_t)h, HK_EVENT); }
+
+CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
+{
+    cu_ctx *c;
+    CUresult r = cusim_current_ctx(&c);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!phEvent || (Flags & ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING |
+                                          CU_EVENT_INTERPROCESS)))
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING))
+        return CUDA_ERROR_INVALID_VALUE;
+    cu_event *e = calloc(1, sizeof *e);
+    if (!e)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    e->flags = Flags;
+    arsim_status st =
+        arsim_event_create(Flags & CU_EVENT_DISABLE_TIMING ? 0 : ARSIM_EVENT_TIMING, &e->ev);
+    if (st != ARSIM_OK) {
+        free(e);
+        return cusim_status(st);
+    }
+    e->handle = arsim_handle_new(HK_EVENT, e);
+    if (!e->handle) {
+        arsim_event_release(e->ev);
+        free(e);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *phEvent = (CUevent)(uintptr_t)e->handle;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy_v2(CUevent hEvent)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    cu_event *e = arsim_handle_remove((uint64_t)(uintptr_t)hEvent, HK_EVENT);
+    if (!e)
+        return CUDA_ERROR_INVALID_HANDLE;
+    arsim_event_release(e->ev); /* pending records hold their own reference */
+    free(e);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
+{
+    cu_stream *s;
+    CUresult r = cusim_resolve_stream(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    cu_event *e = event_get(hEvent);
+    if (!e)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (flags & ~1u)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&g_capture_mu);
+    cu_capture *cap = s->cap;
+    if (cap) {
+        /* Inside a capture a record only marks a point other streams can
+         * join at; it is not a node of the graph. */
+        e->captured = cap->invalidated ? 0 : cap->handle;
+        pthread_mutex_unlock(&g_capture_mu);
+        return cap->invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&g_capture_mu);
+    r = cusim_submit(s, arsim_op_event_record(e->ev), NULL);
+    if (r == CUDA_SUCCESS) {
+        e->recorded = 1;
+        e->captured = 0;
+    }
+    return r;
+}
+
+CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
+{
+    return cuEventRecordWithFlags(hEvent, hStream, 0);
+}
+
+static CUresult event_captured_check(cu_event *e)
+{
+    if (!e->captured)
+        return CUDA_SUCCESS;
+    pthread_mutex_lock(&g_capture_mu);
+    int live = arsim_handle_get(e->captured, HK_CAPTURE) != NULL;
+    pthread_mutex_unlock(&g_capture_mu);
+    return live ? CUDA_ERROR_CAPTURED_EVENT : CUDA_SUCCESS;
+}
+
+CUresult cuEventQuery(CUevent hEvent)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    cu_event *e = event_get(hEvent);
+    if (!e)
+        return CUDA_ERROR_INVALID_HANDLE;
+    r = event_captured_check(e);
+    if (r != CUDA_SUCCESS)
+        return r;
+    return cusim_status(arsim_event_query(e->ev)); /* lock-free */
+}
+
+CUresult cuEventSynchronize(CUevent hEvent)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    cu_event *e = event_get(hEvent);
+    if (!e)
+        return CUDA_ERROR_INVALID_HANDLE;
+    r = event_captured_check(e);
+    if (r != CUDA_SUCCESS)
+        return r;
+    /* CU_EVENT_BLOCKING_SYNC: sleep on a condition variable; otherwise spin. */
+    arsim_wait_mode mode = e->flags & CU_EVENT_BLOCKING_SYNC ? ARSIM_WAIT_BLOCK : ARSIM_WAIT_SPIN;
+    return cusim_status(arsim_event_wait(e->ev, mode, -1));
+}
+
+CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pMilliseconds)
+        return CUDA_ERROR_INVALID_VALUE;
+    cu_event *a = event_get(hStart), *b = event_get(hEnd);
+    if (!a || !b)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!a->recorded || !b->recorded)
+        return CUDA_ERROR_INVALID_HANDLE;
+    uint64_t ta, tb;
+    arsim_status sa = arsim_event_timestamp(a->ev, &ta);
+    arsim_status sb = arsim_event_timestamp(b->ev, &tb);
+    if (sa != ARSIM_OK || sb != ARSIM_OK)
+        return CUDA_ERROR_NOT_READY;
+    *pMilliseconds = (float)(((double)tb - (double)ta) / 1e6);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
+{
+    return cuEventElapsedTime_v2(pMilliseconds, hStart, hEnd);
+}
+
+/* ------------------------------------------------------------- capture */
+
+static _Atomic unsigned long long g_capture_ids;
+
+/* Caller holds g_capture_mu. */
+void cusim_capture_invalidate(cu_capture *cap)
+{
+    cap->invalidated = 1;
+}
+
+static void capture_join(cu_capture *cap, cu_stream *s)
+{
+    if (s->cap == cap || cap->nmembers >= CUSIM_MAX_CAPTURE_STREAMS)
+        return;
+    arsim_queue_begin_capture(s->q, cap->g);
+    if (!(s->flags & CU_STREAM_NON_BLOCKING))
+        __atomic_fetch_add(&s->ctx->capturing_blocking, 1, __ATOMIC_RELEASE);
+    cap->members[cap->nmembers++] = s;
+    __atomic_store_n(&s->cap, cap, __ATOMIC_RELEASE);
+}
+
+CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
+{
+    cu_stream *s;
+    CUresult r = cusim_resolve_stream(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    cu_event *e = event_get(hEvent);
+    if (!e)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (Flags & ~1u)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&g_capture_mu);
+    cu_capture *ecap = e->captured ? arsim_handle_get(e->captured, HK_CAPTURE) : NULL;
+    if (ecap) {
+        /* Waiting on a point of a capture pulls this stream into it; the
+         * graph is a linear order, so the dependency is already satisfied. */
+        r = CUDA_SUCCESS;
+        if (ecap->invalidated)
+            r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        else if (s->cap && s->cap != ecap)
+            r = CUDA_ERROR_STREAM_CAPTURE_MERGE;
+        else if (s->is_legacy)
+            r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+        else
+            capture_join(ecap, s);
+        pthread_mutex_unlock(&g_capture_mu);
+        return r;
+    }
+    if (s->cap) {
+        /* A capture may not depend on work outside it. */
+        cusim_capture_invalidate(s->cap);
+        pthread_mutex_unlock(&g_capture_mu);
+        return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+    }
+    pthread_mutex_unlock(&g_capture_mu);
+    return cusim_submit(s, arsim_op_event_wait(e->ev), NULL);
+}
+
+CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+{
+    cu_stream *s;
+    CUresult r = cusim_resolve_stream(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (mode < CU_STREAM_CAPTURE_MODE_GLOBAL || mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (s->is_legacy)
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the NULL stream cannot capture */
+    cu_capture *cap = calloc(1, sizeof *cap);
+    cu_graph *g = calloc(1, sizeof *g);
+    if (!cap || !g || arsim_graph_create(&g->g) != ARSIM_OK) {
+        free(cap);
+        free(g);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    pthread_mutex_lock(&g_capture_mu);
+    if (s->cap) {
+        pthread_mutex_unlock(&g_capture_mu);
+        arsim_graph_destroy(g->g);
+        free(g);
+        free(cap);
+        return CUDA_ERROR_ILLEGAL_STATE;
+    }
+    g->handle = arsim_handle_new(HK_GRAPH, g);
+    g->capturing = cap;
+    cap->handle = arsim_handle_new(HK_CAPTURE, cap);
+    cap->graph_handle = g->handle;
+    cap->g = g->g;
+    cap->origin = s;
+    cap->mode = mode;
+    cap->id = atomic_fetch_add(&g_capture_ids, 1) + 1;
+    capture_join(cap, s);
+    pthread_mutex_unlock(&g_capture_mu);
+    if (mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+        pthread_mutex_lock(&s->ctx->mu);
+        s->ctx->unsafe_captures++;
+        pthread_mutex_unlock(&s->ctx->mu);
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+{
+    cu_stream *s;
+    CUresult r = cusim_resolve_stream(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!phGraph)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&g_capture_mu);
+    cu_capture *cap = s->cap;
+    if (!cap) {
+        pthread_mutex_unlock(&g_capture_mu);
+        return CUDA_ERROR_ILLEGAL_STATE;
+    }
+    if (cap->origin != s) {
+        cusim_capture_invalidate(cap);
+        pthread_mutex_unlock(&g_capture_mu);
+        return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+    }
+    while (cap->nmembers > 0)
+        capture_detach(cap->members[cap->nmembers - 1]);
+    int invalidated = cap->invalidated;
+    arsim_handle_remove(cap->handle, HK_CAPTURE);
+    cu_graph *g = arsim_handle_get(cap->graph_handle, HK_GRAPH);
+    if (g)
+        g->capturing = NULL;
+    pthread_mutex_unlock(&g_capture_mu);
+    if (cap->mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+        pthread_mutex_lock(&s->ctx->mu);
+        s->ctx->unsafe_captures--;
+        pthread_mutex_unlock(&s->ctx->mu);
+    }
+    free(cap);
+    if (invalidated) {
+        if (g && arsim_handle_remove(g->handle, HK_GRAPH)) {
+            arsim_graph_destroy(g->g);
+            free(g);
+        }
+        *phGraph = NULL;
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
+    *phGraph = g ? (CUgraph)(uintptr_t)g->handle : NULL;
+    return g ? CUDA_SUCCESS : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+}
+
+static CUresult capture_info(CUstream hStream, CUstreamCaptureStatus *status, cuuint64_t *id,
+                             CUgraph *graph, const CUgraphNode **deps, size_t *ndeps)
+{
+    uintptr_t v = (uintptr_t)hStream;
+    cu_stream *s;
+    CUresult r = cusim_resolve_stream(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!status)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((v == 0 || v == (uintptr_t)CU_STREAM_LEGACY) &&
+        __atomic_load_n(&s->ctx->capturing_blocking, __ATOMIC_ACQUIRE))
+        return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+    pthread_mutex_lock(&g_capture_mu);
+    cu_capture *cap = s->cap;
+    *status = !cap ? CU_STREAM_CAPTURE_STATUS_NONE
+              : cap->invalidated ? CU_STREAM_CAPTURE_STATUS_INVALIDATED
+                                 : CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    if (id)
+        *id = cap ? cap->id : 0;
+    if (graph)
+        *graph = cap ? (CUgraph)(uintptr_t)cap->graph_handle : NULL;
+    pthread_mutex_unlock(&g_capture_mu);
+    if (deps)
+        *deps = NULL; /* the sim's graphs have no node objects */
+    if (ndeps)
+        *ndeps = 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+    return capture_info(hStream, captureStatus, NULL, NULL, NULL, NULL);
+}
+
+CUresult cuStreamGetCaptureInfo_v2(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                                   cuuint64_t *id_out, CUgraph *graph_out,
+                                   const CUgraphNode **dependencies_out,
+                                   size_t *numDependencies_out)
+{
+    return capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out,
+                        numDependencies_out);
+}
+
+CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                                   cuuint64_t *id_out, CUgraph *graph_out,
+                                   const CUgraphNode **dependencies_out,
+                                   const CUgraphEdgeData **edgeData_out,
+                                   size_t *numDependencies_out)
+{
+    if (edgeData_out)
+        *edgeData_out = NULL;
+    return capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out,
+                        numDependencies_out);
+}
+
+CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    static __thread CUstreamCaptureMode current = CU_STREAM_CAPTURE_MODE_GLOBAL;
+    if (!mode || *mode < 0 || *mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUstreamCaptureMode old = current;
+    current = *mode;
+    *mode = old;
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------- graphs */
+
+CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!phGraph || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    cu_graph *g = calloc(1, sizeof *g);
+    if (!g || arsim_graph_create(&g->g) != ARSIM_OK) {
+        free(g);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    g->handle = arsim_handle_new(HK_GRAPH, g);
+    *phGraph = (CUgraph)(uintptr_t)g->handle;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    cu_graph *g = arsim_handle_get((uint64_t)(uintptr_t)hGraph, HK_GRAPH);
+    if (!g)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!numNodes)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (nodes)
+        return CUDA_ERROR_NOT_SUPPORTED; /* only the count: nodes are not objects here */
+    *numNodes = arsim_graph_size(g->g);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                     unsigned long long flags)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!phGraphExec)
+        return CUDA_ERROR_INVALID_VALUE;
+    (void)flags; /* auto-free-on-launch, upload, device launch: not modelled */
+    pthread_mutex_lock(&g_capture_mu);
+    cu_graph *g = arsim_handle_get((uint64_t)(uintptr_t)hGraph, HK_GRAPH);
+    if (!g || g->capturing) {
+        pthread_mutex_unlock(&g_capture_mu);
+        return g ? CUDA_ERROR_ILLEGAL_STATE : CUDA_ERROR_INVALID_HANDLE;
+    }
+    cu_graph_exec *x = calloc(1, sizeof *x);
+    if (!x || arsim_graph_clone(g->g, &x->g) != ARSIM_OK) {
+        pthread_mutex_unlock(&g_capture_mu);
+        free(x);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    pthread_mutex_unlock(&g_capture_mu);
+    x->handle = arsim_handle_new(HK_GRAPH_EXEC, x);
+    *phGraphExec = (CUgraphExec)(uintptr_t)x->handle;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+    cu_stream *s;
+    CUresult r = cusim_resolve_stream(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    cu_graph_exec *x = arsim_handle_get((uint64_t)(uintptr_t)hGraphExec, HK_GRAPH_EXEC);
+    if (!x)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return cusim_submit_graph(s, x->g);
+}
+
+CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    cu_graph_exec *x = arsim_handle_remove((uint64_t)(uintptr_t)hGraphExec, HK_GRAPH_EXEC);
+    if (!x)
+        return CUDA_ERROR_INVALID_HANDLE;
+    /* Launches already submitted run copies of the ops: safe to free now. */
+    arsim_graph_destroy(x->g);
+    free(x);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphDestroy(CUgraph hGraph)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&g_capture_mu);
+    cu_graph *g = arsim_handle_get((uint64_t)(uintptr_t)hGraph, HK_GRAPH);
+    if (g && g->capturing) {
+        pthread_mutex_unlock(&g_capture_mu);
+        return CUDA_ERROR_ILLEGAL_STATE;
+    }
+    if (g)
+        arsim_handle_remove(g->handle, HK_GRAPH);
+    pthread_mutex_unlock(&g_capture_mu);
+    if (!g)
+        return CUDA_ERROR_INVALID_HANDLE;
+    arsim_graph_destroy(g->g);
+    free(g);
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------- modules */
+
+/* The byte length of an ELF image in memory (cuModuleLoadData gets no size):
+ * the furthest of its section header table and its segments' file extents. */
+static size_t elf_image_size(const void *image)
+{
+    const Elf64_Ehdr *eh = image;
+    if (eh->e_ident[EI_CLASS] != ELFCLASS64)
+        return 0;
+    size_t size = (size_t)eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+    const char *base = image;
+    for (int i = 0; i < eh->e_phnum; i++) {
+        const Elf64_Phdr *ph = (const Elf64_Phdr *)(base + eh->e_phoff + (size_t)i * eh->e_phentsize);
+        size_t end = (size_t)ph->p_offset + (size_t)ph->p_filesz;
+        if (end > size)
+            size = end;
+    }
+    return size;
+}
+
+/* The host build of the project's kernels, found next to this library, for
+ * PTX images whose entries it defines (ARUNTIME_SIM_HOST_KERNELS overrides). */
+static arsim_status host_kernels_for_ptx(const char *ptx, arsim_module **out)
+{
+    char path[4096];
+    const char *env = getenv("ARUNTIME_SIM_HOST_KERNELS");
+    if (env && *env) {
+        snprintf(path, sizeof path, "%s", env);
+    } else {
+        Dl_info info;
+        if (!dladdr((void *)host_kernels_for_ptx, &info) || !info.dli_fname)
+            return ARSIM_ERR_INVALID_IMAGE;
+        char self[4096];
+        snprintf(self, sizeof self, "%s", info.dli_fname);
+        snprintf(path, sizeof path, "%s/libarkernels_host.so", dirname(self));
+    }
+    arsim_module *m;
+    arsim_status st = arsim_module_load_file(path, &m);
+    if (st != ARSIM_OK)
+        return st;
+    /* Every .entry of the PTX must exist on the host side. */
+    for (const char *p = strstr(ptx, ".entry"); p; p = strstr(p + 6, ".entry")) {
+        p += 6;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        char name[256];
+        size_t n = 0;
+        while (n < sizeof name - 1 && p[n] && p[n] != '(' && p[n] != ' ' && p[n] != '\n')
+            n++;
+        memcpy(name, p, n);
+        name[n] = 0;
+        const arsim_kernel *k;
+        if (arsim_module_get_kernel(m, name, &k) != ARSIM_OK) {
+            arsim_module_unload(m);
+            return ARSIM_ERR_INVALID_IMAGE;
+        }
+    }
+    *out = m;
+    return ARSIM_OK;
+}
+
+static CUresult module_wrap(arsim_module *m, CUmodule *out)
+{
+    cu_module *cm = calloc(1, sizeof *cm);
+    if (!cm) {
+        arsim_module_unload(m);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    cm->m = m;
+    pthread_mutex_init(&cm->mu, NULL);
+    cm->handle = arsim_handle_new(HK_MODULE, cm);
+    *out = (CUmodule)(uintptr_t)cm->handle;
+    return CUDA_SUCCESS;
+}
+
+/* Images: a host shared object (x86-64 ELF) runs as is; PTX runs when the
+ * project's host kernels define all its entries; cubin (ELF for EM_CUDA) and
+ * fatbin have no CPU code, so CUDA_ERROR_NO_BINARY_FOR_GPU. */
+CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    cu_ctx *c;
+    CUresult r = cusim_current_ctx(&c);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!module || !image)
+        return CUDA_ERROR_INVALID_VALUE;
+    const unsigned char *b = image;
+    arsim_module *m;
+    arsim_status st;
+    if (memcmp(b, ELFMAG, SELFMAG) == 0) {
+        const Elf64_Ehdr *eh = image;
+        if (eh->e_machine != EM_X86_64 && eh->e_machine != EM_AARCH64)
+            return CUDA_ERROR_NO_BINARY_FOR_GPU;
+        size_t size = elf_image_size(image);
+        if (size == 0)
+            return CUDA_ERROR_INVALID_IMAGE;
+        st = arsim_module_load(image, size, &m);
+    } else if (b[0] == 0x50 && b[1] == 0xed && b[2] == 0x55 && b[3] == 0xba) {
+        return CUDA_ERROR_NO_BINARY_FOR_GPU; /* fatbin */
+    } else if (strstr((const char *)image, ".entry") || strstr((const char *)image, ".version")) {
+        st = host_kernels_for_ptx(image, &m);
+        if (st != ARSIM_OK)
+            return CUDA_ERROR_INVALID_PTX;
+    } else {
+        return CUDA_ERROR_INVALID_IMAGE;
+    }
+    if (st != ARSIM_OK)
+        return cusim_status(st);
+    return module_wrap(m, module);
+}
+
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+                            CUjit_option *options, void **optionValues)
+{
+    (void)numOptions; /* JIT options: nothing is compiled */
+    (void)options;
+    (void)optionValues;
+    return cuModuleLoadData(module, image);
+}
+
+CUresult cuModuleLoad(CUmodule *module, const char *fname)
+{
+    cu_ctx *c;
+    CUresult r = cusim_current_ctx(&c);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!module || !fname)
+        return CUDA_ERROR_INVALID_VALUE;
+    arsim_module *m;
+    arsim_status st = arsim_module_load_file(fname, &m);
+    if (st != ARSIM_OK)
+        return CUDA_ERROR_INVALID_IMAGE;
+    return module_wrap(m, module);
+}
+
+CUresult cuModuleUnload(CUmodule hmod)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    cu_module *cm = arsim_handle_remove((uint64_t)(uintptr_t)hmod, HK_MODULE);
+    if (!cm)
+        return CUDA_ERROR_INVALID_HANDLE;
+    for (cu_function *f = cm->funcs; f;) {
+        cu_function *next = f->next;
+        arsim_handle_remove(f->handle, HK_FUNCTION);
+        free(f);
+        f = next;
+    }
+    arsim_module_unload(cm->m); /* pending launches keep the code loaded */
+    pthread_mutex_destroy(&cm->mu);
+    free(cm);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!hfunc || !name)
+        return CUDA_ERROR_INVALID_VALUE;
+    cu_module *cm = arsim_handle_get((uint64_t)(uintptr_t)hmod, HK_MODULE);
+    if (!cm)
+        return CUDA_ERROR_INVALID_HANDLE;
+    pthread_mutex_lock(&cm->mu);
+    for (cu_function *f = cm->funcs; f; f = f->next) {
+        if (strcmp(f->k->name, name) == 0) {
+            *hfunc = (CUfunction)(uintptr_t)f->handle;
+            pthread_mutex_unlock(&cm->mu);
+            return CUDA_SUCCESS;
+        }
+    }
+    const arsim_kernel *k;
+    if (arsim_module_get_kernel(cm->m, name, &k) != ARSIM_OK) {
+        pthread_mutex_unlock(&cm->mu);
+        return CUDA_ERROR_NOT_FOUND;
+    }
+    cu_function *f = calloc(1, sizeof *f);
+    if (!f) {
+        pthread_mutex_unlock(&cm->mu);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    f->k = k;
+    f->mod = cm;
+    f->handle = arsim_handle_new(HK_FUNCTION, f);
+    f->next = cm->funcs;
+    cm->funcs = f;
+    *hfunc = (CUfunction)(uintptr_t)f->handle;
+    pthread_mutex_unlock(&cm->mu);
+    return CUDA_SUCCESS;
+}
+
+/* Unpacks CU_LAUNCH_PARAM_BUFFER_POINTER arguments: each parameter at the
+ * next offset aligned to its size (up to 8), as nvcc lays them out. */
+static CUresult params_from_extra(const ar_kernel_info *info, void **extra, void **argv)
+{
+    const char *buf = NULL;
+    size_t size = 0;
+    for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+            buf = extra[i + 1];
+        else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+            size = *(size_t *)extra[i + 1];
+        else
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    size_t off = 0;
+    for (uint32_t i = 0; i < info->num_params; i++) {
+        size_t sz = info->param_sizes[i];
+        size_t align = sz >= 8 ? 8 : sz >= 4 ? 4 : sz >= 2 ? 2 : 1;
+        off = (off + align - 1) & ~(align - 1);
+        if (!buf || off + sz > size)
+            return CUDA_ERROR_INVALID_VALUE;
+        argv[i] = (void *)(buf + off);
+        off += sz;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                        unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                        unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                        void **kernelParams, void **extra)
+{
+    cu_stream *s;
+    CUresult r = cusim_resolve_stream(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    cu_function *fn = arsim_handle_get((uint64_t)(uintptr_t)f, HK_FUNCTION);
+    if (!fn)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!gridDimX || !gridDimY || !gridDimZ || !blockDimX || !blockDimY || !blockDimZ)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (gridDimY > 65535 || gridDimZ > 65535 || blockDimX > 1024 || blockDimY > 1024 ||
+        blockDimZ > 64)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((unsigned long long)blockDimX * blockDimY * blockDimZ > 1024)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (sharedMemBytes > 49152)
+        return CUDA_ERROR_INVALID_VALUE;
+    const ar_kernel_info *info = fn->k->info;
+    void *argv[AR_KERNEL_MAX_PARAMS];
+    void **params = kernelParams;
+    if (!kernelParams && info->num_params > 0) {
+        if (!extra)
+            return CUDA_ERROR_INVALID_VALUE;
+        r = params_from_extra(info, extra, argv);
+        if (r != CUDA_SUCCESS)
+            return r;
+        params = argv;
+    }
+    ar_dim3 grid = {gridDimX, gridDimY, gridDimZ};
+    ar_dim3 block = {blockDimX, blockDimY, blockDimZ};
+    return cusim_submit(s, arsim_op_kernel(fn->k, grid, block, sharedMemBytes, params), NULL);
+}

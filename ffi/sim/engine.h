@@ -1,0 +1,331 @@
+/* The simulated device shared by the software drivers (cuda-sim, levelzero-sim).
+ *
+ * Backend-neutral: a front end (ffi/cuda/sim, ffi/levelzero/sim) translates its
+ * API onto these calls and maps arsim_status to its own result codes.
+ *
+ * Model
+ * -----
+ * - Devices: ARUNTIME_SIM_DEVICES of them (default 1).  Device memory is host
+ *   memory (256-byte aligned), so a device address is a host address and every
+ *   pointer is "unified".  Each device has a memory limit
+ *   (ARUNTIME_SIM_MEMORY_MB, default 4096); allocating past it fails with
+ *   ARSIM_ERR_OUT_OF_MEMORY.  Pinned host memory has no limit.
+ * - Queues: in-order; each runs its ops on its own pthread.
+ * - Engines: each device has one compute engine and ARUNTIME_SIM_COPY_ENGINES
+ *   copy engines (default 2: host-to-device on one, device-to-host on the
+ *   other, like a GPU with two DMA engines; with 1, every copy shares one).
+ *   An op holds its engine while it runs (FIFO), so two H2D copies on two
+ *   queues serialize while a copy overlaps a kernel on another queue.
+ *   D2D copies use the H2D engine; memsets and kernels the compute engine.
+ * - Kernels run on the queue thread, or split by contiguous block ranges
+ *   over ARUNTIME_SIM_KERNEL_THREADS threads (default 1) for big grids.
+ * - Timing: an engine op (copy, memset, fill, kernel) lasts at least
+ *   latency_us + bytes / (gbps * 1e9) seconds (bytes only for copies), taken
+ *   from ARUNTIME_SIM_OP_LATENCY_US and ARUNTIME_SIM_COPY_GBPS at load or from
+ *   arsim_set_timing().  Unset (or <= 0) means fast: the CPU work only.
+ *   Event records/signals/waits and markers cost nothing; host functions
+ *   cost what they take.
+ * - Device time: event timestamps and the model use a device clock on
+ *   CLOCK_MONOTONIC.  An op starts at the latest of its submission, the end
+ *   of its queue's previous op and the end of its engine's previous op, and
+ *   ends after the longer of its modeled duration and its real CPU work.
+ *   Threads sleep until that time, but a late wake-up does not delay later
+ *   ops' device times, so modeled timelines (and elapsed times between
+ *   events) are exact even on a loaded machine.  Without a model, device
+ *   time is the real completion time.
+ * - Errors: a failed op sets its queue's pending error (the first one
+ *   wins).  It is reported once: by the next event record (or signal) that
+ *   executes on that queue, which carries it to every waiter of that event,
+ *   or else by the next arsim_queue_synchronize / arsim_queue_take_error.
+ *   Ops after a non-sticky failure run normally.
+ *   A sticky fault (ARSIM_ERR_ILLEGAL_ADDRESS) poisons the device: every
+ *   later op on it fails with that error (ops still complete, so nobody
+ *   hangs) and arsim_device_sticky() reports it until arsim_device_reset().
+ * - Every function is thread-safe.  Query functions marked lock-free only do
+ *   atomic loads.
+ *
+ * Symbols here are hidden (each driver links its own copy of the engine);
+ * only the test hooks marked ARSIM_EXPORT are exported from the driver.
+ */
+#ifndef ARSIM_ENGINE_H
+#define ARSIM_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../kernels/ar_host_abi.h"
+
+#define ARSIM_API __attribute__((visibility("hidden")))
+#define ARSIM_EXPORT __attribute__((visibility("default")))
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ status */
+
+typedef enum arsim_status {
+    ARSIM_OK = 0,
+    ARSIM_ERR_INVALID_VALUE = 1,
+    ARSIM_ERR_OUT_OF_MEMORY = 2,
+    ARSIM_ERR_INVALID_HANDLE = 3,
+    ARSIM_ERR_NOT_READY = 4,
+    ARSIM_ERR_LAUNCH_FAILED = 5,   /* non-sticky kernel failure */
+    ARSIM_ERR_ILLEGAL_ADDRESS = 6, /* sticky: the device is poisoned */
+    ARSIM_ERR_INVALID_IMAGE = 7,   /* module image is not a host shared object */
+    ARSIM_ERR_NOT_FOUND = 8,       /* no such kernel in a module */
+    ARSIM_ERR_TIMEOUT = 9,         /* a wait with a timeout expired */
+    ARSIM_ERR_INVALID_DEVICE = 10,
+    ARSIM_ERR_CAPTURING = 11,      /* queue is capturing (front end decides what that means) */
+    ARSIM_ERR_NOT_CAPTURING = 12,
+    ARSIM_ERR_UNKNOWN = 99,
+} arsim_status;
+
+ARSIM_API const char *arsim_status_name(arsim_status s);
+
+/* -------------------------------------------------------------- test hooks */
+/* Exported from each driver library; callable from tests through ctypes/cffi. */
+
+/* Copy bandwidth in GB/s (<= 0: unlimited) and fixed cost per engine op in
+ * microseconds (<= 0: none).  Applies to ops that start after the call. */
+ARSIM_EXPORT void arsim_set_timing(double copy_gbps, double op_latency_us);
+ARSIM_EXPORT void arsim_get_timing(double *copy_gbps, double *op_latency_us);
+
+/* Fault kinds for arsim_inject_fault. */
+#define ARSIM_FAULT_OUT_OF_MEMORY 1   /* next `count` allocations on the device fail */
+#define ARSIM_FAULT_LAUNCH_FAILED 2   /* next `count` kernels fail when they execute (non-sticky) */
+#define ARSIM_FAULT_ILLEGAL_ADDRESS 3 /* next kernel to execute poisons the device (sticky) */
+
+/* device -1 means every device; count 0 clears that kind.  Returns 0, or -1
+ * for a bad device or kind. */
+ARSIM_EXPORT int arsim_inject_fault(int device, int kind, int count);
+/* Clears every pending injected fault and the sticky state of every device. */
+ARSIM_EXPORT void arsim_clear_faults(void);
+/* Number of live queue threads, all devices (for leak checks in tests). */
+ARSIM_EXPORT int arsim_live_queue_threads(void);
+
+/* ----------------------------------------------------------------- clock */
+
+/* CLOCK_MONOTONIC in nanoseconds; event timestamps use the same clock. */
+ARSIM_API uint64_t arsim_now_ns(void);
+
+/* --------------------------------------------------------------- devices */
+
+typedef struct arsim_device_info {
+    char name[64];
+    uint64_t total_memory;
+    uint64_t used_memory;
+    uint32_t compute_units; /* ARUNTIME_SIM_COMPUTE_UNITS, default 16 */
+    uint32_t copy_engines;  /* 1 or 2 */
+} arsim_device_info;
+
+ARSIM_API int arsim_device_count(void);
+ARSIM_API arsim_status arsim_device_info_get(int device, arsim_device_info *out);
+/* ARSIM_OK, or the sticky error that poisoned the device.  Lock-free. */
+ARSIM_API arsim_status arsim_device_sticky(int device);
+/* Clears the sticky error and the device's pending faults. */
+ARSIM_API void arsim_device_reset(int device);
+/* Waits until every queue of the device has drained (errors not consumed). */
+ARSIM_API arsim_status arsim_device_synchronize(int device);
+
+/* ---------------------------------------------------------------- memory */
+
+typedef enum arsim_mem_kind {
+    ARSIM_MEM_DEVICE = 1,  /* counts against the device's limit */
+    ARSIM_MEM_MANAGED = 2, /* counts against the device's limit */
+    ARSIM_MEM_HOST = 4,    /* pinned host memory; device ignored, no limit */
+    ARSIM_MEM_REGISTERED = 8, /* caller's host memory registered as pinned */
+} arsim_mem_kind;
+
+typedef struct arsim_alloc {
+    void *base;
+    size_t size;
+    arsim_mem_kind kind;
+    int device; /* -1 for host kinds */
+    uint64_t owner; /* tag given at allocation (a context, say) */
+    unsigned flags; /* flags given at allocation, kept for the front end */
+} arsim_alloc;
+
+/* Zero-byte allocations are rejected (ARSIM_ERR_INVALID_VALUE). */
+ARSIM_API arsim_status arsim_mem_alloc(int device, size_t size, arsim_mem_kind kind,
+                                       uint64_t owner, unsigned flags, void **out);
+/* p must be the base of a live allocation whose kind is in kind_mask;
+ * otherwise ARSIM_ERR_INVALID_VALUE and nothing happens. */
+ARSIM_API arsim_status arsim_mem_free(void *p, unsigned kind_mask);
+/* The live allocation containing p, or ARSIM_ERR_NOT_FOUND. */
+ARSIM_API arsim_status arsim_mem_lookup(const void *p, arsim_alloc *out);
+/* 1 if [p, p+n) lies inside one live allocation whose kind is in kind_mask. */
+ARSIM_API int arsim_mem_range_ok(const void *p, size_t n, unsigned kind_mask);
+/* Frees every allocation with this owner tag; returns how many. */
+ARSIM_API size_t arsim_mem_free_owner(uint64_t owner);
+/* Registers existing host memory as pinned (ARSIM_MEM_REGISTERED). */
+ARSIM_API arsim_status arsim_mem_register(void *p, size_t size, uint64_t owner, unsigned flags);
+ARSIM_API arsim_status arsim_mem_unregister(void *p);
+
+/* --------------------------------------------------------------- handles */
+/* A registry of API handles: opaque 64-bit values (never 0, 1 or 2) with a
+ * generation, so a destroyed handle is rejected and never dereferenced.
+ * Lookup is lock-free.  kind is any small non-zero number (< 256) the front
+ * end chooses. */
+
+ARSIM_API uint64_t arsim_handle_new(unsigned kind, void *obj); /* 0 on failure */
+ARSIM_API void *arsim_handle_get(uint64_t handle, unsigned kind); /* NULL if not live */
+ARSIM_API void *arsim_handle_remove(uint64_t handle, unsigned kind); /* NULL if not live */
+
+/* ---------------------------------------------------------------- events */
+
+typedef struct arsim_event arsim_event;
+
+#define ARSIM_EVENT_TIMING 1u /* records take a timestamp */
+
+typedef enum arsim_wait_mode {
+    ARSIM_WAIT_BLOCK = 0, /* condition variable */
+    ARSIM_WAIT_SPIN = 1,  /* spin (with sched_yield) on an atomic */
+} arsim_wait_mode;
+
+/* Refcounted: ops that use an event hold a reference, so destroying an event
+ * with work pending is safe (freed when the last op lets go). */
+ARSIM_API arsim_status arsim_event_create(unsigned flags, arsim_event **out);
+ARSIM_API void arsim_event_retain(arsim_event *e);
+ARSIM_API void arsim_event_release(arsim_event *e);
+ARSIM_API unsigned arsim_event_flags(const arsim_event *e);
+
+/* CUDA-style "record" state: arsim_op_event_record takes a new sequence
+ * number when submitted; the event is complete when every record submitted so
+ * far has executed.  Never recorded = complete.
+ * Returns ARSIM_OK, ARSIM_ERR_NOT_READY, or the error the last executed record
+ * carried.  Lock-free. */
+ARSIM_API arsim_status arsim_event_query(const arsim_event *e);
+/* Waits until the records submitted before the call have executed.
+ * timeout_ns < 0: forever.  Returns like arsim_event_query (or TIMEOUT). */
+ARSIM_API arsim_status arsim_event_wait(arsim_event *e, arsim_wait_mode mode, int64_t timeout_ns);
+/* Device timestamp (ns, arsim_now_ns clock) of the last executed record or
+ * signal; ARSIM_ERR_NOT_READY if none or incomplete, ARSIM_ERR_INVALID_VALUE
+ * without ARSIM_EVENT_TIMING. */
+ARSIM_API arsim_status arsim_event_timestamp(const arsim_event *e, uint64_t *ns);
+
+/* Level Zero-style "signaled" state, independent of the record state above
+ * (a record also sets it).  Lock-free query: 1 signaled, 0 not. */
+ARSIM_API int arsim_event_is_signaled(const arsim_event *e);
+ARSIM_API void arsim_event_host_signal(arsim_event *e);
+ARSIM_API void arsim_event_host_reset(arsim_event *e);
+/* Waits until signaled.  Returns ARSIM_OK (or the error carried by the
+ * signaling op), or ARSIM_ERR_TIMEOUT. */
+ARSIM_API arsim_status arsim_event_wait_signaled(arsim_event *e, arsim_wait_mode mode,
+                                                 int64_t timeout_ns);
+
+/* ----------------------------------------------------------------- modules */
+
+typedef struct arsim_module arsim_module;
+typedef struct arsim_kernel {
+    ar_kernel_entry entry;
+    const ar_kernel_info *info;
+    arsim_module *module;
+    const char *name; /* owned by the module */
+} arsim_kernel;
+
+/* image: the bytes of a host shared object (ELF).  Loaded through a memfd. */
+ARSIM_API arsim_status arsim_module_load(const void *image, size_t size, arsim_module **out);
+/* Also loads a host shared object from a file path. */
+ARSIM_API arsim_status arsim_module_load_file(const char *path, arsim_module **out);
+/* The kernel stays valid while the module is loaded; ops hold a module
+ * reference, so unloading with launches pending is safe. */
+ARSIM_API arsim_status arsim_module_get_kernel(arsim_module *m, const char *name,
+                                               const arsim_kernel **out);
+ARSIM_API void arsim_module_unload(arsim_module *m);
+
+/* -------------------------------------------------------------------- ops */
+/* An op is built, then either submitted to a queue or appended to a graph;
+ * both take ownership, even when they fail.  A builder returns NULL when out
+ * of memory; submitting NULL returns ARSIM_ERR_OUT_OF_MEMORY. */
+
+typedef struct arsim_op arsim_op;
+typedef struct arsim_queue arsim_queue;
+typedef struct arsim_graph arsim_graph;
+
+typedef enum arsim_copy_dir {
+    ARSIM_COPY_H2D = 0,
+    ARSIM_COPY_D2H = 1,
+    ARSIM_COPY_D2D = 2,
+    ARSIM_COPY_H2H = 3, /* runs on the H2D engine */
+} arsim_copy_dir;
+
+ARSIM_API arsim_op *arsim_op_copy(void *dst, const void *src, size_t n, arsim_copy_dir dir);
+/* Like arsim_op_copy but the op owns src (malloc'd) and frees it: for staged
+ * pageable copies. */
+ARSIM_API arsim_op *arsim_op_copy_owned_src(void *dst, void *src_malloced, size_t n,
+                                            arsim_copy_dir dir);
+ARSIM_API arsim_op *arsim_op_copy2d(void *dst, size_t dst_pitch, const void *src,
+                                    size_t src_pitch, size_t width, size_t height,
+                                    arsim_copy_dir dir);
+/* 2-D copy from a packed, malloc'd source (pitch = width) that the op owns. */
+ARSIM_API arsim_op *arsim_op_copy2d_owned_src(void *dst, size_t dst_pitch, void *src_malloced,
+                                              size_t width, size_t height, arsim_copy_dir dir);
+ARSIM_API arsim_op *arsim_op_memset8(void *dst, uint8_t value, size_t n);
+/* Repeats a pattern of pattern_size bytes (copied now) over n bytes. */
+ARSIM_API arsim_op *arsim_op_fill(void *dst, const void *pattern, size_t pattern_size, size_t n);
+/* Copies the argument values now (sizes from the kernel's info), as CUDA does
+ * at launch.  params: kernel->info->num_params pointers to argument values. */
+ARSIM_API arsim_op *arsim_op_kernel(const arsim_kernel *k, ar_dim3 grid, ar_dim3 block,
+                                    uint32_t shared_bytes, void *const *params);
+/* Runs fn(user) on the queue thread.  fn must not block on this queue. */
+ARSIM_API arsim_op *arsim_op_host_fn(void (*fn)(void *), void *user);
+ARSIM_API arsim_op *arsim_op_marker(void);
+/* Record (CUDA): the sequence number is taken at submit time. */
+ARSIM_API arsim_op *arsim_op_event_record(arsim_event *e);
+/* Wait for the records of e submitted before this op's submit (CUDA). */
+ARSIM_API arsim_op *arsim_op_event_wait(arsim_event *e);
+/* Level Zero: signal / reset / wait-until-signaled. */
+ARSIM_API arsim_op *arsim_op_event_signal(arsim_event *e);
+ARSIM_API arsim_op *arsim_op_event_reset(arsim_event *e);
+ARSIM_API arsim_op *arsim_op_event_wait_signaled(arsim_event *e);
+/* Wait until `other` has completed `seq` ops (see arsim_queue_submitted). */
+ARSIM_API arsim_op *arsim_op_queue_wait(arsim_queue *other, uint64_t seq);
+ARSIM_API void arsim_op_free(arsim_op *op);
+
+/* ---------------------------------------------------------------- queues */
+
+ARSIM_API arsim_status arsim_queue_create(int device, int priority, arsim_queue **out);
+/* Returns at once; queued work still runs, then the thread exits and the
+ * queue is freed.  The caller must not use q afterwards. */
+ARSIM_API void arsim_queue_destroy(arsim_queue *q);
+ARSIM_API int arsim_queue_device(const arsim_queue *q);
+ARSIM_API int arsim_queue_priority(const arsim_queue *q);
+/* Executes the op in order after everything submitted before.  When the
+ * queue is capturing, appends the op to the capture graph instead.  When the
+ * device is poisoned, returns its sticky error (op discarded).  seq_out (may
+ * be NULL) gets the op's sequence number (0 when captured). */
+ARSIM_API arsim_status arsim_queue_submit(arsim_queue *q, arsim_op *op, uint64_t *seq_out);
+/* Submits a copy of each op of g, in order. */
+ARSIM_API arsim_status arsim_queue_submit_graph(arsim_queue *q, const arsim_graph *g);
+/* Ops submitted so far (the sequence number of the last one). */
+ARSIM_API uint64_t arsim_queue_submitted(const arsim_queue *q);
+ARSIM_API uint64_t arsim_queue_completed(const arsim_queue *q);
+/* ARSIM_OK if idle, ARSIM_ERR_NOT_READY if work is pending.  Lock-free. */
+ARSIM_API arsim_status arsim_queue_query(const arsim_queue *q);
+/* Waits for the ops submitted before the call; returns and clears the
+ * queue's pending sync error (or the device's sticky error). */
+ARSIM_API arsim_status arsim_queue_synchronize(arsim_queue *q, arsim_wait_mode mode);
+/* Waits until the queue has completed `seq` ops (a seq from arsim_queue_submit). */
+ARSIM_API void arsim_queue_wait_seq(arsim_queue *q, uint64_t seq, arsim_wait_mode mode);
+/* Returns and clears the queue's pending error without waiting. */
+ARSIM_API arsim_status arsim_queue_take_error(arsim_queue *q);
+/* Capture: while capturing, submits go to g (which the caller created). */
+ARSIM_API arsim_status arsim_queue_begin_capture(arsim_queue *q, arsim_graph *g);
+ARSIM_API arsim_status arsim_queue_end_capture(arsim_queue *q, arsim_graph **out);
+ARSIM_API arsim_graph *arsim_queue_capture_graph(const arsim_queue *q); /* NULL if not capturing */
+
+/* ---------------------------------------------------------------- graphs */
+
+ARSIM_API arsim_status arsim_graph_create(arsim_graph **out);
+ARSIM_API arsim_status arsim_graph_append(arsim_graph *g, arsim_op *op);
+ARSIM_API size_t arsim_graph_size(const arsim_graph *g);
+/* Deep copy (an "instantiated" graph is a clone). */
+ARSIM_API arsim_status arsim_graph_clone(const arsim_graph *g, arsim_graph **out);
+ARSIM_API void arsim_graph_destroy(arsim_graph *g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ARSIM_ENGINE_H */
