@@ -362,3 +362,23 @@ def test_every_method_of_a_closed_backend_raises_closed() -> None:
         if name not in exempt:
             with pytest.raises(ar.ClosedResourceError):
                 getattr(gpu, name)()
+
+
+@pytest.mark.parametrize(
+    "cls", [ar.DriverError, ar.OutOfMemoryError, ar.NotSupportedError, ar.DeviceLostError]
+)
+def test_driver_errors_pickle_with_their_attributes(cls: type[ar.DriverError]) -> None:
+    import pickle
+
+    err = cls("boom", backend="mock", code=7, name="MOCK_X", function="alloc")
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is cls and str(back) == "boom"
+    assert (back.backend, back.code, back.name, back.function) == ("mock", 7, "MOCK_X", "alloc")
+
+
+def test_errors_from_a_mock_fault_carry_driver_attributes(gpu: ar.Backend) -> None:
+    gpu.driver.inject_fault("alloc", ar.OutOfMemoryError)  # type: ignore[attr-defined]
+    with pytest.raises(ar.OutOfMemoryError) as info:
+        gpu.alloc(8)
+    err = info.value
+    assert (err.backend, err.function, err.name) == ("mock", "alloc", "MOCK_INJECTED_FAULT")
