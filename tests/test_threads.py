@@ -186,3 +186,53 @@ def test_closed_backend_does_not_warn_when_dropped() -> None:
         warnings.simplefilter("error")
         del gpu
         gc.collect()
+
+
+def test_many_threads_share_one_backend() -> None:
+    import random
+
+    import numpy as np
+
+    baseline = threading.active_count()
+    gpu = ar.open_backend("mock", latency=0.0)
+    errors: list[BaseException] = []
+
+    def worker(seed: int) -> None:
+        rng = random.Random(seed)
+        try:
+            for _ in range(100):
+                s = gpu.create_stream() if rng.random() < 0.5 else None
+                n = rng.randint(1, 4096)
+                p = gpu.alloc(n)
+                data = np.frombuffer(rng.randbytes(n), np.uint8)
+                gpu.copy_h2d_async(data, p, stream=s)
+                out = np.empty(n, np.uint8)
+                c = gpu.copy_d2h_async(p, out, stream=s)
+                if rng.random() < 0.3:  # release while the copies may still run
+                    gpu.free(p)
+                    if s is not None:
+                        s.close()
+                    c.wait(30)
+                else:
+                    c.wait(30)
+                    gpu.free(p)
+                    if s is not None:
+                        s.close()
+                assert (out == data).all()
+                if rng.random() < 0.1:
+                    with gpu.create_event() as ev:
+                        gpu.record_event(ev)
+                        gpu.event_synchronize(ev).wait(30)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    stats = gpu.statistics()
+    assert (stats.live_allocations, stats.open_streams, stats.open_events) == (0, 0, 0)
+    gpu.close()
+    assert threading.active_count() == baseline, _aruntime_threads()
