@@ -1117,21 +1117,38 @@ class Backend:
     def __enter__(self) -> Backend:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self._close_after_block(failing=exc_type is not None)
 
     async def __aenter__(self) -> Backend:
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def __aexit__(self, exc_type: object, *exc: object) -> None:
         """Await all queued work, then close.  If cancelled, closing still happens."""
+        failing = exc_type is not None
         try:
             if not self._closed:
                 for completion in self._drain_completions():
                     with contextlib.suppress(AruntimeError):
                         await completion
+        except BaseException:
+            failing = True  # e.g. cancelled while draining
+            raise
         finally:
+            self._close_after_block(failing=failing)
+
+    def _close_after_block(self, *, failing: bool) -> None:
+        """close() at the end of a ``with`` block, never masking the block's own error.
+
+        When the block is already raising (or being cancelled), an unseen op
+        error found by close() is only logged (close() logs every one), so the
+        caller sees their exception, not an unrelated DriverError in its place.
+        """
+        try:
             self.close()
+        except AruntimeError:
+            if not failing:
+                raise
 
     def _drain_completions(self) -> list[Completion]:
         with self._lock:
