@@ -464,3 +464,27 @@ async def test_cancelled_synchronize_does_not_swallow_the_error(slow_backend: ar
     await s  # raised once, then it is seen
     s.close()
     gpu.free(ptr)
+
+
+@pytest.mark.parametrize("latency", [None, 0.0])
+async def test_with_block_error_is_not_masked_by_close(
+    latency: float | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    def failing_op(gpu: ar.Backend) -> None:
+        gpu.driver.inject_fault("memset", ar.DriverError)
+        gpu.memset_async(gpu.alloc(8), 0, 8)  # fails; nobody awaits it
+
+    opts = {} if latency is None else {"latency": latency}
+    with caplog.at_level(logging.ERROR, logger="aruntime"):
+        with pytest.raises(KeyError), ar.open_backend("mock", **opts) as gpu:
+            failing_op(gpu)
+            raise KeyError("the caller's own error")
+        with pytest.raises(KeyError):
+            async with ar.open_backend("mock", **opts) as agpu:
+                failing_op(agpu)
+                raise KeyError("the caller's own error")
+        # Without an error of its own, the block's exit raises the unseen one.
+        with pytest.raises(ar.DriverError):
+            async with ar.open_backend("mock", **opts) as agpu:
+                failing_op(agpu)
+    assert sum("nobody awaited" in r.getMessage() for r in caplog.records) >= 3
