@@ -76,6 +76,16 @@ ENTRY_POINTS: dict[str, tuple[int, tuple[str, ...]]] = {
     "abort_capture_if_active": (1, ()),
     "capture": (1, ()),
     "destroy_graph": (1, ()),
+    # Compute operations (DESIGN.md section 7).
+    "gemm": (
+        6,
+        ("lda", "ldb", "ldc", "trans_a", "trans_b", "alpha", "beta", "dtype", "stream"),
+    ),
+    "conv2d_forward": (6, ("stride", "padding", "dtype", "stream")),
+    "attention": (9, ("scale", "causal", "dtype", "stream")),
+    "reduce": (5, ("dtype", "stream")),
+    "unary": (4, ("dtype", "stream")),
+    "binary": (5, ("dtype", "stream")),
 }
 NO_ARGS = (
     "total_memory",
@@ -147,6 +157,24 @@ VALID: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "abort_capture_if_active": ((Ref("capturing_stream"),), {}),
     "capture": ((Ref("stream"),), {}),
     "destroy_graph": ((Ref("graph"),), {}),
+    "gemm": (
+        (Ref("view"), Ref("managed"), Ref("arena"), 4, 4, 4),
+        {"alpha": 2.0, "beta": 0.0, "dtype": "float32", "stream": Ref("stream")},
+    ),
+    "conv2d_forward": (
+        (Ref("ptr"), Ref("managed"), Ref("arena"), (1, 1, 4, 4), (1, 1, 2, 2), (1, 1, 3, 3)),
+        {"stride": (1, 1), "padding": (0, 0), "stream": Ref("stream")},
+    ),
+    "attention": (
+        (Ref("view"), Ref("managed"), Ref("managed"), Ref("arena"), 1, 1, 2, 2, 2),
+        {"scale": 0.5, "causal": True, "stream": Ref("stream")},
+    ),
+    "reduce": ((Ref("ptr"), Ref("arena"), (4, 4), 1, "sum"), {"stream": Ref("stream")}),
+    "unary": ((Ref("ptr"), Ref("arena"), 16, "relu"), {"stream": Ref("stream")}),
+    "binary": (
+        (Ref("ptr"), Ref("managed"), Ref("arena"), 16, "add"),
+        {"stream": Ref("stream")},
+    ),
 }
 
 #: Plain bad values tried in every argument slot by the systematic pass.
