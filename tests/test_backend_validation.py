@@ -354,7 +354,8 @@ def test_every_method_of_a_closed_backend_raises_closed() -> None:
         if name in exempt:
             continue
         with pytest.raises(ar.ClosedResourceError, match=name):
-            result = getattr(gpu, name)(*([None] * npos))
+            required = {"scale": 1.0} if name == "attention" else {}  # keyword-only, no default
+            result = getattr(gpu, name)(*([None] * npos), **required)
             if name == "capture":
                 with result:
                     pass
