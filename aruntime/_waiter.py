@@ -44,7 +44,6 @@ class StreamWaiter:
         self._exited = False
         self._on_exit: list[Callable[[], None]] = []
         self._abandon = False
-        self._busy = 0  # 1 while an item popped from the queue is being waited on
         self._current: Completion | None = None  # that item's Completion
 
     def submit(
@@ -78,7 +77,11 @@ class StreamWaiter:
 
     def pending(self) -> int:
         """Ops queued or being waited on whose Completion has not finished."""
-        return len(self._queue) + self._busy
+        # Ask the Completion, not the busy flag: a woken awaiter may run (and
+        # check for leaks) before this thread has cleared the flag.
+        with self._cond:
+            current = self._current
+            return len(self._queue) + (current is not None and not current.done())
 
     @property
     def started(self) -> bool:
@@ -129,7 +132,6 @@ class StreamWaiter:
                     self._exited = True
                     break
                 event, completion, release = self._queue.popleft()
-                self._busy = 1
                 self._current = completion
             error: BaseException | None = None
             try:
@@ -147,7 +149,6 @@ class StreamWaiter:
             if not self._abandon:
                 completion._finish(error)
             with self._cond:
-                self._busy = 0
                 self._current = None
             # Drop this op before parking: otherwise the idle thread keeps its
             # Completion, and through it the stream and a D2H destination, alive.
