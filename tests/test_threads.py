@@ -236,3 +236,17 @@ def test_many_threads_share_one_backend() -> None:
     assert (stats.live_allocations, stats.open_streams, stats.open_events) == (0, 0, 0)
     gpu.close()
     assert threading.active_count() == baseline, _aruntime_threads()
+
+
+@pytest.mark.anyio
+async def test_no_pending_ops_once_an_await_returns() -> None:
+    gpu = ar.open_backend("mock", latency=0.0)
+    try:
+        ptr = gpu.alloc(8)
+        for _ in range(300):
+            await gpu.memset_async(ptr, 1, 8)
+            # The awaiter may run before the waiter thread has tidied up.
+            assert gpu.statistics().pending_ops == 0
+        gpu.free(ptr)
+    finally:
+        gpu.close()
