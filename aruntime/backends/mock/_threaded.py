@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._driver import DriverEvent, DriverStream
-from ..._exceptions import DeviceLostError, DriverError
+from ..._exceptions import DeviceLostError, DriverError, InvalidArgumentError
 from ._driver import MockCall, MockDriver, _MockStream
 
 __all__ = ["ThreadedMockDriver"]
@@ -109,21 +109,32 @@ class ThreadedMockDriver(MockDriver):
         if isinstance(latency, bool) or not isinstance(latency, (int, float)):
             raise TypeError(f"mock: latency must be a number of seconds, got {latency!r}")
         if not 0 <= latency <= 60:
-            raise ValueError(f"mock: latency must be within 0..60 s, got {latency}")
+            raise InvalidArgumentError(f"mock: latency must be within 0..60 s, got {latency}")
         super().__init__(**options)
         self.latency = float(latency)
         self._workers: list[_Worker] = []
+        self._live_streams: list[_ThreadedStream] = []
 
     def stream_create(self, priority: int) -> DriverStream:
         stream = _ThreadedStream(next(self._ids), priority)
         stream.worker = _Worker(f"aruntime-mock-stream-{stream.id}")
         with self._lock:
             self._workers.append(stream.worker)
+            self._live_streams.append(stream)
         return DriverStream(stream)
 
     def stream_destroy(self, stream: DriverStream) -> None:
         assert isinstance(stream, _ThreadedStream) and stream.worker is not None
+        with self._lock:
+            self._live_streams = [s for s in self._live_streams if s is not stream]
         stream.worker.stop()
+
+    def clear_faults(self) -> None:
+        """Also forget the lost-device error each stream carries to its next event."""
+        with self._lock:
+            super().clear_faults()
+            for stream in self._live_streams:
+                stream.error = None
 
     def close(self) -> None:
         with self._lock:
