@@ -75,6 +75,7 @@ from ..._exceptions import (
     InvalidArgumentError,
     OutOfMemoryError,
 )
+from ..._kernel_args import check_arg_sizes
 from ..._kernel_images import PORTABLE_MODULES, host_library_name
 from ..._native import native_library_path
 from . import _errors
@@ -131,6 +132,17 @@ class _Stream:
         self.staging: CData | None = None  # pinned buffer for pageable copies
         self.capture_keep: _Resources | None = None  # while we capture on this stream
         self.graphs: set[_Graph] = set()  # launched graphs that own resources
+
+
+class _Function:
+    """A CUfunction, its kernel's name, and its parameter sizes (None: unknown)."""
+
+    __slots__ = ("handle", "name", "param_sizes")
+
+    def __init__(self, handle: CData, name: str, param_sizes: tuple[int, ...] | None) -> None:
+        self.handle = handle
+        self.name = name
+        self.param_sizes = param_sizes
 
 
 class _Resources:
@@ -283,6 +295,7 @@ class CudaDriver(Driver):
             else fn("cuEventElapsedTime")
         )
         self._has_pointer_attribute = library.has("cuPointerGetAttribute")
+        self._has_param_info = library.has("cuFuncGetParamInfo")
         self._cuEventRecord = lib.cuEventRecord
         self._cuEventQuery = lib.cuEventQuery
         self._cuEventSynchronize = lib.cuEventSynchronize
@@ -912,7 +925,27 @@ class CudaDriver(Driver):
         if code == _errors.CUDA_ERROR_NOT_FOUND:
             raise InvalidArgumentError(f"kernel: the module has no kernel named {name!r}")
         self._check(code, "cuModuleGetFunction")
-        return DriverFunction(out[0])
+        return DriverFunction(_Function(out[0], name, self._param_sizes(out[0])))
+
+    def _param_sizes(self, handle: CData) -> tuple[int, ...] | None:
+        """Each parameter's size from ``cuFuncGetParamInfo``; None where the driver lacks it.
+
+        The driver answers CUDA_ERROR_INVALID_VALUE past the last parameter,
+        which is how the count is learnt.  A driver older than 12.4 (or any
+        other failure) leaves the launch unchecked, as it was.
+        """
+        if not self._has_param_info:
+            return None
+        offset = self._ffi.new("size_t *")
+        size = self._ffi.new("size_t *")
+        sizes: list[int] = []
+        while True:
+            code = self._lib.cuFuncGetParamInfo(handle, len(sizes), offset, size)
+            if code == _errors.CUDA_ERROR_INVALID_VALUE:
+                return tuple(sizes)
+            if code != 0:
+                return None
+            sizes.append(int(size[0]))
 
     def launch(
         self,
@@ -929,14 +962,22 @@ class CudaDriver(Driver):
         16-byte aligned offset) that, with the ``void**`` array pointing into
         it, stays referenced until ``cuLaunchKernel`` returns; the driver
         copies parameters at launch (and at capture).
+
+        Where the driver reports the kernel's parameters
+        (``cuFuncGetParamInfo``), a wrong argument count or size raises
+        InvalidArgumentError here: ``cuLaunchKernel`` itself reads as many
+        bytes as each parameter holds from wherever the pointers point.
         """
+        f = cast(_Function, function)
+        if f.param_sizes is not None:
+            check_arg_sizes(f.name, f.param_sizes, args)
         if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
             self._enter_slow("cuLaunchKernel")
         params, blob = _pack_args(self._ffi, args)
         gx, gy, gz = config.grid
         bx, by, bz = config.block
         code = self._lib.cuLaunchKernel(
-            function,
+            f.handle,
             gx,
             gy,
             gz,

@@ -218,6 +218,7 @@ P cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOption
 P cuModuleLoad(CUmodule *module, const char *fname);
 P cuModuleUnload(CUmodule hmod);
 P cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name);
+P cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize);
 P cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                  unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                  unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,

@@ -927,6 +927,42 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
     return CUDA_SUCCESS;
 }
 
+/* The offset of each parameter is the one nvcc gives it: the next offset
+ * aligned to its size (up to 8), the layout params_from_extra reads. */
+static size_t param_align(size_t sz)
+{
+    return sz >= 8 ? 8 : sz >= 4 ? 4 : sz >= 2 ? 2 : 1;
+}
+
+CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset,
+                            size_t *paramSize)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    cu_function *fn = arsim_handle_get((uint64_t)(uintptr_t)func, HK_FUNCTION);
+    if (!fn)
+        return CUDA_ERROR_INVALID_HANDLE;
+    const ar_kernel_info *info = fn->k->info;
+    /* Past the last parameter is how a caller learns the count. */
+    if (paramIndex >= info->num_params)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t off = 0;
+    for (size_t i = 0;; i++) {
+        size_t sz = info->param_sizes[i];
+        size_t align = param_align(sz);
+        off = (off + align - 1) & ~(align - 1);
+        if (i == paramIndex) {
+            if (paramOffset)
+                *paramOffset = off;
+            if (paramSize)
+                *paramSize = sz;
+            return CUDA_SUCCESS;
+        }
+        off += sz;
+    }
+}
+
 /* Unpacks CU_LAUNCH_PARAM_BUFFER_POINTER arguments: each parameter at the
  * next offset aligned to its size (up to 8), as nvcc lays them out. */
 static CUresult params_from_extra(const ar_kernel_info *info, void **extra, void **argv)
@@ -944,7 +980,7 @@ static CUresult params_from_extra(const ar_kernel_info *info, void **extra, void
     size_t off = 0;
     for (uint32_t i = 0; i < info->num_params; i++) {
         size_t sz = info->param_sizes[i];
-        size_t align = sz >= 8 ? 8 : sz >= 4 ? 4 : sz >= 2 ? 2 : 1;
+        size_t align = param_align(sz);
         off = (off + align - 1) & ~(align - 1);
         if (!buf || off + sz > size)
             return CUDA_ERROR_INVALID_VALUE;

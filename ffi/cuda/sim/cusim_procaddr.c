@@ -107,6 +107,7 @@ static const proc_entry g_procs[] = {
     {"cuModuleLoadDataEx", 2010, (void *)cuModuleLoadDataEx, NULL},
     {"cuModuleUnload", 2000, (void *)cuModuleUnload, NULL},
     {"cuModuleGetFunction", 2000, (void *)cuModuleGetFunction, NULL},
+    {"cuFuncGetParamInfo", 12040, (void *)cuFuncGetParamInfo, NULL},
     {"cuLaunchKernel", 4000, (void *)cuLaunchKernel, (void *)cuLaunchKernel_ptsz},
     {"cuGraphCreate", 10000, (void *)cuGraphCreate, NULL},
     {"cuGraphGetNodes", 10000, (void *)cuGraphGetNodes, NULL},

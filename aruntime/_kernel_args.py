@@ -1,0 +1,48 @@
+"""Checking launch arguments against what a kernel declares, shared by the backends.
+
+A driver that learns a kernel's parameters (their count, and where it can
+their sizes) checks each launch here before anything reaches the native
+driver: the native launch reads as many bytes as each parameter holds from
+wherever the argument pointers point, so a short or missing argument is a
+crash or a silent garbage read rather than an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._exceptions import InvalidArgumentError
+
+__all__ = ["arg_size", "check_arg_count", "check_arg_sizes"]
+
+
+def arg_size(arg: Any) -> int:
+    """The bytes a checked launch argument fills: its itemsize, its length, or 8 for a DevicePtr."""
+    if isinstance(arg, np.generic):
+        return int(arg.itemsize)
+    if isinstance(arg, (bytes, bytearray, memoryview)):
+        return memoryview(arg).nbytes
+    return 8  # a DevicePtr: a 64-bit address
+
+
+def check_arg_count(name: str, expected: int, args: Sequence[Any]) -> None:
+    """InvalidArgumentError unless kernel ``name`` is given ``expected`` arguments."""
+    if len(args) != expected:
+        raise InvalidArgumentError(
+            f"launch: kernel {name!r} takes {expected} argument(s), got {len(args)}"
+        )
+
+
+def check_arg_sizes(name: str, sizes: Sequence[int], args: Sequence[Any]) -> None:
+    """InvalidArgumentError unless ``args`` match the parameter ``sizes`` in count and size."""
+    check_arg_count(name, len(sizes), args)
+    for index, (arg, expected) in enumerate(zip(args, sizes, strict=True)):
+        given = arg_size(arg)
+        if given != expected:
+            raise InvalidArgumentError(
+                f"launch: kernel {name!r} argument {index} is {expected} bytes, "
+                f"got {given} bytes ({type(arg).__name__})"
+            )
