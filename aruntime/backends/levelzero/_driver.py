@@ -74,6 +74,7 @@ from ..._exceptions import (
     InvalidArgumentError,
     NotSupportedError,
 )
+from ..._kernel_args import check_arg_count
 from . import _errors
 from ._errors import ZE_RESULT_NOT_READY, ZE_RESULT_SUCCESS
 from ._ffi import ffi
@@ -102,6 +103,7 @@ _ST_DEVICE_MEM_ALLOC_DESC = 0x15
 _ST_HOST_MEM_ALLOC_DESC = 0x16
 _ST_MODULE_DESC = 0x1B
 _ST_KERNEL_DESC = 0x1D
+_ST_KERNEL_PROPERTIES = 0x1E
 
 _GROUP_COMPUTE = 1
 _GROUP_COPY = 2
@@ -113,6 +115,8 @@ _SCOPE_HOST = 4
 _DEVICE_TYPE_VPU = 5
 _FORMAT_SPIRV, _FORMAT_NATIVE = 0, 1
 _INVALID_KERNEL_NAME = 0x78000011
+_INVALID_KERNEL_ARGUMENT_INDEX = 0x78000015
+_INVALID_KERNEL_ARGUMENT_SIZE = 0x78000016
 _UNSUPPORTED_FEATURE = 0x78000003
 _INDIRECT_ALL = 1 | 2 | 4  # host, device and shared allocations
 
@@ -337,6 +341,7 @@ class _ZeStream:
 class _ZeKernel:
     handle: Any
     name: str
+    num_args: int | None = None  # from zeKernelGetProperties; None: unknown
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -1147,12 +1152,24 @@ class LevelZeroDriver(Driver):
             raise InvalidArgumentError(f"kernel: the module has no kernel named {name!r}")
         self._check(rc, "zeKernelCreate", repr(name))
         self._allow_indirect_access(out[0])
-        kernel = _ZeKernel(out[0], name)
+        kernel = _ZeKernel(out[0], name, self._num_args(out[0]))
         with self._lock:
             existing = m.kernels.setdefault(name, kernel)
         if existing is not kernel:
             self._lib.zeKernelDestroy(kernel.handle)
         return cast(DriverFunction, existing)
+
+    def _num_args(self, kernel: Any) -> int | None:
+        """The kernel's argument count, or None where the driver does not say."""
+        try:
+            get_properties = self._lib.zeKernelGetProperties
+        except AttributeError:  # a directly loaded driver that lacks it
+            return None
+        props = ffi.new("ze_kernel_properties_t*")
+        props.stype = _ST_KERNEL_PROPERTIES
+        if get_properties(kernel, props) != ZE_RESULT_SUCCESS:
+            return None
+        return int(props.numKernelArgs)
 
     def _allow_indirect_access(self, kernel: Any) -> None:
         """Let the kernel reach every USM allocation, not only its arguments.
@@ -1184,6 +1201,10 @@ class LevelZeroDriver(Driver):
                 backend=self.backend_name,
                 function="zeCommandListAppendLaunchKernel",
             )
+        # A kernel launched with arguments left unset would read whatever
+        # an earlier launch left there, so the count is checked first.
+        if k.num_args is not None:
+            check_arg_count(k.name, k.num_args, args)
         groups = ffi.new("ze_group_count_t*", list(config.grid))
         values = [_arg_bytes(arg) for arg in args]
         # The argument values live on the kernel object until the append
@@ -1195,11 +1216,17 @@ class LevelZeroDriver(Driver):
                 f"kernel {k.name!r}, block {config.block}",
             )
             for index, (value, size) in enumerate(values):
-                self._check(
-                    self._lib.zeKernelSetArgumentValue(k.handle, index, size, value),
-                    "zeKernelSetArgumentValue",
-                    f"kernel {k.name!r}, argument {index}",
-                )
+                rc = self._lib.zeKernelSetArgumentValue(k.handle, index, size, value)
+                if rc == _INVALID_KERNEL_ARGUMENT_SIZE:
+                    raise InvalidArgumentError(
+                        f"launch: kernel {k.name!r} argument {index}: the driver rejects "
+                        f"its size, {size} bytes ({type(args[index]).__name__})"
+                    )
+                if rc == _INVALID_KERNEL_ARGUMENT_INDEX:
+                    raise InvalidArgumentError(
+                        f"launch: kernel {k.name!r} takes fewer than {len(args)} arguments"
+                    )
+                self._check(rc, "zeKernelSetArgumentValue", f"kernel {k.name!r}, argument {index}")
             self._append(
                 stream,
                 False,

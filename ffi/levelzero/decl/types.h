@@ -81,6 +81,7 @@ typedef enum _ze_structure_type_t
     ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES = 0x17,
     ZE_STRUCTURE_TYPE_MODULE_DESC = 0x1b,
     ZE_STRUCTURE_TYPE_KERNEL_DESC = 0x1d,
+    ZE_STRUCTURE_TYPE_KERNEL_PROPERTIES = 0x1e,
     ZE_STRUCTURE_TYPE_FORCE_UINT32 = 0x7fffffff
 } ze_structure_type_t;
 
@@ -392,6 +393,30 @@ typedef struct _ze_kernel_desc_t
     ze_kernel_flags_t flags;
     const char* pKernelName;
 } ze_kernel_desc_t;
+
+typedef struct _ze_kernel_uuid_t
+{
+    uint8_t kid[16];
+    uint8_t mid[16];
+} ze_kernel_uuid_t;
+
+typedef struct _ze_kernel_properties_t
+{
+    ze_structure_type_t stype;
+    void* pNext;
+    uint32_t numKernelArgs;
+    uint32_t requiredGroupSizeX;
+    uint32_t requiredGroupSizeY;
+    uint32_t requiredGroupSizeZ;
+    uint32_t requiredNumSubGroups;
+    uint32_t requiredSubgroupSize;
+    uint32_t maxSubgroupSize;
+    uint32_t maxNumSubgroups;
+    uint32_t localMemSize;
+    uint32_t privateMemSize;
+    uint32_t spillMemSize;
+    ze_kernel_uuid_t uuid;
+} ze_kernel_properties_t;
 
 typedef struct _ze_group_count_t
 {

@@ -589,6 +589,15 @@ ZE_APIEXPORT ze_result_t zeCommandListAppendLaunchKernel(ze_command_list_handle_
     ar_dim3 grid = {pLaunchFuncArgs->groupCountX, pLaunchFuncArgs->groupCountY, pLaunchFuncArgs->groupCountZ};
     void *params[AR_KERNEL_MAX_PARAMS];
     pthread_mutex_lock(&k->lock);
+    /* A kernel whose arguments are not all set would run on garbage (as
+     * OpenCL's CL_INVALID_KERNEL_ARGS refuses too). */
+    uint32_t np = k->k->info->num_params;
+    uint32_t all = np >= 32 ? 0xffffffffu : (1u << np) - 1u;
+    if ((k->set_mask & all) != all) {
+        pthread_mutex_unlock(&k->lock);
+        lz_unref(&k->base);
+        return append_fail(&a, ZE_RESULT_ERROR_INVALID_ARGUMENT);
+    }
     ar_dim3 block = {k->group[0], k->group[1], k->group[2]};
     for (uint32_t i = 0; i < k->k->info->num_params; i++) params[i] = k->args + k->offsets[i];
     /* The engine copies the argument values now, as Level Zero captures

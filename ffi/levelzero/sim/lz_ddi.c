@@ -165,6 +165,7 @@ ZE_APIEXPORT ze_result_t zeGetKernelProcAddrTable(ze_api_version_t version, void
     FILL(KERNEL_SetGroupSize, zeKernelSetGroupSize);
     FILL(KERNEL_SuggestGroupSize, zeKernelSuggestGroupSize);
     FILL(KERNEL_SetArgumentValue, zeKernelSetArgumentValue);
+    FILL(KERNEL_GetProperties, zeKernelGetProperties);
     FILL(KERNEL_GetName, zeKernelGetName);
     return ZE_RESULT_SUCCESS;
 }

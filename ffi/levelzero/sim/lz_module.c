@@ -244,6 +244,7 @@ ZE_APIEXPORT ze_result_t zeKernelSetArgumentValue(ze_kernel_handle_t hKernel, ui
         /* A NULL value sets the argument to zero (a null pointer). */
         if (pArgValue) memcpy(k->args + k->offsets[argIndex], pArgValue, argSize);
         else memset(k->args + k->offsets[argIndex], 0, argSize);
+        k->set_mask |= 1u << argIndex;
         pthread_mutex_unlock(&k->lock);
     }
     lz_unref(&k->base);
@@ -286,6 +287,25 @@ ZE_APIEXPORT ze_result_t zeKernelSuggestGroupSize(ze_kernel_handle_t hKernel, ui
     *y = largest_divisor_at_most(gy, target / *x);
     *z = largest_divisor_at_most(gz, (target / *x) / *y < 64 ? (target / *x) / *y : 64);
     return ZE_RESULT_SUCCESS;
+}
+
+ZE_APIEXPORT ze_result_t zeKernelGetProperties(ze_kernel_handle_t hKernel, ze_kernel_properties_t *pKernelProperties) {
+    LZ_GET(k, lz_kernel, hKernel, LZ_T_KERNEL);
+    ze_result_t r = ZE_RESULT_SUCCESS;
+    if (!pKernelProperties) r = ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    else {
+        /* Only the count is known; the rest reads as "no requirement". */
+        void *next = pKernelProperties->pNext;
+        ze_structure_type_t stype = pKernelProperties->stype;
+        memset(pKernelProperties, 0, sizeof *pKernelProperties);
+        pKernelProperties->stype = stype;
+        pKernelProperties->pNext = next;
+        pKernelProperties->numKernelArgs = k->k->info->num_params;
+        pKernelProperties->maxSubgroupSize = 1;
+        pKernelProperties->maxNumSubgroups = LZ_MAX_GROUP_SIZE;
+    }
+    lz_unref(&k->base);
+    return r;
 }
 
 ZE_APIEXPORT ze_result_t zeKernelGetName(ze_kernel_handle_t hKernel, size_t *pSize, char *pName) {
