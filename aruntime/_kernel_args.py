@@ -28,12 +28,23 @@ def arg_size(arg: Any) -> int:
     return 8  # a DevicePtr: a 64-bit address
 
 
-def check_arg_count(name: str, expected: int, args: Sequence[Any]) -> None:
-    """InvalidArgumentError unless kernel ``name`` is given ``expected`` arguments."""
-    if len(args) != expected:
-        raise InvalidArgumentError(
-            f"launch: kernel {name!r} takes {expected} argument(s), got {len(args)}"
-        )
+def check_arg_count(name: str, fewest: int, args: Sequence[Any], most: int | None = -1) -> None:
+    """InvalidArgumentError unless kernel ``name`` is given ``fewest``..``most`` arguments.
+
+    ``most`` -1 (the default) means exactly ``fewest``; None means no limit.
+    """
+    top = fewest if most == -1 else most
+    if fewest <= len(args) and (top is None or len(args) <= top):
+        return
+    if top == fewest:
+        wanted = f"{fewest}"
+    elif top is None:
+        wanted = f"at least {fewest}"
+    else:
+        wanted = f"{fewest} to {top}"
+    raise InvalidArgumentError(
+        f"launch: kernel {name!r} takes {wanted} argument(s), got {len(args)}"
+    )
 
 
 def check_arg_sizes(name: str, sizes: Sequence[int], args: Sequence[Any]) -> None:

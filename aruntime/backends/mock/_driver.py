@@ -7,6 +7,7 @@ assert on, Python kernels, graph capture and replay, and fault injection.
 from __future__ import annotations
 
 import bisect
+import inspect
 import itertools
 import threading
 import time
@@ -33,6 +34,7 @@ from ..._exceptions import (
     NotSupportedError,
     OutOfMemoryError,
 )
+from ..._kernel_args import check_arg_count, check_arg_sizes
 from ..._memory import DevicePtr
 
 __all__ = ["FAULT_KINDS", "MockCall", "MockDriver"]
@@ -91,6 +93,24 @@ class _MockModule:
 class _MockFunction:
     name: str
     fn: Callable[..., Any]
+    #: (fewest, most) launch arguments the callable accepts; most None: no limit.
+    arity: tuple[int, int | None] | None = None
+    #: byte size of each argument, where the kernel declares them (``param_sizes``).
+    param_sizes: tuple[int, ...] | None = None
+
+
+def _arity(fn: Callable[..., Any]) -> tuple[int, int | None] | None:
+    """How many launch arguments ``fn`` takes (its first parameter is the launch), or None."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):  # some builtins and C callables have no signature
+        return None
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if not positional:
+        return None  # cannot take the launch geometry positionally; let the call say why
+    required = sum(1 for p in positional if p.default is p.empty) - 1
+    most = None if any(p.kind is p.VAR_POSITIONAL for p in params) else len(positional) - 1
+    return max(required, 0), most
 
 
 @dataclass
@@ -484,7 +504,10 @@ class MockDriver(Driver):
             raise InvalidArgumentError(
                 f"kernel: the module has no kernel {name!r} (it has: {known})"
             )
-        return DriverFunction(_MockFunction(name, fn))
+        sizes = getattr(fn, "param_sizes", None)
+        return DriverFunction(
+            _MockFunction(name, fn, _arity(fn), tuple(sizes) if sizes is not None else None)
+        )
 
     def launch(
         self,
@@ -494,6 +517,14 @@ class MockDriver(Driver):
         stream: DriverStream,
     ) -> None:
         assert isinstance(function, _MockFunction)
+        # The same checks the native drivers make (by signature, as the
+        # callable knows no byte sizes unless it declares them), so a wrong
+        # count fails on mock as it does on the GPU backends.
+        if function.param_sizes is not None:
+            check_arg_sizes(function.name, function.param_sizes, args)
+        elif function.arity is not None:
+            fewest, most = function.arity
+            check_arg_count(function.name, fewest, args, most)
         frozen_args = tuple(args)
 
         def op() -> None:

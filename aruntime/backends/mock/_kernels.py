@@ -7,7 +7,7 @@ launch of that geometry would cover, so a too-small grid shows up on mock too.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -28,26 +28,47 @@ def _f32(buf: _Bytes, count: int) -> np.ndarray[Any, np.dtype[np.float32]]:
     return buf[: count * 4].view(np.float32)
 
 
+_F = TypeVar("_F", bound=Callable[..., None])
+
+# Byte sizes of the portable kernels' parameters (ffi/kernels/vector_ops.c):
+# the mock checks launches against them as the native drivers do.
+_U32 = _F32_SIZE = 4
+_PTR = 8
+
+
+def _params(*sizes: int) -> Callable[[_F], _F]:
+    def mark(fn: _F) -> _F:
+        fn.param_sizes = sizes  # type: ignore[attr-defined]
+        return fn
+
+    return mark
+
+
+@_params(_U32, _F32_SIZE, _PTR, _PTR)
 def saxpy(launch: LaunchConfig, n: Any, a: Any, x: _Bytes, y: _Bytes) -> None:
     m = _covered(launch, n)
     yv = _f32(y, m)
     yv[:] = np.float32(a) * _f32(x, m) + yv
 
 
+@_params(_U32, _F32_SIZE, _PTR)
 def fill_f32(launch: LaunchConfig, n: Any, value: Any, y: _Bytes) -> None:
     _f32(y, _covered(launch, n))[:] = np.float32(value)
 
 
+@_params(_U32, _F32_SIZE, _PTR)
 def scale_f32(launch: LaunchConfig, n: Any, a: Any, y: _Bytes) -> None:
     yv = _f32(y, _covered(launch, n))
     yv *= np.float32(a)
 
 
+@_params(_U32, _PTR, _PTR, _PTR)
 def add_f32(launch: LaunchConfig, n: Any, x: _Bytes, y: _Bytes, z: _Bytes) -> None:
     m = _covered(launch, n)
     _f32(z, m)[:] = _f32(x, m) + _f32(y, m)
 
 
+@_params(_U32, _U32, _PTR)
 def iota_u32(launch: LaunchConfig, n: Any, start: Any, y: _Bytes) -> None:
     m = _covered(launch, n)
     y[: m * 4].view(np.uint32)[:] = np.arange(m, dtype=np.uint32) + np.uint32(start)
