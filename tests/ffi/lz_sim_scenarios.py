@@ -66,6 +66,8 @@ typedef struct { uint32_t stype; const void *pNext; uint32_t format; size_t inpu
 typedef struct { uint32_t stype; const void *pNext; uint32_t flags; const char *pKernelName; }
     ze_kernel_desc_t;
 typedef struct { uint32_t x, y, z; } ze_group_count_t;
+typedef struct { uint32_t stype; void *pNext; uint32_t numKernelArgs; uint32_t rest[10];
+    uint8_t uuid[32]; } ze_kernel_properties_t;
 
 ze_result_t zeInit(uint32_t);
 ze_result_t zeDriverGet(uint32_t *, ze_handle *);
@@ -143,6 +145,7 @@ ze_result_t zeModuleBuildLogDestroy(ze_handle);
 ze_result_t zeKernelCreate(ze_handle, const ze_kernel_desc_t *, ze_handle *);
 ze_result_t zeKernelDestroy(ze_handle);
 ze_result_t zeKernelSetArgumentValue(ze_handle, uint32_t, size_t, const void *);
+ze_result_t zeKernelGetProperties(ze_handle, ze_kernel_properties_t *);
 ze_result_t zeKernelSetGroupSize(ze_handle, uint32_t, uint32_t, uint32_t);
 ze_result_t zeKernelSuggestGroupSize(ze_handle, uint32_t, uint32_t, uint32_t, uint32_t *,
     uint32_t *, uint32_t *);
@@ -676,16 +679,25 @@ def sc_kernel(env: Env) -> None:
         INVALID_KERNEL_ARGUMENT_SIZE,
         "arg size",
     )
+    props = ffi.new("ze_kernel_properties_t *", {"stype": 0x1E})
+    ck(ze.zeKernelGetProperties(iota, props))
+    assert props.numKernelArgs == 3
     count = 4099  # not a multiple of the group size
     y = env.alloc_device(count * 4)
     ck(ze.zeKernelSetGroupSize(iota, 128, 1, 1))
     ck(ze.zeKernelSetArgumentValue(iota, 0, 4, ffi.new("uint32_t *", count)))
-    ck(ze.zeKernelSetArgumentValue(iota, 1, 4, ffi.new("uint32_t *", 7)))
     ck(ze.zeKernelSetArgumentValue(iota, 2, 8, ffi.new("void **", y)))
     lst = env.immediate(COMPUTE)
     pool = env.pool(1, timestamps=True)
     done = env.event(pool, 0)
     groups = ffi.new("ze_group_count_t *", {"x": (count + 127) // 128, "y": 1, "z": 1})
+    # Argument 1 is still unset: the launch is refused, not run on garbage.
+    expect(
+        ze.zeCommandListAppendLaunchKernel(lst, iota, groups, done, 0, ffi.NULL),
+        INVALID_ARGUMENT,
+        "unset argument",
+    )
+    ck(ze.zeKernelSetArgumentValue(iota, 1, 4, ffi.new("uint32_t *", 7)))
     ck(ze.zeCommandListAppendLaunchKernel(lst, iota, groups, done, 0, ffi.NULL))
     ck(ze.zeEventHostSynchronize(done, FOREVER))
     vals = ffi.cast("uint32_t *", y)
@@ -840,6 +852,7 @@ def sc_faults(env: Env) -> None:
     _, iota = env.kernel(mod, "iota")
     y = env.alloc_device(64)
     ck(ze.zeKernelSetArgumentValue(iota, 0, 4, ffi.new("uint32_t *", 16)))
+    ck(ze.zeKernelSetArgumentValue(iota, 1, 4, ffi.new("uint32_t *", 0)))
     ck(ze.zeKernelSetArgumentValue(iota, 2, 8, ffi.new("void **", y)))
     lst = env.immediate(COMPUTE)
     pool = env.pool(2)
