@@ -101,6 +101,7 @@ CUresult cuEventElapsedTime_v2(float *, CUevent, CUevent);
 CUresult cuModuleLoadData(CUmodule *, const void *);
 CUresult cuModuleUnload(CUmodule);
 CUresult cuModuleGetFunction(CUfunction *, CUmodule, const char *);
+CUresult cuFuncGetParamInfo(CUfunction, size_t, size_t *, size_t *);
 CUresult cuLaunchKernel(CUfunction, unsigned int, unsigned int, unsigned int,
                         unsigned int, unsigned int, unsigned int, unsigned int,
                         CUstream, void **, void **);

@@ -87,6 +87,24 @@ def test_ptx_image_runs_on_the_host_kernels(cu: Cuda) -> None:
     cu.check(cu.lib.cuModuleUnload(mod))
 
 
+@pytest.mark.parametrize("image", ["host", "ptx"])
+def test_func_get_param_info(cu: Cuda, image: str) -> None:
+    """cuFuncGetParamInfo: nvcc's offsets and sizes, INVALID_VALUE past the last one."""
+    data = host_kernels_path().read_bytes() if image == "host" else PTX.read_bytes()
+    mod = _load(cu, data)
+    fn = _function(cu, mod, "saxpy")  # (u32 n, float a, const float *x, float *y)
+    offset, size = ffi.new("size_t *"), ffi.new("size_t *")
+    got = []
+    for index in range(4):
+        cu.check(cu.lib.cuFuncGetParamInfo(fn, index, offset, size))
+        got.append((offset[0], size[0]))
+    assert got == [(0, 4), (4, 4), (8, 8), (16, 8)]
+    assert cu.lib.cuFuncGetParamInfo(fn, 4, offset, size) == CUDA_ERROR_INVALID_VALUE
+    cu.check(cu.lib.cuFuncGetParamInfo(fn, 0, ffi.NULL, size))  # either output is optional
+    cu.check(cu.lib.cuModuleUnload(mod))
+    assert cu.lib.cuFuncGetParamInfo(fn, 0, offset, size) == CUDA_ERROR_INVALID_HANDLE
+
+
 def test_fill_and_2d_grid(cu: Cuda) -> None:
     lib = cu.lib
     mod = _load(cu, host_kernels_path().read_bytes())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pytest
@@ -306,3 +307,29 @@ def test_close_is_idempotent_and_final() -> None:
     opened.close()
     with pytest.raises(exc.ClosedResourceError):
         opened.mem_alloc(16)
+
+
+def test_launch_checks_arguments_against_param_info(
+    driver: CudaDriver, stream: DriverStream
+) -> None:
+    """The parameter sizes come from cuFuncGetParamInfo; a mismatch never reaches the driver."""
+    module = driver.module_load(_kernel_image(driver))
+    fn = driver.module_function(module, "saxpy")
+    assert cast(driver_module._Function, fn).param_sizes == (4, 4, 8, 8)
+    ptr = driver.mem_alloc(64)
+    config = LaunchConfig((1, 1, 1), (4, 1, 1), 0)
+    with pytest.raises(exc.InvalidArgumentError, match=r"'saxpy' takes 4 argument\(s\), got 0"):
+        driver.launch(fn, config, [], stream)
+    with pytest.raises(exc.InvalidArgumentError, match="argument 3 is 8 bytes, got 4 bytes"):
+        driver.launch(fn, config, [np.uint32(4), np.float32(1), ptr, np.float32(0)], stream)
+    driver.module_unload(module)
+    driver.mem_free(ptr)
+
+
+def test_launch_unchecked_without_param_info(driver: CudaDriver) -> None:
+    """A driver older than 12.4 lacks cuFuncGetParamInfo: launches go unchecked, as before."""
+    driver._has_param_info = False
+    module = driver.module_load(_kernel_image(driver))
+    fn = driver.module_function(module, "saxpy")
+    assert cast(driver_module._Function, fn).param_sizes is None
+    driver.module_unload(module)
