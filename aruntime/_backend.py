@@ -1133,7 +1133,10 @@ class Backend:
                 enqueue(st.handle)
             except DriverError as exc:
                 return completion._fail_at_birth(exc)
-            marker = self._acquire_marker()
+            try:
+                marker = self._acquire_marker()
+            except DriverError as exc:  # e.g. a sticky error surfacing at event creation
+                return completion._fail_at_birth(exc)
             try:
                 self._driver.event_record(marker, st.handle)
             except DriverError as exc:

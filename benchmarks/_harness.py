@@ -1,8 +1,10 @@
 """Shared plumbing for the scripts in benchmarks/: argument parsing, medians, tables.
 
 Every ``bench_*.py`` here defines ``main(argv: list[str] | None = None) -> int``,
-accepts ``--quick`` (a smoke run with small sizes, for tests), prints its own
-tables, and asserts nothing about time.  ``aruntime bench`` imports and runs them.
+prints its own tables, and asserts nothing about time.  ``aruntime bench``
+imports and runs them with no arguments; ``aruntime bench --quick`` passes the
+module's ``QUICK_ARGV`` (arguments for a smoke run with small sizes, used by the
+tests) and skips a module that does not define it.
 """
 
 from __future__ import annotations

@@ -154,3 +154,20 @@ def test_python_dash_m() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("aruntime ")
+
+
+def test_bench_protocol(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """main(argv) per script; --quick passes QUICK_ARGV and skips scripts without it."""
+    (tmp_path / "bench_plain.py").write_text(
+        "def main(argv=None):\n    print('plain ran with', argv)\n    return 0\n"
+    )
+    (tmp_path / "bench_broken.py").write_text(
+        "QUICK_ARGV = ['--small']\n\ndef main(argv=None):\n    raise RuntimeError('boom')\n"
+    )
+    assert main(["bench", "--dir", str(tmp_path), "plain"]) == 0
+    assert "plain ran with []" in capsys.readouterr().out
+    assert main(["bench", "--quick", "--dir", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert "bench_plain has no quick mode" in captured.out
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "bench_broken: RuntimeError: boom" in err[0]
