@@ -81,12 +81,21 @@ def _abandon_all_at_exit() -> None:
         backend._abandon()
 
 
-def _release_stream(driver: Driver, handle: DriverStream, waiter_box: list[Any]) -> None:
+def _release_stream(
+    driver: Driver,
+    handle: DriverStream,
+    waiter_box: list[Any],
+    done: Callable[[], None] | None = None,
+) -> None:
     """Destroy a driver stream once its waiter has drained (or right away)."""
     waiter: StreamWaiter | None = waiter_box[0]
 
     def destroy() -> None:
-        driver.stream_destroy(handle)
+        try:
+            driver.stream_destroy(handle)
+        finally:
+            if done is not None:
+                done()
 
     if waiter is None:
         destroy()
@@ -123,6 +132,9 @@ class Backend:
         self._ledger = Ledger(self)
         self._redzone = REDZONE_BYTES if redzones_enabled() else 0
         self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()
+        #: Closed streams whose queued work has not drained yet: frees and
+        #: close() must still wait for them.
+        self._draining: set[Stream] = set()
         self._events: weakref.WeakSet[Event] = weakref.WeakSet()
         self._graphs: weakref.WeakSet[Graph] = weakref.WeakSet()
         self._modules: dict[str, Module] = {}
@@ -659,9 +671,15 @@ class Backend:
             return
         with self._lock:
             self._streams.discard(stream)
-        if self._closed:
-            return
-        _release_stream(self._driver, stream.handle, stream._waiter_box)
+            if self._closed:
+                return
+            self._draining.add(stream)
+
+        def drained() -> None:
+            with self._lock:
+                self._draining.discard(stream)
+
+        _release_stream(self._driver, stream.handle, stream._waiter_box, drained)
 
     # -------------------------------------------------------------- events
     def create_event(self, *, timing: bool = False) -> Event:
@@ -934,7 +952,11 @@ class Backend:
                 st._capturing = False
                 with contextlib.suppress(DriverError):
                     self._driver.capture_abort(st.handle)
-        waiters = [st._waiter_box[0] for st in streams if st._waiter_box[0] is not None]
+        with self._lock:
+            draining = list(self._draining)
+        waiters = [
+            st._waiter_box[0] for st in (*streams, *draining) if st._waiter_box[0] is not None
+        ]
         for w in waiters:
             w.close()
         for w in waiters:
@@ -1128,7 +1150,7 @@ class Backend:
             release()
             return
         with self._lock:
-            streams = list(self._streams)
+            streams = [*self._streams, *self._draining]
             if self._default is not None:
                 streams.append(self._default)
         pending = [st._last for st in streams if st._last is not None and not st._last.done()]

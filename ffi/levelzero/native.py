@@ -1,0 +1,68 @@
+"""The software Level Zero driver (levelzero-sim), built on the shared sim engine.
+
+The real Level Zero loader loads it through ``ZE_ENABLE_ALT_DRIVERS=<path>``;
+aruntime can also load it directly (``ARUNTIME_LEVELZERO_LIBRARY=<path>``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+
+def _build_module() -> ModuleType:
+    # ffi/build.py runs as __main__, or is loaded as _aruntime_ffi_build by
+    # setup.py and aruntime._native; reuse whichever is there.
+    for name in ("_aruntime_ffi_build", "__main__"):
+        module = sys.modules.get(name)
+        if module is not None and hasattr(module, "NativeLibrary"):
+            return module
+    spec = importlib.util.spec_from_file_location(
+        "_aruntime_ffi_build", Path(__file__).resolve().parent.parent / "build.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+NativeLibrary = _build_module().NativeLibrary
+
+_SIM = (
+    "levelzero/sim/lz_registry.c",
+    "levelzero/sim/lz_driver.c",
+    "levelzero/sim/lz_mem.c",
+    "levelzero/sim/lz_event.c",
+    "levelzero/sim/lz_cmdlist.c",
+    "levelzero/sim/lz_module.c",
+    "levelzero/sim/lz_ddi.c",
+)
+_HEADERS = (
+    "levelzero/sim/ze_abi.h",
+    "levelzero/sim/lz_api.h",
+    "levelzero/sim/lz_internal.h",
+    "levelzero/sim/lz_registry.h",
+    "sim/engine.h",
+    "kernels/ar_host_abi.h",
+)
+
+LIBRARIES = [
+    NativeLibrary(
+        filename="libze_aruntime_sim.so",
+        sources=(*_SIM, "sim/engine.c"),
+        soname="libze_aruntime_sim.so",
+        # Hidden by default: only the Level Zero entry points, the DDI getters
+        # and the test hooks are exported.  -Bsymbolic keeps the driver's own
+        # calls inside it when another library in the process (the loader,
+        # the validation layer, the CUDA sim) exports the same names.
+        # -z nodelete: the loader dlcloses its drivers at exit while queue
+        # threads may still run work; unmapping the code under them crashed
+        # about one exit in four (tests/ffi: test_exit_with_work_in_flight).
+        cflags=("-fvisibility=hidden",),
+        ldflags=("-Wl,-Bsymbolic", "-Wl,-z,nodelete", "-Wl,--no-undefined", "-ldl"),
+        depends=_HEADERS,
+    )
+]

@@ -1,0 +1,420 @@
+/* The slice of the Level Zero 1.x ABI that the software driver implements.
+ *
+ * Written for this project so that the driver builds on a machine without
+ * libze-dev (a C compiler is the only build requirement).  Names, values and
+ * struct layouts follow the Level Zero specification; tests/ffi/test_levelzero_sim.py
+ * compiles ffi/levelzero/probe/layout_probe.c against this header and against the
+ * real <level_zero/ze_ddi.h> and compares every size and offset, so a drift
+ * is a test failure rather than memory corruption.
+ */
+#ifndef ARZE_ZE_ABI_H
+#define ARZE_ZE_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ZE_MAKE_VERSION(major, minor) (((major) << 16) | ((minor) & 0x0000ffff))
+#define ZE_MAJOR_VERSION(v) ((v) >> 16)
+#define ZE_BIT(i) (1u << (i))
+
+typedef uint8_t ze_bool_t;
+typedef uint32_t ze_flags_t;
+
+typedef enum _ze_result_t {
+    ZE_RESULT_SUCCESS = 0,
+    ZE_RESULT_NOT_READY = 1,
+    ZE_RESULT_ERROR_DEVICE_LOST = 0x70000001,
+    ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY = 0x70000002,
+    ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY = 0x70000003,
+    ZE_RESULT_ERROR_MODULE_BUILD_FAILURE = 0x70000004,
+    ZE_RESULT_ERROR_NOT_AVAILABLE = 0x70010001,
+    ZE_RESULT_ERROR_UNINITIALIZED = 0x78000001,
+    ZE_RESULT_ERROR_UNSUPPORTED_VERSION = 0x78000002,
+    ZE_RESULT_ERROR_UNSUPPORTED_FEATURE = 0x78000003,
+    ZE_RESULT_ERROR_INVALID_ARGUMENT = 0x78000004,
+    ZE_RESULT_ERROR_INVALID_NULL_HANDLE = 0x78000005,
+    ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE = 0x78000006,
+    ZE_RESULT_ERROR_INVALID_NULL_POINTER = 0x78000007,
+    ZE_RESULT_ERROR_INVALID_SIZE = 0x78000008,
+    ZE_RESULT_ERROR_UNSUPPORTED_SIZE = 0x78000009,
+    ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT = 0x7800000a,
+    ZE_RESULT_ERROR_INVALID_SYNCHRONIZATION_OBJECT = 0x7800000b,
+    ZE_RESULT_ERROR_INVALID_ENUMERATION = 0x7800000c,
+    ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION = 0x7800000d,
+    ZE_RESULT_ERROR_INVALID_NATIVE_BINARY = 0x7800000f,
+    ZE_RESULT_ERROR_INVALID_KERNEL_NAME = 0x78000011,
+    ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION = 0x78000013,
+    ZE_RESULT_ERROR_INVALID_GLOBAL_WIDTH_DIMENSION = 0x78000014,
+    ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX = 0x78000015,
+    ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE = 0x78000016,
+    ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE = 0x78000019,
+    ZE_RESULT_ERROR_OVERLAPPING_REGIONS = 0x7800001a,
+    ZE_RESULT_ERROR_UNKNOWN = 0x7ffffffe,
+    ZE_RESULT_FORCE_UINT32 = 0x7fffffff
+} ze_result_t;
+
+typedef enum _ze_api_version_t {
+    ZE_API_VERSION_1_0 = ZE_MAKE_VERSION(1, 0),
+    ZE_API_VERSION_1_4 = ZE_MAKE_VERSION(1, 4),
+    ZE_API_VERSION_CURRENT = ZE_MAKE_VERSION(1, 4),
+    ZE_API_VERSION_FORCE_UINT32 = 0x7fffffff
+} ze_api_version_t;
+
+typedef enum _ze_structure_type_t {
+    ZE_STRUCTURE_TYPE_DRIVER_PROPERTIES = 0x1,
+    ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES = 0x3,
+    ZE_STRUCTURE_TYPE_DEVICE_COMPUTE_PROPERTIES = 0x4,
+    ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES = 0x5,
+    ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES = 0x6,
+    ZE_STRUCTURE_TYPE_DEVICE_MEMORY_PROPERTIES = 0x7,
+    ZE_STRUCTURE_TYPE_CONTEXT_DESC = 0xd,
+    ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC = 0xe,
+    ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC = 0xf,
+    ZE_STRUCTURE_TYPE_EVENT_POOL_DESC = 0x10,
+    ZE_STRUCTURE_TYPE_EVENT_DESC = 0x11,
+    ZE_STRUCTURE_TYPE_FENCE_DESC = 0x12,
+    ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC = 0x15,
+    ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC = 0x16,
+    ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES = 0x17,
+    ZE_STRUCTURE_TYPE_MODULE_DESC = 0x1b,
+    ZE_STRUCTURE_TYPE_KERNEL_DESC = 0x1d,
+    ZE_STRUCTURE_TYPE_FORCE_UINT32 = 0x7fffffff
+} ze_structure_type_t;
+
+/* Opaque handles.  The driver hands out registry ids cast to these types
+ * (never pointers), so a destroyed handle can always be recognised. */
+typedef struct _ze_driver_handle_t *ze_driver_handle_t;
+typedef struct _ze_device_handle_t *ze_device_handle_t;
+typedef struct _ze_context_handle_t *ze_context_handle_t;
+typedef struct _ze_command_queue_handle_t *ze_command_queue_handle_t;
+typedef struct _ze_command_list_handle_t *ze_command_list_handle_t;
+typedef struct _ze_fence_handle_t *ze_fence_handle_t;
+typedef struct _ze_event_pool_handle_t *ze_event_pool_handle_t;
+typedef struct _ze_event_handle_t *ze_event_handle_t;
+typedef struct _ze_module_handle_t *ze_module_handle_t;
+typedef struct _ze_module_build_log_handle_t *ze_module_build_log_handle_t;
+typedef struct _ze_kernel_handle_t *ze_kernel_handle_t;
+
+typedef ze_flags_t ze_init_flags_t;
+
+enum { ZE_DEVICE_TYPE_GPU = 1 };
+
+enum {
+    ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE = ZE_BIT(0),
+    ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY = ZE_BIT(1),
+    ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COOPERATIVE_KERNELS = ZE_BIT(2),
+};
+enum {
+    ZE_COMMAND_QUEUE_MODE_DEFAULT = 0,
+    ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS = 1,
+    ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS = 2,
+};
+enum {
+    ZE_EVENT_POOL_FLAG_HOST_VISIBLE = ZE_BIT(0),
+    ZE_EVENT_POOL_FLAG_IPC = ZE_BIT(1),
+    ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP = ZE_BIT(2),
+    ZE_EVENT_POOL_FLAG_KERNEL_MAPPED_TIMESTAMP = ZE_BIT(3),
+};
+enum { ZE_FENCE_FLAG_SIGNALED = ZE_BIT(0) };
+enum {
+    ZE_MEMORY_TYPE_UNKNOWN = 0,
+    ZE_MEMORY_TYPE_HOST = 1,
+    ZE_MEMORY_TYPE_DEVICE = 2,
+    ZE_MEMORY_TYPE_SHARED = 3,
+};
+enum { ZE_MODULE_FORMAT_IL_SPIRV = 0, ZE_MODULE_FORMAT_NATIVE = 1 };
+
+#define ZE_MAX_DRIVER_UUID_SIZE 16
+#define ZE_MAX_DEVICE_UUID_SIZE 16
+#define ZE_MAX_DEVICE_NAME 256
+#define ZE_SUBGROUPSIZE_COUNT 8
+
+typedef struct _ze_driver_uuid_t { uint8_t id[ZE_MAX_DRIVER_UUID_SIZE]; } ze_driver_uuid_t;
+typedef struct _ze_device_uuid_t { uint8_t id[ZE_MAX_DEVICE_UUID_SIZE]; } ze_device_uuid_t;
+
+typedef struct _ze_driver_properties_t {
+    ze_structure_type_t stype;
+    void *pNext;
+    ze_driver_uuid_t uuid;
+    uint32_t driverVersion;
+} ze_driver_properties_t;
+
+typedef struct _ze_device_properties_t {
+    ze_structure_type_t stype;
+    void *pNext;
+    uint32_t type;
+    uint32_t vendorId;
+    uint32_t deviceId;
+    ze_flags_t flags;
+    uint32_t subdeviceId;
+    uint32_t coreClockRate;
+    uint64_t maxMemAllocSize;
+    uint32_t maxHardwareContexts;
+    uint32_t maxCommandQueuePriority;
+    uint32_t numThreadsPerEU;
+    uint32_t physicalEUSimdWidth;
+    uint32_t numEUsPerSubslice;
+    uint32_t numSubslicesPerSlice;
+    uint32_t numSlices;
+    uint64_t timerResolution;
+    uint32_t timestampValidBits;
+    uint32_t kernelTimestampValidBits;
+    ze_device_uuid_t uuid;
+    char name[ZE_MAX_DEVICE_NAME];
+} ze_device_properties_t;
+
+typedef struct _ze_device_memory_properties_t {
+    ze_structure_type_t stype;
+    void *pNext;
+    ze_flags_t flags;
+    uint32_t maxClockRate;
+    uint32_t maxBusWidth;
+    uint64_t totalSize;
+    char name[ZE_MAX_DEVICE_NAME];
+} ze_device_memory_properties_t;
+
+typedef struct _ze_device_compute_properties_t {
+    ze_structure_type_t stype;
+    void *pNext;
+    uint32_t maxTotalGroupSize;
+    uint32_t maxGroupSizeX;
+    uint32_t maxGroupSizeY;
+    uint32_t maxGroupSizeZ;
+    uint32_t maxGroupCountX;
+    uint32_t maxGroupCountY;
+    uint32_t maxGroupCountZ;
+    uint32_t maxSharedLocalMemory;
+    uint32_t numSubGroupSizes;
+    uint32_t subGroupSizes[ZE_SUBGROUPSIZE_COUNT];
+} ze_device_compute_properties_t;
+
+typedef struct _ze_native_kernel_uuid_t { uint8_t id[16]; } ze_native_kernel_uuid_t;
+
+typedef struct _ze_device_module_properties_t {
+    ze_structure_type_t stype;
+    void *pNext;
+    uint32_t spirvVersionSupported;
+    ze_flags_t flags;
+    ze_flags_t fp16flags;
+    ze_flags_t fp32flags;
+    ze_flags_t fp64flags;
+    uint32_t maxArgumentsSize;
+    uint32_t printfBufferSize;
+    ze_native_kernel_uuid_t nativeKernelSupported;
+} ze_device_module_properties_t;
+
+typedef struct _ze_command_queue_group_properties_t {
+    ze_structure_type_t stype;
+    void *pNext;
+    ze_flags_t flags;
+    size_t maxMemoryFillPatternSize;
+    uint32_t numQueues;
+} ze_command_queue_group_properties_t;
+
+typedef struct _ze_context_desc_t {
+    ze_structure_type_t stype;
+    const void *pNext;
+    ze_flags_t flags;
+} ze_context_desc_t;
+
+typedef struct _ze_device_mem_alloc_desc_t {
+    ze_structure_type_t stype;
+    const void *pNext;
+    ze_flags_t flags;
+    uint32_t ordinal;
+} ze_device_mem_alloc_desc_t;
+
+typedef struct _ze_host_mem_alloc_desc_t {
+    ze_structure_type_t stype;
+    const void *pNext;
+    ze_flags_t flags;
+} ze_host_mem_alloc_desc_t;
+
+typedef struct _ze_memory_allocation_properties_t {
+    ze_structure_type_t stype;
+    void *pNext;
+    uint32_t type;
+    uint64_t id;
+    uint64_t pageSize;
+} ze_memory_allocation_properties_t;
+
+typedef struct _ze_command_queue_desc_t {
+    ze_structure_type_t stype;
+    const void *pNext;
+    uint32_t ordinal;
+    uint32_t index;
+    ze_flags_t flags;
+    uint32_t mode;
+    uint32_t priority;
+} ze_command_queue_desc_t;
+
+typedef struct _ze_command_list_desc_t {
+    ze_structure_type_t stype;
+    const void *pNext;
+    uint32_t commandQueueGroupOrdinal;
+    ze_flags_t flags;
+} ze_command_list_desc_t;
+
+typedef struct _ze_copy_region_t {
+    uint32_t originX;
+    uint32_t originY;
+    uint32_t originZ;
+    uint32_t width;
+    uint32_t height;
+    uint32_t depth;
+} ze_copy_region_t;
+
+typedef struct _ze_event_pool_desc_t {
+    ze_structure_type_t stype;
+    const void *pNext;
+    ze_flags_t flags;
+    uint32_t count;
+} ze_event_pool_desc_t;
+
+typedef struct _ze_event_desc_t {
+    ze_structure_type_t stype;
+    const void *pNext;
+    uint32_t index;
+    ze_flags_t signal;
+    ze_flags_t wait;
+} ze_event_desc_t;
+
+typedef struct _ze_kernel_timestamp_data_t {
+    uint64_t kernelStart;
+    uint64_t kernelEnd;
+} ze_kernel_timestamp_data_t;
+
+typedef struct _ze_kernel_timestamp_result_t {
+    ze_kernel_timestamp_data_t global;
+    ze_kernel_timestamp_data_t context;
+} ze_kernel_timestamp_result_t;
+
+typedef struct _ze_fence_desc_t {
+    ze_structure_type_t stype;
+    const void *pNext;
+    ze_flags_t flags;
+} ze_fence_desc_t;
+
+typedef struct _ze_module_constants_t {
+    uint32_t numConstants;
+    const uint32_t *pConstantIds;
+    const void **pConstantValues;
+} ze_module_constants_t;
+
+typedef struct _ze_module_desc_t {
+    ze_structure_type_t stype;
+    const void *pNext;
+    uint32_t format;
+    size_t inputSize;
+    const uint8_t *pInputModule;
+    const char *pBuildFlags;
+    const ze_module_constants_t *pConstants;
+} ze_module_desc_t;
+
+typedef struct _ze_kernel_desc_t {
+    ze_structure_type_t stype;
+    const void *pNext;
+    ze_flags_t flags;
+    const char *pKernelName;
+} ze_kernel_desc_t;
+
+typedef struct _ze_group_count_t {
+    uint32_t groupCountX;
+    uint32_t groupCountY;
+    uint32_t groupCountZ;
+} ze_group_count_t;
+
+/* DDI tables: the driver fills them slot by slot.  Each table is an array of
+ * function pointers in the order the specification's ze_ddi.h gives; the
+ * slot numbers below are checked against the real header by the layout probe. */
+enum arze_slot_global { SLOT_GLOBAL_Init = 0 };
+enum arze_slot_driver {
+    SLOT_DRIVER_Get = 0,
+    SLOT_DRIVER_GetApiVersion = 1,
+    SLOT_DRIVER_GetProperties = 2,
+    SLOT_DRIVER_GetIpcProperties = 3,
+    SLOT_DRIVER_GetExtensionProperties = 4,
+    SLOT_DRIVER_GetExtensionFunctionAddress = 5,
+};
+enum arze_slot_device {
+    SLOT_DEVICE_Get = 0,
+    SLOT_DEVICE_GetSubDevices = 1,
+    SLOT_DEVICE_GetProperties = 2,
+    SLOT_DEVICE_GetComputeProperties = 3,
+    SLOT_DEVICE_GetModuleProperties = 4,
+    SLOT_DEVICE_GetCommandQueueGroupProperties = 5,
+    SLOT_DEVICE_GetMemoryProperties = 6,
+    SLOT_DEVICE_GetMemoryAccessProperties = 7,
+    SLOT_DEVICE_GetCacheProperties = 8,
+    SLOT_DEVICE_GetImageProperties = 9,
+    SLOT_DEVICE_GetExternalMemoryProperties = 10,
+    SLOT_DEVICE_GetP2PProperties = 11,
+    SLOT_DEVICE_CanAccessPeer = 12,
+    SLOT_DEVICE_GetStatus = 13,
+    SLOT_DEVICE_GetGlobalTimestamps = 14,
+};
+enum arze_slot_context { SLOT_CONTEXT_Create = 0, SLOT_CONTEXT_Destroy = 1, SLOT_CONTEXT_GetStatus = 2 };
+enum arze_slot_command_queue {
+    SLOT_COMMAND_QUEUE_Create = 0,
+    SLOT_COMMAND_QUEUE_Destroy = 1,
+    SLOT_COMMAND_QUEUE_ExecuteCommandLists = 2,
+    SLOT_COMMAND_QUEUE_Synchronize = 3,
+};
+enum arze_slot_command_list {
+    SLOT_COMMAND_LIST_Create = 0,
+    SLOT_COMMAND_LIST_CreateImmediate = 1,
+    SLOT_COMMAND_LIST_Destroy = 2,
+    SLOT_COMMAND_LIST_Close = 3,
+    SLOT_COMMAND_LIST_Reset = 4,
+    SLOT_COMMAND_LIST_AppendWriteGlobalTimestamp = 5,
+    SLOT_COMMAND_LIST_AppendBarrier = 6,
+    SLOT_COMMAND_LIST_AppendMemoryRangesBarrier = 7,
+    SLOT_COMMAND_LIST_AppendMemoryCopy = 8,
+    SLOT_COMMAND_LIST_AppendMemoryFill = 9,
+    SLOT_COMMAND_LIST_AppendMemoryCopyRegion = 10,
+    SLOT_COMMAND_LIST_AppendSignalEvent = 18,
+    SLOT_COMMAND_LIST_AppendWaitOnEvents = 19,
+    SLOT_COMMAND_LIST_AppendEventReset = 20,
+    SLOT_COMMAND_LIST_AppendLaunchKernel = 22,
+};
+enum arze_slot_fence {
+    SLOT_FENCE_Create = 0,
+    SLOT_FENCE_Destroy = 1,
+    SLOT_FENCE_HostSynchronize = 2,
+    SLOT_FENCE_QueryStatus = 3,
+    SLOT_FENCE_Reset = 4,
+};
+enum arze_slot_event_pool { SLOT_EVENT_POOL_Create = 0, SLOT_EVENT_POOL_Destroy = 1 };
+enum arze_slot_event {
+    SLOT_EVENT_Create = 0,
+    SLOT_EVENT_Destroy = 1,
+    SLOT_EVENT_HostSignal = 2,
+    SLOT_EVENT_HostSynchronize = 3,
+    SLOT_EVENT_QueryStatus = 4,
+    SLOT_EVENT_HostReset = 5,
+    SLOT_EVENT_QueryKernelTimestamp = 6,
+};
+enum arze_slot_module {
+    SLOT_MODULE_Create = 0,
+    SLOT_MODULE_Destroy = 1,
+    SLOT_MODULE_GetKernelNames = 5,
+};
+enum arze_slot_module_build_log { SLOT_MODULE_BUILD_LOG_Destroy = 0, SLOT_MODULE_BUILD_LOG_GetString = 1 };
+enum arze_slot_kernel {
+    SLOT_KERNEL_Create = 0,
+    SLOT_KERNEL_Destroy = 1,
+    SLOT_KERNEL_SetGroupSize = 3,
+    SLOT_KERNEL_SuggestGroupSize = 4,
+    SLOT_KERNEL_SetArgumentValue = 6,
+    SLOT_KERNEL_GetName = 11,
+};
+enum arze_slot_mem {
+    SLOT_MEM_AllocShared = 0,
+    SLOT_MEM_AllocDevice = 1,
+    SLOT_MEM_AllocHost = 2,
+    SLOT_MEM_Free = 3,
+    SLOT_MEM_GetAllocProperties = 4,
+    SLOT_MEM_GetAddressRange = 5,
+};
+
+#endif
