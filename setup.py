@@ -8,7 +8,6 @@ rather than Python extension modules.
 from __future__ import annotations
 
 import importlib.util
-import shutil
 from pathlib import Path
 
 from setuptools import Distribution, setup
@@ -35,14 +34,8 @@ class BuildNative(build_ext):
             out = ROOT / "aruntime" / "_lib"
         else:
             out = Path(self.build_lib) / "aruntime" / "_lib"
+        # Also copies ffi/<api>/decl/*.h (read at run time) into _lib/decl/.
         ffi_build.build(out, force=self.force)
-        # cffi declarations read at run time (ABI mode): ffi/<area>/decl/*.h
-        # ship as aruntime/_lib/decl/<area>/*.h, since ffi/ is not installed.
-        for decl in sorted((ROOT / "ffi").glob("*/decl")):
-            target = out / "decl" / decl.parent.name
-            target.mkdir(parents=True, exist_ok=True)
-            for header in decl.glob("*.h"):
-                shutil.copy2(header, target / header.name)
 
     def get_outputs(self) -> list[str]:
         return []

@@ -1208,7 +1208,10 @@ class Backend:
                 return completion._fail_at_birth(exc)
             if span is not None:
                 span.attach(completion)
-            marker = self._acquire_marker()
+            try:
+                marker = self._acquire_marker()
+            except DriverError as exc:  # e.g. a sticky error surfacing at event creation
+                return completion._fail_at_birth(exc)
             try:
                 self._driver.event_record(marker, st.handle)
             except DriverError as exc:

@@ -57,7 +57,6 @@ def main(argv: list[str] | None = None) -> int:
 
     import aruntime
     from aruntime._native import native_library_path
-    from aruntime.backends.cuda._ffi import ffi
 
     gpu = aruntime.open_backend("cuda-sim")
     sim = ctypes.CDLL(str(native_library_path("libcuda.so.1")))
@@ -68,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     stream = gpu.create_stream()
     driver = gpu._driver  # the naive path calls the C function directly
     lib = driver._lib
+    ffi = driver._ffi
 
     async def aruntime_copy() -> object:
         return await gpu.copy_h2d_async(host, dev, stream=stream)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import sysconfig
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 
 def _build_module() -> ModuleType:
@@ -27,6 +29,38 @@ def _build_module() -> ModuleType:
 
 NativeLibrary = _build_module().NativeLibrary
 
+
+def _api_extension() -> list[Any]:
+    """The compiled CUDA binding (see api/generate.py), where it can be built here.
+
+    It needs cffi (to generate its C source) and Python's headers; without
+    them the backend uses cffi's ABI mode, which needs neither.
+    """
+    include = Path(sysconfig.get_paths()["include"])
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    if not (include / "Python.h").exists() or not suffix:
+        return []
+    spec = importlib.util.spec_from_file_location(
+        "_aruntime_cuda_api_generate", Path(__file__).resolve().parent / "api" / "generate.py"
+    )
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    source = Path(__file__).resolve().parent / "api" / "_generated" / "_aruntime_cuda_api.c"
+    if not generator.generate(source):
+        return []
+    decl = sorted(f"cuda/decl/{p.name}" for p in (Path(__file__).parent / "decl").glob("*.h"))
+    return [
+        NativeLibrary(
+            filename=f"_aruntime_cuda_api{suffix}",
+            sources=(str(source),),
+            depends=(*decl, "cuda/helpers/aruntime_cuda_helpers.c", "cuda/api/generate.py"),
+            cflags=(f"-I{include}", "-Wno-unused-function", "-Wno-missing-field-initializers"),
+            ldflags=("-ldl",),
+        )
+    ]
+
+
 LIBRARIES = [
     # Host functions for cuLaunchHostFunc: C only, since no Python may run on
     # a driver thread.
@@ -36,4 +70,5 @@ LIBRARIES = [
         depends=("cuda/decl/90_aruntime_helpers.h",),
         cflags=("-fvisibility=hidden",),
     ),
+    *_api_extension(),
 ]

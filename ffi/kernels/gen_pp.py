@@ -1,7 +1,8 @@
 """Writes ar_pp.h: the preprocessor tables behind AR_KERNEL (up to 24 parameters).
 
-    python ffi/kernels/gen_pp.py > ffi/kernels/ar_pp.h
+python ffi/kernels/gen_pp.py > ffi/kernels/ar_pp.h
 """
+
 N = 24
 out = []
 w = out.append
@@ -20,7 +21,10 @@ for k in range(1, N + 1):
     w(f"#define AR__SIZES_{k}({ps}) " + ", ".join(f"sizeof(T{i})" for i in range(1, k + 1)))
 for k in range(1, N + 1):
     ps = ", ".join(f"T{i}, a{i}" for i in range(1, k + 1))
-    w(f"#define AR__UNPACK_{k}({ps}) " + " ".join(f"T{i} a{i} = *(T{i} *)ar__p[{i-1}];" for i in range(1, k + 1)))
+    w(
+        f"#define AR__UNPACK_{k}({ps}) "
+        + " ".join(f"T{i} a{i} = *(T{i} *)ar__p[{i - 1}];" for i in range(1, k + 1))
+    )
 for k in range(1, N + 1):
     ps = ", ".join(f"T{i}, a{i}" for i in range(1, k + 1))
     w(f"#define AR__NAMES_{k}({ps}) " + ", ".join(f"a{i}" for i in range(1, k + 1)))

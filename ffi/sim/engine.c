@@ -75,6 +75,7 @@ typedef struct ticket_lock {
     pthread_cond_t cv;
     uint64_t next;
     uint64_t serving;
+    uint64_t model_end; /* the timing model's end of the last op; holder only */
 } ticket_lock;
 
 static void ticket_init(ticket_lock *t)
@@ -82,6 +83,7 @@ static void ticket_init(ticket_lock *t)
     pthread_mutex_init(&t->mu, NULL);
     pthread_cond_init(&t->cv, NULL);
     t->next = t->serving = 0;
+    t->model_end = 0;
 }
 
 static void ticket_acquire(ticket_lock *t)
@@ -122,6 +124,8 @@ static int g_ndev = 1;
 static device *g_dev;
 static uint32_t g_compute_units = 16;
 static uint32_t g_copy_engines = 2;
+#define MAX_KERNEL_THREADS 64
+static uint32_t g_kernel_threads = 1; /* ARUNTIME_SIM_KERNEL_THREADS */
 static _Atomic double g_gbps;       /* <= 0: unlimited */
 static _Atomic double g_latency_us; /* <= 0: none */
 static _Atomic int g_live_threads;
@@ -150,6 +154,8 @@ static void init_once(void)
     double cu = env_double("ARUNTIME_SIM_COMPUTE_UNITS", 16);
     g_compute_units = cu >= 1 ? (uint32_t)cu : 16;
     g_copy_engines = env_double("ARUNTIME_SIM_COPY_ENGINES", 2) == 1 ? 1 : 2;
+    double kt = env_double("ARUNTIME_SIM_KERNEL_THREADS", 1);
+    g_kernel_threads = kt < 1 ? 1 : kt > MAX_KERNEL_THREADS ? MAX_KERNEL_THREADS : (uint32_t)kt;
     atomic_store(&g_gbps, env_double("ARUNTIME_SIM_COPY_GBPS", 0));
     atomic_store(&g_latency_us, env_double("ARUNTIME_SIM_OP_LATENCY_US", 0));
     g_dev = calloc((size_t)n, sizeof(device));
@@ -422,26 +428,29 @@ int arsim_mem_range_ok(const void *p, size_t n, unsigned kind_mask)
 
 size_t arsim_mem_free_owner(uint64_t owner)
 {
-    size_t count = 0;
-    for (;;) {
-        arsim_alloc a;
-        int found = 0;
-        pthread_rwlock_wrlock(&g_mem_lock);
-        for (size_t i = 0; i < g_nallocs; i++) {
-            if (g_allocs[i].owner == owner) {
-                a = g_allocs[i];
-                memmove(&g_allocs[i], &g_allocs[i + 1], (g_nallocs - i - 1) * sizeof *g_allocs);
-                g_nallocs--;
-                found = 1;
-                break;
-            }
-        }
+    /* One compacting pass under the lock; the memory is released outside it. */
+    pthread_rwlock_wrlock(&g_mem_lock);
+    size_t n = 0;
+    for (size_t i = 0; i < g_nallocs; i++)
+        n += g_allocs[i].owner == owner;
+    arsim_alloc *gone = n ? malloc(n * sizeof *gone) : NULL;
+    if (n && !gone) {
         pthread_rwlock_unlock(&g_mem_lock);
-        if (!found)
-            return count;
-        release_alloc(&a);
-        count++;
+        return 0;
     }
+    size_t kept = 0, k = 0;
+    for (size_t i = 0; i < g_nallocs; i++) {
+        if (g_allocs[i].owner == owner)
+            gone[k++] = g_allocs[i];
+        else
+            g_allocs[kept++] = g_allocs[i];
+    }
+    g_nallocs = kept;
+    pthread_rwlock_unlock(&g_mem_lock);
+    for (size_t i = 0; i < n; i++)
+        release_alloc(&gone[i]);
+    free(gone);
+    return n;
 }
 
 arsim_status arsim_mem_register(void *p, size_t size, uint64_t owner, unsigned flags)
@@ -574,6 +583,7 @@ struct arsim_event {
     _Atomic uint64_t rec_done;
     _Atomic int rec_status;
     _Atomic uint64_t timestamp;
+    _Atomic uint64_t model_ts; /* device time of the last record/signal, timing or not */
     _Atomic int has_timestamp;
     _Atomic int signaled;
     _Atomic int sig_status;
@@ -694,10 +704,11 @@ int arsim_event_is_signaled(const arsim_event *e)
     return atomic_load_explicit(&e->signaled, memory_order_acquire) != 0;
 }
 
-static void event_set_signaled(arsim_event *e, int status)
+static void event_set_signaled(arsim_event *e, int status, uint64_t when)
 {
+    atomic_store(&e->model_ts, when);
     if (e->flags & ARSIM_EVENT_TIMING) {
-        atomic_store(&e->timestamp, arsim_now_ns());
+        atomic_store(&e->timestamp, when);
         atomic_store(&e->has_timestamp, 1);
     }
     atomic_store_explicit(&e->sig_status, status, memory_order_release);
@@ -705,7 +716,7 @@ static void event_set_signaled(arsim_event *e, int status)
     event_wake(e);
 }
 
-void arsim_event_host_signal(arsim_event *e) { event_set_signaled(e, ARSIM_OK); }
+void arsim_event_host_signal(arsim_event *e) { event_set_signaled(e, ARSIM_OK, arsim_now_ns()); }
 
 void arsim_event_host_reset(arsim_event *e)
 {
@@ -721,10 +732,11 @@ arsim_status arsim_event_wait_signaled(arsim_event *e, arsim_wait_mode mode, int
 }
 
 /* A record executed: the event's latest record state. */
-static void event_complete_record(arsim_event *e, uint64_t seq, int status)
+static void event_complete_record(arsim_event *e, uint64_t seq, int status, uint64_t when)
 {
+    atomic_store(&e->model_ts, when);
     if (e->flags & ARSIM_EVENT_TIMING) {
-        atomic_store(&e->timestamp, arsim_now_ns());
+        atomic_store(&e->timestamp, when);
         atomic_store(&e->has_timestamp, 1);
     }
     pthread_mutex_lock(&e->mu);
@@ -749,6 +761,10 @@ struct kernel_node {
 struct arsim_module {
     _Atomic int refs;
     void *dl;
+    /* The memfd an image was loaded from stays open for the module's life:
+     * glibc matches dlopen paths by name, so a closed fd's number, reused by
+     * the next load's "/proc/self/fd/N", would hand back this module. */
+    int fd;
     pthread_mutex_t mu;
     struct kernel_node *kernels;
 };
@@ -767,19 +783,24 @@ static void module_release(arsim_module *m)
         n = next;
     }
     dlclose(m->dl);
+    if (m->fd >= 0)
+        close(m->fd);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }
 
-static arsim_status module_wrap(void *dl, arsim_module **out)
+static arsim_status module_wrap(void *dl, int fd, arsim_module **out)
 {
     arsim_module *m = calloc(1, sizeof *m);
     if (!m) {
         dlclose(dl);
+        if (fd >= 0)
+            close(fd);
         return ARSIM_ERR_OUT_OF_MEMORY;
     }
     atomic_init(&m->refs, 1);
     m->dl = dl;
+    m->fd = fd;
     pthread_mutex_init(&m->mu, NULL);
     *out = m;
     return ARSIM_OK;
@@ -792,7 +813,7 @@ arsim_status arsim_module_load_file(const char *path, arsim_module **out)
     void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!dl)
         return ARSIM_ERR_INVALID_IMAGE;
-    return module_wrap(dl, out);
+    return module_wrap(dl, -1, out);
 }
 
 arsim_status arsim_module_load(const void *image, size_t size, arsim_module **out)
@@ -822,10 +843,11 @@ arsim_status arsim_module_load(const void *image, size_t size, arsim_module **ou
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    close(fd); /* the mapping keeps the contents alive */
-    if (!dl)
+    if (!dl) {
+        close(fd);
         return ARSIM_ERR_INVALID_IMAGE;
-    return module_wrap(dl, out);
+    }
+    return module_wrap(dl, fd, out);
 }
 
 arsim_status arsim_module_get_kernel(arsim_module *m, const char *name, const arsim_kernel **out)
@@ -912,6 +934,7 @@ struct arsim_op {
     arsim_event *event;
     arsim_queue *other;
     uint64_t target; /* record seq, or the seq to wait for */
+    uint64_t submit_ns; /* when it was submitted: the earliest it can start */
 };
 
 static void queue_retain(arsim_queue *q);
@@ -1233,6 +1256,7 @@ struct arsim_queue {
     _Atomic uint64_t submitted;
     _Atomic uint64_t completed;
     _Atomic int pending_err; /* first error not yet reported */
+    _Atomic uint64_t model_time; /* device time at which the last executed op ended */
     arsim_graph *capture;
     arsim_queue *dev_next, *dev_prev; /* device list, guarded by device qmu */
 };
@@ -1255,8 +1279,8 @@ static void set_pending_err(arsim_queue *q, int err)
     atomic_compare_exchange_strong(&q->pending_err, &zero, err);
 }
 
-/* Holds the engine for at least the modeled duration of the op. */
-static void pace(uint64_t t0, size_t bytes, int is_copy)
+/* The modeled duration of an op, in ns (0: fast). */
+static uint64_t modeled_ns(size_t bytes, int is_copy)
 {
     double lat = atomic_load(&g_latency_us);
     double gbps = atomic_load(&g_gbps);
@@ -1265,11 +1289,26 @@ static void pace(uint64_t t0, size_t bytes, int is_copy)
         ns += lat * 1000.0;
     if (is_copy && gbps > 0)
         ns += (double)bytes / gbps; /* bytes / (GB/s) = ns */
-    if (ns <= 0)
-        return;
-    uint64_t deadline = t0 + (uint64_t)ns;
-    if (arsim_now_ns() < deadline)
-        sleep_until_ns(deadline);
+    return ns > 0 ? (uint64_t)ns : 0;
+}
+
+/* The device clock.  Timestamps and the timing model use "device time":
+ * an op starts when it was submitted, its queue's previous op ended, and its
+ * engine's previous op ended, whichever is last; it ends after the longer of
+ * its modeled duration and its real CPU work.  Threads sleep until device
+ * time, but a late wake-up (sleep overshoot, a loaded CPU) does not push
+ * later ops back, so modeled timelines stay exact under load and events
+ * measure them.  Without a timing model, device time is the real clock. */
+static uint64_t ready_time(arsim_queue *q, const arsim_op *op)
+{
+    uint64_t t = atomic_load_explicit(&q->model_time, memory_order_relaxed);
+    return op->submit_ns > t ? op->submit_ns : t;
+}
+
+static void advance(arsim_queue *q, uint64_t t)
+{
+    if (t > atomic_load_explicit(&q->model_time, memory_order_relaxed))
+        atomic_store_explicit(&q->model_time, t, memory_order_relaxed);
 }
 
 static int copy_engine(arsim_copy_dir dir)
@@ -1279,8 +1318,17 @@ static int copy_engine(arsim_copy_dir dir)
     return dir == ARSIM_COPY_D2H ? ENGINE_D2H : ENGINE_H2D;
 }
 
-static int run_kernel(const arsim_op *op)
+/* One slice of a kernel's blocks, with its own scratch. */
+typedef struct kernel_slice {
+    const arsim_op *op;
+    uint64_t begin, end;
+    int rc;
+} kernel_slice;
+
+static void *run_slice(void *arg)
 {
+    kernel_slice *sl = arg;
+    const arsim_op *op = sl->op;
     ar_launch l;
     memset(&l, 0, sizeof l);
     l.abi_version = AR_HOST_ABI_VERSION;
@@ -1289,13 +1337,48 @@ static int run_kernel(const arsim_op *op)
     l.shared_bytes = op->shared_bytes;
     if (op->shared_bytes) {
         l.shared = calloc(1, op->shared_bytes);
-        if (!l.shared)
-            return -1;
+        if (!l.shared) {
+            sl->rc = -1;
+            return NULL;
+        }
     }
-    l.block_begin = 0;
-    l.block_end = (uint64_t)op->grid.x * op->grid.y * op->grid.z;
-    int rc = op->kernel->entry(&l, (void **)op->owned);
+    l.block_begin = sl->begin;
+    l.block_end = sl->end;
+    sl->rc = op->kernel->entry(&l, (void **)op->owned);
     free(l.shared);
+    return NULL;
+}
+
+/* Runs a kernel's grid on the queue thread, or split into contiguous block
+ * ranges over ARUNTIME_SIM_KERNEL_THREADS threads (blocks are independent,
+ * as on a GPU) when the grid is big enough to pay for the threads. */
+static int run_kernel(const arsim_op *op)
+{
+    uint64_t nblocks = (uint64_t)op->grid.x * op->grid.y * op->grid.z;
+    uint64_t threads = g_kernel_threads;
+    if (threads > nblocks / 4)
+        threads = nblocks / 4 ? nblocks / 4 : 1;
+    kernel_slice slices[MAX_KERNEL_THREADS];
+    pthread_t tids[MAX_KERNEL_THREADS];
+    int started[MAX_KERNEL_THREADS] = {0};
+    for (uint64_t i = 0; i < threads; i++) {
+        slices[i].op = op;
+        slices[i].begin = nblocks * i / threads;
+        slices[i].end = nblocks * (i + 1) / threads;
+        slices[i].rc = 0;
+    }
+    for (uint64_t i = 1; i < threads; i++)
+        started[i] = pthread_create(&tids[i], NULL, run_slice, &slices[i]) == 0;
+    run_slice(&slices[0]);
+    int rc = slices[0].rc;
+    for (uint64_t i = 1; i < threads; i++) {
+        if (started[i])
+            pthread_join(tids[i], NULL);
+        else
+            run_slice(&slices[i]); /* no thread: run it here */
+        if (slices[i].rc != 0)
+            rc = slices[i].rc;
+    }
     return rc;
 }
 
@@ -1323,8 +1406,10 @@ static int execute(arsim_queue *q, arsim_op *op)
                 return ARSIM_ERR_LAUNCH_FAILED;
         }
         ticket_lock *eng = &d->engines[is_copy ? copy_engine(op->dir) : ENGINE_COMPUTE];
+        uint64_t duration = modeled_ns(op->n, is_copy);
+        uint64_t ready = ready_time(q, op);
         ticket_acquire(eng);
-        uint64_t t0 = arsim_now_ns();
+        uint64_t t_acquired = arsim_now_ns();
         switch (op->kind) {
         case OP_COPY:
             memmove(op->dst, op->src, op->n);
@@ -1350,43 +1435,71 @@ static int execute(arsim_queue *q, arsim_op *op)
                 st = ARSIM_ERR_LAUNCH_FAILED;
             break;
         }
-        pace(t0, op->n, is_copy);
+        uint64_t t_done = arsim_now_ns();
+        uint64_t end;
+        if (duration == 0) {
+            end = t_done; /* no model: device time is real time */
+        } else {
+            uint64_t t0 = ready > eng->model_end ? ready : eng->model_end;
+            uint64_t work = t_done - t_acquired;
+            end = t0 + (work > duration ? work : duration);
+            if (t_done < end)
+                sleep_until_ns(end);
+        }
+        eng->model_end = end;
         ticket_release(eng);
+        advance(q, end);
         return st;
     }
-    case OP_HOST_FN:
+    case OP_HOST_FN: {
+        /* Costs what the function takes, in device time too. */
+        uint64_t start = ready_time(q, op), t = arsim_now_ns();
         if (!sticky && op->fn)
             op->fn(op->user);
+        advance(q, start + (arsim_now_ns() - t));
         return sticky;
+    }
     case OP_MARKER:
+        advance(q, ready_time(q, op));
         return sticky;
     case OP_EVENT_RECORD: {
         int err = sticky ? sticky : atomic_exchange(&q->pending_err, 0);
-        event_complete_record(op->event, op->target, err);
+        uint64_t when = ready_time(q, op);
+        advance(q, when);
+        event_complete_record(op->event, op->target, err, when);
         return ARSIM_OK; /* reported through the event */
     }
     case OP_EVENT_SIGNAL: {
         int err = sticky ? sticky : atomic_exchange(&q->pending_err, 0);
-        event_set_signaled(op->event, err);
+        uint64_t when = ready_time(q, op);
+        advance(q, when);
+        event_set_signaled(op->event, err, when);
         return ARSIM_OK;
     }
     case OP_EVENT_RESET:
+        advance(q, ready_time(q, op));
         arsim_event_host_reset(op->event);
         return ARSIM_OK;
     case OP_EVENT_WAIT:
+        advance(q, ready_time(q, op));
         event_block(op->event, pred_recorded, op->target, ARSIM_WAIT_BLOCK, -1);
+        advance(q, atomic_load(&op->event->model_ts));
         return ARSIM_OK;
     case OP_EVENT_WAIT_SIGNALED:
+        advance(q, ready_time(q, op));
         event_block(op->event, pred_signaled, 0, ARSIM_WAIT_BLOCK, -1);
+        advance(q, atomic_load(&op->event->model_ts));
         return ARSIM_OK;
     case OP_QUEUE_WAIT: {
         arsim_queue *o = op->other;
+        advance(q, ready_time(q, op));
         pthread_mutex_lock(&o->mu);
         o->done_waiters++;
         while (atomic_load(&o->completed) < op->target)
             pthread_cond_wait(&o->cv_done, &o->mu);
         o->done_waiters--;
         pthread_mutex_unlock(&o->mu);
+        advance(q, atomic_load(&o->model_time));
         return ARSIM_OK;
     }
     }
@@ -1529,6 +1642,7 @@ arsim_status arsim_queue_submit(arsim_queue *q, arsim_op *op, uint64_t *seq_out)
     }
     /* Sequence numbers are taken here, in submission order, so that a wait
      * submitted after a record sees that record. */
+    op->submit_ns = arsim_now_ns();
     if (op->kind == OP_EVENT_RECORD)
         op->target = atomic_fetch_add(&op->event->rec_submitted, 1) + 1;
     else if (op->kind == OP_EVENT_WAIT)

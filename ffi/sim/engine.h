@@ -17,14 +17,27 @@
  *   An op holds its engine while it runs (FIFO), so two H2D copies on two
  *   queues serialize while a copy overlaps a kernel on another queue.
  *   D2D copies use the H2D engine; memsets and kernels the compute engine.
+ * - Kernels run on the queue thread, or split by contiguous block ranges
+ *   over ARUNTIME_SIM_KERNEL_THREADS threads (default 1) for big grids.
  * - Timing: an engine op (copy, memset, fill, kernel) lasts at least
  *   latency_us + bytes / (gbps * 1e9) seconds (bytes only for copies), taken
  *   from ARUNTIME_SIM_OP_LATENCY_US and ARUNTIME_SIM_COPY_GBPS at load or from
  *   arsim_set_timing().  Unset (or <= 0) means fast: the CPU work only.
- *   Event records/signals/waits, markers and host functions cost nothing.
- * - Errors: a failed op sets its queue's pending error.  The next event
- *   record (or signal) executed on that queue carries it (and consumes it for
- *   events), and the next arsim_queue_synchronize returns (and clears) it.
+ *   Event records/signals/waits and markers cost nothing; host functions
+ *   cost what they take.
+ * - Device time: event timestamps and the model use a device clock on
+ *   CLOCK_MONOTONIC.  An op starts at the latest of its submission, the end
+ *   of its queue's previous op and the end of its engine's previous op, and
+ *   ends after the longer of its modeled duration and its real CPU work.
+ *   Threads sleep until that time, but a late wake-up does not delay later
+ *   ops' device times, so modeled timelines (and elapsed times between
+ *   events) are exact even on a loaded machine.  Without a model, device
+ *   time is the real completion time.
+ * - Errors: a failed op sets its queue's pending error (the first one
+ *   wins).  It is reported once: by the next event record (or signal) that
+ *   executes on that queue, which carries it to every waiter of that event,
+ *   or else by the next arsim_queue_synchronize / arsim_queue_take_error.
+ *   Ops after a non-sticky failure run normally.
  *   A sticky fault (ARSIM_ERR_ILLEGAL_ADDRESS) poisons the device: every
  *   later op on it fails with that error (ops still complete, so nobody
  *   hangs) and arsim_device_sticky() reports it until arsim_device_reset().

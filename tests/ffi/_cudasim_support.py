@@ -49,7 +49,10 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *, CUdevice);
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice);
 CUresult cuDevicePrimaryCtxReset_v2(CUdevice);
 CUresult cuCtxCreate_v2(CUcontext *, unsigned int, CUdevice);
+CUresult cuCtxCreate_v4(CUcontext *, void *, unsigned int, CUdevice);
 CUresult cuCtxDestroy_v2(CUcontext);
+CUresult cuGetProcAddress(const char *, void **, int, cuuint64_t);
+CUresult cuMemsetD32Async(CUdeviceptr, unsigned int, size_t, CUstream);
 CUresult cuCtxSetCurrent(CUcontext);
 CUresult cuCtxGetCurrent(CUcontext *);
 CUresult cuCtxPushCurrent_v2(CUcontext);
@@ -106,6 +109,15 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *, CUgraph, unsigned long long)
 CUresult cuGraphLaunch(CUgraphExec, CUstream);
 CUresult cuGraphExecDestroy(CUgraphExec);
 CUresult cuGraphDestroy(CUgraph);
+CUresult cuMemsetD8Async_ptsz(CUdeviceptr, unsigned char, size_t, CUstream);
+CUresult cuStreamQuery_ptsz(CUstream);
+CUresult cuMemcpyDtoH_v2_ptds(void *, CUdeviceptr, size_t);
+CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr, const void *, size_t, CUstream);
+CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr, const void *, size_t);
+CUresult cuLaunchKernel_ptsz(CUfunction, unsigned int, unsigned int, unsigned int,
+                             unsigned int, unsigned int, unsigned int, unsigned int,
+                             CUstream, void **, void **);
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream, int);
 CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t, int *);
 
 void arsim_set_timing(double copy_gbps, double op_latency_us);
@@ -172,6 +184,7 @@ class Cuda:
     def __init__(self, lib: Any) -> None:
         self.lib = lib
         self.ffi = ffi
+        self.gates: list[Gate] = []
         self.ctx = ffi.new("CUcontext *")
         self.check(lib.cuDevicePrimaryCtxRetain(self.ctx, 0))
         self.check(lib.cuCtxSetCurrent(self.ctx[0]))
@@ -204,6 +217,25 @@ class Cuda:
         return float(ms[0])
 
 
+class Gate:
+    """Holds a stream with a host function until released: deterministic
+    "work is still pending" states without timing assumptions."""
+
+    def __init__(self, cu: Cuda, stream: Any) -> None:
+        self._event = threading.Event()
+
+        @ffi.callback("void(void *)")
+        def hold(_user: Any) -> None:
+            self._event.wait()
+
+        self._hold = hold  # keep the callback alive
+        cu.gates.append(self)  # released at teardown even if the test fails
+        cu.check(cu.lib.cuLaunchHostFunc(stream, hold, ffi.NULL))
+
+    def release(self) -> None:
+        self._event.set()
+
+
 @pytest.fixture
 def cu() -> Iterator[Cuda]:
     lib = load_sim()
@@ -213,6 +245,8 @@ def cu() -> Iterator[Cuda]:
     try:
         yield c
     finally:
+        for gate in c.gates:
+            gate.release()
         lib.arsim_set_timing(0.0, 0.0)
         lib.arsim_clear_faults()
         # The last release tears the primary context down: its streams,

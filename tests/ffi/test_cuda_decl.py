@@ -178,7 +178,9 @@ def test_a_wrong_declaration_fails_to_compile(tmp_path: Path) -> None:
 
 
 def test_cffi_accepts_the_declarations() -> None:
-    from aruntime.backends.cuda._ffi import ffi
+    from aruntime.backends.cuda import _ffi
 
-    assert ffi.sizeof("CUDA_MEMCPY2D_v2") == 128
-    assert ffi.sizeof("CUdeviceptr") == 8
+    ffis = [_ffi.abi_ffi()] + ([_ffi.COMPILED_FFI] if _ffi.COMPILED_FFI is not None else [])
+    for ffi in ffis:  # ABI mode, and the compiled extension where it was built
+        assert ffi.sizeof("CUDA_MEMCPY2D_v2") == 128
+        assert ffi.sizeof("CUdeviceptr") == 8

@@ -8,7 +8,6 @@ import sys
 import threading
 
 import numpy as np
-
 from _cudasim_support import (
     CUDA_ERROR_INVALID_CONTEXT,
     CUDA_ERROR_INVALID_HANDLE,
@@ -216,3 +215,46 @@ print(lib.cuDeviceGetCount(n), lib.cuInit(0), lib.cuDeviceGetCount(n), n[0],
         "3",
         str(CUDA_ERROR_INVALID_CONTEXT),
     ]
+
+
+def test_several_devices_and_knobs_from_the_environment() -> None:
+    script = f"""
+import cffi
+ffi = cffi.FFI()
+ffi.cdef('''
+int cuInit(unsigned); int cuDeviceGetCount(int *);
+int cuDevicePrimaryCtxRetain(void **, int); int cuCtxSetCurrent(void *);
+int cuMemAlloc_v2(unsigned long long *, size_t); int cuMemGetInfo_v2(size_t *, size_t *);
+int cuCtxGetDevice(int *); void arsim_get_timing(double *, double *);
+''')
+lib = ffi.dlopen({str(sim_library_path())!r})
+n, p = ffi.new("int *"), ffi.new("unsigned long long *")
+ctx = [ffi.new("void **"), ffi.new("void **")]
+out = [lib.cuInit(0), lib.cuDeviceGetCount(n), n[0]]
+for dev in (0, 1):
+    out.append(lib.cuDevicePrimaryCtxRetain(ctx[dev], dev))
+out.append(lib.cuCtxSetCurrent(ctx[0][0]))
+out.append(lib.cuMemAlloc_v2(p, 48 << 20))
+out.append(lib.cuMemAlloc_v2(p, 48 << 20))  # past device 0's 64 MiB
+out.append(lib.cuCtxSetCurrent(ctx[1][0]))
+out.append(lib.cuMemAlloc_v2(p, 48 << 20))  # device 1 has its own 64 MiB
+free, total, dev = ffi.new("size_t *"), ffi.new("size_t *"), ffi.new("int *")
+lib.cuMemGetInfo_v2(free, total)
+lib.cuCtxGetDevice(dev)
+out += [dev[0], total[0] >> 20, free[0] >> 20]
+g, lat = ffi.new("double *"), ffi.new("double *")
+lib.arsim_get_timing(g, lat)
+out += [g[0], lat[0]]
+print(*out)
+"""
+    env = dict(
+        os.environ,
+        ARUNTIME_SIM_DEVICES="2",
+        ARUNTIME_SIM_MEMORY_MB="64",
+        ARUNTIME_SIM_COPY_GBPS="12.5",
+        ARUNTIME_SIM_OP_LATENCY_US="7",
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True
+    ).stdout.split()
+    assert out == ["0", "0", "2", "0", "0", "0", "0", "2", "0", "0", "1", "64", "16", "12.5", "7.0"]

@@ -7,11 +7,11 @@ says), never through wall-clock thresholds.
 
 from __future__ import annotations
 
+import itertools
 import time
 from typing import Any
 
 import numpy as np
-
 from _cudasim_support import (
     CU_EVENT_BLOCKING_SYNC,
     CU_EVENT_DISABLE_TIMING,
@@ -21,6 +21,7 @@ from _cudasim_support import (
     CUDA_ERROR_NOT_READY,
     CUDA_SUCCESS,
     Cuda,
+    Gate,
     ffi,
 )
 
@@ -60,14 +61,15 @@ def test_async_copies_and_event_wait(cu: Cuda) -> None:
 
 def test_queries_report_not_ready_while_work_runs(cu: Cuda) -> None:
     lib = cu.lib
-    lib.arsim_set_timing(0.0, 50_000.0)  # 50 ms per op
     s = cu.stream()
     d = cu.alloc(64)
     e = cu.event()
+    gate = Gate(cu, s)
     cu.check(lib.cuMemsetD8Async(d, 1, 64, s))
     cu.check(lib.cuEventRecord(e, s))
     assert lib.cuStreamQuery(s) == CUDA_ERROR_NOT_READY
     assert lib.cuEventQuery(e) == CUDA_ERROR_NOT_READY
+    gate.release()
     cu.check(lib.cuStreamSynchronize(s))
     assert lib.cuStreamQuery(s) == CUDA_SUCCESS
     assert lib.cuEventQuery(e) == CUDA_SUCCESS
@@ -103,7 +105,7 @@ def test_stream_order(cu: Cuda) -> None:
         cu.check(lib.cuMemsetD8Async(d, i + 1, 16, s))
         cu.check(lib.cuEventRecord(e, s))
     cu.check(lib.cuStreamSynchronize(s))
-    gaps = [cu.elapsed_ms(a, b) for a, b in zip(events, events[1:])]
+    gaps = [cu.elapsed_ms(a, b) for a, b in itertools.pairwise(events)]
     assert all(g >= 2.0 * 0.999 for g in gaps)  # each waited for the previous
     out = np.zeros(16, np.uint8)
     cu.check(lib.cuMemcpyDtoH_v2(_ptr(out), d, 16))
@@ -289,14 +291,15 @@ def test_pageable_h2d_is_staged_before_returning(cu: Cuda) -> None:
     """cuMemcpyHtoDAsync from pageable memory returns once the source is
     staged: the caller may overwrite it at once, and the copy still runs later."""
     lib = cu.lib
-    lib.arsim_set_timing(0.0, 50_000.0)
     s = cu.stream()
     n = 4096
     src = np.full(n, 5, np.uint8)  # numpy memory: pageable
     d = cu.alloc(n)
+    gate = Gate(cu, s)
     cu.check(lib.cuMemcpyHtoDAsync_v2(d, _ptr(src), n, s))
     assert lib.cuStreamQuery(s) == CUDA_ERROR_NOT_READY  # the device copy is still pending
     src[:] = 7
+    gate.release()
     cu.check(lib.cuStreamSynchronize(s))
     out = np.zeros(n, np.uint8)
     cu.check(lib.cuMemcpyDtoH_v2(_ptr(out), d, n))
@@ -315,8 +318,10 @@ def test_pageable_d2h_returns_after_the_copy(cu: Cuda) -> None:
     assert (out == 3).all()  # no synchronize needed: the call waited
     # A pinned destination does not wait.
     outp, out2 = _pinned(cu, n)
+    gate = Gate(cu, s)
     cu.check(lib.cuMemcpyDtoHAsync_v2(outp, d, n, s))
     assert lib.cuStreamQuery(s) == CUDA_ERROR_NOT_READY
+    gate.release()
     cu.check(lib.cuStreamSynchronize(s))
     assert (out2 == 3).all()
     cu.check(lib.cuMemFreeHost(outp))

@@ -1,7 +1,8 @@
 """CudaDriver: the driver-level primitives over the CUDA driver API.
 
-This is the only module that calls the CUDA API (besides ``cuInit`` in
-:mod:`._library`).  Every call goes through cffi, which releases the GIL for
+This is the only module that calls the CUDA API (besides ``cuInit`` and the
+error-naming calls in :mod:`._library`).  Every call goes through cffi (the
+compiled wrappers or libffi, see :mod:`._ffi`), which releases the GIL for
 its duration, and every ``CUresult`` goes through :mod:`._errors`.
 
 Context.  The driver uses the device's *primary* context
@@ -76,7 +77,7 @@ from ..._exceptions import (
 )
 from ..._native import native_library_path
 from . import _errors
-from ._ffi import CData, ffi
+from ._ffi import CData
 from ._library import CudaLibrary
 
 __all__ = ["CudaDriver", "device_infos"]
@@ -181,7 +182,7 @@ def _at_exit() -> None:
 
 
 def _device_count(library: CudaLibrary) -> int:
-    count = ffi.new("int *")
+    count = library.ffi.new("int *")
     code = library.lib.cuDeviceGetCount(count)
     if code != 0:
         raise _errors.error_for(
@@ -199,14 +200,14 @@ def _device_info(library: CudaLibrary, ordinal: int) -> tuple[int, DeviceInfo]:
                 code, function, backend=library.backend_name, describe=library.describe
             )
 
-    dev = ffi.new("CUdevice *")
+    dev = library.ffi.new("CUdevice *")
     check(lib.cuDeviceGet(dev, ordinal), "cuDeviceGet")
     device = int(dev[0])
-    name = ffi.new("char[256]")
+    name = library.ffi.new("char[256]")
     check(lib.cuDeviceGetName(name, 256, device), "cuDeviceGetName")
-    total = ffi.new("size_t *")
+    total = library.ffi.new("size_t *")
     check(lib.cuDeviceTotalMem_v2(total, device), "cuDeviceTotalMem_v2")
-    value = ffi.new("int *")
+    value = library.ffi.new("int *")
 
     def attribute(attr: int) -> int:
         check(lib.cuDeviceGetAttribute(value, attr, device), "cuDeviceGetAttribute")
@@ -215,11 +216,11 @@ def _device_info(library: CudaLibrary, ordinal: int) -> tuple[int, DeviceInfo]:
     sms = attribute(_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
     major = attribute(_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
     minor = attribute(_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
-    version = ffi.new("int *")
+    version = library.ffi.new("int *")
     check(lib.cuDriverGetVersion(version), "cuDriverGetVersion")
     v = int(version[0])
     info = DeviceInfo(
-        name=ffi.string(name).decode(errors="replace"),
+        name=library.ffi.string(name).decode(errors="replace"),
         total_memory=int(total[0]),
         compute_units=sms,
         extra=(
@@ -246,8 +247,11 @@ class CudaDriver(Driver):
     def __init__(self, library: CudaLibrary, ordinal: int) -> None:
         self.backend_name = library.backend_name
         self._library = library
+        self._ffi: Any = library.ffi
         lib = library.lib
         self._lib = lib
+        self._dead: AruntimeError | None = None
+        self._ctx: CData = None
         count = _device_count(library)
         if not 0 <= ordinal < count:
             raise BackendUnavailableError(
@@ -257,10 +261,12 @@ class CudaDriver(Driver):
         self._ordinal = ordinal
         self.ordinal = ordinal
         self._device, self._info = _device_info(library, ordinal)
-        ctx = ffi.new("CUcontext *")
-        self._check(lib.cuDevicePrimaryCtxRetain(ctx, self._device), "cuDevicePrimaryCtxRetain")
-        self._ctx: CData = ctx[0]
-        self._dead: AruntimeError | None = None
+        ctx = self._ffi.new("CUcontext *")
+        code = lib.cuDevicePrimaryCtxRetain(ctx, self._device)
+        if code != 0:  # e.g. an exclusive-process device another process holds
+            error = self._fail(code, "cuDevicePrimaryCtxRetain")
+            raise BackendUnavailableError(f"{self.backend_name}: device {ordinal}: {error}")
+        self._ctx = ctx[0]
         self._closed = False
         self._state_lock = threading.Lock()  # staging pool, retire list, host ranges
         self._streams: set[_Stream] = set()
@@ -311,12 +317,14 @@ class CudaDriver(Driver):
         and the error stays a plain DriverError instead of killing the device.
         """
         lib = self._lib
+        if self._ctx is None:
+            return True
         try:
             if getattr(_current, "ctx", None) is not self._ctx:
                 if lib.cuCtxSetCurrent(self._ctx) != 0:
                     return True
                 _current.ctx = self._ctx
-            return lib.cuStreamQuery(ffi.NULL) not in (0, _NOT_READY)
+            return lib.cuStreamQuery(self._ffi.NULL) not in (0, _NOT_READY)
         except AruntimeError:  # the library lacks the probe: trust the table
             return True
 
@@ -367,8 +375,8 @@ class CudaDriver(Driver):
 
     def mem_get_info(self) -> tuple[int, int]:
         self._enter("cuMemGetInfo_v2")
-        free = ffi.new("size_t *")
-        total = ffi.new("size_t *")
+        free = self._ffi.new("size_t *")
+        total = self._ffi.new("size_t *")
         self._check(self._lib.cuMemGetInfo_v2(free, total), "cuMemGetInfo_v2")
         return int(free[0]), int(total[0])
 
@@ -457,13 +465,13 @@ class CudaDriver(Driver):
     # -- memory --------------------------------------------------------------
     def mem_alloc(self, nbytes: int) -> int:
         self._enter("cuMemAlloc_v2")
-        out = ffi.new("CUdeviceptr *")
+        out = self._ffi.new("CUdeviceptr *")
         self._check(self._lib.cuMemAlloc_v2(out, nbytes), "cuMemAlloc_v2")
         return int(out[0])
 
     def mem_alloc_managed(self, nbytes: int) -> int:
         self._enter("cuMemAllocManaged")
-        out = ffi.new("CUdeviceptr *")
+        out = self._ffi.new("CUdeviceptr *")
         code = self._lib.cuMemAllocManaged(out, nbytes, _CU_MEM_ATTACH_GLOBAL)
         self._check(code, "cuMemAllocManaged")
         return int(out[0])
@@ -474,7 +482,7 @@ class CudaDriver(Driver):
         self._check(self._lib.cuMemFree_v2(address), "cuMemFree_v2")
 
     def _host_alloc_raw(self, nbytes: int) -> CData:
-        out = ffi.new("void **")
+        out = self._ffi.new("void **")
         flags = _CU_MEMHOSTALLOC_PORTABLE | _CU_MEMHOSTALLOC_DEVICEMAP
         self._check(self._lib.cuMemHostAlloc(out, nbytes, flags), "cuMemHostAlloc")
         return out[0]
@@ -482,11 +490,11 @@ class CudaDriver(Driver):
     def host_alloc(self, nbytes: int) -> tuple[int, memoryview]:
         self._enter("cuMemHostAlloc")
         pointer = self._host_alloc_raw(nbytes)
-        address = int(ffi.cast("uintptr_t", pointer))
+        address = int(self._ffi.cast("uintptr_t", pointer))
         with self._state_lock:
             bisect.insort(self._host_starts, address)
             self._host_sizes[address] = nbytes
-        return address, memoryview(ffi.buffer(ffi.cast("char *", pointer), nbytes))
+        return address, memoryview(self._ffi.buffer(self._ffi.cast("char *", pointer), nbytes))
 
     def host_free(self, address: int) -> None:
         if not self._enter_release():
@@ -495,12 +503,14 @@ class CudaDriver(Driver):
             if self._host_sizes.pop(address, None) is not None:
                 index = bisect.bisect_left(self._host_starts, address)
                 del self._host_starts[index]
-        self._check(self._lib.cuMemFreeHost(ffi.cast("void *", address)), "cuMemFreeHost")
+        self._check(self._lib.cuMemFreeHost(self._ffi.cast("void *", address)), "cuMemFreeHost")
 
     def host_device_address(self, host_address: int) -> int:
         self._enter("cuMemHostGetDevicePointer_v2")
-        out = ffi.new("CUdeviceptr *")
-        code = self._lib.cuMemHostGetDevicePointer_v2(out, ffi.cast("void *", host_address), 0)
+        out = self._ffi.new("CUdeviceptr *")
+        code = self._lib.cuMemHostGetDevicePointer_v2(
+            out, self._ffi.cast("void *", host_address), 0
+        )
         self._check(code, "cuMemHostGetDevicePointer_v2")
         return int(out[0])
 
@@ -514,7 +524,7 @@ class CudaDriver(Driver):
                 return True
         if self._has_pointer_attribute:
             # Memory pinned by someone else (cudaHostAlloc in PyTorch, CuPy...).
-            kind = ffi.new("unsigned int *")
+            kind = self._ffi.new("unsigned int *")
             code = self._lib.cuPointerGetAttribute(kind, _CU_POINTER_ATTRIBUTE_MEMORY_TYPE, address)
             return code == 0 and int(kind[0]) == _CU_MEMORYTYPE_HOST
         return False
@@ -530,8 +540,8 @@ class CudaDriver(Driver):
         """
         if self._priority_range is None:
             self._enter("cuCtxGetStreamPriorityRange")
-            least = ffi.new("int *")
-            greatest = ffi.new("int *")
+            least = self._ffi.new("int *")
+            greatest = self._ffi.new("int *")
             code = self._lib.cuCtxGetStreamPriorityRange(least, greatest)
             self._check(code, "cuCtxGetStreamPriorityRange")
             self._priority_range = (-int(least[0]), -int(greatest[0]))
@@ -539,7 +549,7 @@ class CudaDriver(Driver):
 
     def stream_create(self, priority: int) -> DriverStream:
         self._enter("cuStreamCreateWithPriority")
-        out = ffi.new("CUstream *")
+        out = self._ffi.new("CUstream *")
         # Non-blocking: our streams never serialise with the legacy NULL stream,
         # which other libraries in the process may be using.
         code = self._lib.cuStreamCreateWithPriority(out, _CU_STREAM_NON_BLOCKING, -priority)
@@ -602,7 +612,7 @@ class CudaDriver(Driver):
 
     def _fence(self, stream: _Stream) -> CData | None:
         """A new event recorded on ``stream`` (None if the device can't take one)."""
-        out = ffi.new("CUevent *")
+        out = self._ffi.new("CUevent *")
         lib = self._lib
         if lib.cuEventCreate(out, _CU_EVENT_DISABLE_TIMING) != 0:
             return None
@@ -618,7 +628,7 @@ class CudaDriver(Driver):
             if timing
             else (_CU_EVENT_BLOCKING_SYNC | _CU_EVENT_DISABLE_TIMING)
         )
-        out = ffi.new("CUevent *")
+        out = self._ffi.new("CUevent *")
         self._check(self._lib.cuEventCreate(out, flags), "cuEventCreate")
         return DriverEvent(out[0])
 
@@ -661,7 +671,7 @@ class CudaDriver(Driver):
 
     def event_elapsed_ms(self, start: DriverEvent, end: DriverEvent) -> float:
         self._enter("cuEventElapsedTime")
-        out = ffi.new("float *")
+        out = self._ffi.new("float *")
         self._check(self._cuEventElapsedTime(out, start, end), "cuEventElapsedTime")
         return float(out[0])
 
@@ -672,7 +682,7 @@ class CudaDriver(Driver):
 
     # -- async copies ------------------------------------------------------------
     def memcpy_h2d(self, src: memoryview, dst: int, stream: DriverStream) -> None:
-        """Enqueue a host-to-device copy.
+        """Enqueue a host-to-device copy (callers serialise enqueues per stream).
 
         Pageable-memory policy.  For pageable (not page-locked) source memory,
         the CUDA driver first copies the bytes into its own pinned staging
@@ -701,9 +711,9 @@ class CudaDriver(Driver):
         if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
             self._enter_slow("cuMemcpyHtoDAsync_v2")
         nbytes = src.nbytes
-        buffer = ffi.from_buffer(src)
+        buffer = self._ffi.from_buffer(src)
         if nbytes > DIRECT_PAGEABLE_H2D_MAX and not self._is_pinned(
-            int(ffi.cast("uintptr_t", buffer)), nbytes
+            int(self._ffi.cast("uintptr_t", buffer)), nbytes
         ):
             self._staged_copy(s, buffer, dst, nbytes, to_device=True)
             return
@@ -727,8 +737,8 @@ class CudaDriver(Driver):
         if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
             self._enter_slow("cuMemcpyDtoHAsync_v2")
         nbytes = dst.nbytes
-        buffer = ffi.from_buffer(dst, require_writable=True)
-        if not self._is_pinned(int(ffi.cast("uintptr_t", buffer)), nbytes):
+        buffer = self._ffi.from_buffer(dst, require_writable=True)
+        if not self._is_pinned(int(self._ffi.cast("uintptr_t", buffer)), nbytes):
             self._staged_copy(s, buffer, src, nbytes, to_device=False)
             return
         code = self._lib.cuMemcpyDtoHAsync_v2(buffer, src, nbytes, s.handle)
@@ -740,7 +750,7 @@ class CudaDriver(Driver):
     ) -> None:
         lib = self._lib
         helpers, hostfn = self._host_functions()
-        status = ffi.new("CUstreamCaptureStatus *")
+        status = self._ffi.new("CUstreamCaptureStatus *")
         self._check(lib.cuStreamIsCapturing(stream.handle, status), "cuStreamIsCapturing")
         capturing = int(status[0]) != _CU_STREAM_CAPTURE_STATUS_NONE
         if capturing:
@@ -755,7 +765,7 @@ class CudaDriver(Driver):
                 stream.staging = self._take_staging()
             staging = stream.staging
         free_after = 0 if capturing else 1
-        host_bytes = ffi.cast("char *", host)
+        host_bytes = self._ffi.cast("char *", host)
         offset = 0
         while offset < nbytes:
             chunk = min(STAGING_CHUNK, nbytes - offset)
@@ -763,7 +773,7 @@ class CudaDriver(Driver):
                 job = helpers.ar_copy_job_new(staging, host_bytes + offset, chunk, free_after)
             else:
                 job = helpers.ar_copy_job_new(host_bytes + offset, staging, chunk, free_after)
-            if job == ffi.NULL:
+            if job == self._ffi.NULL:
                 raise OutOfMemoryError(
                     "staging a pageable copy: malloc of a copy job failed",
                     backend=self.backend_name,
@@ -799,7 +809,9 @@ class CudaDriver(Driver):
     def _host_functions(self) -> tuple[Any, CData]:
         if self._helpers is None:
             helpers = self._library.helpers()
-            self._hostfn = ffi.cast("CUhostFn", ffi.addressof(helpers, "ar_hostfn_copy"))
+            self._hostfn = self._ffi.cast(
+                "CUhostFn", self._ffi.addressof(helpers, "ar_hostfn_copy")
+            )
             self._helpers = helpers
         return self._helpers, self._hostfn
 
@@ -869,7 +881,7 @@ class CudaDriver(Driver):
         stream: DriverStream,
     ) -> None:
         self._enter("cuMemcpy2DAsync_v2")
-        params = ffi.new("CUDA_MEMCPY2D_v2 *")
+        params = self._ffi.new("CUDA_MEMCPY2D_v2 *")
         params.srcMemoryType = _CU_MEMORYTYPE_DEVICE
         params.srcDevice = src
         params.srcPitch = src_pitch
@@ -898,7 +910,7 @@ class CudaDriver(Driver):
         binary = data.startswith((b"\x7fELF", b"\x50\xed\x55\xba"))  # ELF cubin/.so, fatbin
         if not binary and not data.endswith(b"\0"):
             data += b"\0"  # PTX is text, and cuModuleLoadData reads it up to a NUL
-        out = ffi.new("CUmodule *")
+        out = self._ffi.new("CUmodule *")
         self._check(self._lib.cuModuleLoadData(out, data), "cuModuleLoadData")
         return DriverModule(out[0])
 
@@ -921,7 +933,7 @@ class CudaDriver(Driver):
 
     def module_function(self, module: DriverModule, name: str) -> DriverFunction:
         self._enter("cuModuleGetFunction")
-        out = ffi.new("CUfunction *")
+        out = self._ffi.new("CUfunction *")
         code = self._lib.cuModuleGetFunction(out, module, name.encode())
         if code == _errors.CUDA_ERROR_NOT_FOUND:
             raise InvalidArgumentError(f"kernel: the module has no kernel named {name!r}")
@@ -946,7 +958,7 @@ class CudaDriver(Driver):
         """
         if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
             self._enter_slow("cuLaunchKernel")
-        params, blob = _pack_args(args)
+        params, blob = _pack_args(self._ffi, args)
         gx, gy, gz = config.grid
         bx, by, bz = config.block
         code = self._lib.cuLaunchKernel(
@@ -960,7 +972,7 @@ class CudaDriver(Driver):
             config.shared_mem,
             cast(_Stream, stream).handle,
             params,
-            ffi.NULL,
+            self._ffi.NULL,
         )
         del blob  # kept alive until here on purpose
         if code != 0:
@@ -987,14 +999,14 @@ class CudaDriver(Driver):
         self._enter("cuStreamEndCapture")
         keep, s.capture_keep = s.capture_keep or _Resources(), None
         lib = self._lib
-        graph = ffi.new("CUgraph *")
+        graph = self._ffi.new("CUgraph *")
         code = lib.cuStreamEndCapture(s.handle, graph)
         if code != 0:
-            if graph[0] != ffi.NULL:
+            if graph[0] != self._ffi.NULL:
                 lib.cuGraphDestroy(graph[0])
             self._free_resources(keep)
             raise self._fail(code, "cuStreamEndCapture")
-        exec_handle = ffi.new("CUgraphExec *")
+        exec_handle = self._ffi.new("CUgraphExec *")
         code = lib.cuGraphInstantiateWithFlags(exec_handle, graph[0], 0)
         # The executable graph is independent of the graph it was made from.
         lib.cuGraphDestroy(graph[0])
@@ -1009,14 +1021,14 @@ class CudaDriver(Driver):
         lib = self._lib
         if self._dead is None:
             self._enter_slow_unchecked()
-        status = ffi.new("CUstreamCaptureStatus *")
+        status = self._ffi.new("CUstreamCaptureStatus *")
         if (
             lib.cuStreamIsCapturing(s.handle, status) == 0
             and int(status[0]) != _CU_STREAM_CAPTURE_STATUS_NONE
         ):
-            graph = ffi.new("CUgraph *")
+            graph = self._ffi.new("CUgraph *")
             lib.cuStreamEndCapture(s.handle, graph)  # fails when invalidated: nothing to keep
-            if graph[0] != ffi.NULL:
+            if graph[0] != self._ffi.NULL:
                 lib.cuGraphDestroy(graph[0])
         if keep is not None:
             self._free_resources(keep)  # never ran: nothing on the device uses it
@@ -1051,7 +1063,7 @@ class CudaDriver(Driver):
         self._check(code, "cuGraphExecDestroy")
 
 
-def _pack_args(args: Sequence[Any]) -> tuple[CData, CData]:
+def _pack_args(ffi: Any, args: Sequence[Any]) -> tuple[CData, CData]:
     """The ``void**`` kernelParams array and the buffer its pointers point into."""
     values: list[bytes] = []
     for arg in args:

@@ -9,19 +9,45 @@ ABIs (32-bit sizes, older argument lists).  ``tests/ffi/test_cuda_decl.py``
 compiles every declaration against the real ``cuda.h``.
 
 :class:`CudaLib` lists the functions with their real signatures and is
-``cast`` onto the ``ffi.dlopen`` result, so mypy checks every call site.
+``cast`` onto the library object, so mypy checks every call site.
 Handles (``CUstream``...) are cffi pointers; they stay ``CData`` to Python.
+
+Two ways to call, one set of declarations and one ``ffi`` either way:
+
+* API mode (the default where the install could build it): the extension
+  ``_aruntime_cuda_api`` generated from these declarations by
+  ``ffi/cuda/api/generate.py``; each call is a C wrapper through a function
+  pointer that ``dlsym`` filled, about 3x cheaper than libffi.
+* ABI mode (``ARUNTIME_CUDA_ABI=1``, or no Python headers at install): the
+  declarations parsed at first use and called through libffi.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import re
+import sysconfig
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol
 
 from cffi import FFI
 
-__all__ = ["FUNCTION_NAMES", "CData", "CudaLib", "HelperLib", "declarations_dir", "ffi"]
+from ..._exceptions import BackendUnavailableError
+from ..._native import native_library_path
+
+__all__ = [
+    "COMPILED",
+    "COMPILED_FFI",
+    "FUNCTION_NAMES",
+    "CData",
+    "CudaLib",
+    "HelperLib",
+    "abi_ffi",
+    "declarations_dir",
+    "probe_ffi",
+]
 
 #: A cffi object (pointer, array, handle).  cffi ships no type information.
 CData = Any
@@ -37,7 +63,13 @@ def declarations_dir() -> Path:
     return _PACKAGE_DIR / "_lib" / "decl" / "cuda"
 
 
-def _load_cdefs() -> tuple[FFI, tuple[str, ...]]:
+def _function_names() -> tuple[str, ...]:
+    text = "\n".join(p.read_text() for p in sorted(declarations_dir().glob("*.h")))
+    return tuple(re.findall(r"^CUresult\s+(cu\w+)\(", text, flags=re.M))
+
+
+def _load_cdefs() -> Any:
+    """ABI mode: parse the declarations (no compiler needed, ~200 ns a call)."""
     decl = declarations_dir()
     headers = sorted(decl.glob("*.h"))
     if not headers:
@@ -46,7 +78,33 @@ def _load_cdefs() -> tuple[FFI, tuple[str, ...]]:
     text = "\n".join(header.read_text() for header in headers) + _SYSTEM_CDEF
     result = FFI()
     result.cdef(text)
-    return result, tuple(re.findall(r"^CUresult\s+(cu\w+)\(", text, flags=re.M))
+    return result
+
+
+def _load_compiled() -> ModuleType | None:
+    """API mode: the extension built from the same declarations (ffi/cuda/api).
+
+    None where it is not built (no Python headers, no compiler) or when
+    ``ARUNTIME_CUDA_ABI=1`` asks for ABI mode.
+    """
+    if os.environ.get("ARUNTIME_CUDA_ABI") == "1":
+        return None
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    if not suffix:
+        return None
+    try:
+        path = native_library_path(f"{COMPILED_MODULE}{suffix}")
+    except BackendUnavailableError:
+        return None
+    spec = importlib.util.spec_from_file_location(COMPILED_MODULE, path)
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except ImportError:
+        return None
+    return module
 
 
 # The C library's dladdr, to report which file a symbol really came from
@@ -57,11 +115,39 @@ typedef struct { const char *dli_fname; void *dli_fbase; const char *dli_sname;
 int dladdr(const void *addr, Dl_info *info);
 """
 
-
-ffi: Any
+COMPILED_MODULE = "_aruntime_cuda_api"
+_compiled = _load_compiled()
+#: The compiled extension's ``ffi`` and library (every declared function as a
+#: C wrapper, plus the host functions), or None in ABI mode.  It binds to one
+#: library per process (the first opened); cffi objects of one ``ffi`` cannot
+#: be passed to another's functions, so each CudaLibrary carries its own.
+COMPILED_FFI: Any = _compiled.ffi if _compiled is not None else None
+COMPILED: Any = _compiled.lib if _compiled is not None else None
 #: Every CUDA function declared, in declaration order.
-FUNCTION_NAMES: tuple[str, ...]
-ffi, FUNCTION_NAMES = _load_cdefs()
+FUNCTION_NAMES: tuple[str, ...] = _function_names()
+
+_abi_ffi: Any = None
+
+
+def abi_ffi() -> Any:
+    """The ABI-mode FFI (parsed on first use, then shared)."""
+    global _abi_ffi
+    if _abi_ffi is None:
+        _abi_ffi = _load_cdefs()
+    return _abi_ffi
+
+
+#: A few handle-free declarations to load and initialise a candidate library
+#: (and name its errors) before choosing how to bind it.
+probe_ffi: Any = FFI()
+probe_ffi.cdef(
+    """
+    unsigned int cuInit(unsigned int Flags);
+    unsigned int cuGetErrorName(unsigned int error, const char **pStr);
+    unsigned int cuGetErrorString(unsigned int error, const char **pStr);
+    """
+    + _SYSTEM_CDEF
+)
 
 
 class CudaLib(Protocol):

@@ -31,7 +31,16 @@ from typing import Any, cast
 from ..._exceptions import BackendUnavailableError
 from ..._native import native_library_path
 from . import _errors
-from ._ffi import FUNCTION_NAMES, CData, CudaLib, HelperLib, ffi
+from ._ffi import (
+    COMPILED,
+    COMPILED_FFI,
+    FUNCTION_NAMES,
+    CData,
+    CudaLib,
+    HelperLib,
+    abi_ffi,
+    probe_ffi,
+)
 
 __all__ = ["ENV_LIBRARY", "CudaLibrary", "load_library"]
 
@@ -66,13 +75,23 @@ class CudaLibrary:
     :class:`NotSupportedError` naming the symbol when called.
     """
 
-    raw: CData  # the ffi.dlopen result
+    probe: CData  # probe_ffi.dlopen result: cuInit and error names only
     path: str  # the file the symbols really come from
     sim: bool
     lib: CudaLib = field(init=False, repr=False)
+    #: "api" (compiled wrappers) or "abi" (libffi); see :mod:`._ffi`.
+    mode: str = field(init=False)
+    #: The FFI whose cffi objects this library's functions take.
+    ffi: Any = field(init=False, repr=False)
+    _raw: Any = field(default=None, init=False, repr=False)
     _helpers: HelperLib | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
+        if _bind_compiled(self.path):
+            self.mode, self.ffi = "api", COMPILED_FFI
+        else:
+            self.mode, self.ffi = "abi", abi_ffi()
+            self._raw = self.ffi.dlopen(self.path)
         resolved = {name: self.function(name) for name in FUNCTION_NAMES}
         self.lib = cast(CudaLib, types.SimpleNamespace(**resolved))
 
@@ -86,9 +105,10 @@ class CudaLibrary:
         Resolving at open and failing at use lets a driver older than a
         feature run everything else.
         """
-        try:
-            return cast("Callable[..., Any]", getattr(self.raw, name))
-        except AttributeError:
+        if self.has(name):
+            source = COMPILED if self.mode == "api" else self._raw
+            return cast("Callable[..., Any]", getattr(source, name))
+        else:
             error = _errors.missing_symbol_error(name, self.path, backend=self.backend_name)
 
             def missing(*args: object) -> int:
@@ -97,24 +117,46 @@ class CudaLibrary:
             return missing
 
     def has(self, name: str) -> bool:
+        """Whether the library exports ``name``."""
+        if self.mode == "api":
+            return bool(COMPILED.ar_has(name.encode()))
         try:
-            getattr(self.raw, name)
+            getattr(self._raw, name)
         except AttributeError:
             return False
         return True
 
     def describe(self, code: int) -> tuple[str, str] | None:
         """``(cuGetErrorName, cuGetErrorString)`` of a code, or None if the library can't say."""
-        return describe(self.raw, code)
+        return describe(self.probe, code)
 
     def helpers(self) -> HelperLib:
         """The native host-function library (loaded on first use)."""
         if self._helpers is None:
-            self._helpers = cast(HelperLib, ffi.dlopen(str(native_library_path(HELPERS_FILE))))
+            if self.mode == "api":  # compiled into the extension
+                self._helpers = cast(HelperLib, COMPILED)
+            else:
+                path = str(native_library_path(HELPERS_FILE))
+                self._helpers = cast(HelperLib, self.ffi.dlopen(path))
         return self._helpers
 
 
+_bound_path: str | None = None
+
+
+def _bind_compiled(path: str) -> bool:
+    """Point the compiled wrappers at ``path`` (the first library only; False otherwise)."""
+    global _bound_path
+    if COMPILED is None:
+        return False
+    if _bound_path is None and COMPILED.ar_bind_path(path.encode()) == 0:
+        _bound_path = path
+    return _bound_path == path
+
+
 def describe(lib: Any, code: int) -> tuple[str, str] | None:
+    """Names a code through a probe_ffi library."""
+    ffi = probe_ffi
     out = ffi.new("const char **")
     try:
         if lib.cuGetErrorName(code, out) != 0 or out[0] == ffi.NULL:
@@ -129,6 +171,7 @@ def describe(lib: Any, code: int) -> tuple[str, str] | None:
 
 
 def _resolved_path(lib: CData, symbol: str, fallback: str) -> str:
+    ffi = probe_ffi
     info = ffi.new("Dl_info *")
     try:
         libc: Any = ffi.dlopen(None)
@@ -172,7 +215,7 @@ def _candidates(sim: bool, tried: list[str]) -> list[str]:
 
 def _try_load(candidate: str, sim: bool) -> tuple[CudaLibrary | None, str]:
     try:
-        lib: Any = ffi.dlopen(candidate)
+        lib: Any = probe_ffi.dlopen(candidate)
     except OSError as exc:
         return None, f"cannot be loaded: {exc}"
     try:
@@ -204,7 +247,7 @@ def _try_load(candidate: str, sim: bool) -> tuple[CudaLibrary | None, str]:
         name, text = named if named is not None else (_errors.KNOWN_NAMES.get(code, "?"), "")
         hint = " (no CUDA device is visible)" if code == _errors.CUDA_ERROR_NO_DEVICE else ""
         return None, f"({path}): cuInit(0) failed with {name} ({code}) {text}{hint}".rstrip()
-    return CudaLibrary(raw=lib, path=path, sim=sim), ""
+    return CudaLibrary(probe=lib, path=path, sim=sim), ""
 
 
 def load_library(*, sim: bool) -> CudaLibrary:

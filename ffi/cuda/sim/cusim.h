@@ -30,6 +30,7 @@ typedef struct cu_ctx {
     cu_stream *streams; /* user and per-thread streams */
     cu_stream *legacy;  /* the NULL stream */
     int unsafe_captures; /* active captures in global or thread-local mode */
+    int capturing_blocking; /* blocking streams in a capture (atomic) */
 } cu_ctx;
 
 struct cu_stream {
@@ -99,6 +100,8 @@ CUSIM_INTERNAL cu_ctx *cusim_ctx_from_handle(CUcontext h);
 /* A stream handle (including 0, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) to
  * its object; checks the context's sticky error. */
 CUSIM_INTERNAL CUresult cusim_resolve_stream(CUstream h, cu_stream **out);
+/* Set while a _ptsz/_ptds entry point runs: stream 0 is the per-thread stream. */
+CUSIM_INTERNAL extern __thread int cusim_tls_ptds;
 /* Submits an op with the legacy-stream ordering rules and capture checks. */
 CUSIM_INTERNAL CUresult cusim_submit(cu_stream *s, arsim_op *op, uint64_t *seq_out);
 CUSIM_INTERNAL CUresult cusim_submit_graph(cu_stream *s, const arsim_graph *g);
@@ -231,5 +234,40 @@ P cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t f
 P cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                       CUdriverProcAddressQueryResult *symbolStatus);
 #undef P
+
+/* Per-thread-default-stream variants (cusim_ptds.c). */
+CUSIM_API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n);
+CUSIM_API CUresult cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n);
+CUSIM_API CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUSIM_API CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUSIM_API CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *c);
+CUSIM_API CUresult cuMemsetD8_v2_ptds(CUdeviceptr d, unsigned char v, size_t n);
+CUSIM_API CUresult cuMemsetD16_v2_ptds(CUdeviceptr d, unsigned short v, size_t n);
+CUSIM_API CUresult cuMemsetD32_v2_ptds(CUdeviceptr d, unsigned int v, size_t n);
+CUSIM_API CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);
+CUSIM_API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream s);
+CUSIM_API CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream s);
+CUSIM_API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);
+CUSIM_API CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *c, CUstream s);
+CUSIM_API CUresult cuMemsetD8Async_ptsz(CUdeviceptr d, unsigned char v, size_t n, CUstream s);
+CUSIM_API CUresult cuMemsetD16Async_ptsz(CUdeviceptr d, unsigned short v, size_t n, CUstream s);
+CUSIM_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr d, unsigned int v, size_t n, CUstream s);
+CUSIM_API CUresult cuStreamQuery_ptsz(CUstream s);
+CUSIM_API CUresult cuStreamSynchronize_ptsz(CUstream s);
+CUSIM_API CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned int flags);
+CUSIM_API CUresult cuStreamGetPriority_ptsz(CUstream s, int *p);
+CUSIM_API CUresult cuStreamGetFlags_ptsz(CUstream s, unsigned int *f);
+CUSIM_API CUresult cuStreamGetCtx_ptsz(CUstream s, CUcontext *c);
+CUSIM_API CUresult cuStreamGetId_ptsz(CUstream s, unsigned long long *id);
+CUSIM_API CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode);
+CUSIM_API CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph *g);
+CUSIM_API CUresult cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus *st);
+CUSIM_API CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g, const CUgraphNode **deps, size_t *ndeps);
+CUSIM_API CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus *st, cuuint64_t *id, CUgraph *g, const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *ndeps);
+CUSIM_API CUresult cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *user);
+CUSIM_API CUresult cuEventRecord_ptsz(CUevent e, CUstream s);
+CUSIM_API CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int flags);
+CUSIM_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params, void **extra);
+CUSIM_API CUresult cuGraphLaunch_ptsz(CUgraphExec x, CUstream s);
 
 #endif /* CUSIM_H */

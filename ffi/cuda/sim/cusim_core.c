@@ -713,9 +713,13 @@ static CUresult per_thread_stream(cu_ctx *c, cu_stream **out)
     return CUDA_SUCCESS;
 }
 
+__thread int cusim_tls_ptds;
+
 CUresult cusim_resolve_stream(CUstream h, cu_stream **out)
 {
     uintptr_t v = (uintptr_t)h;
+    if (v == 0 && cusim_tls_ptds)
+        v = (uintptr_t)CU_STREAM_PER_THREAD; /* a _ptsz/_ptds entry point */
     if (v == 0 || v == (uintptr_t)CU_STREAM_LEGACY || v == (uintptr_t)CU_STREAM_PER_THREAD) {
         cu_ctx *c;
         CUresult r = cusim_current_ctx(&c);
@@ -746,21 +750,23 @@ static CUresult legacy_ordering(cu_stream *s)
 {
     cu_ctx *c = s->ctx;
     if (s->is_legacy) {
-        pthread_mutex_lock(&c->mu);
-        if (c->unsafe_captures) {
-            /* Work on the legacy stream would depend on a capturing stream. */
-            pthread_mutex_unlock(&c->mu);
+        if (__atomic_load_n(&c->capturing_blocking, __ATOMIC_ACQUIRE)) {
+            /* The legacy stream would have to wait for a blocking stream
+             * that is capturing (in any mode): refused, and it breaks those
+             * captures. */
             pthread_mutex_lock(&g_capture_mu);
             pthread_mutex_lock(&c->mu);
             for (cu_stream *o = c->streams; o; o = o->next)
-                if (o->cap && o->cap->mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+                if (o->cap && !(o->flags & CU_STREAM_NON_BLOCKING))
                     cusim_capture_invalidate(o->cap);
             pthread_mutex_unlock(&c->mu);
             pthread_mutex_unlock(&g_capture_mu);
             return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
         }
+        pthread_mutex_lock(&c->mu);
         for (cu_stream *o = c->streams; o; o = o->next) {
-            if ((o->flags & CU_STREAM_NON_BLOCKING) || o->cap)
+            if ((o->flags & CU_STREAM_NON_BLOCKING) ||
+                __atomic_load_n(&o->cap, __ATOMIC_ACQUIRE))
                 continue;
             if (arsim_queue_query(o->q) == ARSIM_ERR_NOT_READY) {
                 arsim_status st = arsim_queue_submit(
@@ -790,6 +796,16 @@ CUresult cusim_submit(cu_stream *s, arsim_op *op, uint64_t *seq_out)
         *seq_out = 0;
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    /* Fast path: a stream that is not capturing (racing a capture that
+     * begins on another thread is the caller's race, as in CUDA). */
+    if (__atomic_load_n(&s->cap, __ATOMIC_ACQUIRE) == NULL) {
+        CUresult r = legacy_ordering(s);
+        if (r != CUDA_SUCCESS) {
+            arsim_op_free(op);
+            return r;
+        }
+        return cusim_status(arsim_queue_submit(s->q, op, seq_out));
+    }
     pthread_mutex_lock(&g_capture_mu);
     cu_capture *cap = s->cap;
     if (cap) {

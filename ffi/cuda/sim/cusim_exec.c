@@ -51,13 +51,15 @@ static void capture_detach(cu_stream *s)
     if (!cap)
         return;
     arsim_queue_end_capture(s->q, NULL);
+    if (!(s->flags & CU_STREAM_NON_BLOCKING))
+        __atomic_fetch_sub(&s->ctx->capturing_blocking, 1, __ATOMIC_RELEASE);
     for (int i = 0; i < cap->nmembers; i++) {
         if (cap->members[i] == s) {
             cap->members[i] = cap->members[--cap->nmembers];
             break;
         }
     }
-    s->cap = NULL;
+    __atomic_store_n(&s->cap, NULL, __ATOMIC_RELEASE);
 }
 
 /* The handle is already removed; queued work still runs (cuStreamDestroy
@@ -67,13 +69,35 @@ void cusim_stream_free(cu_stream *s)
     if (!s)
         return;
     pthread_mutex_lock(&g_capture_mu);
-    if (s->cap) {
-        cusim_capture_invalidate(s->cap);
-        if (s->cap->origin == s)
-            s->cap->origin = NULL;
-        capture_detach(s);
+    cu_capture *cap = s->cap;
+    cu_capture *ended = NULL;
+    if (cap) {
+        cusim_capture_invalidate(cap);
+        if (cap->origin == s) {
+            /* Nobody can end this capture any more: end it here, so the
+             * context's legacy stream is not refused forever. */
+            while (cap->nmembers > 0)
+                capture_detach(cap->members[cap->nmembers - 1]);
+            arsim_handle_remove(cap->handle, HK_CAPTURE);
+            cu_graph *g = arsim_handle_remove(cap->graph_handle, HK_GRAPH);
+            if (g) {
+                arsim_graph_destroy(g->g);
+                free(g);
+            }
+            ended = cap;
+        } else {
+            capture_detach(s);
+        }
     }
     pthread_mutex_unlock(&g_capture_mu);
+    if (ended) {
+        if (ended->mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
+            pthread_mutex_lock(&s->ctx->mu);
+            s->ctx->unsafe_captures--;
+            pthread_mutex_unlock(&s->ctx->mu);
+        }
+        free(ended);
+    }
     if (!s->is_legacy) {
         cu_ctx *c = s->ctx;
         pthread_mutex_lock(&c->mu);
@@ -169,7 +193,8 @@ CUresult cuStreamQuery(CUstream hStream)
     CUresult r = cusim_resolve_stream(hStream, &s);
     if (r != CUDA_SUCCESS)
         return r;
-    if (s->cap) /* an unlocked peek: the query itself must stay lock-free */
+    /* An unlocked peek: the query itself stays lock-free. */
+    if (__atomic_load_n(&s->cap, __ATOMIC_ACQUIRE))
         return capture_guard(s);
     return arsim_queue_query(s->q) == ARSIM_OK ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
@@ -398,8 +423,10 @@ static void capture_join(cu_capture *cap, cu_stream *s)
     if (s->cap == cap || cap->nmembers >= CUSIM_MAX_CAPTURE_STREAMS)
         return;
     arsim_queue_begin_capture(s->q, cap->g);
+    if (!(s->flags & CU_STREAM_NON_BLOCKING))
+        __atomic_fetch_add(&s->ctx->capturing_blocking, 1, __ATOMIC_RELEASE);
     cap->members[cap->nmembers++] = s;
-    s->cap = cap;
+    __atomic_store_n(&s->cap, cap, __ATOMIC_RELEASE);
 }
 
 CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
@@ -538,7 +565,8 @@ static CUresult capture_info(CUstream hStream, CUstreamCaptureStatus *status, cu
         return r;
     if (!status)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((v == 0 || v == (uintptr_t)CU_STREAM_LEGACY) && s->ctx->unsafe_captures)
+    if ((v == 0 || v == (uintptr_t)CU_STREAM_LEGACY) &&
+        __atomic_load_n(&s->ctx->capturing_blocking, __ATOMIC_ACQUIRE))
         return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
     pthread_mutex_lock(&g_capture_mu);
     cu_capture *cap = s->cap;

@@ -21,7 +21,9 @@
  *   - During stream capture nothing is staged or waited for: the graph's
  *     copy reads and writes the caller's memory when it runs.
  * Synchronous copies (cuMemcpyHtoD_v2, ...) run on the legacy stream and
- * return when the copy has completed.
+ * return when the copy has completed, except device-to-device copies and
+ * memsets of device memory, which the driver documents as asynchronous with
+ * respect to the host.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -288,6 +290,8 @@ CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute 
 
 static int stream_capturing(cu_stream *s)
 {
+    if (__atomic_load_n(&s->cap, __ATOMIC_ACQUIRE) == NULL)
+        return 0;
     pthread_mutex_lock(&g_capture_mu);
     int cap = s->cap != NULL;
     pthread_mutex_unlock(&g_capture_mu);
@@ -325,7 +329,7 @@ static CUresult copy1d(void *dst, const void *src, size_t n, arsim_copy_dir dir,
                        int blocking)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(blocking ? CU_STREAM_LEGACY : h, &s);
+    CUresult r = cusim_resolve_stream(blocking ? NULL : h, &s);
     if (r != CUDA_SUCCESS)
         return r;
     if (n == 0)
@@ -341,7 +345,8 @@ static CUresult copy1d(void *dst, const void *src, size_t n, arsim_copy_dir dir,
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
 
     arsim_op *op;
-    int wait = blocking;
+    /* The synchronous device-to-device copy does not wait for the host. */
+    int wait = blocking && dir != ARSIM_COPY_D2D;
     if (!capturing && !blocking && dir == ARSIM_COPY_H2D && !is_pinned(src, n)) {
         /* Pageable source: stage it now, on this thread (see the top). */
         void *staging = malloc(n);
@@ -441,7 +446,7 @@ static CUresult side_2d(CUmemorytype type, const void *host, CUdeviceptr dev, si
 static CUresult copy2d(const CUDA_MEMCPY2D *c, CUstream h, int blocking)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(blocking ? CU_STREAM_LEGACY : h, &s);
+    CUresult r = cusim_resolve_stream(blocking ? NULL : h, &s);
     if (r != CUDA_SUCCESS)
         return r;
     if (!c)
@@ -507,7 +512,7 @@ static CUresult memset_any(CUdeviceptr d, const void *pattern, size_t width, siz
                            CUstream h, int blocking)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(blocking ? CU_STREAM_LEGACY : h, &s);
+    CUresult r = cusim_resolve_stream(blocking ? NULL : h, &s);
     if (r != CUDA_SUCCESS)
         return r;
     if (count == 0)
@@ -521,9 +526,13 @@ static CUresult memset_any(CUdeviceptr d, const void *pattern, size_t width, siz
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     arsim_op *op = width == 1 ? arsim_op_memset8(dptr(d), *(const uint8_t *)pattern, n)
                               : arsim_op_fill(dptr(d), pattern, width, n);
+    /* The "synchronous" memsets are asynchronous for device memory and
+     * wait only when the target is host-resident (pinned or managed). */
+    arsim_alloc a;
+    int wait = blocking && arsim_mem_lookup(dptr(d), &a) == ARSIM_OK && a.kind != ARSIM_MEM_DEVICE;
     uint64_t seq;
     r = cusim_submit(s, op, &seq);
-    if (r != CUDA_SUCCESS || !blocking || !seq)
+    if (r != CUDA_SUCCESS || !wait || !seq)
         return r;
     return wait_op(s, seq);
 }

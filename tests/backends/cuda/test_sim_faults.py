@@ -116,21 +116,31 @@ async def test_a_fault_reaches_every_awaiter(sim: ctypes.CDLL, kind: int) -> Non
         dev = gpu.alloc(4096)
         fill = gpu.kernel(gpu.builtin_module(), "fill_f32")
         sim.arsim_inject_fault(-1, kind, 1)
-        launched = gpu.launch(
-            fill, (1, 1, 1), (64, 1, 1), [np.uint32(64), np.float32(1), dev], stream=stream
-        )
-        rest = [gpu.memset_async(dev, i, 64, stream=stream) for i in range(5)]
-        rest.append(gpu.copy_d2h_async(dev, np.empty(4096, np.uint8), stream=stream))
         failures = 0
+        completions = []
+        # A sticky fault may surface at any later call, enqueueing included
+        # (as on a GPU): an op refused at enqueue counts as failed too.
+        enqueues = [
+            lambda: gpu.launch(
+                fill, (1, 1, 1), (64, 1, 1), [np.uint32(64), np.float32(1), dev], stream=stream
+            ),
+            *[lambda i=i: gpu.memset_async(dev, i, 64, stream=stream) for i in range(5)],
+            lambda: gpu.copy_d2h_async(dev, np.empty(4096, np.uint8), stream=stream),
+        ]
+        for enqueue in enqueues:
+            try:
+                completions.append(enqueue())
+            except exc.DriverError:
+                failures += 1
         with anyio.fail_after(30):
-            for completion in [launched, *rest]:
+            for completion in completions:
                 try:
                     await completion
                 except exc.DriverError:
                     failures += 1
         assert failures >= 1
         if kind == ILLEGAL_ADDRESS:
-            assert failures == len(rest) + 1  # the device is poisoned: every op fails
+            assert failures == len(enqueues)  # the device is poisoned: every op fails
     finally:
         # Unawaited failures are re-raised by close: expected here.
         with contextlib.suppress(exc.AruntimeError):
