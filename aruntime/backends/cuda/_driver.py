@@ -588,7 +588,7 @@ class CudaDriver(Driver):
 
     # -- interop -------------------------------------------------------------------
     def stream_handle_int(self, stream: DriverStream) -> int:
-        return int(ffi.cast("uintptr_t", cast(_Stream, stream).handle))
+        return int(self._ffi.cast("uintptr_t", cast(_Stream, stream).handle))
 
     def stream_adopt(self, handle: int) -> DriverStream:
         """Wrap another library's ``CUstream`` (checked with ``cuStreamQuery``).
@@ -598,7 +598,7 @@ class CudaDriver(Driver):
         destroying it: its owner does that.
         """
         self._enter("cuStreamQuery")
-        raw = ffi.cast("CUstream", handle)
+        raw = self._ffi.cast("CUstream", handle)
         code = self._lib.cuStreamQuery(raw)
         if code not in (0, _NOT_READY):
             raise self._fail(code, "cuStreamQuery")
