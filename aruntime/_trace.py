@@ -240,15 +240,14 @@ class Trace:
                     "args": {"sort_index": track},
                 }
             )
-        for s in spans:
-            ts = round(s.start_us, 3)
+        for s, start_ns, end_ns in _nanosecond_bounds(spans):
             events.append(
                 {
                     "ph": "X",
                     "pid": pid,
                     "tid": s.track,
-                    "ts": ts,
-                    "dur": max(0.0, round(s.end_us - ts, 3)),
+                    "ts": start_ns / 1000,
+                    "dur": (end_ns - start_ns) / 1000,
                     "name": s.name,
                     "cat": s.kind,
                     "args": {
@@ -276,6 +275,27 @@ class Trace:
         os.replace(tmp, self.path)
         self._written = True
         _log.info("aruntime: trace of %d ops written to %s", len(spans), self.path)
+
+
+def _nanosecond_bounds(spans: list[TraceSpan]) -> list[tuple[TraceSpan, int, int]]:
+    """Whole-nanosecond start and end of each span, never past the next on its track.
+
+    An in-order stream's ops never overlap, but independent rounding of two
+    float timestamps could make touching spans overlap by a nanosecond, which
+    trace viewers report as badly nested slices.
+    """
+    out: list[tuple[TraceSpan, int, int]] = []
+    next_start: dict[int, int] = {}
+    for s in sorted(spans, key=lambda s: (s.track, s.start_us), reverse=True):
+        start = round(s.start_us * 1000)
+        end = max(start, round(s.end_us * 1000))
+        limit = next_start.get(s.track)
+        if limit is not None:
+            end = max(start, min(end, limit))
+        next_start[s.track] = start
+        out.append((s, start, end))
+    out.sort(key=lambda item: (item[1], item[0].track))
+    return out
 
 
 class _Recorder:

@@ -28,7 +28,7 @@ import aruntime as ar
 from aruntime._native import native_library_path
 
 ROOT = Path(__file__).resolve().parents[1]
-EPS_US = 0.002  # the file rounds times to the nanosecond
+EPS_US = 1e-9  # the file keeps one track's spans apart to the nanosecond
 
 _METADATA = {"process_name", "thread_name", "process_sort_index", "thread_sort_index"}
 
