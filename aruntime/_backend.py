@@ -1206,18 +1206,25 @@ class Backend:
                 enqueue(st.handle)
             except DriverError as exc:
                 return completion._fail_at_birth(exc)
+            release: Callable[[DriverEvent], None] | None = self._release_marker
             if span is not None:
-                span.attach(completion)
-            try:
-                marker = self._acquire_marker()
-            except DriverError as exc:  # e.g. a sticky error surfacing at event creation
-                return completion._fail_at_birth(exc)
-            try:
-                self._driver.event_record(marker, st.handle)
-            except DriverError as exc:
-                self._release_marker(marker)
-                return completion._fail_at_birth(exc)
-            self._waiter_for(st).submit(marker, completion, self._release_marker)
+                # The span's end event is the op's marker (see _trace).
+                marker, release = span.end, None
+                try:
+                    span.record_end(completion, st.handle)
+                except DriverError as exc:
+                    return completion._fail_at_birth(exc)
+            else:
+                try:
+                    marker = self._acquire_marker()
+                except DriverError as exc:  # e.g. a sticky error surfacing at event creation
+                    return completion._fail_at_birth(exc)
+                try:
+                    self._driver.event_record(marker, st.handle)
+                except DriverError as exc:
+                    self._release_marker(marker)
+                    return completion._fail_at_birth(exc)
+            self._waiter_for(st).submit(marker, completion, release)
             st._last = completion
         return completion
 

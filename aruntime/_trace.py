@@ -6,7 +6,9 @@ Event JSON file (object form) that Perfetto and ``chrome://tracing`` open: one
 track (``tid``) per stream, one complete (``"ph": "X"``) event per op.
 
 How an op is timed.  Around the op, on its own stream, the recorder records
-two timing events, ``start`` before and ``end`` after.  In an in-order stream
+two timing events, ``start`` before and ``end`` after; ``end`` also serves as
+the op's completion marker (an extra event after the op would take the op's
+error from its marker on drivers that hand an error to the next event only).  In an in-order stream
 ``start`` completes when the device reaches the op and ``end`` when it has
 finished it, so ``elapsed(reference, start)`` and ``elapsed(reference, end)``
 are the op's device start and end, relative to a reference event recorded
@@ -38,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._completion import _running_under_trio
 from ._driver import Driver, DriverEvent, DriverStream
 from ._exceptions import AruntimeError, InvalidArgumentError
 
@@ -184,10 +187,7 @@ class Trace:
             with self._cond:
                 pending = [p.completion for p in self._pending if p.completion is not None]
             for completion in pending:
-                try:
-                    await completion
-                except AruntimeError:
-                    pass  # the op's error belongs to whoever awaits the op
+                await _settled(completion)
         finally:
             self.stop()
 
@@ -275,6 +275,20 @@ class Trace:
         os.replace(tmp, self.path)
         self._written = True
         _log.info("aruntime: trace of %d ops written to %s", len(spans), self.path)
+
+
+async def _settled(completion: Completion) -> None:
+    """Wait until ``completion`` finishes without taking its outcome.
+
+    Awaiting it would mark a failure as seen, and the op's error belongs to
+    whoever awaits the op (or to the stream's next ``synchronize()``).
+    """
+    if completion.done():
+        return
+    if _running_under_trio():
+        await completion._wait_trio()
+    else:
+        await completion._wait_asyncio()
 
 
 def _nanosecond_bounds(spans: list[TraceSpan]) -> list[tuple[TraceSpan, int, int]]:
@@ -466,20 +480,30 @@ class _PendingSpan:
         self.completion: Completion | None = None
 
     def enqueue(self, stream: DriverStream) -> None:
-        """The op's enqueue between two timing events (on a synchronous driver, also read)."""
+        """The op's enqueue after the start event (on a synchronous driver, the end too)."""
         driver = self.recorder.driver
         try:
             driver.event_record(self.start, stream)
             self.inner(stream)
-            driver.event_record(self.end, stream)
+            if driver.synchronous:
+                driver.event_record(self.end, stream)
         except BaseException:
             self._settle(None)
             raise
         if driver.synchronous:
             self.finish()
 
-    def attach(self, completion: Completion) -> None:
-        """Read the times once ``completion`` finishes (now, if it has)."""
+    def record_end(self, completion: Completion, stream: DriverStream) -> None:
+        """Record the end event (the op's marker) and read the times once ``completion`` finishes.
+
+        On a DriverError the span is dropped and the error raised for the core
+        to fail the op's Completion with.
+        """
+        try:
+            self.recorder.driver.event_record(self.end, stream)
+        except BaseException:
+            self._settle(None)
+            raise
         self.completion = completion
         if not completion._add_callback(self.finish):
             self.finish()

@@ -228,6 +228,19 @@ async def test_async_with_awaits_traced_ops(tmp_path: Path) -> None:
         gpu.free(dev)
 
 
+@pytest.mark.anyio
+async def test_async_exit_leaves_an_unawaited_error_to_synchronize(tmp_path: Path) -> None:
+    async with ar.open_backend("mock", latency=0.005) as gpu:
+        dev = gpu.alloc(64)
+        gpu.driver.inject_fault("memset", ar.DriverError)  # type: ignore[attr-defined]
+        async with gpu.trace(tmp_path / "t.json") as trace:
+            failing = gpu.memset_async(dev, 1, 64)
+        assert failing.done() and trace.written
+        with pytest.raises(ar.DriverError):
+            await gpu.synchronize()  # the trace waited for the op but did not take its error
+        gpu.free(dev)
+
+
 # -- the sims, with their timing model ------------------------------------------------------
 
 
@@ -291,6 +304,32 @@ def test_sim_overlap_shows_as_overlapping_spans(name: str, tmp_path: Path) -> No
         s2.close()
         gpu.free(a)
         gpu.free(b)
+    finally:
+        gpu.close()
+
+
+@pytest.mark.parametrize("name", ["cuda-sim", "levelzero-sim"])
+def test_traced_kernel_failure_reaches_its_awaiter(name: str, tmp_path: Path) -> None:
+    gpu = open_sim(name)
+    try:
+        kern = gpu.kernel(gpu.builtin_module(), "fill_f32")
+        dev = gpu.alloc(1024)
+        st = gpu.create_stream()
+        if name == "cuda-sim":
+            lib: Any = ctypes.CDLL(os.path.realpath(native_library_path("libcuda.so.1")))
+            inject = lib.arsim_inject_fault
+        else:
+            lib = ctypes.CDLL(str(native_library_path("libze_aruntime_sim.so").resolve()))
+            inject = lib.arze_sim_inject_fault
+        with gpu.trace(tmp_path / "t.json"):
+            inject(-1, 2, 1)  # the next kernel fails when it runs (not sticky)
+            failing = gpu.launch(kern, 1, 64, [np.uint32(64), np.float32(1), dev], stream=st)
+            with pytest.raises(ar.DriverError):
+                failing.wait(timeout=60)
+            gpu.memset_async(dev, 0, 1024, stream=st).wait(timeout=60)
+        assert [s["args"]["op"] for s in load(tmp_path / "t.json")][-1] == "memset_async"
+        st.close()
+        gpu.free(dev)
     finally:
         gpu.close()
 
