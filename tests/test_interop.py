@@ -167,9 +167,12 @@ def test_cuda_array_interface_and_stream_protocol(cuda_sim: ar.Backend) -> None:
     assert strided["strides"] == (64, 8)
     assert a.__dlpack_device__() == (2, 0)  # kDLCUDA
     assert not hasattr(a, "__array_interface__")
-    capsule = a.__dlpack__(stream=-1)
-    assert _is_capsule(capsule, b"dltensor")
-    del capsule
+    for consumer in (None, 1, 2, -1):  # legacy default, legacy, per-thread, no sync
+        capsule = a.__dlpack__(stream=consumer)
+        assert _is_capsule(capsule, b"dltensor")
+        del capsule
+    with pytest.raises(TypeError):
+        a.__dlpack__(stream="s")
     st.close()
     gpu.free(dev)
 
