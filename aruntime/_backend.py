@@ -47,7 +47,7 @@ from ._ledger import (
     redzones_enabled,
 )
 from ._memory import Allocation, DevicePtr, HostBuffer, _HostRecord
-from ._trace import Trace, _Recorder, start_trace, stop_all, trace_env_path
+from ._trace import Trace, _Recorder, start_env_trace, start_trace, stop_all, trace_env_path
 from ._validate import (
     as_host_view,
     check_byte_value,
@@ -151,7 +151,7 @@ class Backend:
         if not driver.synchronous or env_trace is not None:
             _register_exit_hook()
         if env_trace is not None:
-            start_trace(self, env_trace, "ARUNTIME_TRACE")
+            start_env_trace(self, env_trace)
 
     # ------------------------------------------------------------------ device
     @property

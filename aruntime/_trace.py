@@ -34,6 +34,7 @@ import json
 import logging
 import os
 import threading
+import warnings
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -563,6 +564,15 @@ def start_trace(backend: Backend, path: str | os.PathLike[str], fn: str = "trace
             backend._tracer = recorder
         recorder.sessions.append(session)
     return session
+
+
+def start_env_trace(backend: Backend, path: str) -> Trace | None:
+    """The trace ``ARUNTIME_TRACE`` asks for; a bad path warns instead of failing the open."""
+    try:
+        return start_trace(backend, path, TRACE_ENV)
+    except (AruntimeError, OSError) as exc:
+        warnings.warn(f"aruntime: not tracing: {exc}", RuntimeWarning, stacklevel=4)
+        return None
 
 
 def stop_all(backend: Backend, *, abandon: bool = False) -> None:

@@ -375,6 +375,19 @@ def test_env_trace_in_a_subprocess(tmp_path: Path, how: str) -> None:
     assert [s["args"]["op"] for s in load(tmp_path / "env-2.json")] == ["memset_async"]
 
 
+def test_env_trace_to_a_missing_folder_warns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aruntime import _trace
+
+    monkeypatch.setenv("ARUNTIME_TRACE", str(tmp_path / "missing" / "t.json"))
+    monkeypatch.setattr(_trace, "_env_traces", iter([1]))
+    with pytest.warns(RuntimeWarning, match="not tracing: ARUNTIME_TRACE: the folder"):
+        gpu = ar.open_backend("mock")
+    with gpu:
+        assert gpu._tracer is None
+
+
 def test_env_trace_on_cuda_sim(tmp_path: Path) -> None:
     open_sim("cuda-sim").close()
     trace = tmp_path / "env.json"
