@@ -528,6 +528,13 @@ class MockDriver(Driver):
         assert isinstance(graph, _MockGraph)
         graph.ops.clear()
 
+    # -- interop -------------------------------------------------------------------------
+    def dlpack_device(self) -> tuple[int, int]:
+        return (1, 0)  # kDLCPU: mock device memory is host numpy memory
+
+    def host_alias(self, address: int, nbytes: int) -> memoryview | None:
+        return memoryview(self.view(address, nbytes))  # type: ignore[arg-type]
+
 
 def _sid(stream: DriverStream) -> int:
     assert isinstance(stream, _MockStream)
