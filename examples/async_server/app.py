@@ -153,6 +153,13 @@ class GpuService:
                 await gpu.launch(self._scale, grid, BLOCK, args, stream=stream)
                 out = np.empty_like(values)
                 await gpu.copy_d2h_async(ptr, out, stream=stream)
+            except BaseException:
+                # Cancelled (the client went away) or failed mid-way: the queued
+                # ops still run.  Wait for them before giving back the memory
+                # share and the stream, so the bound stays exact.
+                with anyio.CancelScope(shield=True), contextlib.suppress(ar.AruntimeError):
+                    await stream
+                raise
             finally:
                 gpu.free(ptr)  # the driver releases it once the queued ops are done
         self.served += 1

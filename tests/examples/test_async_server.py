@@ -200,6 +200,20 @@ async def test_overload_answers_503_without_queueing(wait_timeout: float) -> Non
 
 
 @pytest.mark.anyio
+async def test_request_cancelled_mid_flight_returns_its_share() -> None:
+    """A client that goes away mid-request: memory, share and stream all come back."""
+    limits = app_module.Limits(streams=1)
+    async with serving("mock", limits, latency=0.05) as (client, service):
+        with anyio.move_on_after(0.02) as scope:
+            await client.post("/scale", content=np.ones(256, "<f4").tobytes())
+        assert scope.cancelled_caught
+        assert service.budget.used == 0 and service.waiting == 0
+        assert service.gpu.live_alloc_count() == 0
+        ok = await client.post("/scale?factor=4", content=np.ones(256, "<f4").tobytes())
+        assert ok.status_code == 200 and ok.content == np.full(256, 4, "<f4").tobytes()
+
+
+@pytest.mark.anyio
 async def test_device_out_of_memory_is_503() -> None:
     async with serving("mock") as (client, service):
         service.gpu.driver.inject_fault("alloc", ar.OutOfMemoryError)
