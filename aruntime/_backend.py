@@ -28,6 +28,7 @@ import numpy as np
 
 from ._array import DeviceArray
 from ._completion import Completion
+from ._compute import ComputeOps
 from ._driver import DeviceInfo, Driver, DriverEvent, DriverStream, LaunchConfig
 from ._exceptions import (
     AruntimeError,
@@ -120,7 +121,7 @@ class BackendStatistics:
     waiter_threads: int
 
 
-class Backend:
+class Backend(ComputeOps):
     """One opened device.  Made by :func:`aruntime.open_backend`.
 
     Use it as a context manager (``with``), or an async one (``async with``,

@@ -75,7 +75,7 @@ class DemoResult:
     serial: RunTimes
     pipelined: RunTimes
     stages: list[StageTotals] = field(default_factory=list)  # from the serial pass
-    trace_path: str | None = None  # set once the trace hook below writes one
+    trace_path: str | None = None  # where the pipelined pass's trace was written
 
     @property
     def correct(self) -> bool:
@@ -98,13 +98,17 @@ class DemoResult:
 
 
 # -- trace hook (issue 5) ---------------------------------------------------------
-# TRACE HOOK: ``gpu.trace(path)`` (DESIGN.md section 9) is not part of the core
-# yet.  When it lands, return ``gpu.trace(path)`` here, set
-# ``DemoResult.trace_path`` in run_demo, and the CLI's summary shows it.
-def trace_context(gpu: Backend) -> contextlib.AbstractContextManager[object]:
-    """The context the pipelined pass runs in, so that a trace can record it (none yet)."""
-    del gpu
-    return contextlib.nullcontext()
+def can_trace(gpu: Backend) -> bool:
+    """Whether this build has ``gpu.trace(path)`` (DESIGN.md section 9)."""
+    return callable(getattr(gpu, "trace", None))
+
+
+def trace_context(gpu: Backend, path: str | None) -> contextlib.AbstractContextManager[object]:
+    """The context the pipelined pass runs in: ``gpu.trace(path)``, or nothing."""
+    if path is None or not can_trace(gpu):
+        return contextlib.nullcontext()
+    tracer: contextlib.AbstractContextManager[object] = gpu.trace(path)  # type: ignore[attr-defined,unused-ignore]
+    return tracer
 
 
 @dataclass
@@ -117,13 +121,15 @@ async def run_demo(
     gpu: Backend,
     config: DemoConfig,
     on_chunk_done: Callable[[str, int], None] = lambda phase, i: None,
+    trace_path: str | None = None,
 ) -> DemoResult:
     """Run the serial pass, then the pipelined pass, on ``gpu``.
 
     ``on_chunk_done(phase, i)`` is called as chunk ``i`` of phase ``"serial"``
-    or ``"pipelined"`` lands.  Cancelling it abandons the waits only;
-    everything it allocated is released before it returns or raises (the
-    device memory once the queued work has finished).
+    or ``"pipelined"`` lands.  With ``trace_path`` (and a build that has
+    ``gpu.trace``) the pipelined pass is traced into that file.  Cancelling
+    it abandons the waits only; everything it allocated is released before it
+    returns or raises (the device memory once the queued work has finished).
     """
     nbytes = config.chunk_bytes
     kernel = gpu.kernel(gpu.builtin_module("vector_ops"), "scale_f32")
@@ -148,7 +154,7 @@ async def run_demo(
         io = _Io(gpu, kernel, host_in, host_out, buffers, nbytes, timing)
         serial = await io.run(1, config.chunks, stages, lambda i: on_chunk_done("serial", i))
         host_out[:] = 0
-        with trace_context(gpu):
+        with trace_context(gpu, trace_path):
             pipelined = await io.run(
                 config.streams, config.chunks, None, lambda i: on_chunk_done("pipelined", i)
             )
@@ -159,6 +165,7 @@ async def run_demo(
         serial=serial,
         pipelined=pipelined,
         stages=stages,
+        trace_path=trace_path if trace_path is not None and can_trace(gpu) else None,
     )
 
 

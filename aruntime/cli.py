@@ -11,6 +11,7 @@ import argparse
 import importlib.util
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ._demo import DemoConfig, DemoResult, run_demo
+from ._demo import DemoConfig, DemoResult, can_trace, run_demo
 from ._exceptions import AruntimeError
 from ._registry import BACKEND_NAMES, BackendStatus, open_backend, probe_backends
 
@@ -99,6 +100,14 @@ def _parser() -> _Parser:
         help="event loop to run under (default asyncio)",
     )
     demo.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
+    demo.add_argument(
+        "--trace",
+        metavar="PATH",
+        default=None,
+        help="write a Chrome trace of the pipelined pass here (default: "
+        "aruntime-demo-trace.json in the temporary folder, where tracing is built in)",
+    )
+    demo.add_argument("--no-trace", action="store_true", help="write no trace")
     demo.set_defaults(func=_cmd_demo)
 
     bench = sub.add_parser(
@@ -267,6 +276,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         console.print(f"[yellow]{note}[/]", soft_wrap=True)
 
     gpu = open_backend(name)
+    trace_path = None
+    if not args.no_trace:
+        if args.trace is not None and not can_trace(gpu):
+            gpu.close()
+            raise CommandError("--trace: this build of aruntime has no tracing (gpu.trace)")
+        trace_path = args.trace or str(Path(tempfile.gettempdir()) / "aruntime-demo-trace.json")
     console.print(
         f"Pipeline on [bold]{gpu.name}[/] ({gpu.device.name}), under {args.loop}: "
         f"{config.chunks} chunks of {_size(chunk_bytes)} float32 over {config.streams} "
@@ -293,7 +308,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                         f"{config.streams} streams", total=config.chunks
                     ),
                 }
-                return await run_demo(gpu, config, lambda phase, i: progress.advance(tasks[phase]))
+                return await run_demo(
+                    gpu, config, lambda phase, i: progress.advance(tasks[phase]), trace_path
+                )
 
     result = anyio.run(run, backend=args.loop)
     _print_summary(console, result)
@@ -305,8 +322,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def _size(nbytes: int) -> str:
     if nbytes >= _MIB:
-        return f"{nbytes / _MIB:g} MiB"
-    return f"{nbytes / 1024:g} KiB" if nbytes >= 1024 else f"{nbytes} B"
+        return f"{nbytes / _MIB:.4g} MiB"
+    return f"{nbytes / 1024:.4g} KiB" if nbytes >= 1024 else f"{nbytes} B"
 
 
 def _ms(value: float | None) -> str:
@@ -352,7 +369,7 @@ def _print_summary(console: Console, r: DemoResult) -> None:
     check = "[green]match numpy[/]" if r.correct else "[red]DIFFER from numpy[/]"
     summary.add_row("results", f"{check} (max abs error {worst:g})")
     if r.trace_path:
-        summary.add_row("trace", r.trace_path)
+        summary.add_row("trace (Perfetto, chrome://tracing)", r.trace_path)
     console.print(summary)
     if ideal is not None and many.span_ms and many.span_ms < ideal:
         console.print(

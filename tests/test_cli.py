@@ -13,7 +13,7 @@ from aruntime import BACKEND_NAMES, BackendStatus, DeviceInfo, probe_backends
 from aruntime.cli import _demo_choice, main
 
 ROOT = Path(__file__).resolve().parent.parent
-SMALL = ["--chunks", "3", "--chunk-mb", "0.01", "--streams", "2", "--no-progress"]
+SMALL = ["--chunks", "3", "--chunk-mb", "0.01", "--streams", "2", "--no-progress", "--no-trace"]
 
 
 def _available(name: str) -> bool:
@@ -171,3 +171,26 @@ def test_bench_protocol(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "bench_plain has no quick mode" in captured.out
     err = captured.err.strip().splitlines()
     assert len(err) == 1 and "bench_broken: RuntimeError: boom" in err[0]
+
+
+def test_demo_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--trace PATH writes the pipelined pass's trace where tracing is built in."""
+    monkeypatch.setenv("COLUMNS", "400")  # the path in one table cell, unwrapped
+    import aruntime as ar
+    from aruntime._demo import can_trace
+
+    path = tmp_path / "demo.json"
+    with ar.open_backend("mock") as gpu:
+        tracing = can_trace(gpu)
+    args = ["--chunks", "2", "--chunk-mb", "0.01", "--no-progress", "--trace", str(path)]
+    status = main(["demo", "--backend", "mock", *args])
+    if tracing:
+        assert status == 0
+        assert path.exists()
+        assert str(path) in capsys.readouterr().out.replace("\n", "")
+    else:
+        assert status == 1
+        assert "no tracing" in _one_line_failure(capsys)
+        assert not path.exists()
