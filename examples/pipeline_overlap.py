@@ -17,7 +17,7 @@ the ideal time each layout could reach, and prints the achieved time and the
 overlap fraction: 0 means no better than serial, 1 means the ideal bound (a
 few percent over 1 is the noise in the single-stage timings).
 
-    python examples/pipeline_overlap.py [--backend NAME] [--trio] [--chunks N]
+    python examples/pipeline_overlap.py [--backend NAME] [--trio] [--chunks N] [--reuse-events]
 
 ``--backend`` (or ``ARUNTIME_BACKEND``) picks the backend; the default is the
 best one here.  The mock runs each op on a stream thread for 2 ms; the
@@ -110,6 +110,7 @@ async def run_layout(
     chunk: int,
     buffers: list[ar.DevicePtr],
     streams: list[ar.Stream],
+    reuse_events: bool = False,
 ) -> float:
     """Push every chunk through H2D, kernel, D2H; return the wall time in ms."""
     n = src.size // chunk
@@ -119,28 +120,34 @@ async def run_layout(
     kernel = gpu.kernel(gpu.builtin_module("vector_ops"), "scale_f32")
     grid = (chunk + BLOCK - 1) // BLOCK
     async with contextlib.AsyncExitStack() as stack:
-        # One event per chunk and stage (events are cheap): each wait is then
-        # tied to exactly one record, never to a later re-record of the event.
+        # Events between the stages: by default one per chunk and stage, so
+        # each wait is tied to exactly one record.  With reuse_events, one per
+        # buffer and stage, re-recorded for every chunk that uses the buffer
+        # (a wait is for the record current when the wait is queued).
+        count = layout.slots if reuse_events else n
         loaded, computed, drained = (
-            [stack.enter_context(gpu.create_event()) for _ in range(n)] for _ in range(3)
+            [stack.enter_context(gpu.create_event()) for _ in range(count)] for _ in range(3)
         )
+
+        def ev(i: int) -> int:
+            return i % layout.slots if reuse_events else i
 
         def upload(i: int) -> None:
             slot = i % layout.slots
             if i >= layout.slots:  # the download of chunk i - slots must be done
-                gpu.stream_wait_event(up, drained[i - layout.slots])
+                gpu.stream_wait_event(up, drained[ev(i - layout.slots)])
             gpu.copy_h2d_async(src[i * chunk : (i + 1) * chunk], buffers[slot], stream=up)
-            loaded[i].record(up)
-            gpu.stream_wait_event(compute, loaded[i])
+            loaded[ev(i)].record(up)
+            gpu.stream_wait_event(compute, loaded[ev(i)])
             args = [np.uint32(chunk), FACTOR, buffers[slot]]
             gpu.launch(kernel, grid, BLOCK, args, stream=compute)
-            computed[i].record(compute)
+            computed[ev(i)].record(compute)
 
         def download(i: int) -> None:
             slot = i % layout.slots
-            gpu.stream_wait_event(down, computed[i])
+            gpu.stream_wait_event(down, computed[ev(i)])
             gpu.copy_d2h_async(buffers[slot], dst[i * chunk : (i + 1) * chunk], stream=down)
-            drained[i].record(down)
+            drained[ev(i)].record(down)
 
         t0 = time.perf_counter()
         # Issue order matters when one stream carries both copies: upload chunk
@@ -159,7 +166,12 @@ async def run_layout(
         return (time.perf_counter() - t0) * 1e3
 
 
-async def main(backend: str = "auto", chunks: int = 12, trace_path: str | None = None) -> None:
+async def main(
+    backend: str = "auto",
+    chunks: int = 12,
+    trace_path: str | None = None,
+    reuse_events: bool = False,
+) -> None:
     chunk = 256 * 1024  # float32 elements: 1 MiB per chunk
     async with open_gpu(backend) as gpu, contextlib.AsyncExitStack() as stack:
         # Pinned host memory: a real device copies it asynchronously.
@@ -191,7 +203,9 @@ async def main(backend: str = "auto", chunks: int = 12, trace_path: str | None =
         async with gpu.trace(path):  # the pipelined runs, as a Chrome trace
             for layout in LAYOUTS:
                 dst[:] = 0
-                achieved = await run_layout(gpu, layout, src, dst, chunk, buffers, streams)
+                achieved = await run_layout(
+                    gpu, layout, src, dst, chunk, buffers, streams, reuse_events
+                )
                 assert np.array_equal(dst, src * FACTOR), f"{layout.name}: wrong result"
                 ideal = ideal_ms(layout, chunks, h, k, d)
                 saving = serial_ms - ideal
@@ -210,11 +224,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--trio", action="store_true", help="run under trio, not asyncio")
     parser.add_argument("--chunks", type=int, default=12)
     parser.add_argument("--trace", default=None, help="where to write the Chrome trace")
+    parser.add_argument(
+        "--reuse-events", action="store_true", help="one event per buffer, re-recorded"
+    )
     return parser.parse_args(argv)
 
 
 if __name__ == "__main__":
     args = parse_args(sys.argv[1:])
     anyio.run(
-        main, args.backend, args.chunks, args.trace, backend="trio" if args.trio else "asyncio"
+        main,
+        args.backend,
+        args.chunks,
+        args.trace,
+        args.reuse_events,
+        backend="trio" if args.trio else "asyncio",
     )
