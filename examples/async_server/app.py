@@ -142,7 +142,12 @@ class GpuService:
             yield stream
 
     async def scale(self, values: np.ndarray, factor: float) -> np.ndarray:
-        """``values * factor`` computed on the device; every step is awaited."""
+        """``values * factor`` computed on the device; every step is awaited.
+
+        Raises :class:`Overloaded` when no capacity frees up in time.  When
+        cancelled, it first waits (shielded) for the ops it already queued, so
+        the memory and the stream it gives back are really free.
+        """
         async with self._admitted(values.nbytes) as stream:
             gpu = self.gpu
             ptr = gpu.alloc(values.nbytes)
