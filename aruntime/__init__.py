@@ -12,6 +12,7 @@ returns a :class:`Completion` to ``await`` under asyncio or trio::
 
 from __future__ import annotations
 
+from ._array import DeviceArray
 from ._backend import Backend, BackendStatistics
 from ._completion import Completion
 from ._driver import DeviceInfo, LaunchConfig
@@ -35,6 +36,7 @@ from ._registry import (
     open_backend,
     probe_backends,
 )
+from ._trace import Trace, TraceSpan
 
 __version__ = "0.1.0"
 
@@ -49,6 +51,7 @@ __all__ = [
     "CaptureError",
     "ClosedResourceError",
     "Completion",
+    "DeviceArray",
     "DeviceInfo",
     "DeviceLostError",
     "DevicePtr",
@@ -63,6 +66,8 @@ __all__ = [
     "NotSupportedError",
     "OutOfMemoryError",
     "Stream",
+    "Trace",
+    "TraceSpan",
     "__version__",
     "available_backends",
     "open_backend",

@@ -17,6 +17,7 @@ import atexit
 import contextlib
 import functools
 import logging
+import os
 import threading
 import warnings
 import weakref
@@ -26,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ._array import DeviceArray
 from ._completion import Completion
 from ._compute import ComputeOps
 from ._driver import DeviceInfo, Driver, DriverEvent, DriverStream, LaunchConfig
@@ -37,6 +39,7 @@ from ._exceptions import (
     InvalidArgumentError,
 )
 from ._handles import Event, Graph, Kernel, Module, Stream
+from ._interop import foreign_stream_handle
 from ._ledger import (
     REDZONE_BYTES,
     Entry,
@@ -46,6 +49,7 @@ from ._ledger import (
     redzones_enabled,
 )
 from ._memory import Allocation, DevicePtr, HostBuffer, _HostRecord
+from ._trace import Trace, _Recorder, start_env_trace, start_trace, stop_all, trace_env_path
 from ._validate import (
     as_host_view,
     check_byte_value,
@@ -205,13 +209,18 @@ class Backend(ComputeOps):
         self._waiters: weakref.WeakSet[StreamWaiter] = weakref.WeakSet()
         self._default: Stream | None = None
         self._orphan_failures = _FailureList()  # unseen errors of closed streams
+        #: Set while a trace is active: the one attribute _submit checks.
+        self._tracer: _Recorder | None = None
         _open_backends.add(self)
-        if not driver.synchronous:
+        env_trace = trace_env_path()
+        if not driver.synchronous or env_trace is not None:
             _register_exit_hook()
         self._finalizer = weakref.finalize(
             self, _backend_dropped, self._name, driver, self._waiters
         )
         self._finalizer.atexit = False  # at exit, _abandon_all_at_exit decides
+        if env_trace is not None:
+            start_env_trace(self, env_trace)
 
     # ------------------------------------------------------------------ device
     @property
@@ -279,6 +288,18 @@ class Backend(ComputeOps):
             pending_ops=pending,
             waiter_threads=sum(1 for st in every if st._waiter_box[0] is not None),
         )
+
+    # ------------------------------------------------------------------ tracing
+    def trace(self, path: str | os.PathLike[str]) -> Trace:
+        """Record every op from now on into a Chrome Trace Event file at ``path``.
+
+        ``with gpu.trace(path):`` (or ``async with``) stops at the block's end;
+        or call ``.stop()`` on the returned :class:`Trace`.  The file is written
+        when the trace stops (or the backend closes): one track per stream, one
+        span per op, timed by device events where the backend has them.
+        Several traces may be active at once; each gets the ops of its lifetime.
+        """
+        return start_trace(self, path)
 
     # ------------------------------------------------------------------ memory
     def alloc(self, nbytes: int) -> DevicePtr:
@@ -405,6 +426,54 @@ class Backend(ComputeOps):
                 entry.mapped_from = record.alloc_id
                 self._ledger.add(entry)
         return ptr.offset(offset)[: buf.nbytes]
+
+    # ------------------------------------------------------------------ interop
+    def array(
+        self,
+        ptr: DevicePtr,
+        shape: int | tuple[int, ...] | list[int],
+        dtype: Any,
+        *,
+        strides: tuple[int, ...] | list[int] | None = None,
+        stream: Stream | None = None,
+    ) -> DeviceArray:
+        """A typed view of ``ptr`` (no copy, not owning) for CuPy, PyTorch, numpy, DLPack.
+
+        ``strides`` are in bytes (C order if None); ``stream`` is the stream
+        the data is ordered on (the default stream if None).
+        """
+        fn = "array"
+        self._check_open(fn)
+        if not isinstance(ptr, DevicePtr):
+            raise TypeError(f"{fn}: ptr must be a DevicePtr, got {type(ptr).__name__}")
+        self._ledger.check_ptr(ptr, fn)
+        if stream is not None:
+            self._resolve_stream(stream, fn)
+        return DeviceArray(ptr, shape, dtype, strides=strides, stream=stream)
+
+    def array_from_numpy(self, array: Any, *, stream: Stream | None = None) -> DeviceArray:
+        """Upload ``array`` to new device memory (blocking) as an owning DeviceArray.
+
+        ``close()`` the result (or use ``with``) to free the memory.
+        """
+        self._check_open("array_from_numpy")
+        return DeviceArray.from_numpy(self, array, stream=stream)
+
+    def wrap_stream(self, stream: object) -> Stream:
+        """Adopt another library's stream so its work can be awaited here.
+
+        ``stream``: an object with ``__cuda_stream__()`` (cuda.core), a PyTorch
+        or CuPy stream, a cuda-bindings ``CUstream``, or a raw handle int.  Ops
+        may be enqueued on the result and ``await gpu.synchronize(wrapped)``
+        waits for everything queued on the native stream so far, by anyone,
+        without blocking the loop.  ``close()`` releases aruntime's side only:
+        the native stream stays its owner's.  CUDA backends only
+        (:class:`NotSupportedError` elsewhere).
+        """
+        fn = "wrap_stream"
+        self._check_open(fn)
+        handle = foreign_stream_handle(stream, fn)
+        return self._new_stream(0, default=False, adopt=handle)
 
     # ------------------------------------------------------------------ ledger
     def live_bytes(self) -> int:
@@ -739,9 +808,12 @@ class Backend(ComputeOps):
             )
         return self._new_stream(int(priority), default=False)
 
-    def _new_stream(self, priority: int, *, default: bool) -> Stream:
-        handle = self._driver.stream_create(priority)
-        stream = Stream(self, handle, priority, default=default)
+    def _new_stream(self, priority: int, *, default: bool, adopt: int | None = None) -> Stream:
+        if adopt is None:
+            handle = self._driver.stream_create(priority)
+        else:
+            handle = self._driver.stream_adopt(adopt)
+        stream = Stream(self, handle, priority, default=default, foreign=adopt is not None)
         if not default:
             stream._arm_finalizer(
                 functools.partial(_release_stream, self._driver, handle, stream._waiter_box)
@@ -1065,6 +1137,7 @@ class Backend(ComputeOps):
             waiters.extend(self._waiters)
         for w in waiters:
             w.join()
+        stop_all(self)
         for st in streams:
             errors.extend(c._error for c in st._take_failures() if c._error is not None)
         errors.extend(c._error for c in self._orphan_failures.take() if c._error is not None)
@@ -1116,6 +1189,7 @@ class Backend(ComputeOps):
             waiters = list(self._waiters)  # those of closed streams still draining too
         for waiter in waiters:
             waiter.abandon()
+        stop_all(self, abandon=True)
 
     def __enter__(self) -> Backend:
         return self
@@ -1246,6 +1320,10 @@ class Backend(ComputeOps):
                 st._capture_keepalive.extend((*views, *keepalive))
                 st._capture_ops += 1
                 return Completion._born_captured(op)
+            tracer = self._tracer
+            span = None if tracer is None else tracer.span(op, st, enqueue, nbytes, kernel)
+            if span is not None:
+                enqueue = span.enqueue
             if self._driver.synchronous:
                 try:
                     enqueue(st.handle)
@@ -1257,16 +1335,25 @@ class Backend(ComputeOps):
                 enqueue(st.handle)
             except DriverError as exc:
                 return completion._fail_at_birth(exc)
-            try:
-                marker = self._acquire_marker()
-            except DriverError as exc:  # e.g. a sticky error surfacing at event creation
-                return completion._fail_at_birth(exc)
-            try:
-                self._driver.event_record(marker, st.handle)
-            except DriverError as exc:
-                self._release_marker(marker)
-                return completion._fail_at_birth(exc)
-            self._waiter_for(st).submit(marker, completion, self._release_marker)
+            release: Callable[[DriverEvent], None] | None = self._release_marker
+            if span is not None:
+                # The span's end event is the op's marker (see _trace).
+                marker, release = span.end, None
+                try:
+                    span.record_end(completion, st.handle)
+                except DriverError as exc:
+                    return completion._fail_at_birth(exc)
+            else:
+                try:
+                    marker = self._acquire_marker()
+                except DriverError as exc:  # e.g. a sticky error surfacing at event creation
+                    return completion._fail_at_birth(exc)
+                try:
+                    self._driver.event_record(marker, st.handle)
+                except DriverError as exc:
+                    self._release_marker(marker)
+                    return completion._fail_at_birth(exc)
+            self._waiter_for(st).submit(marker, completion, release)
         return completion
 
     def _marker(self, op: str, st: Stream) -> Completion:

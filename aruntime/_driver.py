@@ -86,6 +86,8 @@ class Driver(abc.ABC):
     synchronous: bool = False
     #: Whether event_create(timing=True) events can be timed.
     supports_timing: bool = True
+    #: The device's index among its backend's devices.
+    ordinal: int = 0
 
     # -- device ----------------------------------------------------------
     @abc.abstractmethod
@@ -250,3 +252,39 @@ class Driver(abc.ABC):
     def device_timestamp_us(self) -> float | None:
         """The device clock now, in microseconds, or None where unavailable."""
         return None
+
+    # -- interop (optional) -------------------------------------------------------
+    def dlpack_device(self) -> tuple[int, int]:
+        """``(DLDeviceType, device id)`` of this device's memory, for DLPack."""
+        from ._exceptions import NotSupportedError
+
+        raise NotSupportedError(
+            f"{self.backend_name} memory has no DLPack device type",
+            backend=self.backend_name,
+            function="__dlpack_device__",
+        )
+
+    def host_alias(self, address: int, nbytes: int) -> memoryview | None:
+        """A writable host view of device memory that *is* host memory (the mock), else None."""
+        del address, nbytes
+        return None
+
+    def stream_handle_int(self, stream: DriverStream) -> int:
+        """The raw native stream handle as an int (``CUstream`` on CUDA)."""
+        from ._exceptions import NotSupportedError
+
+        raise NotSupportedError(
+            f"{self.backend_name} streams have no raw handle to share",
+            backend=self.backend_name,
+            function="__cuda_stream__",
+        )
+
+    def stream_adopt(self, handle: int) -> DriverStream:
+        """Wrap a stream made by another library; :meth:`stream_destroy` must not destroy it."""
+        from ._exceptions import NotSupportedError
+
+        raise NotSupportedError(
+            f"{self.backend_name} cannot adopt a foreign stream",
+            backend=self.backend_name,
+            function="wrap_stream",
+        )

@@ -17,7 +17,7 @@ from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
 
 from ._driver import DriverEvent, DriverFunction, DriverGraph, DriverModule, DriverStream
-from ._exceptions import ClosedResourceError
+from ._exceptions import ClosedResourceError, NotSupportedError
 
 if TYPE_CHECKING:
     from ._backend import Backend
@@ -90,11 +90,19 @@ class Stream(_Handle):
     _kind = "stream"
 
     def __init__(
-        self, backend: Backend, handle: DriverStream, priority: int, *, default: bool = False
+        self,
+        backend: Backend,
+        handle: DriverStream,
+        priority: int,
+        *,
+        default: bool = False,
+        foreign: bool = False,
     ) -> None:
         self.handle = handle
         self.priority = priority
         self.is_default = default
+        #: Adopted by ``wrap_stream``: another library owns the native stream.
+        self.foreign = foreign
         self._lock = threading.RLock()
         self._waiter_box: list[StreamWaiter | None] = [None]
         self._capture_ops = 0
@@ -106,6 +114,8 @@ class Stream(_Handle):
 
     def __repr__(self) -> str:
         label = "default stream" if getattr(self, "is_default", False) else "stream"
+        if getattr(self, "foreign", False):
+            label = "foreign stream"
         state = " closed" if getattr(self, "_closed", False) else ""
         return f"<{label} 0x{id(self):x}{state}>"
 
@@ -118,6 +128,23 @@ class Stream(_Handle):
     def synchronize(self) -> Completion:
         """Same as ``backend.synchronize(self)``."""
         return self._backend.synchronize(self)
+
+    @property
+    def __cuda_stream__(self) -> Callable[[], tuple[int, int]]:
+        """The CUDA stream protocol: ``stream.__cuda_stream__()`` is ``(0, CUstream address)``.
+
+        Only CUDA backends have it (``hasattr`` is False elsewhere), so
+        libraries that probe for the protocol (cuda.core, CuPy, PyTorch) take
+        the stream only where they can use it.
+        """
+        self._check_open("__cuda_stream__")
+        try:
+            handle = self._backend._driver.stream_handle_int(self.handle)
+        except NotSupportedError:
+            raise AttributeError(
+                f"__cuda_stream__: {self._backend.name} streams are not CUDA streams"
+            ) from None
+        return lambda: (0, handle)
 
     def __await__(self) -> Generator[Any, None, None]:
         """Wait for all work queued so far; cancelling abandons the wait only."""

@@ -125,10 +125,11 @@ _current = threading.local()
 class _Stream:
     """A CUstream and what the driver keeps with it."""
 
-    __slots__ = ("__weakref__", "capture_keep", "graphs", "handle", "staging")
+    __slots__ = ("__weakref__", "capture_keep", "foreign", "graphs", "handle", "staging")
 
-    def __init__(self, handle: CData) -> None:
+    def __init__(self, handle: CData, *, foreign: bool = False) -> None:
         self.handle = handle
+        self.foreign = foreign  # made by another library: never cuStreamDestroy'd here
         self.staging: CData | None = None  # pinned buffer for pageable copies
         self.capture_keep: _Resources | None = None  # while we capture on this stream
         self.graphs: set[_Graph] = set()  # launched graphs that own resources
@@ -271,6 +272,7 @@ class CudaDriver(Driver):
                 f"through {library.path}"
             )
         self._ordinal = ordinal
+        self.ordinal = ordinal
         self._device, self._info = _device_info(library, ordinal)
         ctx = self._ffi.new("CUcontext *")
         code = lib.cuDevicePrimaryCtxRetain(ctx, self._device)
@@ -594,8 +596,33 @@ class CudaDriver(Driver):
             s.staging = None
             event = self._fence(s)
             self._retire([] if event is None else [event], resources)
-        self._check(self._lib.cuStreamDestroy_v2(s.handle), "cuStreamDestroy_v2")
+        if not s.foreign:
+            self._check(self._lib.cuStreamDestroy_v2(s.handle), "cuStreamDestroy_v2")
         self._reap()
+
+    # -- interop -------------------------------------------------------------------
+    def stream_handle_int(self, stream: DriverStream) -> int:
+        return int(self._ffi.cast("uintptr_t", cast(_Stream, stream).handle))
+
+    def stream_adopt(self, handle: int) -> DriverStream:
+        """Wrap another library's ``CUstream`` (checked with ``cuStreamQuery``).
+
+        It must belong to this device's primary context (CuPy, PyTorch and
+        cuda.core use that one).  ``stream_destroy`` forgets it without
+        destroying it: its owner does that.
+        """
+        self._enter("cuStreamQuery")
+        raw = self._ffi.cast("CUstream", handle)
+        code = self._lib.cuStreamQuery(raw)
+        if code not in (0, _NOT_READY):
+            raise self._fail(code, "cuStreamQuery")
+        stream = _Stream(raw, foreign=True)
+        with self._state_lock:
+            self._streams.add(stream)
+        return DriverStream(stream)
+
+    def dlpack_device(self) -> tuple[int, int]:
+        return (2, self._ordinal)  # kDLCUDA
 
     def _fence(self, stream: _Stream) -> CData | None:
         """A new event recorded on ``stream`` (None if the device can't take one)."""

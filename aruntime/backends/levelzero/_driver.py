@@ -257,7 +257,9 @@ def open_driver(zl: ZeLibrary, device: int, backend_name: str) -> LevelZeroDrive
             f"{backend_name}: device {device} does not exist "
             f"({len(platform.devices)} device(s): 0..{len(platform.devices) - 1})"
         )
-    return LevelZeroDriver(zl, *platform.devices[device], backend_name=backend_name)
+    drv = LevelZeroDriver(zl, *platform.devices[device], backend_name=backend_name)
+    drv.ordinal = device
+    return drv
 
 
 def loader_components(zl: ZeLibrary) -> dict[str, str]:
@@ -610,6 +612,9 @@ class LevelZeroDriver(Driver):
 
         zl = self._zl
         return bool(zl.alt_driver) or zl.path.endswith(SIM_FILENAME)
+
+    def dlpack_device(self) -> tuple[int, int]:
+        return (14, self.ordinal)  # kDLOneAPI
 
     def device_timestamp_us(self) -> float | None:
         host = ffi.new("uint64_t*")

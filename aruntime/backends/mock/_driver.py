@@ -574,6 +574,13 @@ class MockDriver(Driver):
         assert isinstance(graph, _MockGraph)
         graph.ops.clear()
 
+    # -- interop -------------------------------------------------------------------------
+    def dlpack_device(self) -> tuple[int, int]:
+        return (1, 0)  # kDLCPU: mock device memory is host numpy memory
+
+    def host_alias(self, address: int, nbytes: int) -> memoryview | None:
+        return memoryview(self.view(address, nbytes))  # type: ignore[arg-type]
+
 
 def _zeros(nbytes: int, function: str) -> np.ndarray[Any, np.dtype[np.uint8]]:
     """Backing memory, or OutOfMemoryError when this machine cannot provide it."""

@@ -1,0 +1,381 @@
+"""DeviceArray: a typed, shaped view over device memory, for interop.
+
+It exports the memory to other libraries without copying:
+
+* ``__cuda_array_interface__`` (version 3) on CUDA backends, for CuPy,
+  Numba, PyTorch (``torch.as_tensor``) and cuda.core;
+* DLPack (``__dlpack__``, ``__dlpack_device__``) on CUDA (``kDLCUDA``), Level
+  Zero (``kDLOneAPI``) and the mock (``kDLCPU``: mock device memory is host
+  numpy memory, so ``np.from_dlpack(view)`` and ``np.asarray(view)`` see it);
+* ``to_numpy()`` copies to a new host array on every backend, and
+  :meth:`DeviceArray.from_numpy` allocates and uploads.
+
+A view made by ``backend.array(ptr, ...)`` does not own its memory: free the
+pointer as usual.  One made by ``from_numpy`` owns its allocation: ``close()``
+it (or use ``with``); dropped unclosed, it warns with ``ResourceWarning`` and
+frees the memory.  An exported view keeps the Python objects alive until the
+consumer lets go, but, as with CuPy or PyTorch, freeing the memory underneath
+a consumer is the caller's bug.
+"""
+
+from __future__ import annotations
+
+import warnings
+import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from . import _dlpack
+from ._exceptions import InvalidArgumentError, NotSupportedError
+from ._memory import DevicePtr
+
+if TYPE_CHECKING:
+    from ._backend import Backend
+    from ._handles import Stream
+
+__all__ = ["DeviceArray"]
+
+
+def _free_dropped(backend: Backend, ptr: DevicePtr, description: str) -> None:
+    warnings.warn(
+        f"unclosed {description}: close it (or use 'with') to free its device memory promptly",
+        ResourceWarning,
+        stacklevel=2,
+    )
+    if not backend.closed:
+        try:
+            backend.free(ptr)
+        except InvalidArgumentError:
+            pass  # freed already through the pointer
+
+
+class DeviceArray:
+    """A view of device memory with a shape, a dtype and byte strides.
+
+    Made by ``backend.array(ptr, shape, dtype)`` or
+    ``backend.array_from_numpy(arr)``.  ``stream`` is the stream the data is
+    ordered on (the backend's default stream unless given): consumers of
+    ``__cuda_array_interface__`` and ``__dlpack__`` synchronise with it.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_closed",
+        "_finalizer",
+        "_owns",
+        "dtype",
+        "ptr",
+        "shape",
+        "stream",
+        "strides",
+    )
+
+    ptr: DevicePtr
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
+    strides: tuple[int, ...]  # in bytes
+    stream: Stream | None
+
+    def __init__(
+        self,
+        ptr: DevicePtr,
+        shape: int | Sequence[int],
+        dtype: Any,
+        *,
+        strides: Sequence[int] | None = None,
+        stream: Stream | None = None,
+    ) -> None:
+        fn = "DeviceArray"
+        if not isinstance(ptr, DevicePtr):
+            raise TypeError(f"{fn}: ptr must be a DevicePtr, got {type(ptr).__name__}")
+        dt = np.dtype(dtype)
+        if _dlpack.dtype_code(dt) is None:
+            raise InvalidArgumentError(f"{fn}: dtype {dt} is not a numeric dtype")
+        if dt.byteorder == (">" if np.little_endian else "<"):
+            raise InvalidArgumentError(f"{fn}: dtype {dt} is not in native byte order")
+        dims = _ints((shape,) if isinstance(shape, (int, np.integer)) else shape, fn, "shape")
+        if any(d < 0 for d in dims):
+            raise InvalidArgumentError(f"{fn}: shape {dims} has a negative dimension")
+        if strides is None:
+            steps = _c_strides(dims, dt.itemsize)
+        else:
+            steps = _ints(strides, fn, "strides")
+            if len(steps) != len(dims):
+                raise InvalidArgumentError(
+                    f"{fn}: {len(steps)} strides for a {len(dims)}-dimensional shape"
+                )
+            if any(s < 0 or s % dt.itemsize for s in steps):
+                raise InvalidArgumentError(
+                    f"{fn}: strides {steps} must be non-negative multiples of the "
+                    f"itemsize {dt.itemsize}"
+                )
+        extent = _extent(dims, steps, dt.itemsize)
+        if extent > ptr.nbytes:
+            raise InvalidArgumentError(
+                f"{fn}: shape {dims} of {dt} spans {extent} bytes, past the end of a "
+                f"{ptr.nbytes}-byte pointer"
+            )
+        if stream is not None and stream.backend is not ptr.backend:
+            raise InvalidArgumentError(f"{fn}: the stream belongs to another backend")
+        self.ptr = ptr
+        self.shape = dims
+        self.dtype = dt
+        self.strides = steps
+        self.stream = stream
+        self._owns = False
+        self._closed = False
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+
+    # -- construction ------------------------------------------------------------------
+    @classmethod
+    def from_numpy(
+        cls, backend: Backend, array: Any, *, stream: Stream | None = None
+    ) -> DeviceArray:
+        """Allocate device memory, copy ``array`` into it (blocking) and own it."""
+        host = np.ascontiguousarray(array)
+        if host.dtype.byteorder == (">" if np.little_endian else "<"):
+            host = host.astype(host.dtype.newbyteorder("="))
+        ptr = backend.alloc(max(host.nbytes, 1))
+        try:
+            view = cls(ptr, host.shape, host.dtype, stream=stream)
+            if host.nbytes:
+                backend.copy_h2d_async(host, ptr, stream).wait()
+        except BaseException:
+            backend.free(ptr)
+            raise
+        view._owns = True
+        view._finalizer = weakref.finalize(view, _free_dropped, backend, ptr, repr(view))
+        view._finalizer.atexit = False
+        return view
+
+    # -- shape ---------------------------------------------------------------------------
+    @property
+    def backend(self) -> Backend:
+        return self.ptr.backend
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def is_c_contiguous(self) -> bool:
+        return self.size == 0 or _same_steps(self.shape, self.strides, self.dtype.itemsize)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d DeviceArray")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        owner = " owning" if self._owns else ""
+        return (
+            f"<DeviceArray shape={self.shape} dtype={self.dtype} at 0x{self.ptr.address:x} "
+            f"on {self.ptr.backend.name}{owner}>"
+        )
+
+    # -- lifetime --------------------------------------------------------------------------
+    def close(self) -> None:
+        """Free the memory if this array owns it (from ``from_numpy``); idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._finalizer is not None:
+            self._finalizer.detach()
+        if self._owns and not self.backend.closed:
+            self.backend.free(self.ptr)
+
+    def __enter__(self) -> DeviceArray:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- host copies -----------------------------------------------------------------------
+    def to_numpy(self) -> np.ndarray[Any, Any]:
+        """A new host array with a copy of the data (blocks until it has arrived).
+
+        The copy is ordered on :attr:`stream`.  In async code, prefer
+        ``await gpu.copy_d2h_async(view.ptr, out)`` into an array you made.
+        """
+        out = np.empty(self.shape, self.dtype)
+        if self.size == 0:
+            return out
+        if self.is_c_contiguous:
+            self.backend.copy_d2h_async(self.ptr[: self.nbytes], out, self.stream).wait()
+            return out
+        extent = _extent(self.shape, self.strides, self.dtype.itemsize)
+        raw = np.empty(extent, np.uint8)
+        self.backend.copy_d2h_async(self.ptr[:extent], raw, self.stream).wait()
+        out[...] = np.ndarray(self.shape, self.dtype, buffer=raw, strides=self.strides)
+        return out
+
+    # -- interop -----------------------------------------------------------------------------
+    def _device(self) -> tuple[int, int]:
+        return self.backend.driver.dlpack_device()
+
+    def _stream_handle(self) -> int | None:
+        backend = self.backend
+        stream = self.stream if self.stream is not None else backend.default_stream()
+        try:
+            return backend.driver.stream_handle_int(stream.handle)
+        except NotSupportedError:
+            return None
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """CUDA Array Interface v3 (CUDA backends only; ``hasattr`` is False elsewhere)."""
+        self._check_usable("__cuda_array_interface__")
+        try:
+            device = self._device()
+        except NotSupportedError:
+            device = (0, 0)
+        if device[0] != _dlpack.KDL_CUDA:
+            raise AttributeError(
+                f"__cuda_array_interface__: {self.backend.name} memory is not CUDA memory"
+            )
+        return {
+            "shape": self.shape,
+            "typestr": self.dtype.str,
+            "descr": [("", self.dtype.str)],
+            "data": (self.ptr.address, False),
+            "strides": None if self.is_c_contiguous else self.strides,
+            "version": 3,
+            "stream": self._stream_handle(),
+        }
+
+    @property
+    def __array_interface__(self) -> dict[str, Any]:
+        """numpy's array interface, only where device memory is host memory (the mock)."""
+        self._check_usable("__array_interface__")
+        alias = self._host_alias()
+        if alias is None:
+            raise AttributeError(
+                f"__array_interface__: {self.backend.name} device memory is not host memory; "
+                "use to_numpy()"
+            )
+        return {
+            "shape": self.shape,
+            "typestr": self.dtype.str,
+            "data": (_address_of(alias), False),
+            "strides": None if self.is_c_contiguous else self.strides,
+            "version": 3,
+        }
+
+    def _host_alias(self) -> memoryview | None:
+        extent = _extent(self.shape, self.strides, self.dtype.itemsize)
+        return self.backend.driver.host_alias(self.ptr.address, max(extent, 1))
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(kDLCUDA, n)`` on CUDA, ``(kDLOneAPI, n)`` on Level Zero, ``(kDLCPU, 0)`` on mock."""
+        self._check_usable("__dlpack_device__")
+        return self._device()
+
+    def __dlpack__(
+        self,
+        *,
+        stream: int | Any | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """A DLPack capsule (``"dltensor"``) over this memory, never a copy.
+
+        On CUDA, ``stream`` is the consumer's stream: its later work is made to
+        wait (on the device) for the work queued on :attr:`stream` so far.
+        ``None`` means the legacy default stream, ``-1`` no synchronisation.
+        """
+        del max_version  # the unversioned capsule is what every consumer accepts
+        fn = "__dlpack__"
+        self._check_usable(fn)
+        device = self._device()
+        if dl_device is not None and tuple(dl_device) != device:
+            raise BufferError(f"{fn}: the data is on device {device}, not {tuple(dl_device)}")
+        if copy:
+            raise BufferError(f"{fn}: copy=True is not supported; use to_numpy()")
+        keep: tuple[Any, ...]
+        if device[0] == _dlpack.KDL_CPU:
+            alias = self._host_alias()
+            if alias is None:
+                raise BufferError(f"{fn}: {self.backend.name} memory is not host-addressable")
+            data = _address_of(alias)
+            keep = (self, alias)  # the mock's numpy memory outlives a free() under a consumer
+        else:
+            data = self.ptr.address
+            keep = (self,)
+            if device[0] == _dlpack.KDL_CUDA and stream != -1:
+                self._order_before(1 if stream is None else stream, fn)
+        item = self.dtype.itemsize
+        strides = None if self.is_c_contiguous else tuple(s // item for s in self.strides)
+        return _dlpack.make_capsule(data, device, self.dtype, self.shape, strides, keep)
+
+    def _order_before(self, consumer: Any, fn: str) -> None:
+        """Make ``consumer``'s later work wait for what is queued on our stream."""
+        backend = self.backend
+        if isinstance(consumer, bool) or not isinstance(consumer, int):
+            raise TypeError(f"{fn}: stream must be an int handle, None or -1, got {consumer!r}")
+        if consumer == self._stream_handle():
+            return
+        event = backend.create_event()
+        try:
+            backend.record_event(event, self.stream)
+            with backend.wrap_stream(consumer) as theirs:
+                backend.stream_wait_event(theirs, event)
+        finally:
+            event.close()
+
+    def _check_usable(self, fn: str) -> None:
+        if self._closed:
+            raise InvalidArgumentError(f"{fn}: this DeviceArray was closed")
+        self.backend._check_open(fn)
+
+
+def _address_of(view: memoryview) -> int:
+    return int(np.frombuffer(view, np.uint8).ctypes.data)
+
+
+def _ints(values: Any, fn: str, what: str) -> tuple[int, ...]:
+    try:
+        items = tuple(values)
+    except TypeError:
+        raise TypeError(f"{fn}: {what} must be an int or a sequence of ints") from None
+    for v in items:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{fn}: {what} must hold ints, got {type(v).__name__}")
+    return tuple(int(v) for v in items)
+
+
+def _c_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    steps = []
+    step = itemsize
+    for d in reversed(shape):
+        steps.append(step)
+        step *= max(d, 1)
+    return tuple(reversed(steps))
+
+
+def _same_steps(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> bool:
+    expected = _c_strides(shape, itemsize)
+    return all(d == 1 or s == e for d, s, e in zip(shape, strides, expected, strict=True))
+
+
+def _extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> int:
+    if any(d == 0 for d in shape):
+        return 0
+    return sum((d - 1) * s for d, s in zip(shape, strides, strict=True)) + itemsize
