@@ -153,6 +153,8 @@ class Completion:
         return self._outcome()
 
     def __await__(self) -> Generator[Any, None, Any]:
+        if self._state == _PENDING:
+            self._finish_if_ready()
         if self._state != _PENDING:
             yield from anyio.lowlevel.checkpoint().__await__()
             return self._outcome()
@@ -216,6 +218,18 @@ class Completion:
         await trio.lowlevel.wait_task_rescheduled(abort)
 
     # -- internals -----------------------------------------------------------
+    def _finish_if_ready(self) -> None:
+        """Finish this op (and the done ones queued before it) here if the device is done.
+
+        Saves the two thread wake-ups of the waiter path (waiter thread, then
+        the loop) when the op finished before it was awaited: see _waiter.py.
+        """
+        stream = self._stream
+        if stream is not None:
+            waiter = stream._waiter_box[0]
+            if waiter is not None:
+                waiter.finish_ready(self)
+
     def _outcome(self) -> Any:
         state = self._state
         if state == _DONE:
