@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ._completion import Completion
+from ._compute import ComputeOps
 from ._driver import DeviceInfo, Driver, DriverEvent, DriverStream, LaunchConfig
 from ._exceptions import (
     AruntimeError,
@@ -116,7 +117,7 @@ class BackendStatistics:
     waiter_threads: int
 
 
-class Backend:
+class Backend(ComputeOps):
     """One opened device.  Made by :func:`aruntime.open_backend`.
 
     Use it as a context manager (``with``), or an async one (``async with``,
@@ -440,7 +441,8 @@ class Backend:
         the device has read it.
         """
         fn = "copy_h2d_async"
-        self._check_open(fn)
+        if self._closed:
+            self._check_open(fn)
         view = as_host_view(src, fn, writable=False)
         n = view.nbytes
         self._ledger.check_range(dst, n, fn, "dst")
@@ -463,7 +465,8 @@ class Backend:
         written it; read it only after the Completion is done.
         """
         fn = "copy_d2h_async"
-        self._check_open(fn)
+        if self._closed:
+            self._check_open(fn)
         view = as_host_view(dst, fn, writable=True)
         n = view.nbytes
         self._ledger.check_range(src, n, fn, "src")
@@ -1059,7 +1062,10 @@ class Backend:
 
     def _resolve_stream(self, stream: object, fn: str, *, allow_closed: bool = False) -> Stream:
         if stream is None:
-            return self.default_stream()
+            default = self._default
+            return default if default is not None else self.default_stream()
+        if type(stream) is Stream and stream._backend is self and not stream._closed:
+            return stream  # the common case, on every op's path: no calls
         if not isinstance(stream, Stream):
             raise TypeError(f"{fn}: stream must be a Stream or None, got {type(stream).__name__}")
         if stream.backend is not self:

@@ -120,7 +120,14 @@ class Ledger:
 
     def check_range(self, ptr: object, nbytes: int, fn: str, what: str = "ptr") -> Entry:
         """``ptr`` is live and its view holds at least ``nbytes`` bytes."""
-        entry = self.check_ptr(ptr, fn, what)
+        # Every copy passes here: look the common case up without calls.
+        entry = (
+            self._entries.get(ptr._alloc_id)
+            if type(ptr) is DevicePtr and ptr._backend is self._backend
+            else None
+        )
+        if entry is None:
+            entry = self.check_ptr(ptr, fn, what)
         assert isinstance(ptr, DevicePtr)
         if nbytes > ptr._nbytes:
             over = nbytes - ptr._nbytes

@@ -507,16 +507,12 @@ class LevelZeroDriver(Driver):
         """Level Zero has no current-context state: nothing to do."""
 
     def builtin_module_image(self, name: str) -> Any:
-        """The portable kernels: a host shared object on the sim.
+        """The portable kernels: a host shared object on the sim, SPIR-V on a device."""
+        from ..._kernel_images import host_image, spirv_image
 
-        A real device needs their SPIR-V build, which this project does not
-        produce yet (the compute-ops issue adds clang/llvm-spirv builds).
-        """
-        if self._runs_sim():
-            from ..._native import native_library_path
-
-            if name == "vector_ops":
-                return native_library_path("libarkernels_host.so").read_bytes()
+        image = host_image(name) if self._runs_sim() else spirv_image(name)
+        if image is not None:
+            return image
         raise NotSupportedError(
             f"{self.backend_name} has no build of the portable module {name!r}"
             + ("" if self._runs_sim() else " (a real device needs SPIR-V)"),

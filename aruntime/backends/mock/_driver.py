@@ -55,6 +55,7 @@ _ALIGN = 256
 _GAP = 64 * 1024  # unmapped space between allocations, like a real VA allocator
 _DEVICE_BASE = 0x7F00_0000_0000
 _HOST_MAPPED_BASE = 0x7E00_0000_0000
+_CACHE_LIMIT = 256  # entries in each per-range cache of the copy paths
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,12 @@ class MockDriver(Driver):
         self._faults: list[_Fault] = []
         self._lost: DriverError | None = None
         self.call_log: list[MockCall] = []
+        # Per-op costs dominate small copies, so the copy paths reuse byte views
+        # of device ranges and log entries (both immutable) instead of rebuilding
+        # them.  Addresses are never reused, so a stale view cannot alias new
+        # memory; frees clear the cache only to release the arrays.
+        self._byte_views: dict[tuple[int, int], memoryview] = {}
+        self._copy_calls: dict[tuple[str, int, int], MockCall] = {}
 
     # -- user-facing extras --------------------------------------------------
     def inject_fault(
@@ -163,6 +170,8 @@ class MockDriver(Driver):
         return [c for c in self.call_log if op is None or c.op == op]
 
     def _check_fault(self, kind: str, function: str) -> None:
+        if not self._faults and self._lost is None:
+            return  # nothing injected: skip the lock on every op's path
         with self._lock:
             if self._lost is not None:
                 raise DeviceLostError(
@@ -189,8 +198,27 @@ class MockDriver(Driver):
                     raise exc
 
     def _log(self, call: MockCall) -> None:
-        with self._lock:
-            self.call_log.append(call)
+        self.call_log.append(call)  # list.append is atomic; no lock needed
+
+    def _copy_call(self, op: str, stream: DriverStream, nbytes: int) -> MockCall:
+        assert isinstance(stream, _MockStream)
+        key = (op, stream.id, nbytes)
+        call = self._copy_calls.get(key)
+        if call is None:
+            if len(self._copy_calls) >= _CACHE_LIMIT:
+                self._copy_calls.clear()
+            call = self._copy_calls[key] = MockCall(op, key[1], nbytes)
+        return call
+
+    def _bytes(self, address: int, nbytes: int) -> memoryview:
+        """A writable 1-D byte memoryview of device memory, cached per range."""
+        key = (address, nbytes)
+        mv = self._byte_views.get(key)
+        if mv is None:
+            if len(self._byte_views) >= _CACHE_LIMIT:
+                self._byte_views.clear()
+            mv = self._byte_views[key] = self.view(address, nbytes).data
+        return mv
 
     # -- memory resolution -----------------------------------------------------
     def view(self, address: int, nbytes: int) -> np.ndarray[Any, np.dtype[np.uint8]]:
@@ -229,6 +257,7 @@ class MockDriver(Driver):
 
     def close(self) -> None:
         with self._lock:
+            self._byte_views.clear()
             self._arrays.clear()
             self._bases.clear()
             self._host.clear()
@@ -271,6 +300,7 @@ class MockDriver(Driver):
                 )
             self._bases.remove(address)
             self._used -= array.size
+            self._byte_views.clear()
         self._log(MockCall("free", nbytes=int(array.size)))
 
     def host_alloc(self, nbytes: int) -> tuple[int, memoryview]:
@@ -285,6 +315,7 @@ class MockDriver(Driver):
     def host_free(self, address: int) -> None:
         with self._lock:
             self._host.pop(address, None)
+            self._byte_views.clear()
             for alias in [a for a, h in self._host_mapped.items() if h == address]:
                 del self._host_mapped[alias]
         self._log(MockCall("free_host"))
@@ -346,7 +377,11 @@ class MockDriver(Driver):
         if stream.recording is not None:
             stream.recording.append(lambda: self._execute(kind, call, op))
             return
-        self._execute(kind, call, op)
+        # _execute, inlined: this runs for every op.
+        if self._faults or self._lost is not None:
+            self._check_fault(kind, call.op)
+        self.call_log.append(call)
+        op()
 
     def _execute(self, kind: str, call: MockCall, op: Callable[[], None]) -> None:
         self._check_fault(kind, call.op)
@@ -357,17 +392,17 @@ class MockDriver(Driver):
         n = src.nbytes
 
         def op() -> None:
-            np.copyto(self.view(dst, n), np.frombuffer(src, dtype=np.uint8))
+            self._bytes(dst, n)[:] = src
 
-        self._run(stream, "copy_h2d", MockCall("copy_h2d", _sid(stream), n), op)
+        self._run(stream, "copy_h2d", self._copy_call("copy_h2d", stream, n), op)
 
     def memcpy_d2h(self, src: int, dst: memoryview, stream: DriverStream) -> None:
         n = dst.nbytes
 
         def op() -> None:
-            np.copyto(np.frombuffer(dst, dtype=np.uint8), self.view(src, n))
+            dst[:] = self._bytes(src, n)
 
-        self._run(stream, "copy_d2h", MockCall("copy_d2h", _sid(stream), n), op)
+        self._run(stream, "copy_d2h", self._copy_call("copy_d2h", stream, n), op)
 
     def memcpy_d2d(self, src: int, dst: int, nbytes: int, stream: DriverStream) -> None:
         def op() -> None:
