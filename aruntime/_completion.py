@@ -117,7 +117,10 @@ class Completion:
 
     def done(self) -> bool:
         """True once the device has finished the op (or it failed).  Never blocks."""
-        return self._state == _DONE or self._state == _FAILED
+        state = self._state
+        if state == _PENDING:
+            self._kick_waiter()  # someone is watching: its waiter must not sleep on it
+        return state in (_DONE, _FAILED)
 
     def exception(self) -> BaseException | None:
         """The op's error, or None if it succeeded.
@@ -225,6 +228,14 @@ class Completion:
         await trio.lowlevel.wait_task_rescheduled(abort)
 
     # -- internals -----------------------------------------------------------
+    def _kick_waiter(self) -> None:
+        """Wake the stream's waiter thread now if its wake-up was deferred (see _waiter.py)."""
+        stream = self._stream
+        if stream is not None:
+            waiter = stream._waiter_box[0]
+            if waiter is not None:
+                waiter.kick()
+
     def _finish_if_ready(self) -> None:
         """Finish this op (and the done ones queued before it) here if the device is done.
 
@@ -263,7 +274,8 @@ class Completion:
             if self._state != _PENDING:
                 return False
             self._callbacks.append(fn)
-            return True
+        self._kick_waiter()
+        return True
 
     def _remove_callback(self, fn: _Callback) -> None:
         with self._lock:

@@ -49,9 +49,11 @@ levelzero-sim asyncio 0.55x -> 0.54x, trio 0.64x -> 0.45x.
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -100,6 +102,8 @@ class StreamWaiter:
         # so that Completions finish in queue order.
         self._turn = threading.Lock()
         self._spin_next = True  # see _complete
+        self._parked = False  # the thread waits on _cond for work
+        self._kick_pending = False  # its wake-up is deferred to the end of a loop step
 
     def submit(
         self,
@@ -116,8 +120,22 @@ class StreamWaiter:
                     target=self._run, name=f"aruntime-waiter-{self._label}", daemon=True
                 )
                 self._thread.start()
-            else:
+                return
+            if not self._parked or self._kick_pending:
+                return  # busy: it reaches this item by itself; or a wake is on its way
+            self._kick_pending = _AWAIT_QUERY and _defer_to_loop(self.kick)
+            if not self._kick_pending:
                 self._cond.notify()
+
+    def kick(self) -> None:
+        """Wake the thread now if a deferred wake-up is pending (cheap if none is)."""
+        if not self._kick_pending:
+            return
+        with self._cond:
+            if self._kick_pending:
+                self._kick_pending = False
+                if self._queue:  # else an awaiting thread finished it all (finish_ready)
+                    self._cond.notify()
 
     def pending(self) -> int:
         """Ops queued or being waited on whose Completion has not finished."""
@@ -135,6 +153,7 @@ class StreamWaiter:
             self._closing = True
             self._on_exit = on_exit
             thread = self._thread
+            self._kick_pending = False
             self._cond.notify()
         if thread is None and on_exit is not None:
             on_exit()
@@ -152,6 +171,7 @@ class StreamWaiter:
         with self._cond:
             self._abandon = True
             self._closing = True
+            self._kick_pending = False
             self._cond.notify()
 
     def finish_ready(self, completion: Completion) -> None:
@@ -190,8 +210,10 @@ class StreamWaiter:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._queue and not self._closing:
+                self._parked = True
+                while (not self._queue or self._kick_pending) and not self._closing:
                     self._cond.wait()
+                self._parked = False
                 if self._abandon or (not self._queue and self._closing):
                     on_exit, self._on_exit = self._on_exit, None
                     break
@@ -240,6 +262,25 @@ class StreamWaiter:
                 _log.exception("returning a marker event failed")
         if not self._abandon:
             completion._finish(error)
+
+
+def _defer_to_loop(fn: Callable[[], None]) -> bool:
+    """Run ``fn`` at the end of this thread's event-loop step; False if there is no loop here."""
+    trio = sys.modules.get("trio")
+    if trio is not None and trio.lowlevel.in_trio_run():
+        try:
+            trio.lowlevel.current_trio_token().run_sync_soon(fn)
+        except trio.RunFinishedError:
+            return False
+        return True
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    if loop.is_closed():
+        return False
+    loop.call_soon(fn)
+    return True
 
 
 def _spin(driver: Driver, event: DriverEvent, spin_s: float) -> bool:

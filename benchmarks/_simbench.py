@@ -50,11 +50,14 @@ def timing(backend: str, copy_gbps: float, op_latency_us: float) -> Iterator[Non
 
 
 # ----------------------------------------------------------------- 1. wake latency
-async def wake_latency(backend: str, runs: int) -> tuple[float, float]:
+async def wake_latency(backend: str, runs: int, gap_s: float = 0.0) -> tuple[float, float]:
     """Median microseconds: (``await op``, ``await to_thread.run_sync(op.wait)``).
 
     A tiny memset on an idle stream, the two ways interleaved so that load
-    from elsewhere on the machine hits both alike.
+    from elsewhere on the machine hits both alike.  ``gap_s``: sleep that long
+    before each timed op, so that every thread involved (the sim's queue
+    thread, the waiter, the worker thread) has gone back to sleep; with 0 the
+    ops run back to back and the previous op's threads may still be awake.
     """
     import aruntime
 
@@ -66,9 +69,13 @@ async def wake_latency(backend: str, runs: int) -> tuple[float, float]:
         await gpu.memset_async(dev, 0, 64, stream=stream)
         await anyio.to_thread.run_sync(gpu.memset_async(dev, 0, 64, stream=stream).wait)
     for _ in range(runs):
+        if gap_s:
+            await anyio.sleep(gap_s)
         start = time.perf_counter()
         await gpu.memset_async(dev, 1, 64, stream=stream)
         direct.append(time.perf_counter() - start)
+        if gap_s:
+            await anyio.sleep(gap_s)
         start = time.perf_counter()
         completion = gpu.memset_async(dev, 2, 64, stream=stream)
         await anyio.to_thread.run_sync(completion.wait)

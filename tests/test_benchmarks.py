@@ -29,6 +29,12 @@ def test_bench_backends_quick_prints_the_table() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     header = next(line for line in out.splitlines() if "cuda-sim" in line)
     assert "levelzero-sim" in header
-    for row in ("1. wake, asyncio", "1. wake, trio", "2. CPU", "3. 500 awaits", "5. pipeline"):
+    for row in (
+        "1. wake, asyncio, back to back",
+        "1. wake, trio, 1 ms apart",
+        "2. CPU",
+        "3. 500 awaits",
+        "5. pipeline",
+    ):
         assert row in out, out
     assert "6. pageable" in out
