@@ -57,6 +57,10 @@ class Completion:
     referenced (and, for resizable objects, locked against resizing) until the
     device has finished with it.
 
+    Awaiting a pending op first asks the driver, once and without blocking,
+    whether it is already done, and if so finishes it (and the done ops
+    queued before it on its stream) on the awaiting thread: see _waiter.py.
+
     A Completion of an op recorded during graph capture never runs: awaiting
     it, or calling :meth:`wait`, raises :class:`CaptureError`.
     """

@@ -11,40 +11,55 @@ lock is held while the wake-ups run.
 
 Completion policy (DESIGN.md section 6, rule 6: spin-then-block, measured)
 --------------------------------------------------------------------------
-Measured on cuda-sim and levelzero-sim (2 loaded cores, a 64-byte memset on
-an idle stream, benchmarks/bench_backends.py): the driver's blocking wait
-itself costs 2-8 us once the op is done; the time goes to thread wake-ups:
-the waiter thread leaving its condition variable after ``submit`` (30-65 us),
-the waiter parked in the driver being woken by it (when it got there first),
-and the loop waking from ``call_soon_threadsafe`` / ``run_sync_soon`` (40-140
-us).  ``Completion._finish`` is 1-3 us.  So the policy removes wake-ups:
+Where the time went (cuda-sim and levelzero-sim, a 64-byte memset on an idle
+stream, 2 shared cores): the driver's blocking wait costs 1-8 us once the op
+is done and ``Completion._finish`` 1-3 us; the rest is thread wake-ups and
+the GIL: the waiter thread leaving its condition variable after ``submit``
+(30-65 us, and it then contends for the GIL with the loop that is still
+enqueueing), the waiter parked in the driver being woken by it, and the loop
+waking from ``call_soon_threadsafe`` / ``run_sync_soon`` (40-140 us).  The
+policy removes wake-ups rather than shaving calls:
 
-1. ``await`` asks once, without blocking, whether the op is already done
+1. ``await`` first asks, once and without blocking, whether the op is done
    (:meth:`StreamWaiter.finish_ready`: one lock-free ``event_query`` per op
-   queued before it, only if the waiter thread is not mid-op).  If so, the
-   op is finished on the awaiting thread in queue order, with the same
-   ``event_wait`` (which returns at once and raises the op's error) and
-   marker return as the thread uses, and neither the waiter thread nor the
-   loop has to wake.  This is one query per ``await``, not polling.
-   ``ARUNTIME_AWAIT_QUERY=0`` turns it off.
-2. The waiter thread polls ``event_query`` (lock-free on both sims, cheap on
-   real CUDA; cffi releases the GIL on each call) for up to
+   queued before it, only when the waiter thread is not mid-op).  If it is,
+   the op is finished on the awaiting thread, in queue order, with the same
+   ``event_wait`` (returns at once, raises the op's error) and marker return
+   as the thread uses, and neither the waiter thread nor the loop wakes.  One
+   query per ``await`` is not polling.
+2. ``submit`` from a thread running an event loop does not wake a parked
+   waiter thread at once: the wake-up is deferred to the end of the current
+   loop step (asyncio ``call_soon``, trio ``run_sync_soon``), so an op that
+   the task awaits, and finds done, costs no thread wake-up at all.  Anyone
+   who starts to wait (an ``await`` that finds the op pending, ``wait()``,
+   ``done()``, any internal callback: :meth:`kick`) wakes it at once, and so
+   does closing the stream, so a loop that is blocked or closed before the
+   deferred call runs strands nothing.  Without a loop, ``submit`` wakes the
+   thread at once.  ``ARUNTIME_AWAIT_QUERY=0`` turns 1 and 2 off.
+3. The waiter thread polls ``event_query`` (lock-free on both sims, cheap on
+   real CUDA; cffi releases the GIL on every call) for up to
    ``ARUNTIME_WAITER_SPIN_US`` microseconds (default 50; 0 parks at once),
    then parks in the driver's blocking wait (CUDA: a ``BLOCKING_SYNC``
    event; Level Zero: ``zeEventHostSynchronize``).  After a spin that sees
-   the op done, or a query that reports an error, it still calls
-   ``event_wait`` once: that is what raises the op's error.  The spin is
-   adaptive per stream: after an op that took longer than twice the window
-   to finish, the next op parks at once, so a stream of long ops costs no
-   spinning at all, and the waiter's CPU is at most one window per op that
-   ends within two windows.  Awaiting one 200 ms op costs the loop thread
-   and the waiter thread well under 1% of a core each (bench_backends.py,
-   row 2).
+   the op done, or a query that raises, it still calls ``event_wait`` once:
+   that is what raises the op's error.  The spin adapts per stream: after an
+   op that took more than twice the window to finish, the next op parks at
+   once, so a stream of long ops does not spin, and the spin costs at most
+   one window of CPU per op that ends within two.  In the wake-latency
+   benchmark the spin changed nothing measurable (1 and 2 did the work); it
+   is kept for ops that end just after the waiter reaches them.
 
-Measured effect (median await / median ``await to_thread.run_sync(wait)``,
-400 interleaved runs, averaged over 3 processes; noisy, the machine was
-shared): cuda-sim asyncio 0.51x -> 0.43x, trio 0.62x -> 0.51x;
-levelzero-sim asyncio 0.55x -> 0.54x, trio 0.64x -> 0.45x.
+Measured with benchmarks/bench_backends.py (medians of 400 interleaved
+runs, mean of 3 processes, a shared 2-core machine; before = both settings
+0, the previous policy): ``await`` on a tiny op against ``await
+to_thread.run_sync(completion.wait)``, back to back, went from 0.57x / 0.60x
+(cuda-sim asyncio / trio) and 0.59x / 0.63x (levelzero-sim) to 0.32x / 0.36x
+and 0.35x / 0.39x; with 1 ms between ops, from 0.53-0.61x to 0.29-0.38x.
+In absolute terms ``await`` fell by 25-45% (cuda-sim asyncio, back to back:
+94 -> 63 us); ``to_thread(wait)`` rose by about 10-20%, since the waiter
+now starts when the worker thread's ``wait()`` (or the end of the loop step)
+wakes it.  Awaiting one 200 ms op costs the loop thread 0.13% and the waiter
+thread 0.12% of a core, the whole process 0.28%.
 """
 
 from __future__ import annotations

@@ -92,3 +92,47 @@ async def test_await_query_finishes_a_done_op_here() -> None:
         gpu.free(dev)
         stream.close()
         gpu.close()
+
+
+async def test_done_polled_from_a_blocked_loop_still_finishes() -> None:
+    """The waiter's wake-up is deferred to the end of the loop step; done() kicks it."""
+    gpu = ar.open_backend("cuda-sim")
+    stream = gpu.create_stream()
+    dev = gpu.alloc(64)
+    try:
+        await gpu.memset_async(dev, 0, 64, stream=stream)  # the waiter thread exists, parked
+        op = gpu.memset_async(dev, 1, 64, stream=stream)
+        deadline = time.monotonic() + 30.0
+        while not op.done() and time.monotonic() < deadline:
+            time.sleep(0.001)  # the loop never gets to run its deferred callbacks
+        assert op.done()
+    finally:
+        gpu.free(dev)
+        stream.close()
+        gpu.close()
+
+
+def test_ops_left_behind_by_a_finished_loop_still_finish() -> None:
+    import asyncio
+
+    gpu = ar.open_backend("cuda-sim")
+    stream = gpu.create_stream()
+    dev = gpu.alloc(64)
+    try:
+
+        async def enqueue_only() -> list[ar.Completion]:
+            await gpu.memset_async(dev, 0, 64, stream=stream)
+            return [gpu.memset_async(dev, i, 64, stream=stream) for i in range(8)]
+
+        loop = asyncio.new_event_loop()
+        try:
+            ops = loop.run_until_complete(enqueue_only())
+        finally:
+            loop.close()  # drops the deferred wake-up if it has not run
+        for op in ops:
+            op.wait(timeout=30.0)
+        assert all(op.done() for op in ops)
+    finally:
+        gpu.free(dev)
+        stream.close()
+        gpu.close()
