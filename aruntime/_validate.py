@@ -62,6 +62,14 @@ def as_host_view(obj: object, fn: str, *, writable: bool) -> memoryview:
             f"{fn}: host memory must support the buffer protocol (numpy array, bytearray, "
             f"memoryview, HostBuffer), got {type(obj).__name__}"
         ) from None
+    except ValueError as exc:  # a released memoryview, an exporter that refuses
+        raise InvalidArgumentError(f"{fn}: cannot use this host buffer: {exc}") from None
+    if "O" in view.format:
+        fmt = view.format
+        view.release()
+        raise InvalidArgumentError(
+            f"{fn}: host buffer holds Python objects (format {fmt!r}), not raw data"
+        )
     if not view.c_contiguous:
         view.release()
         raise InvalidArgumentError(f"{fn}: host buffer is not C-contiguous; copy it first")
@@ -151,7 +159,10 @@ def check_kernel_args(args: object, fn: str) -> list[Any]:
                 )
             out.append(arg)
         elif isinstance(arg, (bytes, bytearray, memoryview)):
-            out.append(bytes(arg))
+            try:
+                out.append(bytes(arg))
+            except ValueError as exc:  # a released memoryview
+                raise InvalidArgumentError(f"{fn}: args[{i}]: {exc}") from None
         else:
             raise TypeError(
                 f"{fn}: args[{i}] has type {type(arg).__name__}; kernel arguments are "

@@ -20,14 +20,7 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 BACKENDS = ("mock", "cuda-sim", "levelzero-sim")
 
 #: (example, backend) pairs known not to work yet, with the reason.
-KNOWN_BROKEN = {
-    ("pipeline_overlap.py", "levelzero-sim"): (
-        "levelzero: event_record resets the event on the host at enqueue, so a "
-        "stream_wait_event queued earlier on another stream waits for the new record "
-        "instead of the one before it, and the pipeline deadlocks (CUDA semantics: a "
-        "wait captures the latest record at the time of the call)"
-    ),
-}
+KNOWN_BROKEN: dict[tuple[str, str], str] = {}
 
 
 def _reason_unavailable(name: str) -> str | None:

@@ -118,6 +118,13 @@ class MockDriver(Driver):
         total_memory: int = 8 << 30,
         compute_units: int = 16,
     ) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"mock: name must be a str, got {type(name).__name__}")
+        for what, value in (("total_memory", total_memory), ("compute_units", compute_units)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"mock: {what} must be an int, got {type(value).__name__}")
+            if value < 1:
+                raise InvalidArgumentError(f"mock: {what} must be >= 1, got {value}")
         self._info = DeviceInfo(name, total_memory, compute_units, (("vendor", "aruntime"),))
         self._lock = threading.RLock()
         self._bases: list[int] = []  # sorted allocation base addresses
@@ -278,7 +285,7 @@ class MockDriver(Driver):
                 )
             address = self._next_address
             self._next_address += (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN + _GAP
-            self._arrays[address] = np.zeros(nbytes, dtype=np.uint8)
+            self._arrays[address] = _zeros(nbytes, "alloc")
             bisect.insort(self._bases, address)
             self._used += nbytes
         self._log(MockCall("alloc", nbytes=nbytes))
@@ -305,7 +312,7 @@ class MockDriver(Driver):
 
     def host_alloc(self, nbytes: int) -> tuple[int, memoryview]:
         self._check_fault("alloc_host", "alloc_host_pinned")
-        array = np.zeros(nbytes, dtype=np.uint8)
+        array = _zeros(nbytes, "alloc_host_pinned")
         address = int(array.ctypes.data)
         with self._lock:
             self._host[address] = array
@@ -347,6 +354,14 @@ class MockDriver(Driver):
 
     def event_record(self, event: DriverEvent, stream: DriverStream) -> None:
         assert isinstance(event, _MockEvent)
+        if self._lost is not None:  # sticky, as cuEventRecord after a device loss
+            raise DeviceLostError(
+                f"record_event: the device was lost earlier ({self._lost})",
+                backend="mock",
+                code=self._lost.code,
+                name=self._lost.name,
+                function="record_event",
+            )
         event.time = time.perf_counter()
 
     def event_query(self, event: DriverEvent) -> bool:
@@ -527,6 +542,20 @@ class MockDriver(Driver):
     def graph_destroy(self, graph: DriverGraph) -> None:
         assert isinstance(graph, _MockGraph)
         graph.ops.clear()
+
+
+def _zeros(nbytes: int, function: str) -> np.ndarray[Any, np.dtype[np.uint8]]:
+    """Backing memory, or OutOfMemoryError when this machine cannot provide it."""
+    try:
+        return np.zeros(nbytes, dtype=np.uint8)
+    except MemoryError:
+        raise OutOfMemoryError(
+            f"{function}: the host cannot back {nbytes} bytes of mock memory",
+            backend="mock",
+            code=2,
+            name="MOCK_OUT_OF_MEMORY",
+            function=function,
+        ) from None
 
 
 def _sid(stream: DriverStream) -> int:
