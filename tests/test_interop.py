@@ -251,7 +251,7 @@ async def test_wrap_stream_awaits_cuda_bindings_work(cuda_sim: ar.Backend) -> No
         wrapped.close()
         wrapped.close()
         # Closing the wrapper left the native stream alone: its owner destroys it.
-        assert cb.cuStreamQuery(foreign)[0] == ok
+        assert cb.cuStreamSynchronize(foreign)[0] == ok
     finally:
         assert cb.cuStreamDestroy(foreign)[0] == ok
         gpu.free(dev)
