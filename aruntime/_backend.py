@@ -19,6 +19,7 @@ import functools
 import logging
 import os
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ import numpy as np
 
 from ._array import DeviceArray
 from ._completion import Completion
+from ._compute import ComputeOps
 from ._driver import DeviceInfo, Driver, DriverEvent, DriverStream, LaunchConfig
 from ._exceptions import (
     AruntimeError,
@@ -107,6 +109,64 @@ def _release_stream(
         waiter.close(on_exit=destroy)
 
 
+def _backend_dropped(name: str, driver: Driver, waiters: weakref.WeakSet[StreamWaiter]) -> None:
+    """Finalizer of a backend garbage-collected without ``close()``.
+
+    Warns, lets every waiter drain and end, then closes the driver from the
+    last one to exit (never blocking the collector on the device).
+    """
+    warnings.warn(
+        f"unclosed backend {name!r}: close it (or use 'with' / 'async with') so its "
+        "threads and device memory are released promptly",
+        ResourceWarning,
+        stacklevel=2,
+    )
+
+    def close_driver() -> None:
+        try:
+            driver.close()
+        except Exception:  # a finalizer must never raise
+            _log.exception("%s: closing a dropped backend failed", name)
+
+    live = list(waiters)
+    if not live:
+        close_driver()
+        return
+    remaining = [len(live)]
+    lock = threading.Lock()
+
+    def one_exited() -> None:
+        with lock:
+            remaining[0] -= 1
+            last = remaining[0] == 0
+        if last:
+            close_driver()
+
+    for waiter in live:
+        waiter.close(on_exit=one_exited)
+
+
+class _FailureList:
+    """Thread-safe list of failed Completions nobody has looked at yet."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: list[Completion] = []
+
+    def note(self, completion: Completion) -> None:
+        with self._lock:
+            self._items.append(completion)
+
+    def forget(self, completion: Completion) -> None:
+        with self._lock, contextlib.suppress(ValueError):
+            self._items.remove(completion)
+
+    def take(self) -> list[Completion]:
+        with self._lock:
+            items, self._items = self._items, []
+        return items
+
+
 @dataclass(frozen=True)
 class BackendStatistics:
     """What a backend holds at one moment (see :meth:`Backend.statistics`)."""
@@ -120,7 +180,7 @@ class BackendStatistics:
     waiter_threads: int
 
 
-class Backend:
+class Backend(ComputeOps):
     """One opened device.  Made by :func:`aruntime.open_backend`.
 
     Use it as a context manager (``with``), or an async one (``async with``,
@@ -143,13 +203,22 @@ class Backend:
         self._graphs: weakref.WeakSet[Graph] = weakref.WeakSet()
         self._modules: dict[str, Module] = {}
         self._markers: list[DriverEvent] = []
+        # Every waiter whose thread may still run, including those of streams
+        # closed or dropped earlier (a running thread keeps its waiter alive),
+        # so close() can join them all before it releases the driver.
+        self._waiters: weakref.WeakSet[StreamWaiter] = weakref.WeakSet()
         self._default: Stream | None = None
+        self._orphan_failures = _FailureList()  # unseen errors of closed streams
         #: Set while a trace is active: the one attribute _submit checks.
         self._tracer: _Recorder | None = None
         _open_backends.add(self)
         env_trace = trace_env_path()
         if not driver.synchronous or env_trace is not None:
             _register_exit_hook()
+        self._finalizer = weakref.finalize(
+            self, _backend_dropped, self._name, driver, self._waiters
+        )
+        self._finalizer.atexit = False  # at exit, _abandon_all_at_exit decides
         if env_trace is not None:
             start_env_trace(self, env_trace)
 
@@ -257,7 +326,13 @@ class Backend:
         entry = Entry(alloc_id, kind, address, n, site, raw, rz, ptr)
         self._ledger.add(entry)
         if rz:
-            self._write_guards(entry)
+            try:
+                self._write_guards(entry)
+            except BaseException:
+                # The caller never gets the pointer: take it back out.
+                self._ledger.remove(alloc_id)
+                self._after_queued_work(functools.partial(self._driver.mem_free, raw))
+                raise
         return ptr
 
     def free(self, ptr: DevicePtr) -> None:
@@ -313,7 +388,7 @@ class Backend:
             raise InvalidArgumentError(f"{fn}: this HostBuffer was not allocated by {self!r}")
         if record.freed:
             raise InvalidArgumentError(f"{fn}: this HostBuffer was already freed")
-        if buf.address != record.address:
+        if buf.address != record.address or buf.nbytes != record.nbytes:
             raise InvalidArgumentError(f"{fn}: pass the HostBuffer itself, not a view of it")
         record.freed = True
         for mapped in self._ledger.mapped_views_of(record.alloc_id):
@@ -332,13 +407,24 @@ class Backend:
             raise InvalidArgumentError(f"{fn}: this HostBuffer was not allocated by {self!r}")
         if record.freed:
             raise InvalidArgumentError(f"{fn}: this HostBuffer was freed")
+        if not buf.flags.c_contiguous:
+            raise InvalidArgumentError(f"{fn}: the HostBuffer view is not C-contiguous")
         offset = buf.address - record.address
-        base = self._driver.host_device_address(record.address)
-        alloc_id = new_alloc_id()
-        ptr = DevicePtr(self, base, record.nbytes, alloc_id)
-        entry = Entry(alloc_id, "mapped", base, record.nbytes, caller_site(), base, 0, ptr)
-        entry.mapped_from = record.alloc_id
-        self._ledger.add(entry)
+        with self._lock:
+            # One mapping per host allocation, however often it is asked for:
+            # a new ledger entry per call would grow without bound in a loop.
+            mapped = self._ledger.mapped_views_of(record.alloc_id)
+            if mapped:
+                ptr = mapped[0].handle
+                assert isinstance(ptr, DevicePtr)
+            else:
+                base = self._driver.host_device_address(record.address)
+                alloc_id = new_alloc_id()
+                ptr = DevicePtr(self, base, record.nbytes, alloc_id)
+                site = caller_site()
+                entry = Entry(alloc_id, "mapped", base, record.nbytes, site, base, 0, ptr)
+                entry.mapped_from = record.alloc_id
+                self._ledger.add(entry)
         return ptr.offset(offset)[: buf.nbytes]
 
     # ------------------------------------------------------------------ interop
@@ -509,7 +595,8 @@ class Backend:
         the device has read it.
         """
         fn = "copy_h2d_async"
-        self._check_open(fn)
+        if self._closed:
+            self._check_open(fn)
         view = as_host_view(src, fn, writable=False)
         n = view.nbytes
         self._ledger.check_range(dst, n, fn, "dst")
@@ -520,7 +607,8 @@ class Backend:
             fn,
             stream,
             lambda s: self._driver.memcpy_h2d(view, address, s),
-            keepalive=(view, src),
+            keepalive=(src,),
+            views=(view,),
             nbytes=n,
         )
 
@@ -532,7 +620,8 @@ class Backend:
         written it; read it only after the Completion is done.
         """
         fn = "copy_d2h_async"
-        self._check_open(fn)
+        if self._closed:
+            self._check_open(fn)
         view = as_host_view(dst, fn, writable=True)
         n = view.nbytes
         self._ledger.check_range(src, n, fn, "src")
@@ -543,7 +632,8 @@ class Backend:
             fn,
             stream,
             lambda s: self._driver.memcpy_d2h(address, view, s),
-            keepalive=(view, dst),
+            keepalive=(dst,),
+            views=(view,),
             result=dst,
             nbytes=n,
         )
@@ -685,12 +775,19 @@ class Backend:
         self._check_open(fn)
         self._check_event(event, fn)
         stream = event._last_stream
-        if self._driver.synchronous or stream is None or stream.closed:
-            if stream is not None and not self._driver.synchronous:
-                # The stream closed after recording: its queue drained before it
-                # closed, so the event has already completed.
-                pass
+        if self._driver.synchronous or stream is None:
             return Completion._born_done(fn)
+        if stream.closed:
+            # close() never blocks, so the stream may still be draining the
+            # work before the event: finish once the last op queued on it has.
+            waiter = stream._waiter_box[0]
+            last = waiter.last_pending() if waiter is not None else None
+            if last is None:
+                return Completion._born_done(fn)
+            reached = Completion(fn, None)
+            if not last._add_callback(reached._finish):
+                reached._finish()
+            return reached
         completion = Completion(fn, stream)
         waiter = self._waiter_for(stream)
         with stream._lock:
@@ -734,6 +831,7 @@ class Backend:
             return self._default
 
     def stream_is_capturing(self, stream: Stream) -> bool:
+        self._check_open("stream_is_capturing")
         return self._resolve_stream(stream, "stream_is_capturing")._capturing
 
     def _close_stream(self, stream: Stream) -> None:
@@ -743,6 +841,9 @@ class Backend:
             return
         with self._lock:
             self._streams.discard(stream)
+        for failure in stream._take_failures():  # later ones go there directly
+            self._orphan_failures.note(failure)
+        with self._lock:
             if self._closed:
                 return
             self._draining.add(stream)
@@ -1010,6 +1111,7 @@ class Backend:
             if self._closed:
                 return
             self._closed = True
+            self._finalizer.detach()
             streams = list(self._streams)
             if self._default is not None and self._default not in streams:
                 streams.append(self._default)
@@ -1031,11 +1133,14 @@ class Backend:
         ]
         for w in waiters:
             w.close()
+        with self._lock:
+            waiters.extend(self._waiters)
         for w in waiters:
             w.join()
         stop_all(self)
         for st in streams:
             errors.extend(c._error for c in st._take_failures() if c._error is not None)
+        errors.extend(c._error for c in self._orphan_failures.take() if c._error is not None)
 
         def attempt(what: str, fn: Callable[[], None]) -> None:
             try:
@@ -1080,43 +1185,61 @@ class Backend:
             if self._closed:
                 return
             self._closed = True
-            streams = list(self._streams)
-            if self._default is not None:
-                streams.append(self._default)
-        for st in streams:
-            waiter = st._waiter_box[0]
-            if waiter is not None:
-                waiter.abandon()
+            self._finalizer.detach()
+            waiters = list(self._waiters)  # those of closed streams still draining too
+        for waiter in waiters:
+            waiter.abandon()
         stop_all(self, abandon=True)
 
     def __enter__(self) -> Backend:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: object, *exc: object) -> None:
+        self._close_after_block(failing=exc_type is not None)
 
     async def __aenter__(self) -> Backend:
         return self
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def __aexit__(self, exc_type: object, *exc: object) -> None:
         """Await all queued work, then close.  If cancelled, closing still happens."""
+        failing = exc_type is not None
         try:
             if not self._closed:
                 for completion in self._drain_completions():
                     with contextlib.suppress(AruntimeError):
                         await completion
+        except BaseException:
+            failing = True  # e.g. cancelled while draining
+            raise
         finally:
+            self._close_after_block(failing=failing)
+
+    def _close_after_block(self, *, failing: bool) -> None:
+        """close() at the end of a ``with`` block, never masking the block's own error.
+
+        When the block is already raising (or being cancelled), an unseen op
+        error found by close() is only logged (close() logs every one), so the
+        caller sees their exception, not an unrelated DriverError in its place.
+        """
+        try:
             self.close()
+        except AruntimeError:
+            if not failing:
+                raise
 
     def _drain_completions(self) -> list[Completion]:
         with self._lock:
             streams = list(self._streams)
             if self._default is not None:
                 streams.append(self._default)
+            waiters = list(self._waiters)
         out = []
         for st in streams:
             if not st.closed and not st._capturing:
                 out.append(self._marker("close", st))
+        # Streams closed with work still queued: await them too, or close()
+        # would block the event loop while they drain.
+        out.extend(c for c in (w.last_pending() for w in waiters) if c is not None)
         return out
 
     # -------------------------------------------------------------- internals
@@ -1133,7 +1256,10 @@ class Backend:
 
     def _resolve_stream(self, stream: object, fn: str, *, allow_closed: bool = False) -> Stream:
         if stream is None:
-            return self.default_stream()
+            default = self._default
+            return default if default is not None else self.default_stream()
+        if type(stream) is Stream and stream._backend is self and not stream._closed:
+            return stream  # the common case, on every op's path: no calls
         if not isinstance(stream, Stream):
             raise TypeError(f"{fn}: stream must be a Stream or None, got {type(stream).__name__}")
         if stream.backend is not self:
@@ -1151,6 +1277,8 @@ class Backend:
                 if waiter is None:
                     waiter = StreamWaiter(self._driver, f"{self._name}-{id(stream):x}")
                     box[0] = waiter
+                    with self._lock:
+                        self._waiters.add(waiter)
         return waiter
 
     def _acquire_marker(self) -> DriverEvent:
@@ -1179,6 +1307,7 @@ class Backend:
         enqueue: Callable[[DriverStream], None],
         *,
         keepalive: tuple[Any, ...] = (),
+        views: tuple[memoryview, ...] = (),
         result: Any = None,
         nbytes: int = 0,
         kernel: Kernel | None = None,
@@ -1188,7 +1317,7 @@ class Backend:
         with st._lock:
             if st._capturing:
                 enqueue(st.handle)
-                st._capture_keepalive.extend(keepalive)
+                st._capture_keepalive.extend((*views, *keepalive))
                 st._capture_ops += 1
                 return Completion._born_captured(op)
             tracer = self._tracer
@@ -1201,7 +1330,7 @@ class Backend:
                 except DriverError as exc:
                     return Completion(op, st)._fail_at_birth(exc)
                 return Completion._born_done(op, result)
-            completion = Completion(op, st, result, keepalive)
+            completion = Completion(op, st, result, keepalive, views)
             try:
                 enqueue(st.handle)
             except DriverError as exc:
@@ -1225,12 +1354,20 @@ class Backend:
                     self._release_marker(marker)
                     return completion._fail_at_birth(exc)
             self._waiter_for(st).submit(marker, completion, release)
-            st._last = completion
         return completion
 
     def _marker(self, op: str, st: Stream) -> Completion:
         """A Completion that finishes when ``st``'s queue so far has drained."""
         if self._driver.synchronous:
+            # Everything already ran, but the device may be in a sticky error
+            # state that a real synchronize would report: ask the driver.
+            marker = self._acquire_marker()
+            try:
+                self._driver.event_record(marker, st.handle)
+            except DriverError as exc:
+                return Completion(op, st)._fail_at_birth(exc)
+            finally:
+                self._release_marker(marker)
             return Completion._born_done(op)
         return self._submit(op, st, _nothing)
 
@@ -1239,11 +1376,12 @@ class Backend:
         if self._driver.synchronous:
             release()
             return
+        # Every waiter, not just those of open streams: a stream closed with
+        # work queued keeps running it, and freeing under it would be a
+        # use-after-free on the device.
         with self._lock:
-            streams = [*self._streams, *self._draining]
-            if self._default is not None:
-                streams.append(self._default)
-        pending = [st._last for st in streams if st._last is not None and not st._last.done()]
+            waiters = list(self._waiters)
+        pending = [c for c in (w.last_pending() for w in waiters) if c is not None]
         if not pending:
             release()
             return
@@ -1274,7 +1412,10 @@ class _ErrorCheck:
 
     @staticmethod
     def wrap(marker: Completion, stream: Stream, op: str) -> Completion:
-        result = Completion(op, None)
+        # On the stream: if this synchronize() fails and nobody sees it (its
+        # await was cancelled), the error goes back to the stream for the next
+        # synchronize() or close() instead of being lost.
+        result = Completion(op, stream)
 
         def settle() -> None:
             failures = stream._take_failures()

@@ -12,6 +12,7 @@ simply skipped.
 from __future__ import annotations
 
 import asyncio
+import numbers
 import sys
 import threading
 from collections.abc import Callable, Generator
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio.lowlevel
 
-from ._exceptions import AruntimeError, CaptureError
+from ._exceptions import AruntimeError, CaptureError, InvalidArgumentError
 
 if TYPE_CHECKING:
     from ._handles import Stream
@@ -37,6 +38,19 @@ _Callback = Callable[[], None]
 def _running_under_trio() -> bool:
     trio = sys.modules.get("trio")
     return trio is not None and bool(trio.lowlevel.in_trio_run())
+
+
+def _check_timeout(timeout: object, op: str) -> float:
+    """A non-negative number of seconds, capped at what ``threading`` accepts."""
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
+        raise TypeError(
+            f"{op}: wait timeout must be None or a number of seconds, got {type(timeout).__name__}"
+        )
+    value = float(timeout)
+    if not value >= 0:  # also rejects NaN
+        raise InvalidArgumentError(f"{op}: wait timeout must be None or >= 0, got {timeout!r}")
+    # threading's waits overflow past TIMEOUT_MAX; longer is "forever" in practice.
+    return min(value, threading.TIMEOUT_MAX)
 
 
 def _set_future(fut: asyncio.Future[None]) -> None:
@@ -71,6 +85,7 @@ class Completion:
         "_result",
         "_state",
         "_stream",
+        "_views",
     )
 
     def __init__(
@@ -79,6 +94,7 @@ class Completion:
         stream: Stream | None = None,
         result: Any = None,
         keepalive: tuple[Any, ...] = (),
+        views: tuple[memoryview, ...] = (),
     ) -> None:
         self._op = op
         self._stream = stream
@@ -86,6 +102,10 @@ class Completion:
         self._error: BaseException | None = None
         self._state = _PENDING
         self._keepalive = keepalive
+        # Views the core made of the caller's buffers (released when the op
+        # finishes, which unlocks resizing); the caller's own objects, even
+        # memoryviews, are only referenced, never released.
+        self._views = views
         self._callbacks: list[_Callback] = []
         self._lock = threading.Lock()
 
@@ -99,6 +119,7 @@ class Completion:
         c._error = None
         c._state = _DONE
         c._keepalive = ()
+        c._views = ()
         c._callbacks = []
         c._lock = _NO_LOCK
         return c
@@ -143,8 +164,8 @@ class Completion:
         if called from one).  Raises :class:`TimeoutError` if ``timeout``
         seconds pass first; the op itself continues.
         """
-        if timeout is not None and (isinstance(timeout, bool) or timeout < 0):
-            raise ValueError(f"wait: timeout must be None or >= 0, got {timeout!r}")
+        if timeout is not None:
+            timeout = _check_timeout(timeout, self._op)
         if self._state == _PENDING:
             flag = threading.Event()
             if self._add_callback(flag.set) and not flag.wait(timeout):
@@ -154,7 +175,14 @@ class Completion:
 
     def __await__(self) -> Generator[Any, None, Any]:
         if self._state != _PENDING:
-            yield from anyio.lowlevel.checkpoint().__await__()
+            # Finished already (always, on the mock): still a checkpoint, taken
+            # with the loop's own primitive rather than through anyio's
+            # backend lookup, which would cost more than the rest of the op.
+            trio = sys.modules.get("trio")
+            if trio is not None and trio.lowlevel.in_trio_run():
+                yield from trio.lowlevel.checkpoint().__await__()
+            else:
+                yield  # exactly what asyncio.sleep(0) (anyio's checkpoint) does
             return self._outcome()
         if _running_under_trio():
             yield from self._wait_trio().__await__()
@@ -183,8 +211,9 @@ class Completion:
         try:
             await fut
         finally:
-            if not fut.done():
-                self._remove_callback(wake)
+            # A cancelled future is done too: unregister unconditionally, or every
+            # abandoned wait would leave its wake-up (and its loop) behind.
+            self._remove_callback(wake)
 
     async def _wait_trio(self) -> None:
         import trio
@@ -262,10 +291,11 @@ class Completion:
                 self._error = error
                 self._state = _FAILED
             callbacks, self._callbacks = self._callbacks, []
-            keepalive, self._keepalive = self._keepalive, ()
+            views, self._views = self._views, ()
+            self._keepalive = ()
         if error is not None and self._stream is not None:
             self._stream._note_failure(self)
-        _release_views(keepalive)
+        _release_views(views)
         for fn in callbacks:
             try:
                 fn()
@@ -292,11 +322,10 @@ class _NoLock:
 _NO_LOCK: Any = _NoLock()
 
 
-def _release_views(keepalive: tuple[Any, ...]) -> None:
-    """Let go of the host buffers an op pinned, unlocking resizable ones."""
-    for obj in keepalive:
-        if isinstance(obj, memoryview):
-            try:
-                obj.release()
-            except BufferError:
-                pass  # someone else still exports it; dropping our reference is enough
+def _release_views(views: tuple[memoryview, ...]) -> None:
+    """Release the core's own views of an op's host buffers, unlocking resizable ones."""
+    for view in views:
+        try:
+            view.release()
+        except BufferError:
+            pass  # someone else still exports it; dropping our reference is enough

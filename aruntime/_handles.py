@@ -108,7 +108,6 @@ class Stream(_Handle):
         self._capture_ops = 0
         self._failures: list[Completion] = []
         self._failures_lock = threading.Lock()
-        self._last: Completion | None = None
         self._capturing = False
         self._capture_keepalive: list[Any] = []
         super().__init__(backend)
@@ -160,14 +159,20 @@ class Stream(_Handle):
     # -- error bookkeeping (called from any thread) -------------------------
     def _note_failure(self, completion: Completion) -> None:
         with self._failures_lock:
-            self._failures.append(completion)
+            if not self._closed:
+                self._failures.append(completion)
+                return
+        # A closed stream has no next synchronize(): its backend's close() reports it.
+        self._backend._orphan_failures.note(completion)
 
     def _forget_failure(self, completion: Completion) -> None:
         with self._failures_lock:
             try:
                 self._failures.remove(completion)
+                return
             except ValueError:
                 pass
+        self._backend._orphan_failures.forget(completion)
 
     def _take_failures(self) -> list[Completion]:
         with self._failures_lock:

@@ -75,7 +75,6 @@ class Ledger:
         self._backend = backend
         self._lock = threading.Lock()
         self._entries: dict[int, Entry] = {}
-        self._freed: set[int] = set()
         self.low_pattern = DEFAULT_LOW_PATTERN
         self.high_pattern = DEFAULT_HIGH_PATTERN
 
@@ -85,10 +84,7 @@ class Ledger:
 
     def remove(self, alloc_id: int) -> Entry | None:
         with self._lock:
-            entry = self._entries.pop(alloc_id, None)
-            if entry is not None:
-                self._freed.add(alloc_id)
-            return entry
+            return self._entries.pop(alloc_id, None)
 
     def get(self, alloc_id: int) -> Entry | None:
         return self._entries.get(alloc_id)
@@ -113,14 +109,21 @@ class Ledger:
             )
         entry = self._entries.get(ptr._alloc_id)
         if entry is None:
-            if ptr._alloc_id in self._freed:
-                raise InvalidArgumentError(f"{fn}: {what} {ptr!r} was freed")
-            raise InvalidArgumentError(f"{fn}: {what} {ptr!r} is not a live allocation")
+            # Only this backend makes pointers to it, so one that is not live was
+            # freed (no set of freed ids: it would grow with every free, forever).
+            raise InvalidArgumentError(f"{fn}: {what} {ptr!r} was freed")
         return entry
 
     def check_range(self, ptr: object, nbytes: int, fn: str, what: str = "ptr") -> Entry:
         """``ptr`` is live and its view holds at least ``nbytes`` bytes."""
-        entry = self.check_ptr(ptr, fn, what)
+        # Every copy passes here: look the common case up without calls.
+        entry = (
+            self._entries.get(ptr._alloc_id)
+            if type(ptr) is DevicePtr and ptr._backend is self._backend
+            else None
+        )
+        if entry is None:
+            entry = self.check_ptr(ptr, fn, what)
         assert isinstance(ptr, DevicePtr)
         if nbytes > ptr._nbytes:
             over = nbytes - ptr._nbytes

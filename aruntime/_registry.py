@@ -79,7 +79,8 @@ def open_backend(name: str = "auto", device: int = 0, **options: Any) -> Backend
 
     ``"auto"`` means ``ARUNTIME_BACKEND`` if set, else a real CUDA device, else a
     real Level Zero device, else the mock.  ``options`` go to the backend
-    (the mock takes ``name``, ``total_memory`` and ``compute_units``).
+    (the mock takes ``device_name``, ``total_memory``, ``compute_units`` and
+    ``latency``).
     """
     if not isinstance(name, str):
         raise TypeError(f"open_backend: name must be a str, got {type(name).__name__}")

@@ -53,15 +53,8 @@ def check_byte_value(value: object, fn: str) -> int:
 
 def as_host_view(obj: object, fn: str, *, writable: bool) -> memoryview:
     """A flat byte view of a C-contiguous host buffer, or a clear error."""
-    if isinstance(obj, DevicePtr):
-        raise TypeError(f"{fn}: expected host memory, got a DevicePtr (device memory)")
-    if isinstance(obj, (str, int, float, complex)) or obj is None:
-        raise TypeError(
-            f"{fn}: host memory must support the buffer protocol (numpy array, bytearray, "
-            f"memoryview, HostBuffer), got {type(obj).__name__}"
-        )
-    if isinstance(obj, HostBuffer) and obj.freed:
-        raise InvalidArgumentError(f"{fn}: the HostBuffer was freed with free_host_pinned")
+    if type(obj) not in _PLAIN_BUFFERS:
+        _check_host_object(obj, fn)
     try:
         view = memoryview(obj)  # type: ignore[arg-type]
     except TypeError:
@@ -69,6 +62,14 @@ def as_host_view(obj: object, fn: str, *, writable: bool) -> memoryview:
             f"{fn}: host memory must support the buffer protocol (numpy array, bytearray, "
             f"memoryview, HostBuffer), got {type(obj).__name__}"
         ) from None
+    except ValueError as exc:  # a released memoryview, an exporter that refuses
+        raise InvalidArgumentError(f"{fn}: cannot use this host buffer: {exc}") from None
+    if "O" in view.format:
+        fmt = view.format
+        view.release()
+        raise InvalidArgumentError(
+            f"{fn}: host buffer holds Python objects (format {fmt!r}), not raw data"
+        )
     if not view.c_contiguous:
         view.release()
         raise InvalidArgumentError(f"{fn}: host buffer is not C-contiguous; copy it first")
@@ -82,6 +83,23 @@ def as_host_view(obj: object, fn: str, *, writable: bool) -> memoryview:
     except (TypeError, ValueError, NotImplementedError):
         # Formats memoryview cannot cast (structured dtypes): numpy reads raw bytes.
         return memoryview(np.frombuffer(view, dtype=np.uint8))  # type: ignore[arg-type]
+
+
+#: Exact types that need no check before ``memoryview()`` (the hot path of every copy).
+_PLAIN_BUFFERS = frozenset({np.ndarray, bytearray, bytes, memoryview})
+
+
+def _check_host_object(obj: object, fn: str) -> None:
+    """Reject device pointers, scalars and freed pinned buffers with a clear error."""
+    if isinstance(obj, DevicePtr):
+        raise TypeError(f"{fn}: expected host memory, got a DevicePtr (device memory)")
+    if isinstance(obj, (str, int, float, complex)) or obj is None:
+        raise TypeError(
+            f"{fn}: host memory must support the buffer protocol (numpy array, bytearray, "
+            f"memoryview, HostBuffer), got {type(obj).__name__}"
+        )
+    if isinstance(obj, HostBuffer) and obj.freed:
+        raise InvalidArgumentError(f"{fn}: the HostBuffer was freed with free_host_pinned")
 
 
 def check_dims(value: object, fn: str, what: str) -> tuple[int, int, int]:
@@ -141,7 +159,10 @@ def check_kernel_args(args: object, fn: str) -> list[Any]:
                 )
             out.append(arg)
         elif isinstance(arg, (bytes, bytearray, memoryview)):
-            out.append(bytes(arg))
+            try:
+                out.append(bytes(arg))
+            except ValueError as exc:  # a released memoryview
+                raise InvalidArgumentError(f"{fn}: args[{i}]: {exc}") from None
         else:
             raise TypeError(
                 f"{fn}: args[{i}] has type {type(arg).__name__}; kernel arguments are "

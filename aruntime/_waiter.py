@@ -36,12 +36,15 @@ class StreamWaiter:
         self._driver = driver
         self._label = label
         self._queue: collections.deque[_Item] = collections.deque()
-        self._cond = threading.Condition(threading.Lock())
+        # Reentrant: a garbage-collection finalizer that closes this waiter may
+        # run on this very thread while it holds the lock.
+        self._cond = threading.Condition(threading.RLock())
         self._thread: threading.Thread | None = None
         self._closing = False
-        self._on_exit: Callable[[], None] | None = None
+        self._exited = False
+        self._on_exit: list[Callable[[], None]] = []
         self._abandon = False
-        self._busy = 0  # 1 while an item popped from the queue is being waited on
+        self._current: Completion | None = None  # that item's Completion
 
     def submit(
         self,
@@ -61,24 +64,47 @@ class StreamWaiter:
             else:
                 self._cond.notify()
 
+    def last_pending(self) -> Completion | None:
+        """The Completion of the latest op not yet finished (None when drained).
+
+        The stream runs in order, so once it finishes, everything queued on the
+        stream before it has finished too.
+        """
+        with self._cond:
+            if self._queue:
+                return self._queue[-1][1]
+            return self._current
+
     def pending(self) -> int:
         """Ops queued or being waited on whose Completion has not finished."""
-        return len(self._queue) + self._busy
+        # Ask the Completion, not the busy flag: a woken awaiter may run (and
+        # check for leaks) before this thread has cleared the flag.
+        with self._cond:
+            current = self._current
+            return len(self._queue) + (current is not None and not current.done())
 
     @property
     def started(self) -> bool:
         return self._thread is not None
 
     def close(self, on_exit: Callable[[], None] | None = None) -> None:
-        """Stop after the queued work: never blocks.  ``on_exit`` runs once drained."""
+        """Stop after the queued work: never blocks.  ``on_exit`` runs once drained.
+
+        It may be called again (by another owner) with another ``on_exit``;
+        each runs once, right away if the thread has already ended.
+        """
+        run_now = False
         with self._cond:
-            if self._closing:
-                return
-            self._closing = True
-            self._on_exit = on_exit
-            thread = self._thread
-            self._cond.notify()
-        if thread is None and on_exit is not None:
+            if on_exit is not None:
+                if self._exited or self._thread is None:
+                    run_now = True
+                else:
+                    self._on_exit.append(on_exit)
+            if not self._closing:
+                self._closing = True
+                self._cond.notify()
+        if run_now:
+            assert on_exit is not None
             on_exit()
 
     def join(self, timeout: float | None = None) -> bool:
@@ -102,10 +128,11 @@ class StreamWaiter:
                 while not self._queue and not self._closing:
                     self._cond.wait()
                 if self._abandon or (not self._queue and self._closing):
-                    on_exit, self._on_exit = self._on_exit, None
+                    on_exit, self._on_exit = self._on_exit, []
+                    self._exited = True
                     break
                 event, completion, release = self._queue.popleft()
-                self._busy = 1
+                self._current = completion
             error: BaseException | None = None
             try:
                 self._driver.event_wait(event)
@@ -121,9 +148,14 @@ class StreamWaiter:
                     _log.exception("returning a marker event failed")
             if not self._abandon:
                 completion._finish(error)
-            self._busy = 0
-        if on_exit is not None and not self._abandon:
-            try:
-                on_exit()
-            except Exception:
-                _log.exception("%s: cleanup after the last op failed", self._label)
+            with self._cond:
+                self._current = None
+            # Drop this op before parking: otherwise the idle thread keeps its
+            # Completion, and through it the stream and a D2H destination, alive.
+            del event, completion, release, error
+        if not self._abandon:
+            for fn in on_exit:
+                try:
+                    fn()
+                except Exception:
+                    _log.exception("%s: cleanup after the last op failed", self._label)

@@ -20,7 +20,8 @@
  *   - thread geometry only through the AR_* index macros, and only in the
  *     kernel body (helpers take indices as arguments);
  *   - helpers are AR_DEVICE_FN functions;
- *   - integer types through ar_i32/ar_u32/ar_i64/ar_u64, math through ar_*f;
+ *   - integer types through ar_u16/ar_i32/ar_u32/ar_i64/ar_u64, math through
+ *     ar_*f, float bits through ar_float_as_u32/ar_u32_as_float;
  *   - no barriers and no block-shared memory: the host build runs the threads
  *     of a block one after another.
  */
@@ -49,6 +50,14 @@ typedef int ar_i32;
 typedef unsigned int ar_u32;
 typedef long long ar_i64;
 typedef unsigned long long ar_u64;
+typedef unsigned short ar_u16;
+
+/* Reinterpret the bits of a float as a uint32 and back. */
+#define ar_float_as_u32(f) __float_as_uint(f)
+#define ar_u32_as_float(u) __uint_as_float(u)
+/* Keep the next loop rolled (nvcc fully unrolls short constant-bound loops,
+ * which only bloats naive kernels' PTX). */
+#define AR_NO_UNROLL _Pragma("unroll 1")
 
 #define AR_GLOBAL
 #define AR_RESTRICT __restrict__
@@ -86,6 +95,10 @@ typedef int ar_i32;
 typedef uint ar_u32;
 typedef long ar_i64;
 typedef ulong ar_u64;
+typedef ushort ar_u16;
+
+#define ar_float_as_u32(f) as_uint((float)(f))
+#define ar_u32_as_float(u) as_float((uint)(u))
 
 #define AR_GLOBAL __global
 #define AR_RESTRICT restrict
@@ -127,6 +140,21 @@ typedef int32_t ar_i32;
 typedef uint32_t ar_u32;
 typedef int64_t ar_i64;
 typedef uint64_t ar_u64;
+typedef uint16_t ar_u16;
+
+static inline uint32_t ar_float_as_u32(float f)
+{
+    union { float f; uint32_t u; } v;
+    v.f = f;
+    return v.u;
+}
+
+static inline float ar_u32_as_float(uint32_t u)
+{
+    union { float f; uint32_t u; } v;
+    v.u = u;
+    return v.f;
+}
 
 /* Where the body finds its thread: the host entry fills one per thread. */
 typedef struct ar__thread {
@@ -195,9 +223,17 @@ typedef struct ar__thread {
 
 #endif
 
+#ifndef AR_NO_UNROLL
+#define AR_NO_UNROLL
+#endif
+
 /* Global (grid-wide) indices, the same in every dialect. */
 #define AR_GLOBAL_ID_X (AR_BLOCK_IDX_X * AR_BLOCK_DIM_X + AR_THREAD_IDX_X)
 #define AR_GLOBAL_ID_Y (AR_BLOCK_IDX_Y * AR_BLOCK_DIM_Y + AR_THREAD_IDX_Y)
 #define AR_GLOBAL_ID_Z (AR_BLOCK_IDX_Z * AR_BLOCK_DIM_Z + AR_THREAD_IDX_Z)
+/* Threads in the whole grid along x, for grid-stride loops
+ * (for (i = AR_GLOBAL_ID_X; i < n; i += AR_GLOBAL_SIZE_X)), which let a kernel
+ * cover any n with a capped grid. */
+#define AR_GLOBAL_SIZE_X ((ar_u64)AR_GRID_DIM_X * (ar_u64)AR_BLOCK_DIM_X)
 
 #endif /* AR_PORTABLE_H */

@@ -1,7 +1,7 @@
 """Regenerates the committed PTX of the portable kernels (needs nvcc).
 
 nvcc is not available in CI, so the PTX is a committed, generated artifact;
-tests/ffi/test_kernels_build.py regenerates it and diffs it when nvcc exists.
+tests/ffi/test_kernel_images.py regenerates it and diffs it when nvcc exists.
 
     python ffi/kernels/build_ptx.py [--check]
 """
@@ -18,7 +18,15 @@ from pathlib import Path
 
 KERNELS_DIR = Path(__file__).resolve().parent
 PTX_DIR = KERNELS_DIR.parent.parent / "aruntime" / "kernels"
-SOURCES = ("vector_ops.c",)
+SOURCES = (
+    "vector_ops.c",
+    "gemm.c",
+    "conv2d.c",
+    "attention.c",
+    "reduce.c",
+    "unary.c",
+    "binary.c",
+)
 # compute_75 is the oldest virtual architecture CUDA 13 accepts; the driver
 # JIT-compiles this PTX for any newer GPU.
 ARCH = "compute_75"

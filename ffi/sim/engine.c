@@ -580,8 +580,15 @@ struct arsim_event {
     pthread_cond_t cv;
     int waiters; /* guarded by mu: blocked waiters to wake */
     _Atomic uint64_t rec_submitted;
-    _Atomic uint64_t rec_done;
+    _Atomic uint64_t rec_done; /* the highest record that has executed */
     _Atomic int rec_status;
+    /* Records on several queues may execute out of order, and a wait is for
+     * one record (CUDA: later records do not affect a wait already made), so
+     * executed records are also kept as a floor (every record up to it has
+     * executed) plus those executed above it (guarded by mu). */
+    _Atomic uint64_t rec_floor;
+    uint64_t *above;
+    size_t n_above, cap_above;
     _Atomic uint64_t timestamp;
     _Atomic uint64_t model_ts; /* device time of the last record/signal, timing or not */
     _Atomic int has_timestamp;
@@ -609,6 +616,7 @@ void arsim_event_retain(arsim_event *e) { atomic_fetch_add(&e->refs, 1); }
 void arsim_event_release(arsim_event *e)
 {
     if (e && atomic_fetch_sub(&e->refs, 1) == 1) {
+        free(e->above);
         pthread_mutex_destroy(&e->mu);
         pthread_cond_destroy(&e->cv);
         free(e);
@@ -731,6 +739,64 @@ arsim_status arsim_event_wait_signaled(arsim_event *e, arsim_wait_mode mode, int
     return (arsim_status)atomic_load_explicit(&e->sig_status, memory_order_acquire);
 }
 
+/* Caller holds e->mu. */
+static int record_executed_locked(const arsim_event *e, uint64_t seq)
+{
+    if (atomic_load_explicit(&e->rec_floor, memory_order_acquire) >= seq)
+        return 1;
+    for (size_t i = 0; i < e->n_above; i++)
+        if (e->above[i] == seq)
+            return 1;
+    return 0;
+}
+
+/* Caller holds e->mu. */
+static void record_mark_executed(arsim_event *e, uint64_t seq)
+{
+    uint64_t floor = atomic_load(&e->rec_floor);
+    if (seq <= floor)
+        return;
+    if (seq > floor + 1) {
+        if (e->n_above == e->cap_above) {
+            size_t cap = e->cap_above ? e->cap_above * 2 : 8;
+            uint64_t *grown = realloc(e->above, cap * sizeof *grown);
+            if (!grown) { /* out of memory: waits for earlier records pass early */
+                atomic_store_explicit(&e->rec_floor, seq, memory_order_release);
+                e->n_above = 0;
+                return;
+            }
+            e->above = grown;
+            e->cap_above = cap;
+        }
+        e->above[e->n_above++] = seq;
+        return;
+    }
+    floor = seq;
+    for (size_t i = 0; i < e->n_above;) {
+        if (e->above[i] == floor + 1) {
+            floor++;
+            e->above[i] = e->above[--e->n_above];
+            i = 0;
+        } else {
+            i++;
+        }
+    }
+    atomic_store_explicit(&e->rec_floor, floor, memory_order_release);
+}
+
+/* A device-side wait: until record `seq` itself has executed. */
+static void event_wait_record(arsim_event *e, uint64_t seq)
+{
+    if (atomic_load_explicit(&e->rec_floor, memory_order_acquire) >= seq)
+        return;
+    pthread_mutex_lock(&e->mu);
+    e->waiters++;
+    while (!record_executed_locked(e, seq))
+        pthread_cond_wait(&e->cv, &e->mu);
+    e->waiters--;
+    pthread_mutex_unlock(&e->mu);
+}
+
 /* A record executed: the event's latest record state. */
 static void event_complete_record(arsim_event *e, uint64_t seq, int status, uint64_t when)
 {
@@ -744,6 +810,7 @@ static void event_complete_record(arsim_event *e, uint64_t seq, int status, uint
         atomic_store_explicit(&e->rec_status, status, memory_order_release);
         atomic_store_explicit(&e->rec_done, seq, memory_order_release);
     }
+    record_mark_executed(e, seq);
     atomic_store_explicit(&e->sig_status, status, memory_order_release);
     atomic_store_explicit(&e->signaled, 1, memory_order_release);
     if (e->waiters)
@@ -1482,7 +1549,7 @@ static int execute(arsim_queue *q, arsim_op *op)
         return ARSIM_OK;
     case OP_EVENT_WAIT:
         advance(q, ready_time(q, op));
-        event_block(op->event, pred_recorded, op->target, ARSIM_WAIT_BLOCK, -1);
+        event_wait_record(op->event, op->target);
         advance(q, atomic_load(&op->event->model_ts));
         return ARSIM_OK;
     case OP_EVENT_WAIT_SIGNALED:

@@ -273,7 +273,8 @@ ARSIM_API arsim_op *arsim_op_host_fn(void (*fn)(void *), void *user);
 ARSIM_API arsim_op *arsim_op_marker(void);
 /* Record (CUDA): the sequence number is taken at submit time. */
 ARSIM_API arsim_op *arsim_op_event_record(arsim_event *e);
-/* Wait for the records of e submitted before this op's submit (CUDA). */
+/* Wait for the latest record of e submitted before this op's submit (CUDA); records
+ * submitted later do not affect it, even when they execute first. */
 ARSIM_API arsim_op *arsim_op_event_wait(arsim_event *e);
 /* Level Zero: signal / reset / wait-until-signaled. */
 ARSIM_API arsim_op *arsim_op_event_signal(arsim_event *e);

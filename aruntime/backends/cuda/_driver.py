@@ -75,6 +75,7 @@ from ..._exceptions import (
     InvalidArgumentError,
     OutOfMemoryError,
 )
+from ..._kernel_images import PORTABLE_MODULES, host_library_name
 from ..._native import native_library_path
 from . import _errors
 from ._ffi import CData
@@ -113,7 +114,7 @@ _EXIT_TIMEOUT_ENV = "ARUNTIME_CUDA_EXIT_TIMEOUT_S"
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[2]
 #: Portable kernel modules -> the host shared object the sim runs them from.
-_SIM_BUILTIN_MODULES = {"vector_ops": "libarkernels_host.so"}
+_SIM_BUILTIN_MODULES = {name: host_library_name(name) for name in PORTABLE_MODULES}
 
 # Which context each thread has current, shared by every CudaDriver so that
 # two devices used alternately from one thread each re-establish their own.

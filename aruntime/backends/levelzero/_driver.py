@@ -15,14 +15,21 @@ Streams
     next signal).  Level Zero 1.4 command lists are not in-order by default, so
     a barrier separates consecutive ops on one list.
 Events
-    Every event comes from host-visible event pools that are recycled: a
-    destroyed event goes back to its pool (once any pending signal has landed),
-    and a pool is created only when all events are in use.  ``event_record``
-    resets the event on the host and appends a barrier that signals it;
-    ``event_wait`` is ``zeEventHostSynchronize(UINT64_MAX)`` (the core calls it
-    on its own waiter threads; cffi releases the GIL).  Timing events come
-    from pools with ``ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP``, and
-    ``elapsed_ms`` subtracts their global kernel timestamps.
+    A driver event (:class:`_Event`) is not a Level Zero event: it points at
+    the pooled ze event of its latest record.  Each ``event_record`` takes a
+    fresh ze event from recycled host-visible pools and appends a barrier that
+    signals it; the previous one goes back to the pool.  So a
+    ``stream_wait_event`` or a host wait queued before a re-record keeps
+    waiting for the record that was current when it was called (CUDA's
+    semantics), where resetting one ze event per record would make it wait
+    for the new record, and a pipeline that re-records its events each chunk
+    would deadlock.  When a pooled ze event may be reset and reused is
+    :class:`_EventPool`'s business (see there).  A pool is created only when
+    all events are in use, never per op.  ``event_wait`` is
+    ``zeEventHostSynchronize(UINT64_MAX)`` (the core calls it on its own
+    waiter threads; cffi releases the GIL).  Timing events come from pools
+    with ``ZE_EVENT_POOL_FLAG_KERNEL_TIMESTAMP``, and ``elapsed_ms``
+    subtracts their global kernel timestamps.
 Graphs
     ``capture_begin`` switches the stream to recording into a regular command
     list, ``capture_end`` closes it.  ``graph_launch`` records a "ready" event
@@ -276,6 +283,8 @@ def loader_components(zl: ZeLibrary) -> dict[str, str]:
 
 @dataclass(eq=False)
 class _ZeEvent:
+    """One pooled Level Zero event."""
+
     handle: Any
     timing: bool
     #: Recorded at least once since it left the pool (a never-recorded event is complete).
@@ -285,6 +294,18 @@ class _ZeEvent:
     #: The stream of the last record and its position there.
     stream: _ZeStream | None = None
     position: int = 0
+    #: References that keep it out of the pool (see :class:`_EventPool`).
+    holds: int = 0
+
+
+@dataclass(eq=False)
+class _Event:
+    """A driver event: the pooled ze event of its latest record, or None before the first."""
+
+    timing: bool
+    current: _ZeEvent | None = None
+    #: Guards ``current``; taken before a pool's lock, never after.
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 @dataclass(eq=False)
@@ -304,6 +325,8 @@ class _ZeStream:
     to_compute: _ZeEvent | None
     last: _List | None = None
     capture: _List | None = None
+    #: Pooled events the capture records or waits for, held for the graph's life.
+    captured_events: list[_ZeEvent] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: Events recorded so far: orders graph failures against later records.
     records: int = 0
@@ -328,12 +351,36 @@ class _ZeModule:
 @dataclass(eq=False)
 class _ZeGraph:
     command_list: Any
+    #: Pooled events that every replay signals or waits for (released with the graph).
+    events: list[_ZeEvent] = field(default_factory=list)
     pending: int = 0
     destroyed: bool = False
 
 
 class _EventPool:
-    """Host-visible events, recycled; a new ``ze_event_pool`` only when all are in use."""
+    """Host-visible events, recycled; a new ``ze_event_pool`` only when all are in use.
+
+    When a ze event may be reset and reused: only when nothing can still
+    signal it or wait for it.  ``holds`` counts who might:
+
+    * the driver event whose latest record it is (until the next record, or
+      the event's destruction, replaces it), and whoever acquired a raw one
+      (hand-over, marker and graph events) until it releases it;
+    * each host wait (``event_wait``, ``elapsed_ms``) while it runs;
+    * each device-side wait (``stream_wait_event``).  The host cannot see when
+      a queued barrier has passed, so the waiting barrier signals a pooled
+      "passed" event of its own, and the pair goes on ``_guards``: the waited
+      event is held until the passed event is signalled.  Resetting it
+      earlier would let a barrier still queued behind slow work find it
+      unsignalled and wait for a record made after the wait call (a
+      deadlock in a pipeline whose streams wait on each other's records).
+
+    With no holds left, an event waits on ``_deferred`` until its pending
+    signal (if any) has landed, since a reset before it would be undone by
+    it.  Only then is it free, and it is reset on the host when acquired
+    again.  A capture holds the events it records or waits for until its
+    graph is destroyed: every replay uses them.
+    """
 
     def __init__(self, drv: LevelZeroDriver, timing: bool) -> None:
         self._drv = drv
@@ -341,29 +388,61 @@ class _EventPool:
         self._pools: list[Any] = []
         self._events: list[_ZeEvent] = []
         self._free: list[_ZeEvent] = []
-        #: Released while a signal may still land on them.
+        #: No holds left, but a signal may still land on them.
         self._deferred: list[_ZeEvent] = []
+        #: (passed, waited): ``waited`` is held until ``passed`` is signalled.
+        self._guards: list[tuple[_ZeEvent, _ZeEvent]] = []
         self._lock = threading.Lock()
 
     def acquire(self) -> _ZeEvent:
+        """A reset event with one hold, the caller's."""
         with self._lock:
             if not self._free:
                 self._sweep()
             if not self._free:
                 self._grow()
             event = self._free.pop()
-        self._drv._check(self._drv._lib.zeEventHostReset(event.handle), "zeEventHostReset")
+            event.holds = 1
+        try:
+            self._drv._check(self._drv._lib.zeEventHostReset(event.handle), "zeEventHostReset")
+        except DriverError:
+            self.release(event)
+            raise
         event.recorded = False
         event.fired = False
         event.stream = None
         return event
 
-    def release(self, event: _ZeEvent) -> None:
+    def hold(self, event: _ZeEvent) -> None:
+        """One more hold on an event the caller knows is held (it cannot be free now)."""
         with self._lock:
+            event.holds += 1
+
+    def release(self, event: _ZeEvent) -> None:
+        """Drop one hold; with none left, the event returns to the pool once signalled."""
+        with self._lock:
+            self._drop(event)
+
+    def guard(self, passed: _ZeEvent, waited: _ZeEvent) -> None:
+        """Keep ``waited`` until ``passed`` is signalled; takes over one hold of each."""
+        with self._lock:
+            self._guards.append((passed, waited))
+
+    def _drop(self, event: _ZeEvent) -> None:
+        event.holds -= 1
+        if event.holds == 0:
             self._deferred.append(event)
 
     def _sweep(self) -> None:
         lib = self._drv._lib
+        guards: list[tuple[_ZeEvent, _ZeEvent]] = []
+        for passed, waited in self._guards:
+            if lib.zeEventQueryStatus(passed.handle) == ZE_RESULT_NOT_READY:
+                guards.append((passed, waited))
+            else:  # the waiting barrier has passed: nothing waits on ``waited`` now
+                self._drop(waited)
+                self._drop(passed)
+        self._guards = guards
         still: list[_ZeEvent] = []
         for event in self._deferred:
             status = lib.zeEventQueryStatus(event.handle)
@@ -410,6 +489,7 @@ class _EventPool:
             self._pools.clear()
             self._free.clear()
             self._deferred.clear()
+            self._guards.clear()
 
 
 # -- the driver --------------------------------------------------------------------
@@ -509,16 +589,12 @@ class LevelZeroDriver(Driver):
         """Level Zero has no current-context state: nothing to do."""
 
     def builtin_module_image(self, name: str) -> Any:
-        """The portable kernels: a host shared object on the sim.
+        """The portable kernels: a host shared object on the sim, SPIR-V on a device."""
+        from ..._kernel_images import host_image, spirv_image
 
-        A real device needs their SPIR-V build, which this project does not
-        produce yet (the compute-ops issue adds clang/llvm-spirv builds).
-        """
-        if self._runs_sim():
-            from ..._native import native_library_path
-
-            if name == "vector_ops":
-                return native_library_path("libarkernels_host.so").read_bytes()
+        image = host_image(name) if self._runs_sim() else spirv_image(name)
+        if image is not None:
+            return image
         raise NotSupportedError(
             f"{self.backend_name} has no build of the portable module {name!r}"
             + ("" if self._runs_sim() else " (a real device needs SPIR-V)"),
@@ -681,11 +757,14 @@ class LevelZeroDriver(Driver):
             if s.capture is not None:
                 self._lib.zeCommandListDestroy(s.capture.handle)
                 s.capture = None
+                self._release_all(s.captured_events)
+                s.captured_events = []
             if s.last is not None:
                 # Level Zero forbids destroying a list the device still uses.
                 marker = self._events.acquire()
                 try:
                     self._barrier(s.last, signal=marker)
+                    marker.recorded = True
                     self._check(
                         self._lib.zeEventHostSynchronize(marker.handle, UINT64_MAX),
                         "zeEventHostSynchronize",
@@ -751,85 +830,153 @@ class LevelZeroDriver(Driver):
             target.unordered = True
 
     # -- events ---------------------------------------------------------------------
+    def _pool(self, timing: bool) -> _EventPool:
+        return self._timed_events if timing else self._events
+
+    def _held_current(self, e: _Event) -> _ZeEvent | None:
+        """The event's latest record, held for the caller (who releases it), or None."""
+        with e.lock:
+            current = e.current
+            if current is not None:
+                # Under ``e.lock`` the event's own hold on it still stands.
+                self._pool(e.timing).hold(current)
+        return current
+
     def event_create(self, timing: bool) -> DriverEvent:
-        pool = self._timed_events if timing else self._events
-        return cast(DriverEvent, pool.acquire())
+        # No ze event until the first record: a never-recorded event is complete.
+        return cast(DriverEvent, _Event(timing))
 
     def event_destroy(self, event: DriverEvent) -> None:
-        e = cast(_ZeEvent, event)
-        (self._timed_events if e.timing else self._events).release(e)
+        e = cast(_Event, event)
+        with e.lock:
+            current, e.current = e.current, None
+        if current is not None:
+            self._pool(e.timing).release(current)
 
     def event_record(self, event: DriverEvent, stream: DriverStream) -> None:
-        e = cast(_ZeEvent, event)
+        e = cast(_Event, event)
         s = cast(_ZeStream, stream)
-        with s.lock:
-            target = self._tail(s)
-            if target is s.capture:
-                # Each replay resets then signals it, like a CUDA event-record node.
-                self._check(
-                    self._lib.zeCommandListAppendEventReset(target.handle, e.handle),
-                    "zeCommandListAppendEventReset",
-                )
-            else:
-                self._check(self._lib.zeEventHostReset(e.handle), "zeEventHostReset")
-            self._barrier(target, signal=e)
-            e.recorded = True
-            e.stream = s
-            e.position = s.records
-            s.records += 1
+        pool = self._pool(e.timing)
+        fresh = pool.acquire()
+        try:
+            with s.lock:
+                target = self._tail(s)
+                if target is s.capture:
+                    # Each replay resets then signals it, like a CUDA event-record node.
+                    self._check(
+                        self._lib.zeCommandListAppendEventReset(target.handle, fresh.handle),
+                        "zeCommandListAppendEventReset",
+                    )
+                    pool.hold(fresh)
+                    s.captured_events.append(fresh)
+                self._barrier(target, signal=fresh)
+                fresh.recorded = True
+                fresh.stream = s
+                fresh.position = s.records
+                s.records += 1
+        except BaseException:
+            pool.release(fresh)
+            raise
+        with e.lock:
+            previous, e.current = e.current, fresh
+        if previous is not None:
+            # Waits already queued on it hold it; the pool reuses it after them.
+            pool.release(previous)
 
     def event_query(self, event: DriverEvent) -> bool:
-        e = cast(_ZeEvent, event)
-        if not e.recorded:
-            return True
-        rc = self._lib.zeEventQueryStatus(e.handle)
+        e = cast(_Event, event)
+        with e.lock:  # the event's hold keeps its current ze event from being reused
+            current = e.current
+            if current is None:
+                return True
+            rc = self._lib.zeEventQueryStatus(current.handle)
         if rc == ZE_RESULT_NOT_READY:
             return False
         self._check(rc, "zeEventQueryStatus")
         return True
 
     def event_wait(self, event: DriverEvent) -> None:
-        e = cast(_ZeEvent, event)
-        if not e.recorded:
+        e = cast(_Event, event)
+        current = self._held_current(e)
+        if current is None:
             return
+        try:
+            self._wait_recorded(current)
+        finally:
+            self._pool(e.timing).release(current)
+
+    def _wait_recorded(self, z: _ZeEvent) -> None:
         self._check(
-            self._lib.zeEventHostSynchronize(e.handle, UINT64_MAX), "zeEventHostSynchronize"
+            self._lib.zeEventHostSynchronize(z.handle, UINT64_MAX), "zeEventHostSynchronize"
         )
-        s = e.stream
+        s = z.stream
         if s is not None and s.failures:
             # A graph replay that failed before this record: its error belongs
             # to the first event recorded after it (the replay's own Completion).
             with s.lock:
-                due = [f for f in s.failures if f[0] <= e.position]
-                s.failures = [f for f in s.failures if f[0] > e.position]
+                due = [f for f in s.failures if f[0] <= z.position]
+                s.failures = [f for f in s.failures if f[0] > z.position]
             if due:
                 raise due[0][1]
 
     def event_elapsed_ms(self, start: DriverEvent, end: DriverEvent) -> float:
-        a, b = cast(_ZeEvent, start), cast(_ZeEvent, end)
+        a, b = cast(_Event, start), cast(_Event, end)
         if not (a.timing and b.timing):
             raise InvalidArgumentError("elapsed_ms: both events must be created with timing=True")
-        stamps = []
-        for e in (a, b):
-            result = ffi.new("ze_kernel_timestamp_result_t*")
-            self._check(
-                self._lib.zeEventQueryKernelTimestamp(e.handle, result),
-                "zeEventQueryKernelTimestamp",
-            )
-            # "global" is a Python keyword, hence getattr.
-            stamps.append(int(getattr(result, "global").kernelEnd))
+        held: list[_ZeEvent] = []
+        try:
+            for e in (a, b):
+                current = self._held_current(e)
+                if current is None:
+                    raise InvalidArgumentError("elapsed_ms: both events must have been recorded")
+                held.append(current)
+            stamps = []
+            for z in held:
+                result = ffi.new("ze_kernel_timestamp_result_t*")
+                self._check(
+                    self._lib.zeEventQueryKernelTimestamp(z.handle, result),
+                    "zeEventQueryKernelTimestamp",
+                )
+                # "global" is a Python keyword, hence getattr.
+                stamps.append(int(getattr(result, "global").kernelEnd))
+        finally:
+            for z in held:
+                self._timed_events.release(z)
         ticks = (stamps[1] - stamps[0]) & self._ts_mask
         if ticks > self._ts_mask // 2:  # end before start: a negative interval
             ticks -= self._ts_mask + 1
         return ticks * self._timer_ns / 1e6
 
     def stream_wait_event(self, stream: DriverStream, event: DriverEvent) -> None:
-        e = cast(_ZeEvent, event)
-        if not e.recorded:
+        e = cast(_Event, event)
+        waited = self._held_current(e)  # the record current now, not at the barrier
+        if waited is None:
             return
+        pool = self._pool(e.timing)
         s = cast(_ZeStream, stream)
-        with s.lock:
-            self._barrier(self._tail(s), wait=[e])
+        if s.capture is None and self._lib.zeEventQueryStatus(waited.handle) == ZE_RESULT_SUCCESS:
+            pool.release(waited)  # already signalled: nothing to wait for
+            return
+        try:
+            passed = pool.acquire()  # same pool: its sweep drops both holds
+        except BaseException:
+            pool.release(waited)
+            raise
+        try:
+            with s.lock:
+                target = self._tail(s)
+                if target is s.capture:
+                    self._barrier(target, wait=[waited])
+                    s.captured_events.append(waited)
+                    pool.release(passed)
+                    return
+                self._barrier(target, signal=passed, wait=[waited])
+                passed.recorded = True
+        except BaseException:
+            pool.release(passed)
+            pool.release(waited)
+            raise
+        pool.guard(passed, waited)
 
     # -- async ops --------------------------------------------------------------------
     def memcpy_h2d(self, src: memoryview, dst: int, stream: DriverStream) -> None:
@@ -1085,20 +1232,28 @@ class LevelZeroDriver(Driver):
         s = cast(_ZeStream, stream)
         with s.lock:
             captured, s.capture = s.capture, None
+            events, s.captured_events = s.captured_events, []
         if captured is None:
             raise InvalidArgumentError("end_capture: the stream is not capturing")
         rc = self._lib.zeCommandListClose(captured.handle)
         if rc != ZE_RESULT_SUCCESS:
             self._lib.zeCommandListDestroy(captured.handle)
+            self._release_all(events)
             self._check(rc, "zeCommandListClose")
-        return cast(DriverGraph, _ZeGraph(captured.handle))
+        return cast(DriverGraph, _ZeGraph(captured.handle, events))
+
+    def _release_all(self, events: Sequence[_ZeEvent]) -> None:
+        for z in events:
+            self._pool(z.timing).release(z)
 
     def capture_abort(self, stream: DriverStream) -> None:
         s = cast(_ZeStream, stream)
         with s.lock:
             captured, s.capture = s.capture, None
+            events, s.captured_events = s.captured_events, []
         if captured is not None:
             self._lib.zeCommandListDestroy(captured.handle)
+        self._release_all(events)
 
     def graph_launch(self, graph: DriverGraph, stream: DriverStream) -> None:
         g = cast(_ZeGraph, graph)
@@ -1138,6 +1293,7 @@ class LevelZeroDriver(Driver):
             g.destroyed = True
             now = g.pending == 0
         if now:
+            self._release_all(g.events)
             self._check(self._lib.zeCommandListDestroy(g.command_list), "zeCommandListDestroy")
 
     # -- launcher callbacks (on the launcher thread) ------------------------------
@@ -1179,6 +1335,7 @@ class LevelZeroDriver(Driver):
                 graph.pending -= 1
                 destroy = graph.destroyed and graph.pending == 0
             if destroy:
+                self._release_all(graph.events)
                 lib.zeCommandListDestroy(graph.command_list)
 
 

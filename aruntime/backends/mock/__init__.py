@@ -1,7 +1,7 @@
 """The mock backend: numpy device memory, ops complete at enqueue.
 
-Options for ``open_backend("mock", ...)``: ``name``, ``total_memory`` (bytes)
-and ``compute_units``; ``latency=<seconds>`` makes it asynchronous, each
+Options for ``open_backend("mock", ...)``: ``device_name``, ``total_memory``
+(bytes) and ``compute_units``; ``latency=<seconds>`` makes it asynchronous, each
 stream running its ops on a worker thread (see ``_threaded``).  The driver
 (``backend.driver``) offers ``call_log``, ``calls(op)``,
 ``inject_fault(kind, error, count)`` and ``clear_faults()``.
@@ -29,6 +29,10 @@ __all__ = [
 def open_driver(device: int, *, sim: bool, **options: Any) -> Driver:
     if device != 0:
         raise BackendUnavailableError(f"mock: device {device} does not exist (the mock has one)")
+    # open_backend's own first parameter is called ``name``, so the device's
+    # name travels as ``device_name`` (MockDriver itself takes ``name``).
+    if "device_name" in options:
+        options["name"] = options.pop("device_name")
     if "latency" in options:
         return ThreadedMockDriver(**options)
     return MockDriver(**options)

@@ -55,6 +55,7 @@ _ALIGN = 256
 _GAP = 64 * 1024  # unmapped space between allocations, like a real VA allocator
 _DEVICE_BASE = 0x7F00_0000_0000
 _HOST_MAPPED_BASE = 0x7E00_0000_0000
+_CACHE_LIMIT = 256  # entries in each per-range cache of the copy paths
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,13 @@ class MockDriver(Driver):
         total_memory: int = 8 << 30,
         compute_units: int = 16,
     ) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"mock: name must be a str, got {type(name).__name__}")
+        for what, value in (("total_memory", total_memory), ("compute_units", compute_units)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"mock: {what} must be an int, got {type(value).__name__}")
+            if value < 1:
+                raise InvalidArgumentError(f"mock: {what} must be >= 1, got {value}")
         self._info = DeviceInfo(name, total_memory, compute_units, (("vendor", "aruntime"),))
         self._lock = threading.RLock()
         self._bases: list[int] = []  # sorted allocation base addresses
@@ -129,6 +137,12 @@ class MockDriver(Driver):
         self._faults: list[_Fault] = []
         self._lost: DriverError | None = None
         self.call_log: list[MockCall] = []
+        # Per-op costs dominate small copies, so the copy paths reuse byte views
+        # of device ranges and log entries (both immutable) instead of rebuilding
+        # them.  Addresses are never reused, so a stale view cannot alias new
+        # memory; frees clear the cache only to release the arrays.
+        self._byte_views: dict[tuple[int, int], memoryview] = {}
+        self._copy_calls: dict[tuple[str, int, int], MockCall] = {}
 
     # -- user-facing extras --------------------------------------------------
     def inject_fault(
@@ -163,6 +177,8 @@ class MockDriver(Driver):
         return [c for c in self.call_log if op is None or c.op == op]
 
     def _check_fault(self, kind: str, function: str) -> None:
+        if not self._faults and self._lost is None:
+            return  # nothing injected: skip the lock on every op's path
         with self._lock:
             if self._lost is not None:
                 raise DeviceLostError(
@@ -189,8 +205,27 @@ class MockDriver(Driver):
                     raise exc
 
     def _log(self, call: MockCall) -> None:
-        with self._lock:
-            self.call_log.append(call)
+        self.call_log.append(call)  # list.append is atomic; no lock needed
+
+    def _copy_call(self, op: str, stream: DriverStream, nbytes: int) -> MockCall:
+        assert isinstance(stream, _MockStream)
+        key = (op, stream.id, nbytes)
+        call = self._copy_calls.get(key)
+        if call is None:
+            if len(self._copy_calls) >= _CACHE_LIMIT:
+                self._copy_calls.clear()
+            call = self._copy_calls[key] = MockCall(op, key[1], nbytes)
+        return call
+
+    def _bytes(self, address: int, nbytes: int) -> memoryview:
+        """A writable 1-D byte memoryview of device memory, cached per range."""
+        key = (address, nbytes)
+        mv = self._byte_views.get(key)
+        if mv is None:
+            if len(self._byte_views) >= _CACHE_LIMIT:
+                self._byte_views.clear()
+            mv = self._byte_views[key] = self.view(address, nbytes).data
+        return mv
 
     # -- memory resolution -----------------------------------------------------
     def view(self, address: int, nbytes: int) -> np.ndarray[Any, np.dtype[np.uint8]]:
@@ -229,6 +264,7 @@ class MockDriver(Driver):
 
     def close(self) -> None:
         with self._lock:
+            self._byte_views.clear()
             self._arrays.clear()
             self._bases.clear()
             self._host.clear()
@@ -249,7 +285,7 @@ class MockDriver(Driver):
                 )
             address = self._next_address
             self._next_address += (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN + _GAP
-            self._arrays[address] = np.zeros(nbytes, dtype=np.uint8)
+            self._arrays[address] = _zeros(nbytes, "alloc")
             bisect.insort(self._bases, address)
             self._used += nbytes
         self._log(MockCall("alloc", nbytes=nbytes))
@@ -271,11 +307,12 @@ class MockDriver(Driver):
                 )
             self._bases.remove(address)
             self._used -= array.size
+            self._byte_views.clear()
         self._log(MockCall("free", nbytes=int(array.size)))
 
     def host_alloc(self, nbytes: int) -> tuple[int, memoryview]:
         self._check_fault("alloc_host", "alloc_host_pinned")
-        array = np.zeros(nbytes, dtype=np.uint8)
+        array = _zeros(nbytes, "alloc_host_pinned")
         address = int(array.ctypes.data)
         with self._lock:
             self._host[address] = array
@@ -285,6 +322,7 @@ class MockDriver(Driver):
     def host_free(self, address: int) -> None:
         with self._lock:
             self._host.pop(address, None)
+            self._byte_views.clear()
             for alias in [a for a, h in self._host_mapped.items() if h == address]:
                 del self._host_mapped[alias]
         self._log(MockCall("free_host"))
@@ -316,6 +354,14 @@ class MockDriver(Driver):
 
     def event_record(self, event: DriverEvent, stream: DriverStream) -> None:
         assert isinstance(event, _MockEvent)
+        if self._lost is not None:  # sticky, as cuEventRecord after a device loss
+            raise DeviceLostError(
+                f"record_event: the device was lost earlier ({self._lost})",
+                backend="mock",
+                code=self._lost.code,
+                name=self._lost.name,
+                function="record_event",
+            )
         event.time = time.perf_counter()
 
     def event_query(self, event: DriverEvent) -> bool:
@@ -346,7 +392,11 @@ class MockDriver(Driver):
         if stream.recording is not None:
             stream.recording.append(lambda: self._execute(kind, call, op))
             return
-        self._execute(kind, call, op)
+        # _execute, inlined: this runs for every op.
+        if self._faults or self._lost is not None:
+            self._check_fault(kind, call.op)
+        self.call_log.append(call)
+        op()
 
     def _execute(self, kind: str, call: MockCall, op: Callable[[], None]) -> None:
         self._check_fault(kind, call.op)
@@ -357,17 +407,17 @@ class MockDriver(Driver):
         n = src.nbytes
 
         def op() -> None:
-            np.copyto(self.view(dst, n), np.frombuffer(src, dtype=np.uint8))
+            self._bytes(dst, n)[:] = src
 
-        self._run(stream, "copy_h2d", MockCall("copy_h2d", _sid(stream), n), op)
+        self._run(stream, "copy_h2d", self._copy_call("copy_h2d", stream, n), op)
 
     def memcpy_d2h(self, src: int, dst: memoryview, stream: DriverStream) -> None:
         n = dst.nbytes
 
         def op() -> None:
-            np.copyto(np.frombuffer(dst, dtype=np.uint8), self.view(src, n))
+            dst[:] = self._bytes(src, n)
 
-        self._run(stream, "copy_d2h", MockCall("copy_d2h", _sid(stream), n), op)
+        self._run(stream, "copy_d2h", self._copy_call("copy_d2h", stream, n), op)
 
     def memcpy_d2d(self, src: int, dst: int, nbytes: int, stream: DriverStream) -> None:
         def op() -> None:
@@ -499,6 +549,20 @@ class MockDriver(Driver):
 
     def host_alias(self, address: int, nbytes: int) -> memoryview | None:
         return memoryview(self.view(address, nbytes))  # type: ignore[arg-type]
+
+
+def _zeros(nbytes: int, function: str) -> np.ndarray[Any, np.dtype[np.uint8]]:
+    """Backing memory, or OutOfMemoryError when this machine cannot provide it."""
+    try:
+        return np.zeros(nbytes, dtype=np.uint8)
+    except MemoryError:
+        raise OutOfMemoryError(
+            f"{function}: the host cannot back {nbytes} bytes of mock memory",
+            backend="mock",
+            code=2,
+            name="MOCK_OUT_OF_MEMORY",
+            function=function,
+        ) from None
 
 
 def _sid(stream: DriverStream) -> int:

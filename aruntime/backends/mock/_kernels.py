@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..._driver import LaunchConfig
+from ._compute_kernels import COMPUTE_MODULES
 
 __all__ = ["MODULES"]
 
@@ -59,5 +60,6 @@ MODULES: dict[str, dict[str, Callable[..., None]]] = {
         "scale_f32": scale_f32,
         "add_f32": add_f32,
         "iota_u32": iota_u32,
-    }
+    },
+    **COMPUTE_MODULES,
 }

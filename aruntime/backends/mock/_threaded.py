@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._driver import DriverEvent, DriverStream
-from ..._exceptions import DeviceLostError, DriverError
+from ..._exceptions import DeviceLostError, DriverError, InvalidArgumentError
 from ._driver import MockCall, MockDriver, _MockStream
 
 __all__ = ["ThreadedMockDriver"]
@@ -62,12 +62,42 @@ class _ThreadedStream(_MockStream):
 
 @dataclass
 class _ThreadedEvent:
+    """Records are numbered; a wait waits for the number current at its call.
+
+    Records on different streams may finish out of order, and a later record
+    must not satisfy a wait for an earlier one (CUDA: later records "will not
+    have any effect" on a wait already made), so finished numbers are kept
+    as a floor (all up to it finished) plus the ones finished above it.
+    """
+
     timing: bool
     time: float | None = None
+    #: The number of the latest record.
     target: int = 0
-    reached: int = 0
-    error: DriverError | None = None
+    floor: int = 0
+    above: set[int] = field(default_factory=set)
+    #: The finished record whose time ``time`` is.
+    latest: int = 0
+    #: Errors carried by finished records, by number (dropped well below the floor).
+    errors: dict[int, DriverError] = field(default_factory=dict)
     cond: threading.Condition = field(default_factory=threading.Condition)
+
+    def finished(self, generation: int) -> bool:
+        """Whether record ``generation`` has finished (caller holds ``cond``)."""
+        return generation <= self.floor or generation in self.above
+
+    def finish(self, generation: int, when: float, error: DriverError | None) -> None:
+        """Record ``generation`` finished (caller holds ``cond``)."""
+        self.above.add(generation)
+        while self.floor + 1 in self.above:
+            self.floor += 1
+            self.above.discard(self.floor)
+        if error is not None:
+            self.errors[generation] = error
+        if generation >= self.latest:
+            self.latest, self.time = generation, when
+        for old in [g for g in self.errors if g < self.floor - 64]:
+            del self.errors[old]
 
 
 class ThreadedMockDriver(MockDriver):
@@ -79,21 +109,32 @@ class ThreadedMockDriver(MockDriver):
         if isinstance(latency, bool) or not isinstance(latency, (int, float)):
             raise TypeError(f"mock: latency must be a number of seconds, got {latency!r}")
         if not 0 <= latency <= 60:
-            raise ValueError(f"mock: latency must be within 0..60 s, got {latency}")
+            raise InvalidArgumentError(f"mock: latency must be within 0..60 s, got {latency}")
         super().__init__(**options)
         self.latency = float(latency)
         self._workers: list[_Worker] = []
+        self._live_streams: list[_ThreadedStream] = []
 
     def stream_create(self, priority: int) -> DriverStream:
         stream = _ThreadedStream(next(self._ids), priority)
         stream.worker = _Worker(f"aruntime-mock-stream-{stream.id}")
         with self._lock:
             self._workers.append(stream.worker)
+            self._live_streams.append(stream)
         return DriverStream(stream)
 
     def stream_destroy(self, stream: DriverStream) -> None:
         assert isinstance(stream, _ThreadedStream) and stream.worker is not None
+        with self._lock:
+            self._live_streams = [s for s in self._live_streams if s is not stream]
         stream.worker.stop()
+
+    def clear_faults(self) -> None:
+        """Also forget the lost-device error each stream carries to its next event."""
+        with self._lock:
+            super().clear_faults()
+            for stream in self._live_streams:
+                stream.error = None
 
     def close(self) -> None:
         with self._lock:
@@ -154,24 +195,23 @@ class ThreadedMockDriver(MockDriver):
                 error = self._lost
                 stream.error = self._lost
             with event.cond:
-                event.time = time.perf_counter()
-                event.error = error
-                event.reached = max(event.reached, generation)
+                event.finish(generation, time.perf_counter(), error)
                 event.cond.notify_all()
 
         stream.worker.submit(job)
 
     def event_query(self, event: DriverEvent) -> bool:
         assert isinstance(event, _ThreadedEvent)
-        return event.reached >= event.target
+        with event.cond:
+            return event.finished(event.target)
 
     def event_wait(self, event: DriverEvent) -> None:
         assert isinstance(event, _ThreadedEvent)
         with event.cond:
             goal = event.target
-            while event.reached < goal:
+            while not event.finished(goal):
                 event.cond.wait()
-            error = event.error
+            error = event.errors.get(goal)
         if error is not None:
             raise error
 
@@ -183,7 +223,7 @@ class ThreadedMockDriver(MockDriver):
 
         def job() -> None:
             with event.cond:
-                while event.reached < goal:
+                while not event.finished(goal):
                     event.cond.wait()
 
         stream.worker.submit(job)

@@ -112,6 +112,7 @@ def test_driver_tests_pass_under_the_validation_layer() -> None:
             "no:cacheprovider",
             "-rs",
             "tests/backends/levelzero/test_driver.py",
+            "tests/backends/levelzero/test_event_rerecord.py",
             "-k",
             "loader",
         ],

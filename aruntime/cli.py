@@ -1,0 +1,468 @@
+"""The ``aruntime`` command: ``info``, ``demo`` and ``bench``.
+
+Every command has ``--help``.  A failure exits non-zero with one line on
+stderr naming the command and the reason (set ``ARUNTIME_DEBUG=1`` for the
+traceback instead).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ._demo import DemoConfig, DemoResult, can_trace, run_demo
+from ._exceptions import AruntimeError
+from ._registry import BACKEND_NAMES, BackendStatus, open_backend, probe_backends
+
+__all__ = ["main"]
+
+#: The demo's preference when no backend is named: real devices, then sims, then the mock.
+DEMO_ORDER = ("cuda", "levelzero", "cuda-sim", "levelzero-sim", "mock")
+
+_MIB = 1 << 20
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (and exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+class CommandError(Exception):
+    """A failure the CLI reports as one line."""
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _parser() -> _Parser:
+    parser = _Parser(
+        prog="aruntime",
+        description="aruntime: an async-first GPU runtime for asyncio and trio.",
+    )
+    from . import __version__
+
+    parser.add_argument("--version", action="version", version=f"aruntime {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    info = sub.add_parser(
+        "info",
+        help="list every backend, its devices, or why it is unavailable",
+        description="List every backend: whether it can be opened here, its devices "
+        "(memory, compute units), and why an unavailable one is unavailable.",
+    )
+    info.set_defaults(func=_cmd_info)
+
+    demo = sub.add_parser(
+        "demo",
+        help="run an overlapped copy/compute/copy pipeline",
+        description="Run an overlapped pipeline (H2D copy, scale_f32 kernel, D2H copy) "
+        "over several streams on the best backend available (real CUDA, real Level "
+        "Zero, cuda-sim, levelzero-sim, then the mock), check the result against "
+        "numpy and report how long each stage took.",
+    )
+    demo.add_argument(
+        "--backend",
+        choices=("auto", *BACKEND_NAMES),
+        default=None,
+        help="backend to run on (default: ARUNTIME_BACKEND, else the best available)",
+    )
+    demo.add_argument("--chunks", type=_positive, default=16, help="chunks (default 16)")
+    demo.add_argument(
+        "--chunk-mb", type=float, default=4.0, help="MiB per chunk (default 4; may be < 1)"
+    )
+    demo.add_argument(
+        "--streams", type=_positive, default=3, help="streams to spread chunks over (default 3)"
+    )
+    demo.add_argument(
+        "--loop",
+        choices=("asyncio", "trio"),
+        default="asyncio",
+        help="event loop to run under (default asyncio)",
+    )
+    demo.add_argument("--no-progress", action="store_true", help="do not draw a progress bar")
+    demo.add_argument(
+        "--trace",
+        metavar="PATH",
+        default=None,
+        help="write a Chrome trace of the pipelined pass here (default: "
+        "aruntime-demo-trace.json in the temporary folder, where tracing is built in)",
+    )
+    demo.add_argument("--no-trace", action="store_true", help="write no trace")
+    demo.set_defaults(func=_cmd_demo)
+
+    bench = sub.add_parser(
+        "bench",
+        help="run the benchmarks and print their ratio tables",
+        description="Run the scripts benchmarks/bench_*.py of a source checkout (each "
+        "prints a table of ratios measured side by side) and report which failed.",
+    )
+    bench.add_argument("names", nargs="*", metavar="NAME", help="only these (e.g. await copy)")
+    bench.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: small sizes, few rounds (benchmarks without QUICK_ARGV are skipped)",
+    )
+    bench.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    bench.add_argument(
+        "--dir", type=Path, default=None, help="the benchmarks folder (default: the checkout's)"
+    )
+    bench.set_defaults(func=_cmd_bench)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``aruntime`` command line; return the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        status: int = args.func(args)
+        return status
+    except KeyboardInterrupt:
+        print(f"aruntime {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if os.environ.get("ARUNTIME_DEBUG"):
+            raise
+        print(f"aruntime {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    if isinstance(exc, (AruntimeError, CommandError)):
+        return first or type(exc).__name__
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def _console() -> Console:
+    return Console(highlight=False)
+
+
+# -- info ---------------------------------------------------------------------------
+def _cmd_info(args: argparse.Namespace) -> int:
+    del args
+    console = _console()
+    statuses = probe_backends()
+    table = Table(title="aruntime backends", title_justify="left")
+    table.add_column("backend", style="bold", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("device", min_width=16)
+    table.add_column("memory", justify="right", no_wrap=True)
+    table.add_column("compute units", justify="right")
+    details = Table(title="device details", title_justify="left")
+    details.add_column("device", style="bold", no_wrap=True)
+    details.add_column("property", no_wrap=True)
+    details.add_column("value", overflow="fold")
+    missing = Table(title="why the unavailable ones are unavailable", title_justify="left")
+    missing.add_column("backend", style="bold", no_wrap=True)
+    missing.add_column("reason", overflow="fold")
+    for status in statuses:
+        if not status.available:
+            table.add_row(status.name, "[red]unavailable[/]", "-", "-", "-")
+            missing.add_row(status.name, _reason(status))
+            continue
+        for index, dev in enumerate(status.devices):
+            table.add_row(
+                status.name if index == 0 else "",
+                "[green]available[/]" if index == 0 else "",
+                f"{index}: {dev.name}",
+                _gib(dev.total_memory),
+                str(dev.compute_units),
+            )
+            for key, value in dev.extra:
+                details.add_row(f"{status.name}:{index}", key, value)
+    console.print(table)
+    if details.row_count:
+        console.print(details)
+    if missing.row_count:
+        console.print(missing)
+    pick, _ = _demo_choice(statuses)
+    console.print(f"aruntime demo would run on: [bold]{pick}[/]")
+    return 0
+
+
+def _gib(nbytes: int) -> str:
+    return f"{nbytes / (1 << 30):.1f} GiB" if nbytes >= 1 << 30 else f"{nbytes / _MIB:.0f} MiB"
+
+
+# -- demo ---------------------------------------------------------------------------
+def _reason(status: BackendStatus) -> str:
+    """Why a backend is unavailable, without the repeated ``"name: "`` prefix."""
+    text = status.reason.strip() or "unavailable"
+    return text.removeprefix(f"{status.name}: ")
+
+
+def _short(status: BackendStatus) -> str:
+    """The gist of :func:`_reason`: its first line (and first item, if it lists some)."""
+    lines = [line.strip().removeprefix("- ") for line in _reason(status).splitlines()]
+    lines = [line for line in lines if line]
+    text = lines[0]
+    if text.endswith(":") and len(lines) > 1:
+        text = f"{text} {lines[1]}"
+    text = text.split(" (", 1)[0].rstrip(".;: ")
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _demo_choice(statuses: list[BackendStatus]) -> tuple[str, str | None]:
+    """The demo's backend and, when it is a sim or the mock, a line saying why."""
+    by_name = {s.name: s for s in statuses}
+    for name in DEMO_ORDER:
+        status = by_name.get(name)
+        if status is not None and status.available:
+            break
+    else:
+        name = "mock"
+    if name in ("cuda", "levelzero"):
+        return name, None
+    skipped = [n for n in DEMO_ORDER[: DEMO_ORDER.index(name)] if n in by_name]
+    why = "; ".join(f"{n}: {_short(by_name[n])}" for n in skipped)
+    kind = (
+        "the mock (host-only, nothing overlaps)"
+        if name == "mock"
+        else f"the {name} software driver"
+    )
+    return name, f"Falling back to {kind}: {why} (details: aruntime info)."
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    import anyio
+
+    console = _console()
+    chunk_bytes = int(args.chunk_mb * _MIB) // 4 * 4
+    if chunk_bytes < 4:
+        raise CommandError(f"--chunk-mb {args.chunk_mb} is less than one float32")
+    config = DemoConfig(chunks=args.chunks, chunk_bytes=chunk_bytes, streams=args.streams)
+
+    name = args.backend
+    note = None
+    forced = os.environ.get("ARUNTIME_BACKEND", "")
+    if name is None and forced and forced != "auto":
+        if forced not in BACKEND_NAMES:
+            raise CommandError(
+                f"ARUNTIME_BACKEND={forced!r} is not a backend; choose one of "
+                f"{', '.join(BACKEND_NAMES)}"
+            )
+        name = forced
+        note = f"Using {name} (from ARUNTIME_BACKEND)."
+    if name is None or name == "auto":
+        name, note = _demo_choice(probe_backends())
+    if args.loop == "trio" and importlib.util.find_spec("trio") is None:
+        raise CommandError("trio is not installed (pip install 'aruntime[trio]')")
+    if note:
+        console.print(f"[yellow]{note}[/]", soft_wrap=True)
+
+    gpu = open_backend(name)
+    trace_path = None
+    if not args.no_trace:
+        if args.trace is not None and not can_trace(gpu):
+            gpu.close()
+            raise CommandError("--trace: this build of aruntime has no tracing (gpu.trace)")
+        trace_path = args.trace or str(Path(tempfile.gettempdir()) / "aruntime-demo-trace.json")
+    console.print(
+        f"Pipeline on [bold]{gpu.name}[/] ({gpu.device.name}), under {args.loop}: "
+        f"{config.chunks} chunks of {_size(chunk_bytes)} float32 over {config.streams} "
+        f"streams; each chunk: H2D copy -> scale_f32 kernel (x2.5) -> D2H copy, with "
+        "timing events around each stage; every op enqueued at once, then the downloads "
+        "awaited.  The same work runs first on 1 stream (no overlap: each stage's own "
+        f"time), then over {config.streams} streams."
+    )
+    progress = Progress(
+        TextColumn("{task.description:>10}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=args.no_progress,
+    )
+
+    async def run() -> DemoResult:
+        async with gpu:
+            with progress:
+                tasks = {
+                    "serial": progress.add_task("1 stream", total=config.chunks),
+                    "pipelined": progress.add_task(
+                        f"{config.streams} streams", total=config.chunks
+                    ),
+                }
+                return await run_demo(
+                    gpu, config, lambda phase, i: progress.advance(tasks[phase]), trace_path
+                )
+
+    result = anyio.run(run, backend=args.loop)
+    _print_summary(console, result)
+    if not result.correct:
+        worst = max(result.serial.max_error, result.pipelined.max_error)
+        raise CommandError(f"the results differ from numpy (max abs error {worst:g})")
+    return 0
+
+
+def _size(nbytes: int) -> str:
+    if nbytes >= _MIB:
+        return f"{nbytes / _MIB:.4g} MiB"
+    return f"{nbytes / 1024:.4g} KiB" if nbytes >= 1024 else f"{nbytes} B"
+
+
+def _ms(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _print_summary(console: Console, r: DemoResult) -> None:
+    stages = Table(
+        title="stages on 1 stream (device time from timing events)", title_justify="left"
+    )
+    for col in ("stage", "engine", "ops", "bytes", "time (ms)", "GB/s"):
+        stages.add_column(col, justify="left" if col in ("stage", "engine") else "right")
+    for s in r.stages:
+        rate = "-"
+        if s.nbytes and s.ms:
+            rate = f"{s.nbytes / (s.ms / 1e3) / 1e9:.2f}"
+        stages.add_row(
+            s.name, s.engine, str(s.ops), _size(s.nbytes) if s.nbytes else "-", _ms(s.ms), rate
+        )
+    console.print(stages)
+
+    summary = Table(title="summary", title_justify="left", show_header=False)
+    summary.add_column("what")
+    summary.add_column("value", justify="right")
+    one, many = r.serial, r.pipelined
+    summary.add_row("backend", f"{r.backend} ({r.device})")
+    summary.add_row("bytes moved per pass", f"{_size(r.bytes_moved)} (H2D + D2H)")
+    summary.add_row("wall time, 1 stream", f"{one.wall_ms:.3f} ms")
+    summary.add_row(f"wall time, {many.streams} streams", f"{many.wall_ms:.3f} ms")
+    ideal = r.ideal_ms
+    if ideal is not None and one.span_ms and many.span_ms:
+        summary.add_row("device time, 1 stream (no overlap)", f"{one.span_ms:.3f} ms")
+        summary.add_row(f"device time, {many.streams} streams", f"{many.span_ms:.3f} ms")
+        summary.add_row("ideal bound (busiest engine: H2D, compute or D2H)", f"{ideal:.3f} ms")
+        summary.add_row(
+            "overlap achieved vs ideal",
+            f"{ideal / many.span_ms:.0%} of ideal "
+            f"(speed-up over 1 stream {one.span_ms / many.span_ms:.2f}x)",
+        )
+    else:
+        summary.add_row("overlap", "not measurable: this backend has no timing events")
+    worst = max(one.max_error, many.max_error)
+    check = "[green]match numpy[/]" if r.correct else "[red]DIFFER from numpy[/]"
+    summary.add_row("results", f"{check} (max abs error {worst:g})")
+    if r.trace_path:
+        summary.add_row("trace (Perfetto, chrome://tracing)", r.trace_path)
+    console.print(summary)
+    if ideal is not None and many.span_ms and many.span_ms < ideal:
+        console.print(
+            "Above 100%: ops of one engine overlapped each other here (a device with "
+            "more engines, or a sim without a timing model copying on several CPU threads)."
+        )
+    if r.backend == "mock":
+        console.print("The mock runs each op when it is enqueued, so nothing overlaps there.")
+
+
+# -- bench --------------------------------------------------------------------------
+def _bench_dir(given: Path | None) -> Path:
+    if given is not None:
+        if not given.is_dir():
+            raise CommandError(f"--dir {given}: not a folder")
+        return given
+    folder = Path(__file__).resolve().parent.parent / "benchmarks"
+    if not folder.is_dir():
+        raise CommandError(
+            "no benchmarks/ folder next to the aruntime package; run from a source "
+            "checkout or pass --dir"
+        )
+    return folder
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    console = _console()
+    folder = _bench_dir(args.dir)
+    scripts = sorted(folder.glob("bench_*.py"))
+    if args.names:
+        wanted = {n.removeprefix("bench_").removesuffix(".py") for n in args.names}
+        unknown = wanted - {p.stem.removeprefix("bench_") for p in scripts}
+        if unknown:
+            known = ", ".join(p.stem.removeprefix("bench_") for p in scripts)
+            raise CommandError(f"no benchmark named {', '.join(sorted(unknown))} (have: {known})")
+        scripts = [p for p in scripts if p.stem.removeprefix("bench_") in wanted]
+    if args.list:
+        for p in scripts:
+            console.print(p.stem.removeprefix("bench_"))
+        return 0
+    if not scripts:
+        raise CommandError(f"no bench_*.py in {folder}")
+    failed: list[str] = []
+    sys.path.insert(0, str(folder))  # for the scripts' shared helpers
+    try:
+        for path in scripts:
+            console.rule(path.stem)
+            start = time.perf_counter()
+            error = _run_script(path, quick=args.quick)
+            if error == _NO_QUICK:
+                console.print(f"({path.stem} has no quick mode (QUICK_ARGV); skipped)")
+            elif error:
+                failed.append(f"{path.stem}: {error}")
+                console.print(f"[red]{path.stem} failed:[/] {error}")
+            else:
+                console.print(f"({path.stem}: {time.perf_counter() - start:.1f} s)")
+    finally:
+        sys.path.remove(str(folder))
+    if failed:
+        raise CommandError(f"{len(failed)} of {len(scripts)} benchmarks failed: {failed[0]}")
+    return 0
+
+
+_NO_QUICK = "no quick mode"
+
+
+def _run_script(path: Path, *, quick: bool) -> str | None:
+    """Import one benchmark and run its ``main(argv)``; the reason if it failed.
+
+    A full run passes no arguments.  A quick run passes the module's
+    ``QUICK_ARGV`` (a list of arguments for a smoke run) and skips a module
+    that has none.
+    """
+    spec = importlib.util.spec_from_file_location(f"_aruntime_bench_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        return "cannot be imported"
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+        entry = getattr(module, "main", None)
+        if entry is None:
+            return "has no main(argv)"
+        argv: list[str] = []
+        if quick:
+            quick_argv = getattr(module, "QUICK_ARGV", None)
+            if quick_argv is None:
+                return _NO_QUICK
+            argv = list(quick_argv)
+        status = entry(argv)
+    except SystemExit as exc:
+        status = exc.code
+    except Exception as exc:
+        return _one_line(exc)
+    if status not in (None, 0):
+        return f"exited with status {status}"
+    return None

@@ -1,0 +1,44 @@
+"""Shared plumbing for the scripts in benchmarks/: argument parsing, medians, tables.
+
+Every ``bench_*.py`` here defines ``main(argv: list[str] | None = None) -> int``,
+prints its own tables, and asserts nothing about time.  ``aruntime bench``
+imports and runs them with no arguments; ``aruntime bench --quick`` passes the
+module's ``QUICK_ARGV`` (arguments for a smoke run with small sizes, used by the
+tests) and skips a module that does not define it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+
+
+def parse_args(description: str, argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="small sizes, few rounds (smoke test)")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds to take the median of")
+    return parser.parse_args(argv)
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def verdict(ratio: float, target: float, *, at_most: bool) -> str:
+    """'met' or 'missed' against a target, for the table's last column."""
+    ok = ratio <= target if at_most else ratio >= target
+    bound = f"<= {target:g}x" if at_most else f">= {target:g}x"
+    return f"[green]met[/] ({bound})" if ok else f"[red]missed[/] ({bound})"
+
+
+def table(title: str, columns: Sequence[str]) -> Table:
+    t = Table(title=title, title_justify="left")
+    for i, name in enumerate(columns):
+        t.add_column(name, justify="left" if i == 0 else "right")
+    return t

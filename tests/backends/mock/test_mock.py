@@ -1,0 +1,322 @@
+"""The mock backend's own features: call log, faults, device, kernels, graphs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import aruntime as ar
+from aruntime.backends.mock import FAULT_KINDS, MockCall
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["mock", "mock-async"])
+def gpu(request: pytest.FixtureRequest) -> Iterator[ar.Backend]:
+    options = {"latency": 0.0} if request.param == "mock-async" else {}
+    b = ar.open_backend("mock", **options)
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def test_call_log(mock_backend: ar.Backend) -> None:
+    gpu = mock_backend
+    drv: Any = gpu.driver
+    s = gpu.create_stream()
+    ptr = gpu.alloc(64)
+    gpu.copy_h2d_async(bytes(64), ptr, stream=s)
+    gpu.memset_async(ptr, 1, 32)
+    gpu.copy_d2h_async(ptr[:16], bytearray(16), stream=s)
+    gpu.copy_d2d_async(ptr[:8], ptr[8:16], 8)
+    gpu.copy_d2d_2d_async(ptr, 16, ptr[32:], 8, 4, 2)
+    kern = gpu.kernel(gpu.builtin_module(), "fill_f32")
+    args = [np.uint32(4), np.float32(1.5), ptr]
+    gpu.launch(kern, 1, 4, args, stream=s)
+    sid = s.handle.id  # type: ignore[attr-defined]
+    dsid = gpu.default_stream().handle.id  # type: ignore[attr-defined]
+    ops = [c for c in drv.call_log if c.op != "alloc"]
+    assert ops == [
+        MockCall("copy_h2d", sid, 64),
+        MockCall("memset", dsid, 32),
+        MockCall("copy_d2h", sid, 16),
+        MockCall("copy_d2d", dsid, 8),
+        MockCall("copy_2d", dsid, 8),
+        MockCall("launch", sid, 0, "fill_f32", tuple(args)),
+    ]
+    assert drv.calls("alloc") == [MockCall("alloc", nbytes=64)]
+    assert [c.op for c in drv.calls()] == [c.op for c in drv.call_log]
+    s.close()
+    gpu.free(ptr)
+    assert drv.calls("free") == [MockCall("free", nbytes=64)]
+
+
+@pytest.mark.parametrize("kind", [k for k in FAULT_KINDS if k != "any"])
+async def test_inject_fault_for_every_kind(gpu: ar.Backend, kind: str) -> None:
+    drv: Any = gpu.driver
+    ptr = gpu.alloc(64)
+    cs = gpu.create_stream()
+    with gpu.capture(cs) as graph:
+        pass
+    kern = gpu.kernel(gpu.builtin_module(), "fill_f32")
+    ops: dict[str, Callable[[], Any]] = {
+        "alloc": lambda: gpu.alloc(8),
+        "alloc_host": lambda: gpu.alloc_host_pinned(8),
+        "copy_h2d": lambda: gpu.copy_h2d_async(bytes(8), ptr),
+        "copy_d2h": lambda: gpu.copy_d2h_async(ptr, bytearray(8)),
+        "copy_d2d": lambda: gpu.copy_d2d_async(ptr[:8], ptr[8:16], 8),
+        "copy_2d": lambda: gpu.copy_d2d_2d_async(ptr, 8, ptr[32:], 8, 4, 2),
+        "memset": lambda: gpu.memset_async(ptr, 0, 8),
+        "launch": lambda: gpu.launch(kern, 1, 2, [np.uint32(2), np.float32(0), ptr]),
+        "graph_launch": lambda: gpu.launch_graph(graph),
+    }
+    drv.inject_fault(kind, ar.NotSupportedError, count=2)
+    for _ in range(2):
+        if kind.startswith("alloc"):
+            before = gpu.live_alloc_count()
+            with pytest.raises(ar.NotSupportedError, match="injected"):
+                ops[kind]()
+            assert gpu.live_alloc_count() == before  # a failed alloc leaves no entry
+        else:
+            c = ops[kind]()
+            # Other kinds are unaffected meanwhile.
+            await gpu.memset_async(ptr, 0, 1) if kind != "memset" else None
+            with pytest.raises(ar.NotSupportedError) as info:
+                await c
+            err = info.value
+            assert (err.backend, err.name, err.code) == ("mock", "MOCK_INJECTED_FAULT", 999)
+    # The third one succeeds: the fault was used up.
+    made = ops[kind]()
+    if isinstance(made, ar.Completion):
+        await made
+    await gpu.synchronize()
+    graph.close()
+    cs.close()
+    gpu.sweep_unreleased()
+
+
+async def test_any_fault_and_clear(gpu: ar.Backend) -> None:
+    drv: Any = gpu.driver
+    ptr = gpu.alloc(8)
+    drv.inject_fault("any", ar.DriverError)
+    with pytest.raises(ar.DriverError):
+        await gpu.memset_async(ptr, 0, 8)
+    await gpu.memset_async(ptr, 0, 8)
+    drv.inject_fault("any", ar.DriverError, count=5)
+    drv.clear_faults()
+    await gpu.memset_async(ptr, 0, 8)
+    for kind, error, count, exc in (
+        ("nope", ar.DriverError, 1, ar.InvalidArgumentError),
+        ("memset", ValueError, 1, TypeError),
+        ("memset", ar.DriverError, 0, ar.InvalidArgumentError),
+        ("memset", ar.DriverError, True, TypeError),
+    ):
+        with pytest.raises(exc):
+            drv.inject_fault(kind, error, count)
+    gpu.free(ptr)
+
+
+async def test_device_lost_is_sticky(gpu: ar.Backend) -> None:
+    drv: Any = gpu.driver
+    ptr = gpu.alloc(8)
+    drv.inject_fault("launch", ar.DeviceLostError)
+    kern = gpu.kernel(gpu.builtin_module(), "fill_f32")
+    with pytest.raises(ar.DeviceLostError):
+        await gpu.launch(kern, 1, 1, [np.uint32(1), np.float32(0), ptr])
+    for _ in range(3):  # everything after fails too, as on a real device
+        with pytest.raises(ar.DeviceLostError, match="lost earlier"):
+            await gpu.memset_async(ptr, 0, 8)
+    with pytest.raises(ar.DeviceLostError):
+        gpu.alloc(8)
+    with pytest.raises(ar.DeviceLostError):
+        await gpu.synchronize()
+    with pytest.raises(ar.DeviceLostError):
+        await gpu.default_stream()
+    drv.clear_faults()  # a test can recover the mock
+    await gpu.memset_async(ptr, 0, 8)
+    gpu.free(ptr)
+
+
+def test_out_of_memory_past_total_memory() -> None:
+    with ar.open_backend("mock", total_memory=1 << 20) as gpu:
+        a = gpu.alloc(1 << 19)
+        b = gpu.alloc(1 << 19)
+        with pytest.raises(ar.OutOfMemoryError, match="1 bytes requested, 0 of 1048576 free") as e:
+            gpu.alloc(1)
+        assert isinstance(e.value, MemoryError)
+        assert gpu.live_alloc_count() == 2 and gpu.device_free_memory() == 0
+        gpu.free(a)
+        assert gpu.device_free_memory() == 1 << 19
+        c = gpu.alloc(1 << 19)
+        with pytest.raises(ar.OutOfMemoryError):
+            gpu.alloc_managed(1 << 30)
+        gpu.free(b)
+        gpu.free(c)
+
+
+def test_redzones_count_against_device_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARUNTIME_REDZONE", "1")
+    with ar.open_backend("mock", total_memory=1000) as gpu:
+        with pytest.raises(ar.OutOfMemoryError):
+            gpu.alloc(1000)  # plus 2 x 256 guard bytes
+        p = gpu.alloc(1000 - 512)
+        gpu.free(p)
+
+
+async def test_python_kernels_get_views_and_scalars(gpu: ar.Backend) -> None:
+    seen: dict[str, Any] = {}
+
+    def probe(launch: Any, n: Any, scale: Any, raw: Any, buf: Any, view: Any) -> None:
+        seen.update(launch=launch, n=n, scale=scale, raw=raw, buf=buf, view=view)
+        buf[:] = np.arange(buf.size, dtype=np.uint8)
+        view[:4] = 0xEE
+
+    kern = gpu.kernel(gpu.load_module("probe", {"probe": probe}), "probe")
+    ptr = gpu.alloc(32)
+    other = gpu.alloc(16)
+    await gpu.memset_async(other, 0, 16)
+    await gpu.launch(
+        kern,
+        (2, 3),
+        (4,),
+        [np.uint32(7), np.float32(0.5), b"\x01\x02", ptr, other[4:12]],
+        shared_mem=128,
+    )
+    launch = seen["launch"]
+    assert isinstance(launch, ar.LaunchConfig)
+    assert (launch.grid, launch.block, launch.shared_mem) == ((2, 3, 1), (4, 1, 1), 128)
+    assert type(seen["n"]) is np.uint32 and seen["n"] == 7
+    assert type(seen["scale"]) is np.float32
+    assert seen["raw"] == b"\x01\x02"
+    for name, size in (("buf", 32), ("view", 8)):
+        arr = seen[name]
+        assert isinstance(arr, np.ndarray) and arr.dtype == np.uint8
+        assert arr.flags.writeable and arr.size == size
+    out = await gpu.copy_d2h_async(ptr, np.empty(32, np.uint8))
+    np.testing.assert_array_equal(out, np.arange(32, dtype=np.uint8))
+    got = await gpu.copy_d2h_async(other, bytearray(16))
+    assert got == bytes(4) + b"\xee" * 4 + bytes(8)  # only the view's bytes
+    gpu.free(ptr)
+    gpu.free(other)
+
+
+async def test_kernel_that_raises_fails_its_completion(gpu: ar.Backend) -> None:
+    def boom(launch: Any) -> None:
+        raise ZeroDivisionError("kernel bug")
+
+    kern = gpu.kernel(gpu.load_module("boom", {"boom": boom}), "boom")
+    with pytest.raises(ar.DriverError, match=r"boom.*ZeroDivisionError") as info:
+        await gpu.launch(kern, 1, 1, [])
+    assert info.value.name == "MOCK_KERNEL_EXCEPTION"
+    if gpu.driver.synchronous:
+        assert isinstance(info.value.__cause__, ZeroDivisionError)
+    await gpu.synchronize()  # the error was seen; the stream goes on
+
+
+async def test_builtin_kernels(gpu: ar.Backend) -> None:
+    mod = gpu.builtin_module()
+    assert gpu.builtin_module() is mod and gpu.has_module("aruntime.vector_ops")
+    n = 100
+    x, y, z = (gpu.alloc(n * 4) for _ in range(3))
+    k = {name: gpu.kernel(mod, name) for name in ("fill_f32", "iota_u32", "add_f32", "scale_f32")}
+    await gpu.launch(k["fill_f32"], 1, 128, [np.uint32(n), np.float32(2), x])
+    await gpu.launch(k["iota_u32"], 1, 128, [np.uint32(n), np.uint32(5), y])
+    got = await gpu.copy_d2h_async(y, np.empty(n, np.uint32))
+    np.testing.assert_array_equal(got, np.arange(5, 5 + n, dtype=np.uint32))
+    await gpu.launch(k["fill_f32"], 1, 128, [np.uint32(n), np.float32(1), y])
+    await gpu.launch(k["add_f32"], 1, 128, [np.uint32(n), x, y, z])
+    await gpu.launch(k["scale_f32"], 1, 64, [np.uint32(n), np.float32(10), z])  # 64 < n
+    got = await gpu.copy_d2h_async(z, np.empty(n, np.float32))
+    np.testing.assert_array_equal(got[:64], 30)
+    np.testing.assert_array_equal(got[64:], 3)  # a too-small grid leaves the tail
+    with pytest.raises(ar.NotSupportedError):
+        gpu.builtin_module("no_such_module")
+    for p in (x, y, z):
+        gpu.free(p)
+
+
+async def test_graph_capture_and_replay(gpu: ar.Backend) -> None:
+    drv: Any = gpu.driver
+    s = gpu.create_stream()
+    ptr = gpu.alloc(4 * 16)
+    await gpu.memset_async(ptr, 0, 64, stream=s)
+    add = gpu.kernel(
+        gpu.load_module("inc", {"inc": lambda launch, b: b.view(np.float32).__iadd__(1)}), "inc"
+    )
+    before = len(drv.call_log)
+    with gpu.capture(s) as graph:
+        gpu.launch(add, 1, 1, [ptr], stream=s)
+        gpu.launch(add, 1, 1, [ptr], stream=s)
+        gpu.copy_d2d_async(ptr[:4], ptr[60:], 4, stream=s)
+    assert len(drv.call_log) == before  # recorded, not run
+    assert graph.op_count == 3 and graph.ready
+    for _ in range(3):
+        await gpu.launch_graph(graph, stream=s)
+    await graph.launch()  # on the default stream
+    out = await gpu.copy_d2h_async(ptr, np.empty(16, np.float32), stream=s)
+    assert out[0] == 8 and out[1] == 8 and out[15] == 8
+    assert len(drv.calls("graph_launch")) == 4 and len(drv.calls("launch")) == 8
+    drv.inject_fault("copy_d2d", ar.DriverError)  # a fault inside a replay fails it
+    with pytest.raises(ar.DriverError):
+        await gpu.launch_graph(graph, stream=s)
+    gpu.destroy_graph(graph)
+    gpu.destroy_graph(graph)
+    assert not graph.ready
+    with pytest.raises(ar.ClosedResourceError):
+        gpu.launch_graph(graph, stream=s)
+    with gpu.capture(s) as empty:
+        pass
+    assert empty.op_count == 0
+    await gpu.launch_graph(empty, stream=s)
+    empty.close()
+    with pytest.raises(ZeroDivisionError), gpu.capture(s) as aborted:
+        gpu.memset_async(ptr, 1, 8, stream=s)
+        raise ZeroDivisionError
+    assert not aborted.ready and not gpu.stream_is_capturing(s)
+    with pytest.raises(ar.CaptureError):
+        gpu.end_capture(s)
+    ev = gpu.create_event()
+    with pytest.raises(ar.CaptureError, match="not supported"), gpu.capture(s):
+        gpu.record_event(ev, s)
+    ev.close()
+    s.close()
+    gpu.free(ptr)
+
+
+async def test_mapped_host_memory_is_zero_copy(gpu: ar.Backend) -> None:
+    host = gpu.alloc_host_pinned(64)
+    dev = gpu.host_ptr_to_device(host)
+    await gpu.memset_async(dev[8:16], 7, 8)
+    assert (host[8:16] == 7).all() and host[:8].sum() == 0
+    host[0] = 42
+    out = await gpu.copy_d2h_async(dev[:1], bytearray(1))
+    assert out[0] == 42
+    gpu.free_host_pinned(host)
+
+
+async def test_events_and_priorities(gpu: ar.Backend) -> None:
+    low, high = gpu.driver.priority_range()
+    s = gpu.create_stream(priority=high)
+    assert s.priority == high and low <= high
+    a, b = gpu.create_event(timing=True), gpu.create_event(timing=True)
+    a.record(s)
+    await gpu.memset_async(gpu_ptr := gpu.alloc(8), 0, 8, stream=s)
+    b.record(s)
+    await b
+    assert b.query() and gpu.elapsed_ms(a, b) >= 0
+    for h in (a, b, s):
+        h.close()
+    gpu.free(gpu_ptr)
+
+
+def test_host_memory_the_machine_cannot_back_is_out_of_memory() -> None:
+    with ar.open_backend("mock", total_memory=1 << 62) as gpu:
+        with pytest.raises(ar.OutOfMemoryError, match="alloc_host_pinned"):
+            gpu.alloc_host_pinned(1 << 60)
+        with pytest.raises(ar.OutOfMemoryError, match="alloc"):
+            gpu.alloc(1 << 60)  # within total_memory, but numpy cannot back it
+        assert gpu.live_alloc_count() == 0

@@ -1,0 +1,42 @@
+"""Shared test helpers: a gate kernel that holds a threaded-mock stream on demand."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import aruntime as ar
+
+
+class Gate:
+    """A mock kernel that blocks its stream's worker until :meth:`open` is called.
+
+    On the threaded mock this makes "the op is still running" deterministic,
+    without relying on how long a sleep lasts.
+    """
+
+    _count = 0
+
+    def __init__(self, backend: ar.Backend) -> None:
+        Gate._count += 1
+        self._event = threading.Event()
+        self.entered = threading.Event()
+        name = f"gate{Gate._count}"
+
+        def hold(launch: Any) -> None:
+            self.entered.set()
+            self._event.wait(60)
+
+        self.kernel = backend.kernel(backend.load_module(name, {"hold": hold}), "hold")
+        self._backend = backend
+
+    def launch(self, stream: ar.Stream | None = None) -> ar.Completion:
+        return self._backend.launch(self.kernel, 1, 1, [], stream=stream)
+
+    def open(self) -> None:
+        self._event.set()
+
+
+def thread_count() -> int:
+    """Live threads, not counting trio's own worker cache (which comes and goes)."""
+    return sum(1 for t in threading.enumerate() if not t.name.startswith("Trio thread"))

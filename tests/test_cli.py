@@ -1,0 +1,196 @@
+"""The ``aruntime`` command line: every command, its --help, and its failures."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aruntime import BACKEND_NAMES, BackendStatus, DeviceInfo, probe_backends
+from aruntime.cli import _demo_choice, main
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = ["--chunks", "3", "--chunk-mb", "0.01", "--streams", "2", "--no-progress", "--no-trace"]
+
+
+def _available(name: str) -> bool:
+    return any(s.name == name and s.available for s in probe_backends())
+
+
+@pytest.mark.parametrize("command", [[], ["info"], ["demo"], ["bench"]])
+def test_every_command_has_help(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([*command, "--help"])
+    assert exc.value.code == 0
+    assert "usage: aruntime" in capsys.readouterr().out
+
+
+def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "info" in capsys.readouterr().out
+
+
+def test_info_lists_every_backend(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # rich reads it: no wrapped cells
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    for name in BACKEND_NAMES:
+        assert name in out
+    assert "aruntime mock device" in out
+    assert "aruntime demo would run on:" in out
+
+
+def test_demo_on_mock(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--backend", "mock", *SMALL]) == 0
+    out = capsys.readouterr().out
+    assert "Pipeline on mock" in out
+    assert "match numpy" in out
+    for stage in ("H2D copy", "kernel scale_f32", "D2H copy", "overlap achieved vs ideal"):
+        assert stage in out
+
+
+def test_demo_under_trio_with_a_progress_bar(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["demo", "--backend", "mock", "--loop", "trio", "--chunks", "2", "--chunk-mb", "0.01"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "under trio" in out
+    assert "2/2" in out  # the progress bar's final state
+
+
+def test_demo_says_when_it_falls_back(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ARUNTIME_BACKEND", raising=False)
+    if _available("cuda") or _available("levelzero"):
+        pytest.skip("a real GPU is here: the demo does not fall back")
+    assert main(["demo", *SMALL]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "Falling back" in line]
+    assert len(lines) == 1
+    assert "cuda" in lines[0] and "levelzero" in lines[0]
+
+
+def test_demo_choice_order() -> None:
+    dev = (DeviceInfo("d", 1 << 30, 4),)
+
+    def statuses(*available: str) -> list[BackendStatus]:
+        return [
+            BackendStatus(n, n in available, dev if n in available else (), f"{n}: no driver")
+            for n in BACKEND_NAMES
+        ]
+
+    assert _demo_choice(statuses("mock", "cuda-sim", "cuda")) == ("cuda", None)
+    assert _demo_choice(statuses("mock", "levelzero", "cuda-sim"))[0] == "levelzero"
+    name, note = _demo_choice(statuses("mock", "cuda-sim", "levelzero-sim"))
+    assert name == "cuda-sim" and note is not None
+    assert "cuda: no driver" in note and "levelzero: no driver" in note
+    name, note = _demo_choice(statuses("mock", "levelzero-sim"))
+    assert name == "levelzero-sim" and note is not None and "cuda-sim: no driver" in note
+    name, note = _demo_choice(statuses("mock"))
+    assert name == "mock" and note is not None and "mock" in note
+
+
+def _one_line_failure(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "Traceback" not in err[0]
+    return err[0]
+
+
+def test_unknown_backend_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["demo", "--backend", "nope"])
+    assert exc.value.code == 2
+    assert "invalid choice: 'nope'" in _one_line_failure(capsys)
+
+
+def test_bad_environment_backend_is_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ARUNTIME_BACKEND", "bogus")
+    assert main(["demo", *SMALL]) == 1
+    assert "ARUNTIME_BACKEND='bogus'" in _one_line_failure(capsys)
+
+
+def test_unavailable_backend_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    missing = [s.name for s in probe_backends() if not s.available]
+    if not missing:
+        pytest.skip("every backend is available here")
+    assert main(["demo", "--backend", missing[0], *SMALL]) == 1
+    assert _one_line_failure(capsys).startswith("aruntime demo: error: ")
+
+
+def test_bench_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--quick", "await", "copy"]) == 0
+    out = capsys.readouterr().out
+    assert "asyncio" in out and "trio" in out
+    assert "copy_h2d" in out and "ratio" in out
+
+
+def test_bench_lists_and_rejects_unknown_names(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "--list"]) == 0
+    listed = capsys.readouterr().out.split()
+    assert "await" in listed and "copy" in listed
+    assert main(["bench", "nonesuch"]) == 1
+    assert "no benchmark named nonesuch" in _one_line_failure(capsys)
+
+
+def test_python_dash_m() -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "aruntime", "--version"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("aruntime ")
+
+
+def test_bench_protocol(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """main(argv) per script; --quick passes QUICK_ARGV and skips scripts without it."""
+    (tmp_path / "bench_plain.py").write_text(
+        "def main(argv=None):\n    print('plain ran with', argv)\n    return 0\n"
+    )
+    (tmp_path / "bench_broken.py").write_text(
+        "QUICK_ARGV = ['--small']\n\ndef main(argv=None):\n    raise RuntimeError('boom')\n"
+    )
+    assert main(["bench", "--dir", str(tmp_path), "plain"]) == 0
+    assert "plain ran with []" in capsys.readouterr().out
+    assert main(["bench", "--quick", "--dir", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert "bench_plain has no quick mode" in captured.out
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "bench_broken: RuntimeError: boom" in err[0]
+
+
+def test_demo_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--trace PATH writes the pipelined pass's trace where tracing is built in."""
+    monkeypatch.setenv("COLUMNS", "400")  # the path in one table cell, unwrapped
+    import aruntime as ar
+    from aruntime._demo import can_trace
+
+    path = tmp_path / "demo.json"
+    with ar.open_backend("mock") as gpu:
+        tracing = can_trace(gpu)
+    args = ["--chunks", "2", "--chunk-mb", "0.01", "--no-progress", "--trace", str(path)]
+    status = main(["demo", "--backend", "mock", *args])
+    if tracing:
+        assert status == 0
+        assert path.exists()
+        assert str(path) in capsys.readouterr().out.replace("\n", "")
+    else:
+        assert status == 1
+        assert "no tracing" in _one_line_failure(capsys)
+        assert not path.exists()
