@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import _dlpack
-from ._exceptions import InvalidArgumentError, NotSupportedError
+from ._exceptions import CaptureError, InvalidArgumentError, NotSupportedError
+from ._handles import Stream
 from ._memory import DevicePtr
 
 if TYPE_CHECKING:
     from ._backend import Backend
-    from ._handles import Stream
 
 __all__ = ["DeviceArray"]
 
@@ -90,7 +90,12 @@ class DeviceArray:
         fn = "DeviceArray"
         if not isinstance(ptr, DevicePtr):
             raise TypeError(f"{fn}: ptr must be a DevicePtr, got {type(ptr).__name__}")
-        dt = np.dtype(dtype)
+        if stream is not None and not isinstance(stream, Stream):
+            raise TypeError(f"{fn}: stream must be a Stream or None, got {type(stream).__name__}")
+        try:
+            dt = np.dtype(dtype)
+        except Exception as exc:  # numpy's parser raises even SyntaxError for some strings
+            raise TypeError(f"{fn}: {dtype!r} is not a dtype ({exc})") from None
         if _dlpack.dtype_code(dt) is None:
             raise InvalidArgumentError(f"{fn}: dtype {dt} is not a numeric dtype")
         if dt.byteorder == (">" if np.little_endian else "<"):
@@ -134,7 +139,15 @@ class DeviceArray:
         cls, backend: Backend, array: Any, *, stream: Stream | None = None
     ) -> DeviceArray:
         """Allocate device memory, copy ``array`` into it (blocking) and own it."""
-        host = np.ascontiguousarray(array)
+        fn = "array_from_numpy"
+        if stream is not None and backend._resolve_stream(stream, fn)._capturing:
+            raise CaptureError(f"{fn}: {stream!r} is capturing; the upload would never run")
+        try:
+            host = np.ascontiguousarray(array)
+        except (TypeError, ValueError) as exc:
+            raise InvalidArgumentError(
+                f"{fn}: a {type(array).__name__} cannot be read as an array ({exc})"
+            ) from None
         if host.dtype.byteorder == (">" if np.little_endian else "<"):
             host = host.astype(host.dtype.newbyteorder("="))
         ptr = backend.alloc(max(host.nbytes, 1))
@@ -353,7 +366,7 @@ def _address_of(view: memoryview) -> int:
 def _ints(values: Any, fn: str, what: str) -> tuple[int, ...]:
     try:
         items = tuple(values)
-    except TypeError:
+    except (TypeError, ValueError):  # ValueError: a released memoryview, say
         raise TypeError(f"{fn}: {what} must be an int or a sequence of ints") from None
     for v in items:
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):

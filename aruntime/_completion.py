@@ -71,6 +71,10 @@ class Completion:
     referenced (and, for resizable objects, locked against resizing) until the
     device has finished with it.
 
+    Awaiting a pending op first asks the driver, once and without blocking,
+    whether it is already done, and if so finishes it (and the done ops
+    queued before it on its stream) on the awaiting thread: see _waiter.py.
+
     A Completion of an op recorded during graph capture never runs: awaiting
     it, or calling :meth:`wait`, raises :class:`CaptureError`.
     """
@@ -138,7 +142,10 @@ class Completion:
 
     def done(self) -> bool:
         """True once the device has finished the op (or it failed).  Never blocks."""
-        return self._state == _DONE or self._state == _FAILED
+        state = self._state
+        if state == _PENDING:
+            self._kick_waiter()  # someone is watching: its waiter must not sleep on it
+        return state in (_DONE, _FAILED)
 
     def exception(self) -> BaseException | None:
         """The op's error, or None if it succeeded.
@@ -174,6 +181,8 @@ class Completion:
         return self._outcome()
 
     def __await__(self) -> Generator[Any, None, Any]:
+        if self._state == _PENDING:
+            self._finish_if_ready()
         if self._state != _PENDING:
             # Finished already (always, on the mock): still a checkpoint, taken
             # with the loop's own primitive rather than through anyio's
@@ -245,6 +254,26 @@ class Completion:
         await trio.lowlevel.wait_task_rescheduled(abort)
 
     # -- internals -----------------------------------------------------------
+    def _kick_waiter(self) -> None:
+        """Wake the stream's waiter thread now if its wake-up was deferred (see _waiter.py)."""
+        stream = self._stream
+        if stream is not None:
+            waiter = stream._waiter_box[0]
+            if waiter is not None:
+                waiter.kick()
+
+    def _finish_if_ready(self) -> None:
+        """Finish this op (and the done ones queued before it) here if the device is done.
+
+        Saves the two thread wake-ups of the waiter path (waiter thread, then
+        the loop) when the op finished before it was awaited: see _waiter.py.
+        """
+        stream = self._stream
+        if stream is not None:
+            waiter = stream._waiter_box[0]
+            if waiter is not None:
+                waiter.finish_ready(self)
+
     def _outcome(self) -> Any:
         state = self._state
         if state == _DONE:
@@ -271,7 +300,8 @@ class Completion:
             if self._state != _PENDING:
                 return False
             self._callbacks.append(fn)
-            return True
+        self._kick_waiter()
+        return True
 
     def _remove_callback(self, fn: _Callback) -> None:
         with self._lock:

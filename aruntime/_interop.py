@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import numbers
 import operator
 from typing import Any
+
+import numpy as np
 
 from ._exceptions import InvalidArgumentError
 
@@ -39,13 +42,19 @@ def foreign_stream_handle(obj: object, fn: str = "wrap_stream") -> int:
     try:
         raw: Any = operator.index(obj)  # type: ignore[arg-type]
     except TypeError:
-        to_int = getattr(type(obj), "__int__", None)
-        if to_int is None or isinstance(obj, (float, complex, str, bytes)):
+        # cuda-bindings' CUstream converts with int(); numbers that merely
+        # round to an int (floats, numpy datetimes...) are not handles.
+        if isinstance(obj, (numbers.Number, np.generic, str, bytes)) or not hasattr(
+            type(obj), "__int__"
+        ):
             raise TypeError(
                 f"{fn}: cannot find a stream handle in a {type(obj).__name__}; pass an object "
                 "with __cuda_stream__ (cuda.core), a CuPy or PyTorch stream, or an int handle"
             ) from None
-        raw = to_int(obj)
+        try:
+            raw = int(obj)  # type: ignore[call-overload]
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise TypeError(f"{fn}: int() of a {type(obj).__name__} failed: {exc}") from None
     return _checked(raw, fn, type(obj).__name__)
 
 

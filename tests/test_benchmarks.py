@@ -1,0 +1,40 @@
+"""Smoke test: bench_backends.py runs end to end in --quick mode and prints its table."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "bench_backends.py"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sims run on Linux only")
+def test_bench_backends_quick_prints_the_table() -> None:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--backends", "cuda-sim,levelzero-sim"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    header = next(line for line in out.splitlines() if "cuda-sim" in line)
+    assert "levelzero-sim" in header
+    for row in (
+        "1. wake, asyncio, back to back",
+        "1. wake, trio, 1 ms apart",
+        "2. CPU",
+        "3. 500 awaits",
+        "5. pipeline",
+    ):
+        assert row in out, out
+    assert "6. pageable" in out
