@@ -41,6 +41,10 @@ class NativeLibrary:
 
 
 def discover() -> list[NativeLibrary]:
+    # Each native.py does `from _aruntime_ffi_build import NativeLibrary`: make
+    # this module that name, whether it runs as __main__ or was loaded by
+    # setup.py / aruntime._native, so every spec shares one NativeLibrary class.
+    sys.modules.setdefault("_aruntime_ffi_build", sys.modules[__name__])
     libs: list[NativeLibrary] = []
     for spec_path in sorted(FFI_DIR.glob("*/native.py")):
         name = f"_aruntime_native_{spec_path.parent.name}"
