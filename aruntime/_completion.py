@@ -129,6 +129,18 @@ class Completion:
         return c
 
     @classmethod
+    def _done_none(cls, op: str) -> Completion:
+        """A shared, finished, result-less Completion for ``op``.
+
+        A finished Completion never changes again (no callbacks, no error, no
+        stream to report to), so one object per op name serves every caller.
+        """
+        done = _DONE_NONE.get(op)
+        if done is None:
+            done = _DONE_NONE[op] = cls._born_done(op)
+        return done
+
+    @classmethod
     def _born_captured(cls, op: str) -> Completion:
         c = cls._born_done(op)
         c._state = _CAPTURED
@@ -337,6 +349,9 @@ class Completion:
     def _fail_at_birth(self, error: BaseException) -> Completion:
         self._finish(error)
         return self
+
+
+_DONE_NONE: dict[str, Completion] = {}
 
 
 class _NoLock:

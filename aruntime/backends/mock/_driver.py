@@ -425,6 +425,17 @@ class MockDriver(Driver):
 
     def memcpy_h2d(self, src: memoryview, dst: int, stream: DriverStream) -> None:
         n = src.nbytes
+        if (
+            self.synchronous
+            and not self._faults
+            and self._lost is None
+            and stream.recording is None  # type: ignore[attr-defined]
+        ):
+            # The common case, without _run's closure: log, then copy.  (The
+            # threaded mock is not synchronous: its _run queues to a worker.)
+            self.call_log.append(self._copy_call("copy_h2d", stream, n))
+            self._bytes(dst, n)[:] = src
+            return
 
         def op() -> None:
             self._bytes(dst, n)[:] = src

@@ -320,3 +320,22 @@ def test_host_memory_the_machine_cannot_back_is_out_of_memory() -> None:
         with pytest.raises(ar.OutOfMemoryError, match="alloc"):
             gpu.alloc(1 << 60)  # within total_memory, but numpy cannot back it
         assert gpu.live_alloc_count() == 0
+
+
+def test_threaded_mock_copies_run_on_the_stream_not_at_enqueue() -> None:
+    # The synchronous mock's copy fast path must never apply to the threaded
+    # mock: its copies queue behind earlier work on the stream's worker.
+    import numpy as np
+
+    import aruntime as ar
+
+    with ar.open_backend("mock", latency=0.05) as gpu:
+        stream = gpu.create_stream()
+        ptr = gpu.alloc(16)
+        gpu.memset_async(ptr, 1, 16, stream=stream)
+        copy = gpu.copy_h2d_async(np.full(16, 7, np.uint8), ptr, stream=stream)
+        assert not copy.done()
+        out = gpu.copy_d2h_async(ptr, np.zeros(16, np.uint8), stream=stream).wait(timeout=30)
+        assert (out == 7).all()  # the copy ran after the memset, in stream order
+        stream.close()
+        gpu.free(ptr)
