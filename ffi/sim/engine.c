@@ -822,6 +822,7 @@ static void event_complete_record(arsim_event *e, uint64_t seq, int status, uint
 
 struct kernel_node {
     arsim_kernel k;
+    ar_kernel_info info_copy; /* foreign kernels: k.info points here */
     struct kernel_node *next;
 };
 
@@ -834,6 +835,8 @@ struct arsim_module {
     int fd;
     pthread_mutex_t mu;
     struct kernel_node *kernels;
+    void *foreign_ctx; /* executor modules: dl is NULL */
+    void (*foreign_destroy)(void *ctx);
 };
 
 static void module_retain(arsim_module *m) { atomic_fetch_add(&m->refs, 1); }
@@ -849,7 +852,10 @@ static void module_release(arsim_module *m)
         free(n);
         n = next;
     }
-    dlclose(m->dl);
+    if (m->dl)
+        dlclose(m->dl);
+    if (m->foreign_destroy)
+        m->foreign_destroy(m->foreign_ctx);
     if (m->fd >= 0)
         close(m->fd);
     pthread_mutex_destroy(&m->mu);
@@ -935,6 +941,11 @@ arsim_status arsim_module_get_kernel(arsim_module *m, const char *name, const ar
         pthread_mutex_unlock(&m->mu);
         return ARSIM_ERR_OUT_OF_MEMORY;
     }
+    if (!m->dl) { /* an executor module has only the kernels it was given */
+        free(info_name);
+        pthread_mutex_unlock(&m->mu);
+        return ARSIM_ERR_NOT_FOUND;
+    }
     memcpy(info_name, AR_KINFO_PREFIX, sizeof AR_KINFO_PREFIX - 1);
     memcpy(info_name + sizeof AR_KINFO_PREFIX - 1, name, len + 1);
     void *entry = dlsym(m->dl, name);
@@ -965,6 +976,59 @@ arsim_status arsim_module_get_kernel(arsim_module *m, const char *name, const ar
 }
 
 void arsim_module_unload(arsim_module *m) { module_release(m); }
+
+arsim_status arsim_module_create_foreign(void *ctx, void (*destroy)(void *ctx),
+                                         arsim_module **out)
+{
+    if (!out)
+        return ARSIM_ERR_INVALID_VALUE;
+    arsim_module *m = calloc(1, sizeof *m);
+    if (!m)
+        return ARSIM_ERR_OUT_OF_MEMORY;
+    atomic_init(&m->refs, 1);
+    m->fd = -1;
+    m->foreign_ctx = ctx;
+    m->foreign_destroy = destroy;
+    pthread_mutex_init(&m->mu, NULL);
+    *out = m;
+    return ARSIM_OK;
+}
+
+void *arsim_module_foreign_ctx(const arsim_module *m) { return m ? m->foreign_ctx : NULL; }
+
+arsim_status arsim_module_add_foreign_kernel(arsim_module *m, const char *name,
+                                             const ar_kernel_info *info,
+                                             arsim_foreign_run run, void *kernel_ctx)
+{
+    if (!m || m->dl || !name || !info || !run || info->num_params > AR_KERNEL_MAX_PARAMS)
+        return ARSIM_ERR_INVALID_VALUE;
+    pthread_mutex_lock(&m->mu);
+    for (struct kernel_node *n = m->kernels; n; n = n->next) {
+        if (strcmp(n->k.name, name) == 0) {
+            pthread_mutex_unlock(&m->mu);
+            return ARSIM_ERR_INVALID_VALUE;
+        }
+    }
+    struct kernel_node *n = calloc(1, sizeof *n);
+    char *copy = strdup(name);
+    if (!n || !copy) {
+        free(n);
+        free(copy);
+        pthread_mutex_unlock(&m->mu);
+        return ARSIM_ERR_OUT_OF_MEMORY;
+    }
+    n->info_copy = *info;
+    n->info_copy.abi_version = AR_HOST_ABI_VERSION;
+    n->k.run = run;
+    n->k.ctx = kernel_ctx;
+    n->k.info = &n->info_copy;
+    n->k.module = m;
+    n->k.name = copy;
+    n->next = m->kernels;
+    m->kernels = n;
+    pthread_mutex_unlock(&m->mu);
+    return ARSIM_OK;
+}
 
 /* ============================================================ ops */
 
@@ -1411,7 +1475,10 @@ static void *run_slice(void *arg)
     }
     l.block_begin = sl->begin;
     l.block_end = sl->end;
-    sl->rc = op->kernel->entry(&l, (void **)op->owned);
+    if (op->kernel->run)
+        sl->rc = op->kernel->run(op->kernel->ctx, &l, (void **)op->owned);
+    else
+        sl->rc = op->kernel->entry(&l, (void **)op->owned);
     free(l.shared);
     return NULL;
 }
@@ -1443,7 +1510,7 @@ static int run_kernel(const arsim_op *op)
             pthread_join(tids[i], NULL);
         else
             run_slice(&slices[i]); /* no thread: run it here */
-        if (slices[i].rc != 0)
+        if (slices[i].rc != 0 && rc != ARSIM_ERR_ILLEGAL_ADDRESS)
             rc = slices[i].rc;
     }
     return rc;
@@ -1498,9 +1565,17 @@ static int execute(arsim_queue *q, arsim_op *op)
             break;
         }
         default:
-            if (run_kernel(op) != 0)
+        {
+            int rc = run_kernel(op);
+            if (rc == ARSIM_ERR_ILLEGAL_ADDRESS) {
+                atomic_store_explicit(&d->sticky, ARSIM_ERR_ILLEGAL_ADDRESS,
+                                      memory_order_release);
+                st = ARSIM_ERR_ILLEGAL_ADDRESS;
+            } else if (rc != 0) {
                 st = ARSIM_ERR_LAUNCH_FAILED;
+            }
             break;
+        }
         }
         uint64_t t_done = arsim_now_ns();
         uint64_t end;

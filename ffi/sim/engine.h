@@ -217,8 +217,17 @@ ARSIM_API arsim_status arsim_event_wait_signaled(arsim_event *e, arsim_wait_mode
 /* ----------------------------------------------------------------- modules */
 
 typedef struct arsim_module arsim_module;
+/* A kernel that is not host code (the PTX and SPIR-V executors): the host
+ * ABI's contract (run blocks [launch->block_begin, block_end), params as
+ * CUDA's kernelParams) plus the executor's own context.  Returns 0, an
+ * arsim_status (ARSIM_ERR_ILLEGAL_ADDRESS poisons the device), or -1 for a
+ * plain launch failure. */
+typedef int (*arsim_foreign_run)(void *kernel_ctx, const ar_launch *launch, void **params);
+
 typedef struct arsim_kernel {
-    ar_kernel_entry entry;
+    ar_kernel_entry entry;      /* host shared objects; NULL for foreign kernels */
+    arsim_foreign_run run;      /* foreign kernels; NULL for host shared objects */
+    void *ctx;                  /* run's first argument */
     const ar_kernel_info *info;
     arsim_module *module;
     const char *name; /* owned by the module */
@@ -233,6 +242,17 @@ ARSIM_API arsim_status arsim_module_load_file(const char *path, arsim_module **o
 ARSIM_API arsim_status arsim_module_get_kernel(arsim_module *m, const char *name,
                                                const arsim_kernel **out);
 ARSIM_API void arsim_module_unload(arsim_module *m);
+
+/* A module whose kernels an executor provides (PTX, SPIR-V).  destroy(ctx)
+ * runs when the last reference goes (after every op that used it). */
+ARSIM_API arsim_status arsim_module_create_foreign(void *ctx, void (*destroy)(void *ctx),
+                                                   arsim_module **out);
+ARSIM_API void *arsim_module_foreign_ctx(const arsim_module *m);
+/* Adds a kernel; the module copies name and info.  Returns ARSIM_ERR_INVALID_VALUE
+ * for a duplicate name or more than AR_KERNEL_MAX_PARAMS parameters. */
+ARSIM_API arsim_status arsim_module_add_foreign_kernel(arsim_module *m, const char *name,
+                                                       const ar_kernel_info *info,
+                                                       arsim_foreign_run run, void *kernel_ctx);
 
 /* -------------------------------------------------------------------- ops */
 /* An op is built, then either submitted to a queue or appended to a graph;
