@@ -22,11 +22,19 @@ LIBRARIES = [
             "cuda/sim/cusim_exec.c",
             "cuda/sim/cusim_procaddr.c",
             "cuda/sim/cusim_ptds.c",
+            "cuda/sim/ptx_parse.c",
+            "cuda/sim/ptx_exec.c",
         ),
-        depends=(*ENGINE_HEADERS, "cuda/sim/cuda_types.h", "cuda/sim/cusim.h"),
+        depends=(
+            *ENGINE_HEADERS,
+            "cuda/sim/cuda_types.h",
+            "cuda/sim/cusim.h",
+            "cuda/sim/ptx.h",
+            "cuda/sim/ptx_internal.h",
+        ),
         # Only the API and the test hooks are exported; -Bsymbolic keeps the
         # library's own calls inside it even if another libcuda is loaded.
         cflags=("-fvisibility=hidden",),
-        ldflags=("-Wl,-Bsymbolic", "-ldl"),
+        ldflags=("-Wl,-Bsymbolic", "-ldl", "-lm"),
     ),
 ]

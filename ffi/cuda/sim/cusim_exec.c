@@ -1,14 +1,13 @@
 /* cuda-sim: streams, events, stream capture, graphs, modules and launches. */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <elf.h>
-#include <libgen.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cusim.h"
+#include "ptx.h"
 
 /* ------------------------------------------------------------- streams */
 
@@ -754,47 +753,6 @@ static size_t elf_image_size(const void *image)
     return size;
 }
 
-/* The host build of the project's kernels, found next to this library, for
- * PTX images whose entries it defines (ARUNTIME_SIM_HOST_KERNELS overrides). */
-static arsim_status host_kernels_for_ptx(const char *ptx, arsim_module **out)
-{
-    char path[4096];
-    const char *env = getenv("ARUNTIME_SIM_HOST_KERNELS");
-    if (env && *env) {
-        snprintf(path, sizeof path, "%s", env);
-    } else {
-        Dl_info info;
-        if (!dladdr((void *)host_kernels_for_ptx, &info) || !info.dli_fname)
-            return ARSIM_ERR_INVALID_IMAGE;
-        char self[4096];
-        snprintf(self, sizeof self, "%s", info.dli_fname);
-        snprintf(path, sizeof path, "%s/libarkernels_host.so", dirname(self));
-    }
-    arsim_module *m;
-    arsim_status st = arsim_module_load_file(path, &m);
-    if (st != ARSIM_OK)
-        return st;
-    /* Every .entry of the PTX must exist on the host side. */
-    for (const char *p = strstr(ptx, ".entry"); p; p = strstr(p + 6, ".entry")) {
-        p += 6;
-        while (*p == ' ' || *p == '\t')
-            p++;
-        char name[256];
-        size_t n = 0;
-        while (n < sizeof name - 1 && p[n] && p[n] != '(' && p[n] != ' ' && p[n] != '\n')
-            n++;
-        memcpy(name, p, n);
-        name[n] = 0;
-        const arsim_kernel *k;
-        if (arsim_module_get_kernel(m, name, &k) != ARSIM_OK) {
-            arsim_module_unload(m);
-            return ARSIM_ERR_INVALID_IMAGE;
-        }
-    }
-    *out = m;
-    return ARSIM_OK;
-}
-
 static CUresult module_wrap(arsim_module *m, CUmodule *out)
 {
     cu_module *cm = calloc(1, sizeof *cm);
@@ -809,10 +767,33 @@ static CUresult module_wrap(arsim_module *m, CUmodule *out)
     return CUDA_SUCCESS;
 }
 
-/* Images: a host shared object (x86-64 ELF) runs as is; PTX runs when the
- * project's host kernels define all its entries; cubin (ELF for EM_CUDA) and
- * fatbin have no CPU code, so CUDA_ERROR_NO_BINARY_FOR_GPU. */
-CUresult cuModuleLoadData(CUmodule *module, const void *image)
+/* cuda.h codes this file returns that cuda_types.h does not list. */
+enum { CUSIM_UNSUPPORTED_PTX_VERSION = 222, CUSIM_FILE_NOT_FOUND = 301 };
+
+/* Where a load's error message goes: the caller's CU_JIT_ERROR_LOG_BUFFER,
+ * or nowhere. */
+typedef struct jit_log {
+    char *buf;
+    size_t size;
+} jit_log;
+
+static CUresult load_ptx(const char *text, jit_log *log, arsim_module **out)
+{
+    char scratch[512];
+    char *buf = log && log->buf && log->size ? log->buf : scratch;
+    size_t size = log && log->buf && log->size ? log->size : sizeof scratch;
+    switch (ptx_module_load(text, out, buf, size)) {
+    case PTX_OK: return CUDA_SUCCESS;
+    case PTX_ERR_VERSION: return CUSIM_UNSUPPORTED_PTX_VERSION;
+    case PTX_ERR_OUT_OF_MEMORY: return CUDA_ERROR_OUT_OF_MEMORY;
+    default: return CUDA_ERROR_INVALID_PTX;
+    }
+}
+
+/* Images: a host shared object (x86-64 ELF) runs as is; PTX text runs on
+ * the executor (ptx_exec.c); cubin (ELF for EM_CUDA) and fatbin hold no code
+ * the sim can run, so CUDA_ERROR_NO_BINARY_FOR_GPU. */
+static CUresult module_load_image(CUmodule *module, const void *image, jit_log *log)
 {
     cu_ctx *c;
     CUresult r = cusim_current_ctx(&c);
@@ -822,36 +803,62 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image)
         return CUDA_ERROR_INVALID_VALUE;
     const unsigned char *b = image;
     arsim_module *m;
-    arsim_status st;
     if (memcmp(b, ELFMAG, SELFMAG) == 0) {
         const Elf64_Ehdr *eh = image;
-        if (eh->e_machine != EM_X86_64 && eh->e_machine != EM_AARCH64)
+        if (eh->e_machine != EM_X86_64 && eh->e_machine != EM_AARCH64) {
+            if (log && log->buf && log->size)
+                snprintf(log->buf, log->size, "cuda-sim runs PTX and host shared objects; "
+                                              "a cubin (machine code for a GPU) cannot run here");
             return CUDA_ERROR_NO_BINARY_FOR_GPU;
+        }
         size_t size = elf_image_size(image);
         if (size == 0)
             return CUDA_ERROR_INVALID_IMAGE;
-        st = arsim_module_load(image, size, &m);
-    } else if (b[0] == 0x50 && b[1] == 0xed && b[2] == 0x55 && b[3] == 0xba) {
-        return CUDA_ERROR_NO_BINARY_FOR_GPU; /* fatbin */
-    } else if (strstr((const char *)image, ".entry") || strstr((const char *)image, ".version")) {
-        st = host_kernels_for_ptx(image, &m);
+        arsim_status st = arsim_module_load(image, size, &m);
         if (st != ARSIM_OK)
-            return CUDA_ERROR_INVALID_PTX;
+            return cusim_status(st);
+    } else if (b[0] == 0x50 && b[1] == 0xed && b[2] == 0x55 && b[3] == 0xba) {
+        if (log && log->buf && log->size)
+            snprintf(log->buf, log->size, "cuda-sim runs PTX and host shared objects; "
+                                          "a fatbin cannot run here (load its PTX instead)");
+        return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    } else if (ptx_looks_like(image)) {
+        r = load_ptx(image, log, &m);
+        if (r != CUDA_SUCCESS)
+            return r;
     } else {
         return CUDA_ERROR_INVALID_IMAGE;
     }
-    if (st != ARSIM_OK)
-        return cusim_status(st);
     return module_wrap(m, module);
+}
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    return module_load_image(module, image, NULL);
 }
 
 CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
                             CUjit_option *options, void **optionValues)
 {
-    (void)numOptions; /* JIT options: nothing is compiled */
-    (void)options;
-    (void)optionValues;
-    return cuModuleLoadData(module, image);
+    jit_log log = {NULL, 0};
+    if (numOptions && (!options || !optionValues))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < numOptions; i++) {
+        /* CU_JIT_ERROR_LOG_BUFFER (5) and its size (6); the size is passed
+         * by value in the pointer, as cuda.h documents.  Other JIT options
+         * tune code generation, which an interpreter does not do. */
+        if (options[i] == 5)
+            log.buf = optionValues[i];
+        else if (options[i] == 6)
+            log.size = (size_t)(uintptr_t)optionValues[i];
+    }
+    if (log.buf && log.size)
+        log.buf[0] = 0;
+    CUresult r = module_load_image(module, image, &log);
+    for (unsigned i = 0; i < numOptions; i++)
+        if (options[i] == 6)
+            optionValues[i] = (void *)(uintptr_t)(log.buf ? strnlen(log.buf, log.size) : 0);
+    return r;
 }
 
 CUresult cuModuleLoad(CUmodule *module, const char *fname)
@@ -862,11 +869,36 @@ CUresult cuModuleLoad(CUmodule *module, const char *fname)
         return r;
     if (!module || !fname)
         return CUDA_ERROR_INVALID_VALUE;
-    arsim_module *m;
-    arsim_status st = arsim_module_load_file(fname, &m);
-    if (st != ARSIM_OK)
+    FILE *fp = fopen(fname, "rb");
+    if (!fp)
+        return CUSIM_FILE_NOT_FOUND;
+    char head[4] = {0};
+    size_t got = fread(head, 1, sizeof head, fp);
+    if (got == 4 && memcmp(head, ELFMAG, SELFMAG) == 0) {
+        fclose(fp);
+        arsim_module *m;
+        if (arsim_module_load_file(fname, &m) != ARSIM_OK)
+            return CUDA_ERROR_INVALID_IMAGE;
+        return module_wrap(m, module);
+    }
+    /* PTX (or a fatbin): read it whole and load it like an image. */
+    if (fseek(fp, 0, SEEK_END) != 0) {
+        fclose(fp);
         return CUDA_ERROR_INVALID_IMAGE;
-    return module_wrap(m, module);
+    }
+    long len = ftell(fp);
+    rewind(fp);
+    char *text = len >= 0 ? malloc((size_t)len + 1) : NULL;
+    if (!text) {
+        fclose(fp);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    size_t n = fread(text, 1, (size_t)len, fp);
+    fclose(fp);
+    text[n] = 0;
+    r = module_load_image(module, text, NULL);
+    free(text);
+    return r;
 }
 
 CUresult cuModuleUnload(CUmodule hmod)

@@ -1,0 +1,188 @@
+/* The decoded form of a PTX module, shared by the parser (ptx_parse.c) and
+ * the interpreter (ptx_exec.c).
+ *
+ * Every value an instruction reads is a register slot: PTX registers,
+ * immediates (constant slots filled once per frame), special registers
+ * (%tid.x, ...) and symbol addresses all get slots at load time, so the
+ * interpreter's inner loops only index the register file.  A register file
+ * holds each slot as 32 lanes of 64 bits.
+ */
+#ifndef CUSIM_PTX_INTERNAL_H
+#define CUSIM_PTX_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ptx.h"
+
+#define PTX_HIDDEN __attribute__((visibility("hidden")))
+#define PTX_NONE 0xffffffffu
+#define PTX_LANES 32
+
+typedef enum ptx_type {
+    T_NONE = 0,
+    T_B8, T_B16, T_B32, T_B64, T_B128,
+    T_U8, T_U16, T_U32, T_U64,
+    T_S8, T_S16, T_S32, T_S64,
+    T_F16, T_F16X2, T_BF16, T_BF16X2, T_F32, T_F64,
+    T_PRED,
+} ptx_type;
+
+typedef enum ptx_space {
+    S_GENERIC = 0, S_GLOBAL, S_SHARED, S_LOCAL, S_PARAM, S_CONST,
+} ptx_space;
+
+typedef enum ptx_op {
+    OP_NOP = 0,
+    /* moves and conversions */
+    OP_MOV, OP_PACK, OP_UNPACK, OP_CVT, OP_CVTA_TO, OP_CVTA_FROM, OP_SELP, OP_SETP, OP_SET,
+    /* integer and bit ops */
+    OP_ADD, OP_SUB, OP_MUL, OP_MAD, OP_DIV, OP_REM, OP_ABS, OP_NEG, OP_MIN, OP_MAX,
+    OP_AND, OP_OR, OP_XOR, OP_NOT, OP_CNOT, OP_SHL, OP_SHR, OP_POPC, OP_CLZ, OP_BREV,
+    OP_BFE, OP_BFI, OP_BFIND, OP_PRMT, OP_SHF, OP_LOP3, OP_MUL24, OP_MAD24, OP_SAD,
+    OP_ADDC, OP_SUBC, OP_DP4A,
+    /* float-only */
+    OP_FMA, OP_RCP, OP_SQRT, OP_RSQRT, OP_SIN, OP_COS, OP_LG2, OP_EX2, OP_TANH, OP_COPYSIGN,
+    OP_TESTP,
+    /* memory */
+    OP_LD, OP_ST, OP_ATOM, OP_RED, OP_NOPMEM,
+    /* control */
+    OP_BRA, OP_CALL, OP_RET, OP_EXIT, OP_BAR, OP_BARWARP, OP_TRAP,
+    /* warp */
+    OP_SHFL, OP_VOTE, OP_ACTIVEMASK, OP_REDUX, OP_MATCH,
+    /* specials read at run time */
+    OP_CLOCK,
+} ptx_op;
+
+/* Modifier values (pinsn.mode), by op. */
+enum { RND_NONE = 0, RND_RN, RND_RZ, RND_RM, RND_RP, RND_RNI, RND_RZI, RND_RMI, RND_RPI,
+       RND_RNA };
+enum { CMP_EQ = 1, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_LO, CMP_LS, CMP_HI, CMP_HS,
+       CMP_EQU, CMP_NEU, CMP_LTU, CMP_LEU, CMP_GTU, CMP_GEU, CMP_NUM, CMP_NAN };
+enum { BOOL_NONE = 0, BOOL_AND, BOOL_OR, BOOL_XOR };
+enum { ATOM_ADD = 1, ATOM_MIN, ATOM_MAX, ATOM_EXCH, ATOM_CAS, ATOM_AND, ATOM_OR, ATOM_XOR,
+       ATOM_INC, ATOM_DEC };
+enum { SHFL_UP = 1, SHFL_DOWN, SHFL_BFLY, SHFL_IDX };
+enum { VOTE_ALL = 1, VOTE_ANY, VOTE_UNI, VOTE_BALLOT };
+enum { TESTP_FINITE = 1, TESTP_INFINITE, TESTP_NUMBER, TESTP_NAN, TESTP_NORMAL,
+       TESTP_SUBNORMAL };
+enum { MULW_LO = 0, MULW_HI, MULW_WIDE };
+
+/* pinsn.flags */
+#define FL_FTZ 0x01u
+#define FL_SAT 0x02u
+#define FL_APPROX 0x04u
+#define FL_CC 0x08u     /* add.cc / sub.cc: writes the carry */
+#define FL_SHIFTAMT 0x10u
+#define FL_NAN 0x20u    /* min/max .NaN */
+#define FL_WRAP 0x40u   /* shf.wrap */
+#define FL_RIGHT 0x80u  /* shf.r */
+
+/* Special registers, filled per block/warp/frame. */
+typedef enum ptx_special {
+    SP_TID_X = 1, SP_TID_Y, SP_TID_Z, SP_NTID_X, SP_NTID_Y, SP_NTID_Z,
+    SP_CTAID_X, SP_CTAID_Y, SP_CTAID_Z, SP_NCTAID_X, SP_NCTAID_Y, SP_NCTAID_Z,
+    SP_LANEID, SP_WARPID, SP_NWARPID, SP_SMID, SP_NSMID, SP_GRIDID,
+    SP_LANEMASK_EQ, SP_LANEMASK_LT, SP_LANEMASK_LE, SP_LANEMASK_GT, SP_LANEMASK_GE,
+    SP_DYN_SMEM, SP_TOTAL_SMEM, SP_LOCAL_BASE, SP_ZERO,
+} ptx_special;
+
+typedef struct pinsn {
+    uint8_t op;
+    uint8_t type;   /* the operation's type */
+    uint8_t type2;  /* cvt: source type; mul/mad: MULW_*; setp: BOOL_* */
+    uint8_t mode;   /* rounding, comparison, atomic op, shuffle mode, ... */
+    uint8_t flags;
+    uint8_t space;  /* ld/st/atom/cvta */
+    uint8_t vec;    /* ld/st vector width; pack/unpack count */
+    uint8_t guard_neg;
+    uint32_t guard; /* predicate slot or PTX_NONE */
+    uint32_t d, d2; /* destinations (d2: setp's q, shfl's p) */
+    uint32_t a, b, c, e; /* sources; ld/st/atom address base in a */
+    uint32_t neg;   /* bit i: source i (a=0,b=1,c=2) is a negated predicate */
+    uint32_t v[4];  /* vector registers (ld/st .v2/.v4, mov pack/unpack) */
+    int64_t imm;    /* address offset; lop3 table; prmt mode; bar id */
+    int32_t target; /* branch target pc, or callee function index */
+    int32_t aux;    /* call: index into the function's call table */
+    int32_t line;
+} pinsn;
+
+/* A call site: the caller-frame offsets of the argument and return .param
+ * variables, in order. */
+#define PTX_MAX_CALL_ARGS 16
+typedef struct pcall {
+    int32_t nargs, nrets;
+    uint32_t arg_off[PTX_MAX_CALL_ARGS];
+    uint32_t ret_off[PTX_MAX_CALL_ARGS];
+} pcall;
+
+typedef struct pconst {
+    uint32_t slot;
+    uint64_t value;
+} pconst;
+
+typedef struct pspecial {
+    uint32_t slot;
+    uint32_t kind; /* ptx_special */
+} pspecial;
+
+typedef struct pparam {
+    uint32_t offset, size;
+} pparam;
+
+typedef struct pfunc {
+    char *name;
+    int is_entry;
+    int defined;
+    int uses_barrier;
+    pinsn *code;
+    int32_t ncode, cap_code;
+    uint32_t nslots;
+    pconst *consts;
+    uint32_t nconsts, cap_consts;
+    pspecial *specials;
+    uint32_t nspecials;
+    /* .entry: kernel parameters in the param buffer; .func: formal params
+     * then return values in the per-lane frame. */
+    pparam params[AR_KERNEL_MAX_PARAMS];
+    uint32_t nparams;
+    pparam rets[PTX_MAX_CALL_ARGS];
+    uint32_t nrets;
+    uint32_t param_bytes;  /* .entry: size of the param buffer */
+    uint32_t frame_bytes;  /* per-lane .param frame (formals, returns, call args) */
+    uint32_t local_bytes;  /* per-lane .local depot of this function */
+    uint32_t shared_static; /* .entry: bytes of static shared memory (module + body) */
+    pcall *calls;
+    uint32_t ncalls, cap_calls;
+    ar_kernel_info info;
+} pfunc;
+
+/* A .global or .const module variable (host memory the module owns). */
+typedef struct pvar {
+    char *name;
+    void *data;
+    size_t size;
+} pvar;
+
+typedef struct pmodule {
+    pfunc *funcs;
+    uint32_t nfuncs, cap_funcs;
+    pvar *vars;
+    uint32_t nvars, cap_vars;
+    uint32_t shared_module; /* bytes of module-scope .shared variables */
+    int has_dynamic_shared;
+    uint32_t max_local;  /* per-lane local stack every launch gets */
+} pmodule;
+
+PTX_HIDDEN void ptx_program_free(pmodule *m);
+/* The foreign kernel entry point (arsim_foreign_run); kernel_ctx is a pfunc*
+ * whose module is reachable through ptx_kernel_ctx. */
+typedef struct ptx_kernel_ctx {
+    pmodule *mod;
+    uint32_t func;
+} ptx_kernel_ctx;
+PTX_HIDDEN int ptx_run(void *kernel_ctx, const ar_launch *launch, void **params);
+
+PTX_HIDDEN int ptx_type_size(int t);
+
+#endif /* CUSIM_PTX_INTERNAL_H */
