@@ -80,8 +80,8 @@ def test_saxpy_from_host_shared_object(cu: Cuda) -> None:
     )
 
 
-def test_ptx_image_runs_on_the_host_kernels(cu: Cuda) -> None:
-    """The committed PTX loads on the sim: its entries resolve to the host build."""
+def test_ptx_image_runs_on_the_executor(cu: Cuda) -> None:
+    """The committed PTX loads on the sim and its kernels run on the PTX executor."""
     mod = _load(cu, PTX.read_bytes())
     _saxpy(cu, _function(cu, mod, "saxpy"), 513, 0.5)
     cu.check(cu.lib.cuModuleUnload(mod))

@@ -11,7 +11,7 @@ import numpy as np
 from ..._driver import DriverFunction, DriverModule, DriverStream, LaunchConfig
 from ..._exceptions import InvalidArgumentError
 from ..._kernel_args import check_arg_sizes
-from ..._kernel_images import PORTABLE_MODULES, host_library_name
+from ..._kernel_images import PORTABLE_MODULES, host_library_name, sim_kernel_kind
 from ..._native import native_library_path
 from . import _errors
 from ._base import _CudaBase, _current
@@ -39,15 +39,17 @@ class _ModuleOps(_CudaBase):
         return DriverModule(out[0])
 
     def builtin_module_image(self, name: str) -> Any:
-        """aruntime's portable kernels: the host shared object on the sim, PTX on a GPU."""
-        if self._library.sim:
+        """aruntime's portable kernels: the committed PTX (a GPU's and, by default, the sim's).
+
+        With ``ARUNTIME_SIM_KERNELS=host`` the sim loads the host shared object instead.
+        """
+        if self._library.sim and sim_kernel_kind() == "host":
             filename = _SIM_BUILTIN_MODULES.get(name)
             if filename is not None:
                 return native_library_path(filename).read_bytes()
-        else:
-            ptx = _PACKAGE_DIR / "kernels" / f"{name}.ptx"
-            if ptx.is_file():
-                return ptx.read_bytes()
+        ptx = _PACKAGE_DIR / "kernels" / f"{name}.ptx"
+        if ptx.is_file():
+            return ptx.read_bytes()
         return super().builtin_module_image(name)
 
     def module_unload(self, module: DriverModule) -> None:
