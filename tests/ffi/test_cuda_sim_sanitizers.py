@@ -37,7 +37,7 @@ def test_stress_is_clean_under_sanitizer(sanitizer: str, tmp_path: Path) -> None
             "cc", "-std=gnu11", "-O1", "-g", f"-fsanitize={sanitizer}",
             "-fno-omit-frame-pointer", "-pthread", f"-I{FFI / 'cuda' / 'sim'}",
             *map(str, SOURCES), str(Path(__file__).with_name("sim_stress.c")),
-            "-o", str(exe), "-ldl",
+            "-o", str(exe), "-ldl", "-lm",
         ],
         capture_output=True,
         text=True,
