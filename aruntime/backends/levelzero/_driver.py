@@ -74,7 +74,7 @@ from ..._exceptions import (
     InvalidArgumentError,
     NotSupportedError,
 )
-from ..._kernel_args import check_arg_count
+from ..._kernel_args import check_arg_count, describe_arg
 from . import _errors
 from ._errors import ZE_RESULT_NOT_READY, ZE_RESULT_SUCCESS
 from ._ffi import ffi
@@ -1225,7 +1225,8 @@ class LevelZeroDriver(Driver):
                 if rc == _INVALID_KERNEL_ARGUMENT_SIZE:
                     raise InvalidArgumentError(
                         f"launch: kernel {k.name!r} argument {index}: the driver rejects "
-                        f"its size, {size} bytes ({type(args[index]).__name__})"
+                        f"its size, {size} bytes ({describe_arg(args[index])}), as not the "
+                        "parameter's size"
                     )
                 if rc == _INVALID_KERNEL_ARGUMENT_INDEX:
                     raise InvalidArgumentError(
