@@ -22,6 +22,7 @@ LIBRARIES = [
             "cuda/sim/cusim_exec.c",
             "cuda/sim/cusim_procaddr.c",
             "cuda/sim/cusim_ptds.c",
+            "cuda/sim/cusim_pool.c",
         ),
         depends=(*ENGINE_HEADERS, "cuda/sim/cuda_types.h", "cuda/sim/cusim.h"),
         # Only the API and the test hooks are exported; -Bsymbolic keeps the
