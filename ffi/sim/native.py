@@ -28,7 +28,10 @@ LIBRARIES = [
         depends=(*ENGINE_HEADERS, "cuda/sim/cuda_types.h", "cuda/sim/cusim.h"),
         # Only the API and the test hooks are exported; -Bsymbolic keeps the
         # library's own calls inside it even if another libcuda is loaded.
+        # nodelete: its threads may still run queued work when a client
+        # (cffi at interpreter exit) dlcloses it; unmapping the code under
+        # them would crash the exit.
         cflags=("-fvisibility=hidden",),
-        ldflags=("-Wl,-Bsymbolic", "-ldl"),
+        ldflags=("-Wl,-Bsymbolic", "-Wl,-z,nodelete", "-ldl"),
     ),
 ]
