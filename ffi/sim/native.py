@@ -23,6 +23,7 @@ LIBRARIES = [
             "cuda/sim/cusim_exec.c",
             "cuda/sim/cusim_procaddr.c",
             "cuda/sim/cusim_ptds.c",
+            "cuda/sim/cusim_pool.c",
             "cuda/sim/ptx_parse.c",
             "cuda/sim/ptx_exec.c",
         ),
@@ -35,7 +36,10 @@ LIBRARIES = [
         ),
         # Only the API and the test hooks are exported; -Bsymbolic keeps the
         # library's own calls inside it even if another libcuda is loaded.
+        # nodelete: its threads may still run queued work when a client
+        # (cffi at interpreter exit) dlcloses it; unmapping the code under
+        # them would crash the exit.
         cflags=("-fvisibility=hidden",),
-        ldflags=("-Wl,-Bsymbolic", "-ldl", "-lm"),
+        ldflags=("-Wl,-Bsymbolic", "-Wl,-z,nodelete", "-ldl", "-lm"),
     ),
 ]
