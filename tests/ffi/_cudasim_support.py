@@ -99,6 +99,8 @@ CUresult cuEventSynchronize(CUevent);
 CUresult cuEventElapsedTime(float *, CUevent, CUevent);
 CUresult cuEventElapsedTime_v2(float *, CUevent, CUevent);
 CUresult cuModuleLoadData(CUmodule *, const void *);
+CUresult cuModuleLoadDataEx(CUmodule *, const void *, unsigned int, int *, void **);
+CUresult cuModuleLoad(CUmodule *, const char *);
 CUresult cuModuleUnload(CUmodule);
 CUresult cuModuleGetFunction(CUfunction *, CUmodule, const char *);
 CUresult cuFuncGetParamInfo(CUfunction, size_t, size_t *, size_t *);

@@ -115,6 +115,8 @@ static inline double h2d(uint16_t h)
 }
 static inline uint16_t d2h(double d)
 {
+    if (d != d)
+        return 0x7fff; /* the canonical NaN cvt writes */
     _Float16 x = (_Float16)d;
     uint16_t h;
     memcpy(&h, &x, 2);
@@ -127,7 +129,7 @@ static inline double bf2d(uint16_t b) { return (double)f32((uint64_t)b << 16); }
 __attribute__((optimize("rounding-math"), noinline)) static uint16_t d2bf(double d, int mode)
 {
     if (isnan(d))
-        return (uint16_t)(0x7fc0 | (signbit(d) ? 0x8000 : 0));
+        return 0x7fff;
     int old = fegetround();
     fesetround(FE_TOWARDZERO);
     volatile float f = (float)d;
@@ -414,8 +416,8 @@ static inline uint8_t *mem_at(block_ctx *b, warp *w, frame *fr, int space, uint6
     case S_LOCAL:
         return addr + n <= b->stack ? w->local + (size_t)l * b->stack + addr : NULL;
     case S_PARAM:
-        if (fr->f->is_entry)
-            return addr + n <= fr->f->param_bytes ? b->params + addr : NULL;
+        return addr + n <= fr->f->param_bytes ? b->params + addr : NULL;
+    case S_FRAME:
         return addr + n <= fr->f->frame_bytes ? fr->pf + (size_t)l * fr->f->frame_bytes + addr : NULL;
     case S_GENERIC: {
         uintptr_t p = (uintptr_t)addr;
@@ -931,8 +933,49 @@ static int exec_int(const pinsn *in, frame *fr, uint64_t *D, const uint64_t *A, 
             D[l] = s & mask;
         });
         return 0;
+    case OP_FNS:
+        FOR_LANES(m, {
+            uint32_t msk = (uint32_t)A[l], base = (uint32_t)B[l] & 31;
+            int32_t off = (int32_t)C[l];
+            uint32_t r = 0xffffffffu;
+            if (off == 0) {
+                if (msk >> base & 1)
+                    r = base;
+            } else {
+                int32_t need = off > 0 ? off : -off, step = off > 0 ? 1 : -1;
+                for (int32_t i = (int32_t)base; i >= 0 && i < 32; i += step)
+                    if ((msk >> i & 1) && --need == 0) {
+                        r = (uint32_t)i;
+                        break;
+                    }
+            }
+            D[l] = r;
+        });
+        return 0;
+    case OP_MADC:
     case OP_MUL:
     case OP_MAD: {
+        if (in->op == OP_MADC || (in->op == OP_MAD && (in->flags & FL_CC))) {
+            if (in->type2 == MULW_WIDE)
+                return E_FAIL;
+            int cin = in->op == OP_MADC;
+            FOR_LANES(m, {
+                uint64_t p;
+                if (in->type2 == MULW_HI)
+                    p = bits == 64 ? (uint64_t)(((unsigned __int128)A[l] * B[l]) >> 64)
+                                   : (sg ? (uint64_t)((sxt(A[l], bits) * sxt(B[l], bits)) >> bits)
+                                         : ((A[l] & mask) * (B[l] & mask)) >> bits);
+                else
+                    p = A[l] * B[l];
+                p &= mask;
+                uint64_t cc = (C[l] & mask);
+                unsigned __int128 s = (unsigned __int128)p + cc + (cin ? fr->cc[l] : 0);
+                if (in->flags & FL_CC)
+                    fr->cc[l] = (uint8_t)((s >> bits) & 1);
+                D[l] = (uint64_t)s & mask;
+            });
+            return 0;
+        }
         int mad = in->op == OP_MAD;
         if (in->type2 == MULW_WIDE) {
             uint64_t wm = tmask(bits * 2);

@@ -30,6 +30,7 @@ typedef enum ptx_type {
 
 typedef enum ptx_space {
     S_GENERIC = 0, S_GLOBAL, S_SHARED, S_LOCAL, S_PARAM, S_CONST,
+    S_FRAME, /* .param of a .func or of a call site: the per-lane frame */
 } ptx_space;
 
 typedef enum ptx_op {
@@ -40,7 +41,7 @@ typedef enum ptx_op {
     OP_ADD, OP_SUB, OP_MUL, OP_MAD, OP_DIV, OP_REM, OP_ABS, OP_NEG, OP_MIN, OP_MAX,
     OP_AND, OP_OR, OP_XOR, OP_NOT, OP_CNOT, OP_SHL, OP_SHR, OP_POPC, OP_CLZ, OP_BREV,
     OP_BFE, OP_BFI, OP_BFIND, OP_PRMT, OP_SHF, OP_LOP3, OP_MUL24, OP_MAD24, OP_SAD,
-    OP_ADDC, OP_SUBC, OP_DP4A,
+    OP_ADDC, OP_SUBC, OP_DP4A, OP_MADC, OP_FNS,
     /* float-only */
     OP_FMA, OP_RCP, OP_SQRT, OP_RSQRT, OP_SIN, OP_COS, OP_LG2, OP_EX2, OP_TANH, OP_COPYSIGN,
     OP_TESTP,

@@ -573,7 +573,7 @@ static int parse_operand(parser *ps, opnd *o)
         ps->i++;
         while (!is_p(cur(ps), close)) {
             t = cur(ps);
-            if (t->kind != TK_ID)
+            if (t->kind != TK_ID && t->kind != TK_NUM)
                 return fail(ps, t->line, PTX_ERR_INVALID, "expected a register in a vector");
             if (o->nv >= 4 && o->kind == O_VEC)
                 return fail(ps, t->line, PTX_ERR_INVALID, "vector of more than 4 elements");
@@ -970,6 +970,14 @@ static int parse_instruction(parser *ps, uint32_t guard, int guard_neg)
             return fail(ps, line, PTX_ERR_INVALID, "'%s' needs a type", opname);
         opnd *addr = &ops[st ? 0 : 1], *val = &ops[st ? 1 : 0];
         rc = addr_operand(ps, addr, line, &in);
+        if (in.space == S_PARAM) {
+            /* A kernel's own parameters live in the launch's buffer; a
+             * .func's parameters and call-site .param variables in the
+             * per-lane frame. */
+            sym *s = addr->name[0] ? lookup(ps, addr->name) : NULL;
+            if (!ps->f->is_entry || (s && s->kind == SYM_FPARAM))
+                in.space = S_FRAME;
+        }
         if (in.vec > 1) {
             if (val->kind != O_VEC || val->nv != in.vec)
                 return fail(ps, line, PTX_ERR_INVALID, "'%s' needs a vector of %d", opname, in.vec);
@@ -1039,7 +1047,11 @@ static int parse_instruction(parser *ps, uint32_t guard, int guard_neg)
         SRC(2, b, st);
         if (in.type2 == MULW_WIDE && ty != T_U16 && ty != T_S16 && ty != T_U32 && ty != T_S32)
             return fail(ps, line, PTX_ERR_INVALID, "'%s': .wide needs a 16- or 32-bit type", opname);
-    } else if (OP("mad") || OP("fma") || OP("mad24") || OP("sad")) {
+    } else if (OP("fns")) {
+        NEEDS(4, 4);
+        in.op = OP_FNS;
+        DST(0, d); SRC(1, a, T_B32); SRC(2, b, T_U32); SRC(3, c, T_S32);
+    } else if (OP("mad") || OP("fma") || OP("mad24") || OP("sad") || OP("madc")) {
         NEEDS(4, 4);
         in.mode = (uint8_t)rounding_of(&md);
         if (has(&md, "ftz"))
@@ -1054,7 +1066,7 @@ static int parse_instruction(parser *ps, uint32_t guard, int guard_neg)
             in.type2 = MULW_WIDE;
         else
             (void)has(&md, "lo");
-        in.op = OP("sad") ? OP_SAD : OP("mad24") ? OP_MAD24 : is_float_type(ty) || ty == T_F16X2 || ty == T_BF16X2 ? OP_FMA : OP_MAD;
+        in.op = OP("madc") ? OP_MADC : OP("sad") ? OP_SAD : OP("mad24") ? OP_MAD24 : is_float_type(ty) || ty == T_F16X2 || ty == T_BF16X2 ? OP_FMA : OP_MAD;
         if (OP("mad") && in.op == OP_FMA && in.mode == RND_NONE && ty != T_F32)
             return fail(ps, line, PTX_ERR_INVALID, "'%s' without a rounding mode", opname);
         int ct = in.type2 == MULW_WIDE ? (ty == T_U32 ? T_U64 : ty == T_S32 ? T_S64 : ty == T_U16 ? T_U32 : T_S32) : ty;
