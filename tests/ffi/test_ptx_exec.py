@@ -319,7 +319,9 @@ def test_float_arithmetic_and_transcendentals(k: Kernels) -> None:
     g, h = k.get(o32), k.get(o64)
     x, y = a, b
     exact = np.stack([x + y, x * y, np.zeros(n, np.float32), x / y, np.sqrt(np.abs(x))], axis=1)
-    exact[:, 2] = [_round_f32(Fraction(float(p)) * Fraction(float(q)) + 1) for p, q in zip(x, y)]
+    exact[:, 2] = [
+        _round_f32(Fraction(float(p)) * Fraction(float(q)) + 1) for p, q in zip(x, y, strict=True)
+    ]
     np.testing.assert_array_equal(g[:, :5], exact)
     approx = np.stack(
         [
