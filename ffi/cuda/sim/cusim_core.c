@@ -283,8 +283,10 @@ static void ctx_release_resources(cu_ctx *c)
         cusim_stream_free(s);
     }
     arsim_mem_free_owner(c->handle);
-    /* A new context starts clean: the sticky error dies with the old one. */
+    /* A new context starts clean: the sticky error dies with the old one,
+     * and so does an error its legacy stream had not reported yet. */
     arsim_device_reset(c->device);
+    arsim_queue_take_error(c->legacy->q);
 }
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
