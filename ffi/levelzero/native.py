@@ -47,7 +47,14 @@ LIBRARIES = [
         # -ffp-contract=off: the SPIR-V executor rounds every float operation
         # as the kernel says (no fused multiply-adds the kernel did not ask for).
         cflags=("-fvisibility=hidden", "-ffp-contract=off"),
-        ldflags=("-Wl,-Bsymbolic", "-Wl,-z,nodelete", "-Wl,--no-undefined", "-ldl", "-lm", "-lpthread"),
+        ldflags=(
+            "-Wl,-Bsymbolic",
+            "-Wl,-z,nodelete",
+            "-Wl,--no-undefined",
+            "-ldl",
+            "-lm",
+            "-lpthread",
+        ),
         depends=_HEADERS,
     )
 ]
