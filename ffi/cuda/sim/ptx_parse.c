@@ -847,6 +847,21 @@ static int parse_instruction(parser *ps, uint32_t guard, int guard_neg)
     in.d = in.d2 = in.a = in.b = in.c = in.e = PTX_NONE;
     in.vec = 1;
 
+    static const char *const known[] = {
+        "mov", "ld", "ldu", "st", "cvta", "cvt", "add", "sub", "mul", "div", "rem", "min", "max",
+        "and", "or", "xor", "shl", "shr", "copysign", "addc", "subc", "mul24", "fns", "mad", "fma",
+        "mad24", "sad", "madc", "abs", "neg", "not", "cnot", "popc", "clz", "brev", "rcp", "sqrt",
+        "rsqrt", "sin", "cos", "lg2", "ex2", "tanh", "bfind", "bfe", "bfi", "prmt", "shf", "lop3",
+        "setp", "selp", "testp", "bra", "ret", "exit", "trap", "brkpt", "bar", "barrier", "membar",
+        "fence", "prefetch", "prefetchu", "nanosleep", "pmevent", "atom", "red", "shfl", "vote",
+        "activemask", "redux", "match", "call", NULL,
+    };
+    int is_known = 0;
+    for (int k = 0; known[k] && !is_known; k++)
+        is_known = strcmp(b, known[k]) == 0;
+    if (!is_known)
+        return fail(ps, line, PTX_ERR_INVALID, "unsupported instruction '%s'", opname);
+
     /* call has its own operand syntax */
     opnd ops[8];
     int n = 0;
@@ -1235,9 +1250,9 @@ static int parse_instruction(parser *ps, uint32_t guard, int guard_neg)
         if (in.mode == ATOM_CAS)
             SRC(k + 2, c, ty);
     } else if (OP("shfl")) {
-        NEEDS(5, 5);
         if (!has(&md, "sync"))
             return fail(ps, line, PTX_ERR_INVALID, "'%s': shfl without .sync is not supported (sm_70+)", opname);
+        NEEDS(5, 5);
         in.op = OP_SHFL;
         in.mode = has(&md, "up") ? SHFL_UP : has(&md, "down") ? SHFL_DOWN : has(&md, "bfly") ? SHFL_BFLY : has(&md, "idx") ? SHFL_IDX : 0;
         if (!in.mode)
