@@ -176,7 +176,8 @@ def test_private_structs_calls_switch_and_program_variables(
 ) -> None:
     n = 128
     x = np.arange(n, dtype=np.int32) * 3 + 1
-    _, out, iout = run(gpu, module, "misc", 2, 64, [x, np.zeros(n, np.float32), np.zeros(2 * n, np.int32)])
+    outs = [np.zeros(n, np.float32), np.zeros(2 * n, np.int32)]
+    _, out, iout = run(gpu, module, "misc", 2, 64, [x, *outs])
     table = [0.5, 1.5, -2.0, 4.0, 8.25]
     for i in range(n):
         which = int(x[i]) % 9 - 4
@@ -239,14 +240,15 @@ def test_float_builtins_and_vectors(gpu: ar.Backend, module: ar.Module) -> None:
     )  # fmt: skip
     out = out.reshape(n, 12)
     x, y = a.astype(np.float64), b.astype(np.float64)
-    w = [2 * x + 1, 2 * y + 2, 2 * (x * y).astype(np.float32) + 3, 2 * (x - y).astype(np.float32) + 4]
+    xy, x_y = (x * y).astype(np.float32), (x - y).astype(np.float32)
+    w = [2 * x + 1, 2 * y + 2, 2 * xy + 3, 2 * x_y + 4]
     expect = [
         x * y + 1,
         np.fmod(x, y),
         np.copysign(x, y),
         np.floor(x) + np.ceil(y),
         w[0] + w[1] * w[2] - w[3],
-        x * (x * y).astype(np.float32) + y * (x - y).astype(np.float32),
+        x * xy + y * x_y,
         x + (y - x) * 0.25,
         np.where(y < x, 0.0, 1.0) + np.sign(x),
         np.maximum(x, y) - np.minimum(x, y),
