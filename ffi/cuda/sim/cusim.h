@@ -231,6 +231,7 @@ P cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
 P cuGraphExecDestroy(CUgraphExec hGraphExec);
 P cuGraphDestroy(CUgraph hGraph);
 
+P cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId);
 P cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 P cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                       CUdriverProcAddressQueryResult *symbolStatus);

@@ -116,6 +116,7 @@ static const proc_entry g_procs[] = {
     {"cuGraphLaunch", 10000, (void *)cuGraphLaunch, (void *)cuGraphLaunch_ptsz},
     {"cuGraphExecDestroy", 10000, (void *)cuGraphExecDestroy, NULL},
     {"cuGraphDestroy", 10000, (void *)cuGraphDestroy, NULL},
+    {"cuGetExportTable", 3000, (void *)cuGetExportTable, NULL},
     {"cuGetProcAddress", 11030, (void *)cuGetProcAddress, NULL},
     {"cuGetProcAddress", 12000, (void *)cuGetProcAddress_v2, NULL},
 };
