@@ -19,10 +19,10 @@ from ._constants import (
     _STAGING_POOL_MAX,
     STAGING_CHUNK,
 )
-from ._devices import _device_count, _device_info
 from ._ffi import CData
 from ._handles import _Resources, _Stream
 from ._library import CudaLibrary
+from ._platform import _device_count, _device_info
 
 # Which context each thread has current, shared by every CudaDriver so that
 # two devices used alternately from one thread each re-establish their own.

@@ -5,7 +5,7 @@ parts are the only modules that call the CUDA API (besides ``cuInit`` and
 the error-naming calls in :mod:`._library`): ``_base`` (context, sticky
 errors, staging-buffer recycling), ``_memory``, ``_streams`` (streams and
 events), ``_copies`` (copies, fills, pageable staging), ``_modules``
-(modules, kernels, launches) and ``_graphs``; ``_devices`` lists devices
+(modules, kernels, launches) and ``_graphs``; ``_platform`` lists devices
 without a context, and ``_exit`` holds the interpreter-exit hook.  Every call goes through cffi (the
 compiled wrappers or libffi, see :mod:`._ffi`), which releases the GIL for
 its duration, and every ``CUresult`` goes through :mod:`._errors`.
@@ -54,7 +54,6 @@ import time
 from ..._exceptions import ClosedResourceError, DeviceLostError
 from ._constants import _NOT_READY
 from ._copies import _CopyOps
-from ._devices import device_infos
 from ._exit import _live_drivers, _register_exit_hook
 from ._graphs import _GraphOps
 from ._handles import _Resources
@@ -63,7 +62,7 @@ from ._memory import _MemoryOps
 from ._modules import _ModuleOps
 from ._streams import _StreamOps
 
-__all__ = ["CudaDriver", "device_infos"]
+__all__ = ["CudaDriver", "open_driver"]
 
 _log = logging.getLogger("aruntime.cuda")
 
@@ -148,3 +147,8 @@ class CudaDriver(_MemoryOps, _StreamOps, _CopyOps, _ModuleOps, _GraphOps):
                 return False
             time.sleep(pause)  # exit path, not the event loop: sleeping is fine here
             pause = min(pause * 2, 0.02)
+
+
+def open_driver(library: CudaLibrary, device: int) -> CudaDriver:
+    """Open CUDA device ``device`` (an ordinal) of ``library``."""
+    return CudaDriver(library, device)

@@ -64,6 +64,6 @@ def _device_info(library: CudaLibrary, ordinal: int) -> tuple[int, DeviceInfo]:
     return device, info
 
 
-def device_infos(library: CudaLibrary) -> list[DeviceInfo]:
+def list_devices(library: CudaLibrary) -> list[DeviceInfo]:
     """What every visible device says about itself (no context is created)."""
     return [_device_info(library, i)[1] for i in range(_device_count(library))]
