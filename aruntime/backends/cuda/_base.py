@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 
 from ..._driver import DeviceInfo, Driver
 from ..._exceptions import AruntimeError, BackendUnavailableError, DeviceLostError, DriverError
+from .._staging import STAGING_CHUNK, StagingPool
 from . import _errors
 from ._constants import (
     _CU_EVENT_DISABLE_TIMING,
@@ -16,8 +17,6 @@ from ._constants import (
     _CU_MEMORYTYPE_HOST,
     _CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
     _NOT_READY,
-    _STAGING_POOL_MAX,
-    STAGING_CHUNK,
 )
 from ._ffi import CData
 from ._handles import _Resources, _Stream
@@ -61,7 +60,10 @@ class _CudaBase(Driver):
         self._closed = False
         self._state_lock = threading.Lock()  # staging pool, retire list, host ranges
         self._streams: set[_Stream] = set()
-        self._staging_pool: list[CData] = []
+        #: Pinned buffers for staged pageable copies, recycled across streams.
+        self._staging: StagingPool[CData] = StagingPool(
+            lambda: self._host_alloc_raw(STAGING_CHUNK), self._lib.cuMemFreeHost
+        )
         self._retired: list[tuple[list[CData], _Resources]] = []
         self._orphans = _Resources()  # captured on a stream joined into someone's capture
         self._host_starts: list[int] = []
@@ -228,10 +230,7 @@ class _CudaBase(Driver):
 
     def _take_staging(self) -> CData:
         self._reap()
-        with self._state_lock:
-            if self._staging_pool:
-                return self._staging_pool.pop()
-        return self._host_alloc_raw(STAGING_CHUNK)
+        return self._staging.take()
 
     def _retire(self, events: list[CData], resources: _Resources) -> None:
         if not resources:
@@ -267,9 +266,5 @@ class _CudaBase(Driver):
                 helpers.ar_copy_job_free(job)
         resources.jobs = []
         for buffer in resources.staging:
-            with self._state_lock:
-                if len(self._staging_pool) < _STAGING_POOL_MAX and not self._closed:
-                    self._staging_pool.append(buffer)
-                    continue
-            self._lib.cuMemFreeHost(buffer)
+            self._staging.give(buffer)
         resources.staging = []
