@@ -8,15 +8,14 @@ system memory to the driver, which copies it the same way.  So a driver cuts
 large pageable copies into :data:`STAGING_CHUNK` pieces that go through
 pinned buffers of its own, and moves each piece between the pageable memory
 and the pinned buffer off the enqueueing thread: CUDA in a native host
-function on the driver's thread, Level Zero on a :class:`StagingWorker` per
-stream.  This module holds what both share: the sizes, the chunking, the
-pool of pinned buffers and the worker thread.
+function on the driver's thread, Level Zero on a
+:class:`~aruntime.backends._worker.HostWorker` per stream.  This module
+holds what both share: the sizes, the chunking and the pool of pinned
+buffers.
 """
 
 from __future__ import annotations
 
-import collections
-import logging
 import threading
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
@@ -26,7 +25,6 @@ __all__ = [
     "STAGING_CHUNK",
     "STAGING_POOL_MAX",
     "StagingPool",
-    "StagingWorker",
     "chunks",
 ]
 
@@ -37,8 +35,6 @@ DIRECT_PAGEABLE_H2D_MAX = 64 * 1024
 STAGING_CHUNK = 4 * 1024 * 1024
 #: Free staging buffers a driver keeps for reuse; more go back to the driver.
 STAGING_POOL_MAX = 8
-
-_log = logging.getLogger("aruntime.staging")
 
 Buffer = TypeVar("Buffer")
 
@@ -97,43 +93,3 @@ class StagingPool(Generic[Buffer]):
 
     def __len__(self) -> int:
         return len(self._buffers)
-
-
-class StagingWorker:
-    """One daemon thread that runs a stream's host-side staging jobs in submission order.
-
-    A job handles its own errors (it reports them through the stream); one
-    that raises anyway is logged, and the worker goes on with the next.
-    """
-
-    def __init__(self, name: str) -> None:
-        self._jobs: collections.deque[Callable[[], None] | None] = collections.deque()
-        self._ready = threading.Condition(threading.Lock())
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
-
-    def submit(self, job: Callable[[], None]) -> None:
-        with self._ready:
-            self._jobs.append(job)
-            self._ready.notify()
-
-    def stop(self, *, join: bool = True) -> None:
-        """Run the jobs already submitted, then end the thread; ``join`` waits for that."""
-        with self._ready:
-            self._jobs.append(None)
-            self._ready.notify()
-        if join and self._thread is not threading.current_thread():
-            self._thread.join()
-
-    def _run(self) -> None:
-        while True:
-            with self._ready:
-                while not self._jobs:
-                    self._ready.wait()
-                job = self._jobs.popleft()
-            if job is None:
-                return
-            try:
-                job()
-            except Exception:  # a job's own bug: keep serving the stream
-                _log.exception("staging job failed")

@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from aruntime.backends._staging import STAGING_CHUNK, StagingPool, StagingWorker, chunks
+from aruntime.backends._staging import STAGING_CHUNK, StagingPool, chunks
+from aruntime.backends._worker import HostWorker
 
 
 def test_chunks_cover_the_copy_in_order() -> None:
@@ -45,7 +46,7 @@ def test_pool_reuses_keeps_at_most_keep_and_frees_after_close() -> None:
 
 def test_worker_runs_jobs_in_order_survives_a_failing_job_and_stops() -> None:
     seen: list[int] = []
-    worker = StagingWorker("test-staging")
+    worker = HostWorker("test-staging")
     for i in range(50):
         if i == 10:
             worker.submit(lambda: 1 / 0)  # logged; the worker goes on

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import bisect
 import threading
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from ..._driver import DeviceInfo, Driver
 from ..._exceptions import AruntimeError, BackendUnavailableError, DeviceLostError, DriverError
+from .._release import DeferredReleases
 from .._staging import STAGING_CHUNK, StagingPool
 from . import _errors
 from ._constants import (
@@ -60,6 +62,8 @@ class _CudaBase(Driver):
         self._closed = False
         self._state_lock = threading.Lock()  # staging pool, retire list, host ranges
         self._streams: set[_Stream] = set()
+        #: Frees that may wait for the device, when it has work (see ``_release``).
+        self._releases = DeferredReleases(f"aruntime-{self.backend_name}-release")
         #: Pinned buffers for staged pageable copies, recycled across streams.
         self._staging: StagingPool[CData] = StagingPool(
             lambda: self._host_alloc_raw(STAGING_CHUNK), self._lib.cuMemFreeHost
@@ -172,6 +176,39 @@ class _CudaBase(Driver):
             self._enter_slow("release")
         return True
 
+    def _busy(self) -> bool:
+        """Whether any of our streams has work queued, or releases are already deferred.
+
+        ``cuStreamQuery`` never blocks; a stream made by another library that
+        we never saw is not counted.
+        """
+        if self._releases.pending:
+            return True  # keep releases in order behind those already queued
+        with self._state_lock:
+            streams = list(self._streams)
+        query = self._lib.cuStreamQuery
+        return any(query(s.handle) == _NOT_READY for s in streams)
+
+    def _release_call(self, function: str, call: Callable[[], int]) -> None:
+        """Make a release that may synchronize: now when idle, else on the release thread."""
+        if not self._busy():
+            self._check(call(), function)
+            return
+
+        def deferred() -> None:
+            if self._enter_release():  # the context, on the release thread
+                self._check(call(), function)
+
+        self._releases.submit(deferred, function)
+
+    def _alloc_call(self, function: str, call: Callable[[], int]) -> None:
+        """Make an allocation; out of memory with frees still deferred, let them land and retry."""
+        code = call()
+        if code == _errors.CUDA_ERROR_OUT_OF_MEMORY and self._releases.pending:
+            self._releases.drain()
+            code = call()
+        self._check(code, function)
+
     def _enter(self, function: str) -> None:
         if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
             self._enter_slow(function)
@@ -199,7 +236,7 @@ class _CudaBase(Driver):
     def _host_alloc_raw(self, nbytes: int) -> CData:
         out = self._ffi.new("void **")
         flags = _CU_MEMHOSTALLOC_PORTABLE | _CU_MEMHOSTALLOC_DEVICEMAP
-        self._check(self._lib.cuMemHostAlloc(out, nbytes, flags), "cuMemHostAlloc")
+        self._alloc_call("cuMemHostAlloc", lambda: self._lib.cuMemHostAlloc(out, nbytes, flags))
         return out[0]
 
     def _fence(self, stream: _Stream) -> CData | None:

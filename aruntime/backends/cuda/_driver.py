@@ -83,6 +83,7 @@ class CudaDriver(_MemoryOps, _StreamOps, _CopyOps, _ModuleOps, _GraphOps):
         _live_drivers.discard(self)
         lost = isinstance(self._dead, DeviceLostError)
         try:
+            self._releases.close()  # deferred frees first: they need the context
             if not lost:
                 self._enter_slow_unchecked()
                 self._release_all_resources()

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._exceptions import DriverError
-from .._staging import StagingWorker
+from .._worker import HostWorker
 
 
 @dataclass(eq=False)
@@ -49,7 +49,7 @@ class _List:
 class _Stager:
     """A stream's pageable-copy staging: its worker thread and two pinned buffers."""
 
-    worker: StagingWorker
+    worker: HostWorker
     buffers: tuple[int, int]
 
 

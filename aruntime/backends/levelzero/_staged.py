@@ -8,9 +8,11 @@ than :data:`DIRECT_PAGEABLE_H2D_MAX` goes through two pinned
 * the enqueueing thread only appends: for each piece a device copy between
   the device memory and a staging buffer, waiting for or signalling a pooled
   event, and at the end a barrier that signals a "tail" event;
-* the stream's :class:`StagingWorker` thread moves each piece between the
-  pageable memory and the staging buffer (``ctypes.memmove``, which releases
-  the GIL) and signals the piece's host event.
+* the stream's :class:`HostWorker` thread moves each piece between the
+  pageable memory and the staging buffer and signals the piece's host event,
+  the whole job in one call into C (``ar_ze_run_steps`` in
+  ``libaruntime_ze_helpers.so``), so that it holds no GIL while the device
+  and the copies run.
 
 Host-to-device, piece ``i``: the worker waits until the device has read the
 buffer's previous piece (``i - 2``), fills it and signals ``staged``; the
@@ -30,19 +32,24 @@ part in a graph's replays.
 
 from __future__ import annotations
 
-import ctypes
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from .._staging import DIRECT_PAGEABLE_H2D_MAX, StagingWorker, chunks
+from ..._native import native_library_path
+from .._staging import DIRECT_PAGEABLE_H2D_MAX, chunks
+from .._worker import HostWorker
 from . import _errors
 from ._base import _LevelZeroBase
-from ._constants import _MEMORY_TYPE_UNKNOWN, _ST_MEMORY_ALLOCATION_PROPERTIES, UINT64_MAX
+from ._constants import _MEMORY_TYPE_UNKNOWN, _ST_MEMORY_ALLOCATION_PROPERTIES
 from ._errors import ZE_RESULT_SUCCESS
 from ._ffi import ffi
 from ._handles import _Stager, _ZeEvent, _ZeStream
 
-__all__ = ["_StagedCopyOps"]
+__all__ = ["HELPERS_FILE", "_StagedCopyOps"]
+
+HELPERS_FILE = "libaruntime_ze_helpers.so"
 
 
 @dataclass(frozen=True)
@@ -77,7 +84,7 @@ class _StagedCopyOps(_LevelZeroBase):
             except BaseException:
                 self._staging.give(first)
                 raise
-            worker = StagingWorker(f"aruntime-{self.backend_name}-staging")
+            worker = HostWorker(f"aruntime-{self.backend_name}-staging")
             s.stager = _Stager(worker, (first, second))
         return s.stager
 
@@ -166,24 +173,40 @@ class _StagedCopyOps(_LevelZeroBase):
         events: Sequence[_ZeEvent],
         position: int,
     ) -> None:
-        """The worker's part of one staged copy (see the module docstring)."""
-        lib = self._lib
-        rc = ZE_RESULT_SUCCESS
-        for step in steps:
-            if rc == ZE_RESULT_SUCCESS and step.wait is not None:
-                rc = lib.zeEventHostSynchronize(step.wait.handle, UINT64_MAX)
-            if rc == ZE_RESULT_SUCCESS:
-                ctypes.memmove(step.dst, step.src, step.nbytes)
-            # Even after a failure: nothing may wait forever on a failed op.
-            lib.zeEventHostSignal(step.signal.handle)
-        if rc == ZE_RESULT_SUCCESS:
-            rc = lib.zeEventHostSynchronize(tail.handle, UINT64_MAX)
+        """The worker's part of one staged copy: one call into C (see the module docstring)."""
+        native = ffi.new("ar_ze_step[]", len(steps))
+        for index, step in enumerate(steps):
+            native[index].dst = ffi.cast("void*", step.dst)
+            native[index].src = ffi.cast("void*", step.src)
+            native[index].nbytes = step.nbytes
+            native[index].wait = step.wait.handle if step.wait is not None else ffi.NULL
+            native[index].signal = step.signal.handle
+        failed_at = ffi.new("uint32_t*")
+        sync, signal = self._host_calls()
+        rc = _helpers().ar_ze_run_steps(native, len(steps), tail.handle, sync, signal, failed_at)
         if rc != ZE_RESULT_SUCCESS:
             error = _errors.error_for(
-                rc, "zeEventHostSynchronize", self.backend_name, "staging a pageable copy"
+                rc,
+                "zeEventHostSynchronize",
+                self.backend_name,
+                f"staging a pageable copy, piece {failed_at[0]} of {len(steps)}",
             )
             with s.lock:
                 s.failures.append((position, error))
             return  # the events stay out of the pool: the lost device may still touch them
         for event in events:
             self._events.release(event)
+
+    def _host_calls(self) -> tuple[Any, Any]:
+        """Pointers to zeEventHostSynchronize and zeEventHostSignal, for the helper."""
+        lib = self._lib
+        return (
+            ffi.addressof(lib, "zeEventHostSynchronize"),
+            ffi.addressof(lib, "zeEventHostSignal"),
+        )
+
+
+@functools.cache
+def _helpers() -> Any:
+    """``libaruntime_ze_helpers.so`` (built from ``ffi/levelzero/helpers`` on first use)."""
+    return ffi.dlopen(str(native_library_path(HELPERS_FILE)))
