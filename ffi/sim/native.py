@@ -19,6 +19,7 @@ LIBRARIES = [
             *ENGINE_SOURCES,
             "cuda/sim/cusim_core.c",
             "cuda/sim/cusim_errors.c",
+            "cuda/sim/cusim_stream.c",
             "cuda/sim/cusim_export.c",
             "cuda/sim/cusim_library.c",
             "cuda/sim/cusim_func.c",

@@ -102,9 +102,16 @@ typedef struct cu_graph_exec {
     arsim_graph *g;
 } cu_graph_exec;
 
-/* ---- shared helpers (cusim_core.c) */
-CUSIM_INTERNAL extern pthread_mutex_t g_capture_mu;
+/* ---- engine status -> CUresult (cusim_errors.c) */
 CUSIM_INTERNAL CUresult cusim_status(arsim_status s);
+/* ---- streams and capture membership (cusim_stream.c) */
+CUSIM_INTERNAL extern pthread_mutex_t g_capture_mu;
+CUSIM_INTERNAL CUresult cusim_stream_new(cu_ctx *ctx, unsigned flags, int priority, int legacy,
+                                         cu_stream **out);
+CUSIM_INTERNAL void cusim_stream_free(cu_stream *s);
+CUSIM_INTERNAL void cusim_capture_invalidate(cu_capture *cap);
+CUSIM_INTERNAL void cusim_capture_detach(cu_stream *s);
+/* ---- contexts, stream resolution, submission (cusim_core.c) */
 CUSIM_INTERNAL CUresult cusim_check_init(void);
 /* The current context (INVALID_CONTEXT if none), or the device's sticky error. */
 CUSIM_INTERNAL CUresult cusim_current_ctx(cu_ctx **out);
@@ -117,11 +124,6 @@ CUSIM_INTERNAL extern __thread int cusim_tls_ptds;
 /* Submits an op with the legacy-stream ordering rules and capture checks. */
 CUSIM_INTERNAL CUresult cusim_submit(cu_stream *s, arsim_op *op, uint64_t *seq_out);
 CUSIM_INTERNAL CUresult cusim_submit_graph(cu_stream *s, const arsim_graph *g);
-/* Creates and destroys streams (cusim_exec.c). */
-CUSIM_INTERNAL CUresult cusim_stream_new(cu_ctx *ctx, unsigned flags, int priority, int legacy,
-                                         cu_stream **out);
-CUSIM_INTERNAL void cusim_stream_free(cu_stream *s);
-CUSIM_INTERNAL void cusim_capture_invalidate(cu_capture *cap);
 CUSIM_INTERNAL CUresult cusim_ctx_synchronize(cu_ctx *ctx);
 /* Pools (cusim_pool.c): the allocation flag that marks a pool block, and the
  * synchronous free of one (cuMemFree of stream-ordered memory). */
@@ -134,8 +136,15 @@ CUSIM_INTERNAL uint64_t cusim_pool_of(const void *p);
  * occupancy calculator share, since the sim has no compiled binary to read. */
 #define CUSIM_FUNC_REGS 32         /* registers per thread */
 #define CUSIM_FUNC_STATIC_SHARED 0 /* static shared bytes per block */
-/* The most dynamic shared memory a launch of f may ask for. */
-CUSIM_INTERNAL int cusim_func_max_dynamic_shared(const cu_function *f);
+#define CUSIM_SHARED_PER_BLOCK 49152 /* default and opt-in maximum alike */
+/* The most dynamic shared memory a launch of f may ask for.  Inline, so the
+ * launch path (cusim_exec.c) need not call up into cusim_func.c, which calls
+ * cuLaunchKernel for cuLaunchKernelEx. */
+static inline int cusim_func_max_dynamic_shared(const cu_function *f)
+{
+    int set = __atomic_load_n(&f->max_dynamic_shared_set, __ATOMIC_RELAXED);
+    return set ? set - 1 : CUSIM_SHARED_PER_BLOCK - CUSIM_FUNC_STATIC_SHARED;
+}
 
 /* ---- exported API */
 #define P CUSIM_API CUresult CUDAAPI

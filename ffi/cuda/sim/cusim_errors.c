@@ -182,3 +182,24 @@ CUresult cuGetErrorString(CUresult error, const char **pStr)
     *pStr = e ? e->text : NULL;
     return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
+
+/* The engine's statuses as CUresults: the one mapping the front end uses. */
+CUresult cusim_status(arsim_status s)
+{
+    switch (s) {
+    case ARSIM_OK: return CUDA_SUCCESS;
+    case ARSIM_ERR_INVALID_VALUE: return CUDA_ERROR_INVALID_VALUE;
+    case ARSIM_ERR_OUT_OF_MEMORY: return CUDA_ERROR_OUT_OF_MEMORY;
+    case ARSIM_ERR_INVALID_HANDLE: return CUDA_ERROR_INVALID_HANDLE;
+    case ARSIM_ERR_NOT_READY: return CUDA_ERROR_NOT_READY;
+    case ARSIM_ERR_LAUNCH_FAILED: return CUDA_ERROR_LAUNCH_FAILED;
+    case ARSIM_ERR_ILLEGAL_ADDRESS: return CUDA_ERROR_ILLEGAL_ADDRESS;
+    case ARSIM_ERR_INVALID_IMAGE: return CUDA_ERROR_INVALID_IMAGE;
+    case ARSIM_ERR_NOT_FOUND: return CUDA_ERROR_NOT_FOUND;
+    case ARSIM_ERR_TIMEOUT: return CUDA_ERROR_TIMEOUT;
+    case ARSIM_ERR_INVALID_DEVICE: return CUDA_ERROR_INVALID_DEVICE;
+    case ARSIM_ERR_CAPTURING: return CUDA_ERROR_ILLEGAL_STATE;
+    case ARSIM_ERR_NOT_CAPTURING: return CUDA_ERROR_ILLEGAL_STATE;
+    default: return CUDA_ERROR_UNKNOWN;
+    }
+}

@@ -10,17 +10,10 @@
 
 #define CUSIM_SM_VERSION 80
 #define CUSIM_MAX_THREADS_PER_BLOCK 1024
-#define CUSIM_SHARED_PER_BLOCK 49152 /* default and opt-in maximum alike */
 
 static cu_function *func_get(CUfunction h)
 {
     return arsim_handle_get((uint64_t)(uintptr_t)h, HK_FUNCTION);
-}
-
-int cusim_func_max_dynamic_shared(const cu_function *f)
-{
-    int set = __atomic_load_n(&f->max_dynamic_shared_set, __ATOMIC_RELAXED);
-    return set ? set - 1 : CUSIM_SHARED_PER_BLOCK - CUSIM_FUNC_STATIC_SHARED;
 }
 
 CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)

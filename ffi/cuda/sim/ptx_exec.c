@@ -47,6 +47,12 @@ typedef struct frame {
     uint32_t active, waiting, parked, blocked, done;
     uint32_t cur_pc, next_pc, nopark_pc;
     uint32_t exited;   /* lanes that ran exit inside this frame (calls) */
+    /* Cache of the waiting lanes' distinct pcs, sorted, and the lowest pc
+     * of an unparked waiting lane: rebuilt only when the sets change, so a
+     * branch taken by a converged group next to waiting lanes stays cheap. */
+    int wdirty;
+    uint32_t nwpcs, wmin_unparked;
+    uint32_t wpcs[PTX_LANES];
     uint8_t cc[PTX_LANES];
 } frame;
 
@@ -378,27 +384,33 @@ static uint64_t cvt_one(uint64_t x, int dt, int st, int mode, unsigned flags)
 
 /* ------------------------------------------------------------- memory */
 
-static int global_ok(block_ctx *b, uintptr_t p, size_t n)
+/* A global access: the module's own variables, else the engine's check
+ * (which records the fault for arsim_fault_report).  Hits are cached per
+ * block context: the allocations cannot change while a kernel runs. */
+static int global_ok(block_ctx *b, uintptr_t p, size_t n, int wr)
 {
     for (int i = 0; i < 8; i++)
         if (p >= b->cache[i].lo && p + n <= b->cache[i].hi && p + n >= p)
             return 1;
     uintptr_t lo = 0, hi = 0;
-    arsim_alloc a;
-    if (arsim_mem_lookup((const void *)p, &a) == ARSIM_OK) {
-        lo = (uintptr_t)a.base;
-        hi = lo + a.size;
-    } else {
-        for (uint32_t i = 0; i < b->mod->nvars; i++) {
-            uintptr_t vlo = (uintptr_t)b->mod->vars[i].data;
-            if (p >= vlo && p < vlo + b->mod->vars[i].size) {
-                lo = vlo;
-                hi = vlo + b->mod->vars[i].size;
-                break;
-            }
+    for (uint32_t i = 0; i < b->mod->nvars; i++) {
+        uintptr_t vlo = (uintptr_t)b->mod->vars[i].data;
+        if (p >= vlo && p < vlo + b->mod->vars[i].size) {
+            lo = vlo;
+            hi = vlo + b->mod->vars[i].size;
+            break;
         }
     }
-    if (!hi || p + n > hi || p + n < p)
+    if (!hi) {
+        if (arsim_check_access((const void *)p, n, wr) != ARSIM_OK)
+            return 0;
+        arsim_alloc a;
+        if (arsim_mem_lookup((const void *)p, &a) != ARSIM_OK)
+            return 0;
+        lo = (uintptr_t)a.base;
+        hi = lo + a.size;
+    }
+    if (p + n > hi || p + n < p)
         return 0;
     b->cache[b->cache_next++ & 7] = (range){lo, hi};
     return 1;
@@ -406,7 +418,7 @@ static int global_ok(block_ctx *b, uintptr_t p, size_t n)
 
 /* The host address of an access of n bytes by lane l, or NULL (a fault). */
 static inline uint8_t *mem_at(block_ctx *b, warp *w, frame *fr, int space, uint64_t addr,
-                              size_t n, int l)
+                              size_t n, int l, int wr)
 {
     if (n > 1 && (addr & (n - 1)) && (n & (n - 1)) == 0)
         return NULL; /* misaligned */
@@ -428,10 +440,10 @@ static inline uint8_t *mem_at(block_ctx *b, warp *w, frame *fr, int space, uint6
             return (uint8_t *)p;
         if (fr->f->is_entry && p >= (uintptr_t)b->params && p + n <= (uintptr_t)b->params + fr->f->param_bytes)
             return (uint8_t *)p;
-        return global_ok(b, p, n) ? (uint8_t *)p : NULL;
+        return global_ok(b, p, n, wr) ? (uint8_t *)p : NULL;
     }
     default:
-        return global_ok(b, (uintptr_t)addr, n) ? (uint8_t *)(uintptr_t)addr : NULL;
+        return global_ok(b, (uintptr_t)addr, n, wr) ? (uint8_t *)(uintptr_t)addr : NULL;
     }
 }
 
@@ -530,14 +542,38 @@ static uint64_t atomic_op(uint8_t *p, int t, int op, uint64_t b, uint64_t c)
 
 /* ------------------------------------------------------------- scheduling */
 
-static void recompute_next(frame *fr)
+static void wcache(frame *fr)
 {
-    uint32_t best = PTX_NONE;
+    if (!fr->wdirty)
+        return;
+    fr->wdirty = 0;
+    fr->nwpcs = 0;
+    fr->wmin_unparked = PTX_NONE;
     for (uint32_t m = fr->waiting; m; m &= m - 1) {
         int l = __builtin_ctz(m);
-        if (fr->pc[l] >= fr->cur_pc && fr->pc[l] < best)
-            best = fr->pc[l];
+        uint32_t pc = fr->pc[l];
+        if (!(fr->parked >> l & 1) && pc < fr->wmin_unparked)
+            fr->wmin_unparked = pc;
+        uint32_t k = 0;
+        while (k < fr->nwpcs && fr->wpcs[k] < pc)
+            k++;
+        if (k < fr->nwpcs && fr->wpcs[k] == pc)
+            continue;
+        memmove(&fr->wpcs[k + 1], &fr->wpcs[k], (fr->nwpcs - k) * sizeof fr->wpcs[0]);
+        fr->wpcs[k] = pc;
+        fr->nwpcs++;
     }
+}
+
+static void recompute_next(frame *fr)
+{
+    wcache(fr);
+    uint32_t best = PTX_NONE;
+    for (uint32_t k = 0; k < fr->nwpcs; k++)
+        if (fr->wpcs[k] >= fr->cur_pc) {
+            best = fr->wpcs[k];
+            break;
+        }
     fr->next_pc = best;
 }
 
@@ -567,6 +603,7 @@ static int reschedule(frame *fr)
     fr->active = act;
     fr->waiting &= ~act;
     fr->parked &= ~act;
+    fr->wdirty = 1;
     fr->cur_pc = best;
     fr->nopark_pc = forced ? best : PTX_NONE;
     recompute_next(fr);
@@ -584,6 +621,7 @@ static void merge(frame *fr)
     fr->active |= add;
     fr->waiting &= ~add;
     fr->parked &= ~add;
+    fr->wdirty = 1;
     recompute_next(fr);
 }
 
@@ -593,6 +631,7 @@ static void wait_at(frame *fr, uint32_t lanes, uint32_t pc)
     for (uint32_t m = lanes; m; m &= m - 1)
         fr->pc[__builtin_ctz(m)] = pc;
     fr->waiting |= lanes;
+    fr->wdirty = 1;
 }
 
 /* ------------------------------------------------------------- frames */
@@ -1268,14 +1307,14 @@ static int exec_mem(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t 
         if (in->vec == 1) {
             uint64_t *D = R[in->d];
             FOR_LANES(m, {
-                uint8_t *p = mem_at(b, w, fr, in->space, A[l] + (uint64_t)in->imm, n, l);
+                uint8_t *p = mem_at(b, w, fr, in->space, A[l] + (uint64_t)in->imm, n, l, 0);
                 if (!p)
                     return E_FAULT;
                 D[l] = load_bytes(p, t);
             });
         } else {
             FOR_LANES(m, {
-                uint8_t *p = mem_at(b, w, fr, in->space, A[l] + (uint64_t)in->imm, n, l);
+                uint8_t *p = mem_at(b, w, fr, in->space, A[l] + (uint64_t)in->imm, n, l, 0);
                 if (!p)
                     return E_FAULT;
                 for (int k = 0; k < in->vec; k++)
@@ -1285,7 +1324,7 @@ static int exec_mem(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t 
         return 0;
     case OP_ST:
         FOR_LANES(m, {
-            uint8_t *p = mem_at(b, w, fr, in->space, A[l] + (uint64_t)in->imm, n, l);
+            uint8_t *p = mem_at(b, w, fr, in->space, A[l] + (uint64_t)in->imm, n, l, 1);
             if (!p)
                 return E_FAULT;
             if (in->vec == 1)
@@ -1300,7 +1339,7 @@ static int exec_mem(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t 
             return E_FAIL;
         const uint64_t *B = R[in->b], *C = in->c != PTX_NONE ? R[in->c] : NULL;
         FOR_LANES(m, {
-            uint8_t *p = mem_at(b, w, fr, in->space, A[l] + (uint64_t)in->imm, n, l);
+            uint8_t *p = mem_at(b, w, fr, in->space, A[l] + (uint64_t)in->imm, n, l, 1);
             if (!p)
                 return E_FAULT;
             uint64_t old = atomic_op(p, t, in->mode, B[l], C ? C[l] : 0);
@@ -1454,13 +1493,7 @@ static int run_frame(block_ctx *b, warp *w, frame *fr)
             if (fr->waiting) {
                 recompute_next(fr);
                 /* Jumped past a waiting group: let the lowest pc run first. */
-                uint32_t lowest = PTX_NONE;
-                for (uint32_t q = fr->waiting & ~fr->parked; q; q &= q - 1) {
-                    int l = __builtin_ctz(q);
-                    if (fr->pc[l] < lowest)
-                        lowest = fr->pc[l];
-                }
-                if (lowest < fr->cur_pc) {
+                if (fr->wmin_unparked < fr->cur_pc) {
                     wait_at(fr, fr->active, fr->cur_pc);
                     fr->active = 0;
                 }
@@ -1514,6 +1547,7 @@ static int run_frame(block_ctx *b, warp *w, frame *fr)
                 wait_at(fr, fr->active, fr->cur_pc);
                 fr->parked |= fr->active;
                 fr->active = 0;
+                fr->wdirty = 1;
                 continue;
             }
             fr->nopark_pc = PTX_NONE;
@@ -1747,6 +1781,7 @@ static int run_blocks(const ptx_kernel_ctx *kc, const ar_launch *L, void **param
             w->finished = 0;
             fr->active = w->valid;
             fr->waiting = fr->parked = fr->blocked = fr->done = fr->exited = 0;
+            fr->wdirty = 1;
             fr->cur_pc = 0;
             fr->next_pc = fr->nopark_pc = PTX_NONE;
             fr->local_base = 0;
@@ -1772,6 +1807,7 @@ static int run_blocks(const ptx_kernel_ctx *kc, const ar_launch *L, void **param
             /* Every warp is done or at the barrier: release it. */
             for (uint32_t wi = 0; wi < b.nwarps; wi++) {
                 frame *fr = &b.warps[wi].top;
+                fr->wdirty = 1;
                 fr->waiting |= fr->blocked;
                 fr->blocked = 0;
                 fr->active = 0;

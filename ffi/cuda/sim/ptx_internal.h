@@ -184,6 +184,17 @@ typedef struct ptx_kernel_ctx {
 } ptx_kernel_ctx;
 PTX_HIDDEN int ptx_run(void *kernel_ctx, const ar_launch *launch, void **params);
 
-PTX_HIDDEN int ptx_type_size(int t);
+/* Bytes of one value of a type (0 for T_NONE). */
+static inline int ptx_type_size(int t)
+{
+    switch (t) {
+    case T_B8: case T_U8: case T_S8: case T_PRED: return 1;
+    case T_B16: case T_U16: case T_S16: case T_F16: case T_BF16: return 2;
+    case T_B32: case T_U32: case T_S32: case T_F32: case T_F16X2: case T_BF16X2: return 4;
+    case T_B64: case T_U64: case T_S64: case T_F64: return 8;
+    case T_B128: return 16;
+    default: return 0;
+    }
+}
 
 #endif /* CUSIM_PTX_INTERNAL_H */
