@@ -113,8 +113,9 @@ def _parser() -> _Parser:
     bench = sub.add_parser(
         "bench",
         help="run the benchmarks and print their ratio tables",
-        description="Run the scripts benchmarks/bench_*.py of a source checkout (each "
-        "prints a table of ratios measured side by side) and report which failed.",
+        description="Run the benchmark scripts bench_*.py (installed with the package, "
+        "or a source checkout's benchmarks/; each prints a table of ratios measured side "
+        "by side) and report which failed.",
     )
     bench.add_argument("names", nargs="*", metavar="NAME", help="only these (e.g. await copy)")
     bench.add_argument(
@@ -124,7 +125,10 @@ def _parser() -> _Parser:
     )
     bench.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     bench.add_argument(
-        "--dir", type=Path, default=None, help="the benchmarks folder (default: the checkout's)"
+        "--dir",
+        type=Path,
+        default=None,
+        help="the benchmarks folder (default: a checkout's benchmarks/, else the installed copy)",
     )
     bench.set_defaults(func=_cmd_bench)
     return parser
@@ -382,17 +386,22 @@ def _print_summary(console: Console, r: DemoResult) -> None:
 
 # -- bench --------------------------------------------------------------------------
 def _bench_dir(given: Path | None) -> Path:
+    """``--dir``, else the copy installed in the package, else a checkout's ``benchmarks/``."""
     if given is not None:
         if not given.is_dir():
             raise CommandError(f"--dir {given}: not a folder")
         return given
-    folder = Path(__file__).resolve().parent.parent / "benchmarks"
-    if not folder.is_dir():
-        raise CommandError(
-            "no benchmarks/ folder next to the aruntime package; run from a source "
-            "checkout or pass --dir"
-        )
-    return folder
+    package = Path(__file__).resolve().parent
+    # A checkout's own folder first: it is what its tests and edits use, while
+    # _benchmarks (written by the install) may be stale there.
+    for folder in (package.parent / "benchmarks", package / "_benchmarks"):
+        if (folder / "_harness.py").is_file():
+            return folder
+    raise CommandError(
+        f"no benchmarks in {package / '_benchmarks'} (written by pip install) nor in "
+        f"{package.parent / 'benchmarks'} (a source checkout): reinstall aruntime with "
+        "pip, or pass --dir with the benchmarks/ folder of a checkout"
+    )
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
