@@ -5,10 +5,10 @@ from __future__ import annotations
 import importlib
 import os
 from dataclasses import dataclass
-from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from ._backend import Backend
+from ._backend_package import BackendPackage
 from ._driver import DeviceInfo
 from ._exceptions import BackendUnavailableError, InvalidArgumentError
 
@@ -36,7 +36,7 @@ class BackendStatus:
     reason: str = ""
 
 
-def _package(name: str) -> tuple[ModuleType, bool]:
+def _package(name: str) -> tuple[BackendPackage, bool]:
     try:
         package, sim = _BACKENDS[name]
     except KeyError:
@@ -50,7 +50,7 @@ def _package(name: str) -> tuple[ModuleType, bool]:
         raise BackendUnavailableError(
             f"{name}: the backend is not part of this build ({exc})"
         ) from exc
-    return module, sim
+    return cast(BackendPackage, module), sim
 
 
 def _resolve_auto() -> str:
@@ -80,7 +80,8 @@ def open_backend(name: str = "auto", device: int = 0, **options: Any) -> Backend
     ``"auto"`` means ``ARUNTIME_BACKEND`` if set, else a real CUDA device, else a
     real Level Zero device, else the mock.  ``options`` go to the backend
     (the mock takes ``device_name``, ``total_memory``, ``compute_units`` and
-    ``latency``).
+    ``latency``; the others take none).  An option the backend does not take
+    raises TypeError naming it and the ones it does take.
     """
     if not isinstance(name, str):
         raise TypeError(f"open_backend: name must be a str, got {type(name).__name__}")

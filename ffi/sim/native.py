@@ -18,6 +18,7 @@ LIBRARIES = [
         sources=(
             *ENGINE_SOURCES,
             "cuda/sim/cusim_core.c",
+            "cuda/sim/cusim_errors.c",
             "cuda/sim/cusim_mem.c",
             "cuda/sim/cusim_exec.c",
             "cuda/sim/cusim_procaddr.c",

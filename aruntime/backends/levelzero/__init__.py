@@ -34,23 +34,30 @@ Not covered, and why:
 
 from __future__ import annotations
 
+from ..._backend_package import check_options
 from ..._driver import DeviceInfo, Driver
-from . import _driver, _library
+from . import _driver, _library, _platform
 
-__all__ = ["list_devices", "open_driver"]
+__all__ = ["OPTIONS", "list_devices", "open_driver"]
+
+#: The Level Zero backend takes no options: its settings come from the environment.
+OPTIONS: frozenset[str] = frozenset()
 
 
 def _name(sim: bool) -> str:
     return "levelzero-sim" if sim else "levelzero"
 
 
-def open_driver(device: int, *, sim: bool) -> Driver:
+def _load_library(sim: bool) -> _library.ZeLibrary:
+    return _library.load_library(sim=sim, probe=_platform.probe)
+
+
+def open_driver(device: int, *, sim: bool, **options: object) -> Driver:
     """Open one device; raises :class:`BackendUnavailableError` when none can be reached."""
-    zl = _library.load(sim=sim, probe=_driver.probe)
-    return _driver.open_driver(zl, device, _name(sim))
+    check_options(_name(sim), options, OPTIONS)
+    return _driver.open_driver(_load_library(sim), device, _name(sim))
 
 
 def list_devices(*, sim: bool) -> list[DeviceInfo]:
     """Every device the backend can open; raises :class:`BackendUnavailableError` otherwise."""
-    zl = _library.load(sim=sim, probe=_driver.probe)
-    return _driver.list_devices(zl)
+    return _platform.list_devices(_load_library(sim))

@@ -42,7 +42,7 @@ __all__ = [
     "LOADER_NAME",
     "SIM_FILENAME",
     "ZeLibrary",
-    "load",
+    "load_library",
 ]
 
 #: The system loader's soname (Debian package libze1).
@@ -221,7 +221,7 @@ def _loader_installed() -> bool:
     return True
 
 
-def load(*, sim: bool, probe: Probe) -> ZeLibrary:
+def load_library(*, sim: bool, probe: Probe) -> ZeLibrary:
     """Open the library for ``levelzero`` (``sim=False``) or ``levelzero-sim``.
 
     ``probe`` runs zeInit and finds devices; a candidate it rejects is reported,

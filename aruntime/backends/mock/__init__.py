@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..._backend_package import check_options
 from ..._driver import DeviceInfo, Driver
 from ..._exceptions import BackendUnavailableError
 from ._driver import FAULT_KINDS, MockCall, MockDriver
@@ -18,6 +19,7 @@ from ._threaded import ThreadedMockDriver
 
 __all__ = [
     "FAULT_KINDS",
+    "OPTIONS",
     "MockCall",
     "MockDriver",
     "ThreadedMockDriver",
@@ -25,8 +27,12 @@ __all__ = [
     "open_driver",
 ]
 
+#: ``open_backend("mock", ...)`` options (see the module docstring).
+OPTIONS: frozenset[str] = frozenset({"device_name", "total_memory", "compute_units", "latency"})
+
 
 def open_driver(device: int, *, sim: bool, **options: Any) -> Driver:
+    check_options("mock", options, OPTIONS)
     if device != 0:
         raise BackendUnavailableError(f"mock: device {device} does not exist (the mock has one)")
     # open_backend's own first parameter is called ``name``, so the device's

@@ -17,7 +17,7 @@ import pytest
 from aruntime import _exceptions as exc
 from aruntime._driver import DriverStream, LaunchConfig
 from aruntime.backends import cuda
-from aruntime.backends.cuda import _driver as driver_module
+from aruntime.backends.cuda import _constants, _handles
 from aruntime.backends.cuda._driver import CudaDriver
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -198,7 +198,7 @@ def test_event_calls_need_no_current_context(driver: CudaDriver, stream: DriverS
 def test_capture_and_replay_with_a_staged_pageable_copy(
     driver: CudaDriver, stream: DriverStream
 ) -> None:
-    n = driver_module.DIRECT_PAGEABLE_H2D_MAX * 4  # staged through a host function
+    n = _constants.DIRECT_PAGEABLE_H2D_MAX * 4  # staged through a host function
     host = np.zeros(n, dtype=np.uint8)
     out = np.zeros(n, dtype=np.uint8)
     dev = driver.mem_alloc(n)
@@ -315,7 +315,7 @@ def test_launch_checks_arguments_against_param_info(
     """The parameter sizes come from cuFuncGetParamInfo; a mismatch never reaches the driver."""
     module = driver.module_load(_kernel_image(driver))
     fn = driver.module_function(module, "saxpy")
-    assert cast(driver_module._Function, fn).param_sizes == (4, 4, 8, 8)
+    assert cast(_handles._Function, fn).param_sizes == (4, 4, 8, 8)
     ptr = driver.mem_alloc(64)
     config = LaunchConfig((1, 1, 1), (4, 1, 1), 0)
     with pytest.raises(exc.InvalidArgumentError, match=r"'saxpy' takes 4 argument\(s\), got 0"):
@@ -331,5 +331,5 @@ def test_launch_unchecked_without_param_info(driver: CudaDriver) -> None:
     driver._has_param_info = False
     module = driver.module_load(_kernel_image(driver))
     fn = driver.module_function(module, "saxpy")
-    assert cast(driver_module._Function, fn).param_sizes is None
+    assert cast(_handles._Function, fn).param_sizes is None
     driver.module_unload(module)

@@ -15,7 +15,7 @@ import pytest
 from aruntime._driver import LaunchConfig
 from aruntime._exceptions import InvalidArgumentError, NotSupportedError, OutOfMemoryError
 from aruntime._native import native_library_path
-from aruntime.backends.levelzero import _driver
+from aruntime.backends.levelzero import _driver, _platform
 
 ZeDriver = _driver.LevelZeroDriver
 
@@ -252,7 +252,7 @@ def test_shared_mem_is_not_supported(ze: ZeDriver) -> None:
 
 def test_out_of_memory(ze: ZeDriver) -> None:
     total = ze.device_info().total_memory
-    chunk = min(int(_driver._device_properties(ze._lib, ze._device).maxMemAllocSize), total)
+    chunk = min(int(_platform._device_properties(ze._lib, ze._device).maxMemAllocSize), total)
     held = []
     try:
         with pytest.raises(OutOfMemoryError) as info:

@@ -21,7 +21,7 @@ def test_missing_override_path_is_listed(monkeypatch: pytest.MonkeyPatch, tmp_pa
     monkeypatch.setenv("ARUNTIME_LEVELZERO_LIBRARY", str(missing))
     monkeypatch.setattr(_library, "LOADER_NAME", "libze_loader_absent.so.1")
     with pytest.raises(BackendUnavailableError) as info:
-        _library.load(sim=False, probe=_never)
+        _library.load_library(sim=False, probe=_never)
     message = str(info.value)
     assert message.startswith("levelzero: no usable Level Zero library; tried:")
     assert str(missing) in message
@@ -34,7 +34,7 @@ def test_a_library_that_is_not_level_zero(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("ARUNTIME_LEVELZERO_LIBRARY", "libm.so.6")
     monkeypatch.setattr(_library, "LOADER_NAME", "libze_loader_absent.so.1")
     with pytest.raises(BackendUnavailableError) as info:
-        _library.load(sim=False, probe=_driver.probe)
+        _library.load_library(sim=False, probe=_driver.probe)
     assert "libm.so.6: it does not export zeInit (not a Level Zero library)" in str(info.value)
 
 
@@ -42,7 +42,7 @@ def test_the_probe_reason_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ARUNTIME_LEVELZERO_LIBRARY", "libc.so.6")
     monkeypatch.setattr(_library, "LOADER_NAME", "libze_loader_absent.so.1")
     with pytest.raises(BackendUnavailableError, match=r"libc\.so\.6: no devices here"):
-        _library.load(sim=False, probe=lambda zl: "no devices here")
+        _library.load_library(sim=False, probe=lambda zl: "no devices here")
 
 
 @needs_loader

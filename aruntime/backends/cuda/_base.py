@@ -1,0 +1,275 @@
+"""The CUDA driver's shared state: context handling, sticky errors, staging resources."""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from typing import Any, NoReturn
+
+from ..._driver import DeviceInfo, Driver
+from ..._exceptions import AruntimeError, BackendUnavailableError, DeviceLostError, DriverError
+from . import _errors
+from ._constants import (
+    _CU_EVENT_DISABLE_TIMING,
+    _CU_MEMHOSTALLOC_DEVICEMAP,
+    _CU_MEMHOSTALLOC_PORTABLE,
+    _CU_MEMORYTYPE_HOST,
+    _CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+    _NOT_READY,
+    _STAGING_POOL_MAX,
+    STAGING_CHUNK,
+)
+from ._ffi import CData
+from ._handles import _Resources, _Stream
+from ._library import CudaLibrary
+from ._platform import _device_count, _device_info
+
+# Which context each thread has current, shared by every CudaDriver so that
+# two devices used alternately from one thread each re-establish their own.
+_current = threading.local()
+
+
+class _CudaBase(Driver):
+    """State shared by the driver's parts: context, sticky errors, staging resources."""
+
+    synchronous = False
+    supports_timing = True
+
+    def __init__(self, library: CudaLibrary, ordinal: int) -> None:
+        self.backend_name = library.backend_name
+        self._library = library
+        self._ffi: Any = library.ffi
+        lib = library.lib
+        self._lib = lib
+        self._dead: AruntimeError | None = None
+        self._ctx: CData = None
+        count = _device_count(library)
+        if not 0 <= ordinal < count:
+            raise BackendUnavailableError(
+                f"{self.backend_name}: no device {ordinal}; {count} device(s) visible "
+                f"through {library.path}"
+            )
+        self._ordinal = ordinal
+        self.ordinal = ordinal
+        self._device, self._info = _device_info(library, ordinal)
+        ctx = self._ffi.new("CUcontext *")
+        code = lib.cuDevicePrimaryCtxRetain(ctx, self._device)
+        if code != 0:  # e.g. an exclusive-process device another process holds
+            error = self._fail(code, "cuDevicePrimaryCtxRetain")
+            raise BackendUnavailableError(f"{self.backend_name}: device {ordinal}: {error}")
+        self._ctx = ctx[0]
+        self._closed = False
+        self._state_lock = threading.Lock()  # staging pool, retire list, host ranges
+        self._streams: set[_Stream] = set()
+        self._staging_pool: list[CData] = []
+        self._retired: list[tuple[list[CData], _Resources]] = []
+        self._orphans = _Resources()  # captured on a stream joined into someone's capture
+        self._host_starts: list[int] = []
+        self._host_sizes: dict[int, int] = {}
+        # Symbols newer than CUDA 12.0 are feature-tested here; the rest are
+        # resolved the same way so a missing one fails where it is used.
+        fn = library.function
+        self._cuEventElapsedTime = (
+            fn("cuEventElapsedTime_v2")
+            if library.has("cuEventElapsedTime_v2")
+            else fn("cuEventElapsedTime")
+        )
+        self._has_pointer_attribute = library.has("cuPointerGetAttribute")
+        self._has_param_info = library.has("cuFuncGetParamInfo")
+        self._cuEventRecord = lib.cuEventRecord
+        self._cuEventQuery = lib.cuEventQuery
+        self._cuEventSynchronize = lib.cuEventSynchronize
+        self._helpers: Any = None
+        self._hostfn: CData = None
+        self._priority_range: tuple[int, int] | None = None
+
+    def _is_pinned(self, address: int, nbytes: int) -> bool:
+        """Whether ``[address, address+nbytes)`` is page-locked host memory."""
+        starts = self._host_starts
+        index = bisect.bisect_right(starts, address) - 1
+        if index >= 0:
+            start = starts[index]
+            if address + nbytes <= start + self._host_sizes.get(start, 0):
+                return True
+        if self._has_pointer_attribute:
+            # Memory pinned by someone else (cudaHostAlloc in PyTorch, CuPy...).
+            kind = self._ffi.new("unsigned int *")
+            code = self._lib.cuPointerGetAttribute(kind, _CU_POINTER_ATTRIBUTE_MEMORY_TYPE, address)
+            return code == 0 and int(kind[0]) == _CU_MEMORYTYPE_HOST
+        return False
+
+    # -- plumbing ------------------------------------------------------------
+    def _fail(self, code: int, function: str) -> DriverError:
+        """The exception for ``code``; a sticky one also marks the device lost."""
+        sticky = _errors.is_sticky(code) and (self._dead is not None or self._context_lost())
+        error = _errors.error_for(
+            code,
+            function,
+            backend=self.backend_name,
+            describe=self._library.describe,
+            sticky=sticky,
+        )
+        if isinstance(error, DeviceLostError) and self._dead is None:
+            self._dead = error
+        return error
+
+    def _context_lost(self) -> bool:
+        """Confirm a sticky-class code: does the context now fail every call?
+
+        NVIDIA's driver returns the sticky error from every later call, so a
+        query of the legacy stream (never blocks) confirms it.  The sim can
+        inject a launch failure that is *not* sticky; the probe then succeeds
+        and the error stays a plain DriverError instead of killing the device.
+        """
+        lib = self._lib
+        if self._ctx is None:
+            return True
+        try:
+            if getattr(_current, "ctx", None) is not self._ctx:
+                if lib.cuCtxSetCurrent(self._ctx) != 0:
+                    return True
+                _current.ctx = self._ctx
+            return lib.cuStreamQuery(self._ffi.NULL) not in (0, _NOT_READY)
+        except AruntimeError:  # the library lacks the probe: trust the table
+            return True
+
+    def _check(self, code: int, function: str) -> None:
+        if code != 0:
+            raise self._fail(code, function)
+
+    def _enter_slow(self, function: str) -> None:
+        """Fail fast on a dead device, else make the context current on this thread."""
+        dead = self._dead
+        if dead is not None:
+            self._raise_dead(function, dead)
+        self._check(self._lib.cuCtxSetCurrent(self._ctx), "cuCtxSetCurrent")
+        _current.ctx = self._ctx
+
+    def _raise_dead(self, function: str, dead: AruntimeError) -> NoReturn:
+        if isinstance(dead, DriverError):
+            raise DeviceLostError(
+                f"{function}: the device was lost earlier ({dead})",
+                backend=self.backend_name,
+                code=dead.code,
+                name=dead.name,
+                function=function,
+            )
+        raise type(dead)(f"{function}: {dead}")
+
+    def _enter_release(self) -> bool:
+        """For frees and destroys: False when the call should be skipped.
+
+        After a sticky error the context is gone and with it everything made
+        in it; at interpreter exit nothing is freed (see the module
+        docstring).  In both cases releasing is a silent no-op, so closing a
+        backend after either is clean.
+        """
+        if self._dead is not None:
+            return False
+        if getattr(_current, "ctx", None) is not self._ctx:
+            self._enter_slow("release")
+        return True
+
+    def _enter(self, function: str) -> None:
+        if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
+            self._enter_slow(function)
+
+    # -- device --------------------------------------------------------------
+    def device_info(self) -> DeviceInfo:
+        return self._info
+
+    def mem_get_info(self) -> tuple[int, int]:
+        self._enter("cuMemGetInfo_v2")
+        free = self._ffi.new("size_t *")
+        total = self._ffi.new("size_t *")
+        self._check(self._lib.cuMemGetInfo_v2(free, total), "cuMemGetInfo_v2")
+        return int(free[0]), int(total[0])
+
+    def bind_to_thread(self) -> None:
+        if self._dead is not None:
+            self._raise_dead("bind_to_thread", self._dead)
+        self._enter_slow("cuCtxSetCurrent")
+
+    def _enter_slow_unchecked(self) -> None:
+        if self._lib.cuCtxSetCurrent(self._ctx) == 0:
+            _current.ctx = self._ctx
+
+    def _host_alloc_raw(self, nbytes: int) -> CData:
+        out = self._ffi.new("void **")
+        flags = _CU_MEMHOSTALLOC_PORTABLE | _CU_MEMHOSTALLOC_DEVICEMAP
+        self._check(self._lib.cuMemHostAlloc(out, nbytes, flags), "cuMemHostAlloc")
+        return out[0]
+
+    def _fence(self, stream: _Stream) -> CData | None:
+        """A new event recorded on ``stream`` (None if the device can't take one)."""
+        out = self._ffi.new("CUevent *")
+        lib = self._lib
+        if lib.cuEventCreate(out, _CU_EVENT_DISABLE_TIMING) != 0:
+            return None
+        if lib.cuEventRecord(out[0], stream.handle) != 0:
+            lib.cuEventDestroy_v2(out[0])
+            return None
+        return out[0]
+
+    @staticmethod
+    def _drop_job(helpers: Any, job: CData, capturing: bool) -> None:
+        # A job the driver refused never runs, so it never frees itself.
+        if not capturing:
+            helpers.ar_copy_job_free(job)
+
+    def _host_functions(self) -> tuple[Any, CData]:
+        if self._helpers is None:
+            helpers = self._library.helpers()
+            self._hostfn = self._ffi.cast(
+                "CUhostFn", self._ffi.addressof(helpers, "ar_hostfn_copy")
+            )
+            self._helpers = helpers
+        return self._helpers, self._hostfn
+
+    def _take_staging(self) -> CData:
+        self._reap()
+        with self._state_lock:
+            if self._staging_pool:
+                return self._staging_pool.pop()
+        return self._host_alloc_raw(STAGING_CHUNK)
+
+    def _retire(self, events: list[CData], resources: _Resources) -> None:
+        if not resources:
+            for event in events:
+                self._lib.cuEventDestroy_v2(event)
+            return
+        with self._state_lock:
+            self._retired.append((events, resources))
+
+    def _reap(self) -> None:
+        """Recycle staging memory whose fencing events have completed."""
+        if not self._retired:
+            return
+        lib = self._lib
+        with self._state_lock:
+            ready = [
+                entry
+                for entry in self._retired
+                if all(lib.cuEventQuery(event) != _NOT_READY for event in entry[0])
+            ]
+            if not ready:
+                return
+            self._retired = [entry for entry in self._retired if entry not in ready]
+        for events, resources in ready:
+            for event in events:
+                lib.cuEventDestroy_v2(event)
+            self._free_resources(resources)
+
+    def _free_resources(self, resources: _Resources) -> None:
+        if resources.jobs:
+            helpers, _ = self._host_functions()
+            for job in resources.jobs:
+                helpers.ar_copy_job_free(job)
+        resources.jobs = []
+        for buffer in resources.staging:
+            with self._state_lock:
+                if len(self._staging_pool) < _STAGING_POOL_MAX and not self._closed:
+                    self._staging_pool.append(buffer)
+                    continue
+            self._lib.cuMemFreeHost(buffer)
+        resources.staging = []

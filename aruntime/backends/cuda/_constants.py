@@ -1,0 +1,30 @@
+"""cuda.h enum values and the staging sizes."""
+
+from __future__ import annotations
+
+from . import _errors
+
+# cuda.h constants (enum values are ABI, stable across releases).
+_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16
+_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
+_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
+_CU_STREAM_NON_BLOCKING = 0x1
+_CU_EVENT_BLOCKING_SYNC = 0x1
+_CU_EVENT_DISABLE_TIMING = 0x2
+_CU_MEMHOSTALLOC_PORTABLE = 0x1
+_CU_MEMHOSTALLOC_DEVICEMAP = 0x2
+_CU_MEM_ATTACH_GLOBAL = 0x1
+_CU_MEMORYTYPE_HOST = 0x1
+_CU_MEMORYTYPE_DEVICE = 0x2
+_CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2
+_CU_STREAM_CAPTURE_MODE_RELAXED = 2
+_CU_STREAM_CAPTURE_STATUS_NONE = 0
+_NOT_READY = _errors.CUDA_ERROR_NOT_READY
+
+#: Pageable copies up to this size go straight to the driver, which stages
+#: them itself at enqueue time (a memcpy of at most this many bytes).
+DIRECT_PAGEABLE_H2D_MAX = 64 * 1024
+#: Size of one pinned staging buffer, and of the chunks a staged copy is cut into.
+STAGING_CHUNK = 4 * 1024 * 1024
+#: Free staging buffers kept for reuse; more are returned to the driver.
+_STAGING_POOL_MAX = 8

@@ -1,0 +1,54 @@
+"""The driver's handle objects: streams, functions, staging resources, graphs."""
+
+from __future__ import annotations
+
+from ._ffi import CData
+
+
+class _Stream:
+    """A CUstream and what the driver keeps with it."""
+
+    __slots__ = ("__weakref__", "capture_keep", "foreign", "graphs", "handle", "staging")
+
+    def __init__(self, handle: CData, *, foreign: bool = False) -> None:
+        self.handle = handle
+        self.foreign = foreign  # made by another library: never cuStreamDestroy'd here
+        self.staging: CData | None = None  # pinned buffer for pageable copies
+        self.capture_keep: _Resources | None = None  # while we capture on this stream
+        self.graphs: set[_Graph] = set()  # launched graphs that own resources
+
+
+class _Function:
+    """A CUfunction, its kernel's name, and its parameter sizes (None: unknown)."""
+
+    __slots__ = ("handle", "name", "param_sizes")
+
+    def __init__(self, handle: CData, name: str, param_sizes: tuple[int, ...] | None) -> None:
+        self.handle = handle
+        self.name = name
+        self.param_sizes = param_sizes
+
+
+class _Resources:
+    """Native memory that device work reads or writes: freed only once that work is done."""
+
+    __slots__ = ("jobs", "staging")
+
+    def __init__(self) -> None:
+        self.jobs: list[CData] = []
+        self.staging: list[CData] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.jobs or self.staging)
+
+
+class _Graph:
+    """An instantiated graph (CUgraphExec) and the staging memory its nodes use."""
+
+    __slots__ = ("__weakref__", "exec", "pending_events", "resources", "streams")
+
+    def __init__(self, exec_handle: CData, resources: _Resources) -> None:
+        self.exec = exec_handle
+        self.resources = resources
+        self.streams: set[_Stream] = set()  # live streams it was launched on
+        self.pending_events: list[CData] = []  # recorded when such a stream was destroyed

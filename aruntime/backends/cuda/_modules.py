@@ -1,0 +1,154 @@
+"""Modules, kernels and launches."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+
+from ..._driver import DriverFunction, DriverModule, DriverStream, LaunchConfig
+from ..._exceptions import InvalidArgumentError
+from ..._kernel_args import check_arg_sizes
+from ..._kernel_images import PORTABLE_MODULES, host_library_name
+from ..._native import native_library_path
+from . import _errors
+from ._base import _CudaBase, _current
+from ._ffi import CData
+from ._handles import _Function, _Stream
+
+_PACKAGE_DIR = Path(__file__).resolve().parents[2]
+#: Portable kernel modules -> the host shared object the sim runs them from.
+_SIM_BUILTIN_MODULES = {name: host_library_name(name) for name in PORTABLE_MODULES}
+
+
+class _ModuleOps(_CudaBase):
+    # -- modules and kernels -------------------------------------------------------
+    def module_load(self, image: Any) -> DriverModule:
+        """Load PTX, cubin or fatbin bytes (on the sim: a host shared object's bytes)."""
+        self._enter("cuModuleLoadData")
+        data = bytes(image)
+        if not data:
+            raise InvalidArgumentError("load_module: the module image is empty")
+        binary = data.startswith((b"\x7fELF", b"\x50\xed\x55\xba"))  # ELF cubin/.so, fatbin
+        if not binary and not data.endswith(b"\0"):
+            data += b"\0"  # PTX is text, and cuModuleLoadData reads it up to a NUL
+        out = self._ffi.new("CUmodule *")
+        self._check(self._lib.cuModuleLoadData(out, data), "cuModuleLoadData")
+        return DriverModule(out[0])
+
+    def builtin_module_image(self, name: str) -> Any:
+        """aruntime's portable kernels: the host shared object on the sim, PTX on a GPU."""
+        if self._library.sim:
+            filename = _SIM_BUILTIN_MODULES.get(name)
+            if filename is not None:
+                return native_library_path(filename).read_bytes()
+        else:
+            ptx = _PACKAGE_DIR / "kernels" / f"{name}.ptx"
+            if ptx.is_file():
+                return ptx.read_bytes()
+        return super().builtin_module_image(name)
+
+    def module_unload(self, module: DriverModule) -> None:
+        if not self._enter_release():
+            return
+        self._check(self._lib.cuModuleUnload(module), "cuModuleUnload")
+
+    def module_function(self, module: DriverModule, name: str) -> DriverFunction:
+        self._enter("cuModuleGetFunction")
+        out = self._ffi.new("CUfunction *")
+        code = self._lib.cuModuleGetFunction(out, module, name.encode())
+        if code == _errors.CUDA_ERROR_NOT_FOUND:
+            raise InvalidArgumentError(f"kernel: the module has no kernel named {name!r}")
+        self._check(code, "cuModuleGetFunction")
+        return DriverFunction(_Function(out[0], name, self._param_sizes(out[0])))
+
+    def _param_sizes(self, handle: CData) -> tuple[int, ...] | None:
+        """Each parameter's size from ``cuFuncGetParamInfo``; None where the driver lacks it.
+
+        The driver answers CUDA_ERROR_INVALID_VALUE past the last parameter,
+        which is how the count is learnt.  A driver older than 12.4 (or any
+        other failure) leaves the launch unchecked, as it was.
+        """
+        if not self._has_param_info:
+            return None
+        offset = self._ffi.new("size_t *")
+        size = self._ffi.new("size_t *")
+        sizes: list[int] = []
+        while True:
+            code = self._lib.cuFuncGetParamInfo(handle, len(sizes), offset, size)
+            if code == _errors.CUDA_ERROR_INVALID_VALUE:
+                return tuple(sizes)
+            if code != 0:
+                return None
+            sizes.append(int(size[0]))
+
+    def launch(
+        self,
+        function: DriverFunction,
+        config: LaunchConfig,
+        args: Sequence[Any],
+        stream: DriverStream,
+    ) -> None:
+        """Enqueue ``cuLaunchKernel``.
+
+        Each argument becomes the bytes the kernel parameter holds: a
+        DevicePtr its 64-bit address, a numpy scalar its native bytes, raw
+        bytes as they are.  They are packed into one buffer (each at a
+        16-byte aligned offset) that, with the ``void**`` array pointing into
+        it, stays referenced until ``cuLaunchKernel`` returns; the driver
+        copies parameters at launch (and at capture).
+
+        Where the driver reports the kernel's parameters
+        (``cuFuncGetParamInfo``), a wrong argument count or size raises
+        InvalidArgumentError here: ``cuLaunchKernel`` itself reads as many
+        bytes as each parameter holds from wherever the pointers point.
+        """
+        f = cast(_Function, function)
+        if f.param_sizes is not None:
+            check_arg_sizes(f.name, f.param_sizes, args)
+        if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
+            self._enter_slow("cuLaunchKernel")
+        params, blob = _pack_args(self._ffi, args)
+        gx, gy, gz = config.grid
+        bx, by, bz = config.block
+        code = self._lib.cuLaunchKernel(
+            f.handle,
+            gx,
+            gy,
+            gz,
+            bx,
+            by,
+            bz,
+            config.shared_mem,
+            cast(_Stream, stream).handle,
+            params,
+            self._ffi.NULL,
+        )
+        del blob  # kept alive until here on purpose
+        if code != 0:
+            raise self._fail(code, "cuLaunchKernel")
+
+
+def _pack_args(ffi: Any, args: Sequence[Any]) -> tuple[CData, CData]:
+    """The ``void**`` kernelParams array and the buffer its pointers point into."""
+    values: list[bytes] = []
+    for arg in args:
+        if isinstance(arg, np.generic):
+            values.append(arg.tobytes())
+        elif isinstance(arg, (bytes, bytearray, memoryview)):
+            values.append(bytes(arg))
+        else:  # a DevicePtr: the core validated it; int() is its address
+            values.append(int(arg).to_bytes(8, "little"))
+    offsets = []
+    total = 0
+    for value in values:
+        offsets.append(total)
+        total += (len(value) + 15) & ~15 or 16
+    blob = ffi.new("char[]", max(total, 1))
+    params = ffi.new("void *[]", max(len(values), 1))
+    for index, (offset, value) in enumerate(zip(offsets, values, strict=True)):
+        ffi.memmove(blob + offset, value, len(value))
+        params[index] = blob + offset
+    return params, blob

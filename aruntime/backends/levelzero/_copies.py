@@ -1,0 +1,140 @@
+"""Copies and fills, appended to a stream's copy list."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..._driver import DriverStream
+from ..._exceptions import NotSupportedError
+from ._base import _LevelZeroBase
+from ._ffi import ffi
+
+
+class _CopyOps(_LevelZeroBase):
+    def memcpy_h2d(self, src: memoryview, dst: int, stream: DriverStream) -> None:
+        host = _host_address(src)
+        self._append(
+            stream,
+            True,
+            lambda h: self._lib.zeCommandListAppendMemoryCopy(
+                h,
+                ffi.cast("void*", dst),
+                ffi.cast("void*", host),
+                src.nbytes,
+                ffi.NULL,
+                0,
+                ffi.NULL,
+            ),
+            "zeCommandListAppendMemoryCopy",
+        )
+
+    def memcpy_d2h(self, src: int, dst: memoryview, stream: DriverStream) -> None:
+        host = _host_address(dst, writable=True)
+        self._append(
+            stream,
+            True,
+            lambda h: self._lib.zeCommandListAppendMemoryCopy(
+                h,
+                ffi.cast("void*", host),
+                ffi.cast("void*", src),
+                dst.nbytes,
+                ffi.NULL,
+                0,
+                ffi.NULL,
+            ),
+            "zeCommandListAppendMemoryCopy",
+        )
+
+    def memcpy_d2d(self, src: int, dst: int, nbytes: int, stream: DriverStream) -> None:
+        self._append(
+            stream,
+            True,
+            lambda h: self._lib.zeCommandListAppendMemoryCopy(
+                h, ffi.cast("void*", dst), ffi.cast("void*", src), nbytes, ffi.NULL, 0, ffi.NULL
+            ),
+            "zeCommandListAppendMemoryCopy",
+        )
+
+    def memcpy_2d(
+        self,
+        src: int,
+        src_pitch: int,
+        dst: int,
+        dst_pitch: int,
+        width_bytes: int,
+        height: int,
+        stream: DriverStream,
+    ) -> None:
+        limit = 0xFFFFFFFF
+        for what, value in (
+            ("src_pitch", src_pitch),
+            ("dst_pitch", dst_pitch),
+            ("width_bytes", width_bytes),
+            ("height", height),
+            ("src slice", src_pitch * height),
+            ("dst slice", dst_pitch * height),
+        ):
+            if value > limit:
+                raise NotSupportedError(
+                    f"copy_d2d_2d_async: {what} {value} exceeds Level Zero's 32-bit copy "
+                    f"region limit {limit}",
+                    backend=self.backend_name,
+                    function="zeCommandListAppendMemoryCopyRegion",
+                )
+        region = ffi.new("ze_copy_region_t*", [0, 0, 0, width_bytes, height, 1])
+        self._append(
+            stream,
+            True,
+            lambda h: self._lib.zeCommandListAppendMemoryCopyRegion(
+                h,
+                ffi.cast("void*", dst),
+                region,
+                dst_pitch,
+                dst_pitch * height,
+                ffi.cast("void*", src),
+                region,
+                src_pitch,
+                src_pitch * height,
+                ffi.NULL,
+                0,
+                ffi.NULL,
+            ),
+            "zeCommandListAppendMemoryCopyRegion",
+        )
+
+    def memset_d8(self, dst: int, value: int, nbytes: int, stream: DriverStream) -> None:
+        pattern = _fill_pattern(value & 0xFF)
+        self._append(
+            stream,
+            True,
+            lambda h: self._lib.zeCommandListAppendMemoryFill(
+                h, ffi.cast("void*", dst), pattern, 1, nbytes, ffi.NULL, 0, ffi.NULL
+            ),
+            "zeCommandListAppendMemoryFill",
+        )
+
+
+def _host_address(view: memoryview, *, writable: bool = False) -> int:
+    """The address of a host buffer, without keeping a buffer export open.
+
+    The core keeps the buffer itself alive until the op is done.  An open
+    export held by a cffi object that ends up in a traceback (a failed
+    append) forms a cycle the garbage collector cannot clear safely.
+    """
+    buf = ffi.from_buffer(view, require_writable=writable)
+    try:
+        return int(ffi.cast("uintptr_t", buf))
+    finally:
+        ffi.release(buf)
+
+
+#: One byte pattern per value, alive for the whole process: a fill may read
+#: its pattern after the append returns.
+_FILL_PATTERNS: Any = None
+
+
+def _fill_pattern(value: int) -> Any:
+    global _FILL_PATTERNS
+    if _FILL_PATTERNS is None:
+        _FILL_PATTERNS = ffi.new("uint8_t[256]", list(range(256)))
+    return _FILL_PATTERNS + value

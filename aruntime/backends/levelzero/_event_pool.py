@@ -1,0 +1,159 @@
+"""Recycled host-visible ze events (see :class:`_EventPool`)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ..._exceptions import DriverError
+from ._constants import (
+    _POOL_HOST_VISIBLE,
+    _POOL_KERNEL_TIMESTAMP,
+    _POOL_SIZE,
+    _SCOPE_HOST,
+    _ST_EVENT_DESC,
+    _ST_EVENT_POOL_DESC,
+)
+from ._errors import ZE_RESULT_NOT_READY
+from ._ffi import ffi
+from ._handles import _ZeEvent
+
+
+class _EventPool:
+    """Host-visible events, recycled; a new ``ze_event_pool`` only when all are in use.
+
+    When a ze event may be reset and reused: only when nothing can still
+    signal it or wait for it.  ``holds`` counts who might:
+
+    * the driver event whose latest record it is (until the next record, or
+      the event's destruction, replaces it), and whoever acquired a raw one
+      (hand-over, marker and graph events) until it releases it;
+    * each host wait (``event_wait``, ``elapsed_ms``) while it runs;
+    * each device-side wait (``stream_wait_event``).  The host cannot see when
+      a queued barrier has passed, so the waiting barrier signals a pooled
+      "passed" event of its own, and the pair goes on ``_guards``: the waited
+      event is held until the passed event is signalled.  Resetting it
+      earlier would let a barrier still queued behind slow work find it
+      unsignalled and wait for a record made after the wait call (a
+      deadlock in a pipeline whose streams wait on each other's records).
+
+    With no holds left, an event waits on ``_deferred`` until its pending
+    signal (if any) has landed, since a reset before it would be undone by
+    it.  Only then is it free, and it is reset on the host when acquired
+    again.  A capture holds the events it records or waits for until its
+    graph is destroyed: every replay uses them.
+    """
+
+    def __init__(
+        self, lib: Any, context: Any, device: Any, check: Callable[[int, str], None], timing: bool
+    ) -> None:
+        self._lib = lib
+        self._context = context
+        self._device = device
+        self._check = check
+        self._timing = timing
+        self._pools: list[Any] = []
+        self._events: list[_ZeEvent] = []
+        self._free: list[_ZeEvent] = []
+        #: No holds left, but a signal may still land on them.
+        self._deferred: list[_ZeEvent] = []
+        #: (passed, waited): ``waited`` is held until ``passed`` is signalled.
+        self._guards: list[tuple[_ZeEvent, _ZeEvent]] = []
+        self._lock = threading.Lock()
+
+    def acquire(self) -> _ZeEvent:
+        """A reset event with one hold, the caller's."""
+        with self._lock:
+            if not self._free:
+                self._sweep()
+            if not self._free:
+                self._grow()
+            event = self._free.pop()
+            event.holds = 1
+        try:
+            self._check(self._lib.zeEventHostReset(event.handle), "zeEventHostReset")
+        except DriverError:
+            self.release(event)
+            raise
+        event.recorded = False
+        event.fired = False
+        event.stream = None
+        return event
+
+    def hold(self, event: _ZeEvent) -> None:
+        """One more hold on an event the caller knows is held (it cannot be free now)."""
+        with self._lock:
+            event.holds += 1
+
+    def release(self, event: _ZeEvent) -> None:
+        """Drop one hold; with none left, the event returns to the pool once signalled."""
+        with self._lock:
+            self._drop(event)
+
+    def guard(self, passed: _ZeEvent, waited: _ZeEvent) -> None:
+        """Keep ``waited`` until ``passed`` is signalled; takes over one hold of each."""
+        with self._lock:
+            self._guards.append((passed, waited))
+
+    def _drop(self, event: _ZeEvent) -> None:
+        event.holds -= 1
+        if event.holds == 0:
+            self._deferred.append(event)
+
+    def _sweep(self) -> None:
+        lib = self._lib
+        guards: list[tuple[_ZeEvent, _ZeEvent]] = []
+        for passed, waited in self._guards:
+            if lib.zeEventQueryStatus(passed.handle) == ZE_RESULT_NOT_READY:
+                guards.append((passed, waited))
+            else:  # the waiting barrier has passed: nothing waits on ``waited`` now
+                self._drop(waited)
+                self._drop(passed)
+        self._guards = guards
+        still: list[_ZeEvent] = []
+        for event in self._deferred:
+            status = lib.zeEventQueryStatus(event.handle)
+            if event.fired:
+                # A graph "done" event is free once the waiting stream reset it.
+                free = status == ZE_RESULT_NOT_READY
+            else:
+                free = not event.recorded or status != ZE_RESULT_NOT_READY
+            (self._free if free else still).append(event)
+        self._deferred = still
+
+    def _grow(self) -> None:
+        desc = ffi.new("ze_event_pool_desc_t*")
+        desc.stype = _ST_EVENT_POOL_DESC
+        desc.flags = _POOL_HOST_VISIBLE | (_POOL_KERNEL_TIMESTAMP if self._timing else 0)
+        desc.count = _POOL_SIZE
+        devices = ffi.new("ze_device_handle_t[1]", [self._device])
+        pool = ffi.new("ze_event_pool_handle_t*")
+        self._check(
+            self._lib.zeEventPoolCreate(self._context, desc, 1, devices, pool), "zeEventPoolCreate"
+        )
+        self._pools.append(pool[0])
+        edesc = ffi.new("ze_event_desc_t*")
+        edesc.stype = _ST_EVENT_DESC
+        edesc.signal = _SCOPE_HOST
+        edesc.wait = _SCOPE_HOST
+        for index in range(_POOL_SIZE):
+            edesc.index = index
+            handle = ffi.new("ze_event_handle_t*")
+            self._check(self._lib.zeEventCreate(pool[0], edesc, handle), "zeEventCreate")
+            event = _ZeEvent(handle[0], self._timing)
+            self._events.append(event)
+            self._free.append(event)
+
+    def destroy(self) -> None:
+        lib = self._lib
+        with self._lock:
+            for event in self._events:
+                lib.zeEventDestroy(event.handle)
+            for pool in self._pools:
+                lib.zeEventPoolDestroy(pool)
+            self._events.clear()
+            self._pools.clear()
+            self._free.clear()
+            self._deferred.clear()
+            self._guards.clear()

@@ -1,0 +1,86 @@
+"""The driver's handle objects: pooled events, lists, streams, modules, graphs."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..._exceptions import DriverError
+
+
+@dataclass(eq=False)
+class _ZeEvent:
+    """One pooled Level Zero event."""
+
+    handle: Any
+    timing: bool
+    #: Recorded at least once since it left the pool (a never-recorded event is complete).
+    recorded: bool = False
+    #: For graph "done" events: the launcher has signalled it.
+    fired: bool = False
+    #: The stream of the last record and its position there.
+    stream: _ZeStream | None = None
+    position: int = 0
+    #: References that keep it out of the pool (see :class:`_EventPool`).
+    holds: int = 0
+
+
+@dataclass(eq=False)
+class _Event:
+    """A driver event: the pooled ze event of its latest record, or None before the first."""
+
+    timing: bool
+    current: _ZeEvent | None = None
+    #: Guards ``current``; taken before a pool's lock, never after.
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass(eq=False)
+class _List:
+    """A command list and whether an op was appended since its last barrier."""
+
+    handle: Any
+    unordered: bool = False
+
+
+@dataclass(eq=False)
+class _ZeStream:
+    compute: _List
+    copy: _List | None
+    #: Hand-over events: compute -> copy, copy -> compute.
+    to_copy: _ZeEvent | None
+    to_compute: _ZeEvent | None
+    last: _List | None = None
+    capture: _List | None = None
+    #: Pooled events the capture records or waits for, held for the graph's life.
+    captured_events: list[_ZeEvent] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Events recorded so far: orders graph failures against later records.
+    records: int = 0
+    #: (records at launch, error) of graph replays that failed.
+    failures: list[tuple[int, DriverError]] = field(default_factory=list)
+    destroyed: bool = False
+
+
+@dataclass(eq=False)
+class _ZeKernel:
+    handle: Any
+    name: str
+    num_args: int | None = None  # from zeKernelGetProperties; None: unknown
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass(eq=False)
+class _ZeModule:
+    handle: Any
+    kernels: dict[str, _ZeKernel] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class _ZeGraph:
+    command_list: Any
+    #: Pooled events that every replay signals or waits for (released with the graph).
+    events: list[_ZeEvent] = field(default_factory=list)
+    pending: int = 0
+    destroyed: bool = False

@@ -1,0 +1,77 @@
+"""Device, shared and host USM allocations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._base import _LevelZeroBase
+from ._constants import _ALIGNMENT, _ST_DEVICE_MEM_ALLOC_DESC, _ST_HOST_MEM_ALLOC_DESC
+from ._ffi import ffi
+
+
+class _MemoryOps(_LevelZeroBase):
+    def _device_desc(self) -> Any:
+        desc = ffi.new("ze_device_mem_alloc_desc_t*")
+        desc.stype = _ST_DEVICE_MEM_ALLOC_DESC
+        return desc
+
+    def _host_desc(self) -> Any:
+        desc = ffi.new("ze_host_mem_alloc_desc_t*")
+        desc.stype = _ST_HOST_MEM_ALLOC_DESC
+        return desc
+
+    def _track(self, address: int, nbytes: int) -> int:
+        with self._lock:
+            self._sizes[address] = nbytes
+            self._used += nbytes
+        return address
+
+    def mem_alloc(self, nbytes: int) -> int:
+        out = ffi.new("void**")
+        self._check(
+            self._lib.zeMemAllocDevice(
+                self._context, self._device_desc(), nbytes, _ALIGNMENT, self._device, out
+            ),
+            "zeMemAllocDevice",
+            f"{nbytes} bytes",
+        )
+        return self._track(int(ffi.cast("uintptr_t", out[0])), nbytes)
+
+    def mem_alloc_managed(self, nbytes: int) -> int:
+        out = ffi.new("void**")
+        self._check(
+            self._lib.zeMemAllocShared(
+                self._context,
+                self._device_desc(),
+                self._host_desc(),
+                nbytes,
+                _ALIGNMENT,
+                self._device,
+                out,
+            ),
+            "zeMemAllocShared",
+            f"{nbytes} bytes",
+        )
+        return self._track(int(ffi.cast("uintptr_t", out[0])), nbytes)
+
+    def mem_free(self, address: int) -> None:
+        self._check(self._lib.zeMemFree(self._context, ffi.cast("void*", address)), "zeMemFree")
+        with self._lock:
+            self._used -= self._sizes.pop(address, 0)
+
+    def host_alloc(self, nbytes: int) -> tuple[int, memoryview]:
+        out = ffi.new("void**")
+        self._check(
+            self._lib.zeMemAllocHost(self._context, self._host_desc(), nbytes, _ALIGNMENT, out),
+            "zeMemAllocHost",
+            f"{nbytes} bytes",
+        )
+        address = int(ffi.cast("uintptr_t", out[0]))
+        return address, memoryview(ffi.buffer(out[0], nbytes)).cast("B")
+
+    def host_free(self, address: int) -> None:
+        self._check(self._lib.zeMemFree(self._context, ffi.cast("void*", address)), "zeMemFree")
+
+    def host_device_address(self, host_address: int) -> int:
+        # USM host allocations are device-accessible at the same address.
+        return host_address

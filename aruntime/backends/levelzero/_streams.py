@@ -1,0 +1,231 @@
+"""Streams (immediate command lists) and events (pooled ze events)."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from ..._driver import DriverEvent, DriverStream
+from ..._exceptions import DriverError, InvalidArgumentError
+from ._base import _LevelZeroBase
+from ._constants import (
+    _PRIORITY_HIGH,
+    _PRIORITY_LOW,
+    _PRIORITY_NORMAL,
+    _QUEUE_MODE_ASYNC,
+    _ST_COMMAND_QUEUE_DESC,
+    UINT64_MAX,
+)
+from ._errors import ZE_RESULT_NOT_READY, ZE_RESULT_SUCCESS
+from ._ffi import ffi
+from ._handles import _Event, _List, _ZeEvent, _ZeStream
+
+
+class _StreamOps(_LevelZeroBase):
+    def priority_range(self) -> tuple[int, int]:
+        # Level Zero has three queue priorities; the core's convention is that
+        # a larger number runs first: -1 = low, 0 = normal, 1 = high.
+        return (-1, 1)
+
+    def _immediate_list(self, ordinal: int, queues: int, priority: int) -> _List:
+        desc = ffi.new("ze_command_queue_desc_t*")
+        desc.stype = _ST_COMMAND_QUEUE_DESC
+        desc.ordinal = ordinal
+        with self._lock:
+            desc.index = self._next_queue % queues
+            self._next_queue += 1
+        desc.mode = _QUEUE_MODE_ASYNC
+        desc.priority = (
+            _PRIORITY_HIGH if priority > 0 else _PRIORITY_LOW if priority < 0 else _PRIORITY_NORMAL
+        )
+        out = ffi.new("ze_command_list_handle_t*")
+        self._check(
+            self._lib.zeCommandListCreateImmediate(self._context, self._device, desc, out),
+            "zeCommandListCreateImmediate",
+        )
+        return _List(out[0])
+
+    def stream_create(self, priority: int) -> DriverStream:
+        compute = self._immediate_list(self._compute_ordinal, self._compute_queues, priority)
+        if self._copy_ordinal is None:
+            stream = _ZeStream(compute, None, None, None)
+        else:
+            try:
+                copy = self._immediate_list(self._copy_ordinal, self._copy_queues, priority)
+            except DriverError:
+                self._lib.zeCommandListDestroy(compute.handle)
+                raise
+            stream = _ZeStream(compute, copy, self._events.acquire(), self._events.acquire())
+        with self._lock:
+            self._streams.add(stream)
+        return cast(DriverStream, stream)
+
+    def stream_destroy(self, stream: DriverStream) -> None:
+        """Wait for the stream's work, then destroy its lists (a no-op the second time)."""
+        self._destroy_stream(cast(_ZeStream, stream))
+
+    def _destroy_stream(self, s: _ZeStream) -> None:
+        with self._lock:
+            if s.destroyed:
+                return
+            s.destroyed = True
+            self._streams.discard(s)
+        with s.lock:
+            if s.capture is not None:
+                self._lib.zeCommandListDestroy(s.capture.handle)
+                s.capture = None
+                self._release_all(s.captured_events)
+                s.captured_events = []
+            if s.last is not None:
+                # Level Zero forbids destroying a list the device still uses.
+                marker = self._events.acquire()
+                try:
+                    self._barrier(s.last, signal=marker)
+                    marker.recorded = True
+                    self._check(
+                        self._lib.zeEventHostSynchronize(marker.handle, UINT64_MAX),
+                        "zeEventHostSynchronize",
+                    )
+                finally:
+                    self._events.release(marker)
+            self._lib.zeCommandListDestroy(s.compute.handle)
+            if s.copy is not None:
+                self._lib.zeCommandListDestroy(s.copy.handle)
+            for event in (s.to_copy, s.to_compute):
+                if event is not None:
+                    self._events.release(event)
+
+    def event_create(self, timing: bool) -> DriverEvent:
+        # No ze event until the first record: a never-recorded event is complete.
+        return cast(DriverEvent, _Event(timing))
+
+    def event_destroy(self, event: DriverEvent) -> None:
+        e = cast(_Event, event)
+        with e.lock:
+            current, e.current = e.current, None
+        if current is not None:
+            self._pool(e.timing).release(current)
+
+    def event_record(self, event: DriverEvent, stream: DriverStream) -> None:
+        e = cast(_Event, event)
+        s = cast(_ZeStream, stream)
+        pool = self._pool(e.timing)
+        fresh = pool.acquire()
+        try:
+            with s.lock:
+                target = self._tail(s)
+                if target is s.capture:
+                    # Each replay resets then signals it, like a CUDA event-record node.
+                    self._check(
+                        self._lib.zeCommandListAppendEventReset(target.handle, fresh.handle),
+                        "zeCommandListAppendEventReset",
+                    )
+                    pool.hold(fresh)
+                    s.captured_events.append(fresh)
+                self._barrier(target, signal=fresh)
+                fresh.recorded = True
+                fresh.stream = s
+                fresh.position = s.records
+                s.records += 1
+        except BaseException:
+            pool.release(fresh)
+            raise
+        with e.lock:
+            previous, e.current = e.current, fresh
+        if previous is not None:
+            # Waits already queued on it hold it; the pool reuses it after them.
+            pool.release(previous)
+
+    def event_query(self, event: DriverEvent) -> bool:
+        e = cast(_Event, event)
+        with e.lock:  # the event's hold keeps its current ze event from being reused
+            current = e.current
+            if current is None:
+                return True
+            rc = self._lib.zeEventQueryStatus(current.handle)
+        if rc == ZE_RESULT_NOT_READY:
+            return False
+        self._check(rc, "zeEventQueryStatus")
+        return True
+
+    def event_wait(self, event: DriverEvent) -> None:
+        e = cast(_Event, event)
+        current = self._held_current(e)
+        if current is None:
+            return
+        try:
+            self._wait_recorded(current)
+        finally:
+            self._pool(e.timing).release(current)
+
+    def _wait_recorded(self, z: _ZeEvent) -> None:
+        self._check(
+            self._lib.zeEventHostSynchronize(z.handle, UINT64_MAX), "zeEventHostSynchronize"
+        )
+        s = z.stream
+        if s is not None and s.failures:
+            # A graph replay that failed before this record: its error belongs
+            # to the first event recorded after it (the replay's own Completion).
+            with s.lock:
+                due = [f for f in s.failures if f[0] <= z.position]
+                s.failures = [f for f in s.failures if f[0] > z.position]
+            if due:
+                raise due[0][1]
+
+    def event_elapsed_ms(self, start: DriverEvent, end: DriverEvent) -> float:
+        a, b = cast(_Event, start), cast(_Event, end)
+        if not (a.timing and b.timing):
+            raise InvalidArgumentError("elapsed_ms: both events must be created with timing=True")
+        held: list[_ZeEvent] = []
+        try:
+            for e in (a, b):
+                current = self._held_current(e)
+                if current is None:
+                    raise InvalidArgumentError("elapsed_ms: both events must have been recorded")
+                held.append(current)
+            stamps = []
+            for z in held:
+                result = ffi.new("ze_kernel_timestamp_result_t*")
+                self._check(
+                    self._lib.zeEventQueryKernelTimestamp(z.handle, result),
+                    "zeEventQueryKernelTimestamp",
+                )
+                # "global" is a Python keyword, hence getattr.
+                stamps.append(int(getattr(result, "global").kernelEnd))
+        finally:
+            for z in held:
+                self._timed_events.release(z)
+        ticks = (stamps[1] - stamps[0]) & self._ts_mask
+        if ticks > self._ts_mask // 2:  # end before start: a negative interval
+            ticks -= self._ts_mask + 1
+        return ticks * self._timer_ns / 1e6
+
+    def stream_wait_event(self, stream: DriverStream, event: DriverEvent) -> None:
+        e = cast(_Event, event)
+        waited = self._held_current(e)  # the record current now, not at the barrier
+        if waited is None:
+            return
+        pool = self._pool(e.timing)
+        s = cast(_ZeStream, stream)
+        if s.capture is None and self._lib.zeEventQueryStatus(waited.handle) == ZE_RESULT_SUCCESS:
+            pool.release(waited)  # already signalled: nothing to wait for
+            return
+        try:
+            passed = pool.acquire()  # same pool: its sweep drops both holds
+        except BaseException:
+            pool.release(waited)
+            raise
+        try:
+            with s.lock:
+                target = self._tail(s)
+                if target is s.capture:
+                    self._barrier(target, wait=[waited])
+                    s.captured_events.append(waited)
+                    pool.release(passed)
+                    return
+                self._barrier(target, signal=passed, wait=[waited])
+                passed.recorded = True
+        except BaseException:
+            pool.release(passed)
+            pool.release(waited)
+            raise
+        pool.guard(passed, waited)
