@@ -27,6 +27,7 @@ from ._exceptions import (
     NotSupportedError,
     OutOfMemoryError,
 )
+from ._gather import gather
 from ._handles import Event, Graph, Kernel, Module, Stream
 from ._memory import Allocation, DevicePtr, HostBuffer
 from ._registry import (
@@ -70,6 +71,7 @@ __all__ = [
     "TraceSpan",
     "__version__",
     "available_backends",
+    "gather",
     "open_backend",
     "probe_backends",
 ]

@@ -77,6 +77,10 @@ class Completion:
 
     A Completion of an op recorded during graph capture never runs: awaiting
     it, or calling :meth:`wait`, raises :class:`CaptureError`.
+
+    A Completion is an awaitable, not a coroutine: a task group cannot run
+    it (``tg.start_soon(gpu.copy_d2h_async, ...)`` raises ``TypeError``);
+    await several with :func:`aruntime.gather`.
     """
 
     __slots__ = (
@@ -213,7 +217,9 @@ class Completion:
 
     def __repr__(self) -> str:
         state = ("pending", "done", "failed", "captured")[self._state]
-        return f"<Completion {self._op} {state}>"
+        # Task groups name the returned object when `tg.start_soon(gpu.copy_d2h_async, ...)`
+        # fails for want of a coroutine: the repr is the only place to say what to do.
+        return f"<Completion {self._op} {state} (await it; aruntime.gather() awaits several)>"
 
     # -- waiting -------------------------------------------------------------
     async def _wait_asyncio(self) -> None:

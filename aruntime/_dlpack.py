@@ -7,8 +7,12 @@ The consumer renames the capsule to ``"used_dltensor"`` and later calls the
 tensor's ``deleter``, which drops that entry; a capsule that nobody consumed
 calls the deleter itself when it is collected.
 
-Both callbacks are ctypes functions: ctypes takes the GIL for them, so the
-consumer may call the deleter from any thread.
+The deleter is a ctypes function: ctypes takes the GIL for it, so the
+consumer may call it from any thread.  The capsule's destructor is native
+(ffi/dlpack/dlpack_capsule.c): a consumer that refuses the tensor (numpy, for
+device memory) drops the capsule while its exception is set, and no Python
+may run then; the native destructor sets the exception aside around the
+deleter, so the consumer's error reaches the caller intact.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ import threading
 from typing import Any
 
 import numpy as np
+
+from ._exceptions import BackendUnavailableError
+from ._native import native_library_path
 
 __all__ = [
     "KDL_CPU",
@@ -100,6 +107,8 @@ def _delete(managed: Any) -> None:
     _release(managed.contents.manager_ctx)
 
 
+# Only where the native library is missing (ARUNTIME_NO_NATIVE_BUILD without a
+# build): correct unless a consumer drops the capsule with its error set.
 # The argument is a raw pointer, not py_object: the capsule is being destroyed,
 # and taking a new reference to it here would resurrect it.
 def _destroy_capsule(capsule: int | None) -> None:
@@ -112,7 +121,20 @@ def _destroy_capsule(capsule: int | None) -> None:
 
 # Module-level, so the C thunks live as long as any capsule may call them.
 _deleter: Any = _Deleter(_delete)
-_capsule_destructor: Any = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_destroy_capsule)
+_python_destructor: Any = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_destroy_capsule)
+_destructor: list[int] = []  # the destructor's address, found on first export
+
+
+def _capsule_destructor() -> int:
+    if not _destructor:
+        try:
+            native = ctypes.CDLL(str(native_library_path("libaruntime_dlpack.so")))
+            address = ctypes.cast(native.ar_dlpack_capsule_destructor, ctypes.c_void_p).value
+        except BackendUnavailableError:
+            address = ctypes.cast(_python_destructor, ctypes.c_void_p).value
+        assert address is not None
+        _destructor.append(address)
+    return _destructor[0]
 
 
 def dtype_code(dtype: np.dtype[Any]) -> tuple[int, int] | None:
@@ -165,7 +187,7 @@ def make_capsule(
         return _capsule_new(
             ctypes.addressof(managed),
             _NAME,
-            ctypes.cast(_capsule_destructor, ctypes.c_void_p),
+            _capsule_destructor(),
         )
     except BaseException:
         _release(ctx)

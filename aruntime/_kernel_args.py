@@ -16,7 +16,7 @@ import numpy as np
 
 from ._exceptions import InvalidArgumentError
 
-__all__ = ["arg_size", "check_arg_count", "check_arg_sizes"]
+__all__ = ["arg_size", "check_arg_count", "check_arg_sizes", "describe_arg"]
 
 
 def arg_size(arg: Any) -> int:
@@ -55,5 +55,29 @@ def check_arg_sizes(name: str, sizes: Sequence[int], args: Sequence[Any]) -> Non
         if given != expected:
             raise InvalidArgumentError(
                 f"launch: kernel {name!r} argument {index} is {expected} bytes, "
-                f"got {given} bytes ({type(arg).__name__})"
+                f"got {given} bytes ({describe_arg(arg)}){_suggest(arg, expected)}"
             )
+
+
+#: C names of the numpy scalars whose C type users ask about most.
+_C_TYPES = {"float64": "a C double", "float32": "a C float", "float16": "a C _Float16"}
+
+
+def describe_arg(arg: Any) -> str:
+    """How an error names a launch argument's type: ``np.float64, a C double``."""
+    if isinstance(arg, np.generic):
+        c_type = _C_TYPES.get(arg.dtype.name)
+        return f"np.{arg.dtype.name}, {c_type}" if c_type else f"np.{arg.dtype.name}"
+    return type(arg).__name__
+
+
+def _suggest(arg: Any, size: int) -> str:
+    """The numpy scalar of the same kind that fills ``size`` bytes, when there is one."""
+    if not isinstance(arg, np.generic) or arg.dtype.kind not in "iufc":
+        return ""
+    try:
+        fitting = np.dtype(f"{arg.dtype.kind}{size}")
+    except TypeError:
+        return ""
+    article = "an" if fitting.name.startswith("i") else "a"
+    return f"; pass np.{fitting.name}(...) if the parameter is {article} {fitting.name}"

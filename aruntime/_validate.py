@@ -145,19 +145,21 @@ def check_kernel_args(args: object, fn: str) -> list[Any]:
     for i, arg in enumerate(args):
         if isinstance(arg, DevicePtr):
             out.append(arg)
-        elif isinstance(arg, (bool, int, float, complex)):
-            kind = type(arg).__name__
-            raise TypeError(
-                f"{fn}: args[{i}] is a bare Python {kind} ({arg!r}), whose C type is "
-                "ambiguous; pass a numpy scalar such as np.uint32(...), np.int64(...) "
-                "or np.float32(...)"
-            )
         elif isinstance(arg, np.generic):
+            # Before the bare-number check: np.float64 subclasses float and
+            # np.complex128 complex, yet each has a fixed C type.
             if arg.dtype.kind in "OUSVMm":
                 raise TypeError(
                     f"{fn}: args[{i}] has numpy dtype {arg.dtype}, which has no fixed C layout"
                 )
             out.append(arg)
+        elif isinstance(arg, (bool, int, float, complex)):
+            kind = type(arg).__name__
+            raise TypeError(
+                f"{fn}: args[{i}] is a bare Python {kind} ({arg!r}), whose C type is "
+                "ambiguous; pass a numpy scalar such as np.uint32(...), np.int64(...), "
+                "np.float32(...) or np.float64(...)"
+            )
         elif isinstance(arg, (bytes, bytearray, memoryview)):
             try:
                 out.append(bytes(arg))

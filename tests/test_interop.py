@@ -197,6 +197,28 @@ def test_dlpack_orders_the_consumer_stream_after_ours(cuda_sim: ar.Backend) -> N
     gpu.free(dev)
 
 
+@pytest.mark.parametrize("name", ["cuda-sim", "levelzero-sim"])
+def test_numpy_refusing_device_memory_is_an_ordinary_error(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # numpy reads host memory only, and drops the capsule with its error set:
+    # the capsule's destructor must clean up without running Python then.
+    unraisable: list[object] = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    gpu = open_or_skip(name)
+    try:
+        with gpu.array_from_numpy(np.arange(4, dtype=np.float32)) as a:
+            before = _dlpack.live_exports()
+            with pytest.raises(RuntimeError, match=r"[Dd]evice") as info:
+                np.from_dlpack(a)
+            assert not isinstance(info.value, SystemError)
+            assert _dlpack.live_exports() == before  # the refused export was released
+            np.testing.assert_array_equal(a.to_numpy(), np.arange(4, dtype=np.float32))
+    finally:
+        gpu.close()
+    assert unraisable == []
+
+
 class _ProtocolStream:
     def __init__(self, handle: int) -> None:
         self._handle = handle

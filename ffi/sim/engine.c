@@ -219,9 +219,12 @@ int arsim_inject_fault(int device_ord, int kind, int count)
     return 0;
 }
 
+static void clear_fault_record(void);
+
 void arsim_clear_faults(void)
 {
     ensure_init();
+    clear_fault_record();
     for (int i = 0; i < g_ndev; i++)
         arsim_device_reset(i);
 }
@@ -283,6 +286,10 @@ static int take_fault(_Atomic int *slot)
 /* ============================================================ memory registry */
 
 static pthread_rwlock_t g_mem_lock = PTHREAD_RWLOCK_INITIALIZER;
+/* Bumped whenever an allocation goes, so per-thread caches of "the last
+ * allocation hit" notice without taking the registry lock. */
+static _Atomic uint64_t g_mem_epoch = 1;
+
 static arsim_alloc *g_allocs; /* sorted by base */
 static size_t g_nallocs, g_cap_allocs;
 
@@ -341,6 +348,7 @@ static arsim_status registry_remove(void *p, unsigned mask, arsim_alloc *out)
     *out = g_allocs[i];
     memmove(&g_allocs[i], &g_allocs[i + 1], (g_nallocs - (size_t)i - 1) * sizeof *g_allocs);
     g_nallocs--;
+    atomic_fetch_add_explicit(&g_mem_epoch, 1, memory_order_release);
     pthread_rwlock_unlock(&g_mem_lock);
     return ARSIM_OK;
 }
@@ -446,11 +454,135 @@ size_t arsim_mem_free_owner(uint64_t owner)
             g_allocs[kept++] = g_allocs[i];
     }
     g_nallocs = kept;
+    atomic_fetch_add_explicit(&g_mem_epoch, 1, memory_order_release);
     pthread_rwlock_unlock(&g_mem_lock);
     for (size_t i = 0; i < n; i++)
         release_alloc(&gone[i]);
     free(gone);
     return n;
+}
+
+/* ============================================================ faults */
+
+/* The kernel running on this thread (set around each slice), for fault reports. */
+static __thread const char *tls_kernel_name;
+static __thread int tls_kernel_device = -1;
+
+static pthread_mutex_t g_fault_mu = PTHREAD_MUTEX_INITIALIZER;
+static arsim_fault_info g_fault;
+static int g_has_fault;
+
+static __thread uintptr_t tls_hit_lo, tls_hit_hi;
+static __thread uint64_t tls_hit_epoch;
+
+/* Fills the allocation nearest to addr (live, or else recently freed). */
+static void describe_address(uintptr_t addr, arsim_fault_info *f);
+
+static void record_fault(uintptr_t addr, int access, int size)
+{
+    arsim_fault_info f;
+    memset(&f, 0, sizeof f);
+    f.address = addr;
+    f.access = access;
+    f.size = size;
+    f.device = tls_kernel_device;
+    snprintf(f.kernel, sizeof f.kernel, "%s", tls_kernel_name ? tls_kernel_name : "?");
+    describe_address(addr, &f);
+    pthread_mutex_lock(&g_fault_mu);
+    g_fault = f;
+    g_has_fault = 1;
+    pthread_mutex_unlock(&g_fault_mu);
+}
+
+int arsim_last_fault(arsim_fault_info *out)
+{
+    pthread_mutex_lock(&g_fault_mu);
+    int has = g_has_fault;
+    if (has && out)
+        *out = g_fault;
+    pthread_mutex_unlock(&g_fault_mu);
+    return has;
+}
+
+int arsim_fault_report(char *buf, size_t n)
+{
+    arsim_fault_info f;
+    if (!arsim_last_fault(&f)) {
+        if (buf && n)
+            buf[0] = 0;
+        return 0;
+    }
+    const char *what = f.access == 1 ? "write" : f.access == 0 ? "read" : "access";
+    char size[32] = "";
+    if (f.size > 0)
+        snprintf(size, sizeof size, " of %d bytes", (int)f.size);
+    if (!f.alloc_base)
+        return snprintf(buf, n,
+                        "kernel %s: invalid %s%s at 0x%llx on device %d, outside any allocation",
+                        f.kernel, what, size, (unsigned long long)f.address, (int)f.device);
+    return snprintf(buf, n,
+                    "kernel %s: invalid %s%s at 0x%llx on device %d, offset %lld of %s "
+                    "allocation 0x%llx (%llu bytes)%s",
+                    f.kernel, what, size, (unsigned long long)f.address, (int)f.device,
+                    (long long)f.offset, f.freed ? "freed" : "the", (unsigned long long)f.alloc_base,
+                    (unsigned long long)f.alloc_size,
+                    f.freed ? ": use after free"
+                    : f.offset < 0 ? ": before its start"
+                    : (uint64_t)f.offset >= f.alloc_size ? ": past its end"
+                                                         : "");
+}
+
+static void clear_fault_record(void)
+{
+    pthread_mutex_lock(&g_fault_mu);
+    g_has_fault = 0;
+    pthread_mutex_unlock(&g_fault_mu);
+}
+
+arsim_status arsim_check_access(const void *p, size_t n, int is_write)
+{
+    uintptr_t lo = (uintptr_t)p, hi = lo + n;
+    if (hi < lo)
+        goto bad;
+    uint64_t epoch = atomic_load_explicit(&g_mem_epoch, memory_order_acquire);
+    if (tls_hit_epoch == epoch && lo >= tls_hit_lo && hi <= tls_hit_hi)
+        return ARSIM_OK;
+    arsim_alloc a;
+    if (arsim_mem_lookup(p, &a) == ARSIM_OK && n <= (uintptr_t)a.base + a.size - lo) {
+        tls_hit_lo = (uintptr_t)a.base;
+        tls_hit_hi = (uintptr_t)a.base + a.size;
+        tls_hit_epoch = epoch;
+        return ARSIM_OK;
+    }
+bad:
+    record_fault(lo, is_write ? 1 : 0, n > INT32_MAX ? INT32_MAX : (int)n);
+    return ARSIM_ERR_ILLEGAL_ADDRESS;
+}
+
+static void describe_address(uintptr_t addr, arsim_fault_info *f)
+{
+    pthread_rwlock_rdlock(&g_mem_lock);
+    ptrdiff_t i = alloc_floor((const void *)addr);
+    const arsim_alloc *best = NULL;
+    uintptr_t best_dist = UINTPTR_MAX;
+    if (i >= 0) {
+        uintptr_t end = (uintptr_t)g_allocs[i].base + g_allocs[i].size;
+        best = &g_allocs[i];
+        best_dist = addr < end ? 0 : addr - end;
+    }
+    if ((size_t)(i + 1) < g_nallocs) {
+        uintptr_t dist = (uintptr_t)g_allocs[i + 1].base - addr;
+        if (dist < best_dist) {
+            best = &g_allocs[i + 1];
+            best_dist = dist;
+        }
+    }
+    if (best) {
+        f->alloc_base = (uintptr_t)best->base;
+        f->alloc_size = best->size;
+        f->offset = (int64_t)(addr - (uintptr_t)best->base);
+    }
+    pthread_rwlock_unlock(&g_mem_lock);
 }
 
 arsim_status arsim_mem_register(void *p, size_t size, uint64_t owner, unsigned flags)
@@ -1039,6 +1171,7 @@ enum op_kind {
     OP_FILL,
     OP_KERNEL,
     OP_HOST_FN,
+    OP_RELEASE_FN,
     OP_MARKER,
     OP_EVENT_RECORD,
     OP_EVENT_WAIT,
@@ -1231,6 +1364,14 @@ arsim_op *arsim_op_host_fn(void (*fn)(void *), void *user)
         op->fn = fn;
         op->user = user;
     }
+    return op;
+}
+
+arsim_op *arsim_op_release_fn(void (*fn)(void *), void *user)
+{
+    arsim_op *op = arsim_op_host_fn(fn, user);
+    if (op)
+        op->kind = OP_RELEASE_FN;
     return op;
 }
 
@@ -1452,6 +1593,7 @@ static int copy_engine(arsim_copy_dir dir)
 /* One slice of a kernel's blocks, with its own scratch. */
 typedef struct kernel_slice {
     const arsim_op *op;
+    int device;
     uint64_t begin, end;
     int rc;
 } kernel_slice;
@@ -1475,10 +1617,14 @@ static void *run_slice(void *arg)
     }
     l.block_begin = sl->begin;
     l.block_end = sl->end;
+    tls_kernel_name = op->kernel->name;
+    tls_kernel_device = sl->device;
     if (op->kernel->run)
         sl->rc = op->kernel->run(op->kernel->ctx, &l, (void **)op->owned);
     else
         sl->rc = op->kernel->entry(&l, (void **)op->owned);
+    tls_kernel_name = NULL;
+    tls_kernel_device = -1;
     free(l.shared);
     return NULL;
 }
@@ -1486,7 +1632,7 @@ static void *run_slice(void *arg)
 /* Runs a kernel's grid on the queue thread, or split into contiguous block
  * ranges over ARUNTIME_SIM_KERNEL_THREADS threads (blocks are independent,
  * as on a GPU) when the grid is big enough to pay for the threads. */
-static int run_kernel(const arsim_op *op)
+static int run_kernel(const arsim_op *op, int device)
 {
     uint64_t nblocks = (uint64_t)op->grid.x * op->grid.y * op->grid.z;
     uint64_t threads = g_kernel_threads;
@@ -1497,6 +1643,7 @@ static int run_kernel(const arsim_op *op)
     int started[MAX_KERNEL_THREADS] = {0};
     for (uint64_t i = 0; i < threads; i++) {
         slices[i].op = op;
+        slices[i].device = device;
         slices[i].begin = nblocks * i / threads;
         slices[i].end = nblocks * (i + 1) / threads;
         slices[i].rc = 0;
@@ -1566,7 +1713,7 @@ static int execute(arsim_queue *q, arsim_op *op)
         }
         default:
         {
-            int rc = run_kernel(op);
+            int rc = run_kernel(op, q->device);
             if (rc == ARSIM_ERR_ILLEGAL_ADDRESS) {
                 atomic_store_explicit(&d->sticky, ARSIM_ERR_ILLEGAL_ADDRESS,
                                       memory_order_release);
@@ -1601,6 +1748,10 @@ static int execute(arsim_queue *q, arsim_op *op)
         advance(q, start + (arsim_now_ns() - t));
         return sticky;
     }
+    case OP_RELEASE_FN:
+        advance(q, ready_time(q, op));
+        op->fn(op->user);
+        return sticky;
     case OP_MARKER:
         advance(q, ready_time(q, op));
         return sticky;

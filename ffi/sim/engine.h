@@ -101,6 +101,24 @@ ARSIM_EXPORT void arsim_get_timing(double *copy_gbps, double *op_latency_us);
 ARSIM_EXPORT int arsim_inject_fault(int device, int kind, int count);
 /* Clears every pending injected fault and the sticky state of every device. */
 ARSIM_EXPORT void arsim_clear_faults(void);
+/* The last kernel memory fault (an access outside any live allocation):
+ * where, which kernel, and the allocation nearest to the address. */
+typedef struct arsim_fault_info {
+    uint64_t address;
+    uint64_t alloc_base; /* 0: no allocation near the address */
+    uint64_t alloc_size;
+    int64_t offset;      /* address - alloc_base (>= alloc_size: past the end) */
+    int32_t device;
+    int32_t access;      /* 1 store, 0 load, -1 unknown (a hardware fault) */
+    int32_t freed;       /* the allocation had been freed */
+    int32_t size;        /* bytes accessed, 0 if unknown */
+    char kernel[128];
+} arsim_fault_info;
+/* 1 and fills *out if a fault happened since load or arsim_clear_faults, else 0. */
+ARSIM_EXPORT int arsim_last_fault(arsim_fault_info *out);
+/* The last fault as one line of text (empty if none); returns its length,
+ * like snprintf. */
+ARSIM_EXPORT int arsim_fault_report(char *buf, size_t n);
 /* Number of live queue threads, all devices (for leak checks in tests). */
 ARSIM_EXPORT int arsim_live_queue_threads(void);
 
@@ -156,6 +174,15 @@ ARSIM_API arsim_status arsim_mem_free(void *p, unsigned kind_mask);
 ARSIM_API arsim_status arsim_mem_lookup(const void *p, arsim_alloc *out);
 /* 1 if [p, p+n) lies inside one live allocation whose kind is in kind_mask. */
 ARSIM_API int arsim_mem_range_ok(const void *p, size_t n, unsigned kind_mask);
+/* Bounds check for executors that interpret a kernel's loads and stores (PTX,
+ * SPIR-V): ARSIM_OK if [p, p+n) lies inside one live allocation of any kind
+ * (device, managed, pinned or registered host memory), as a GPU's page tables
+ * would allow; otherwise ARSIM_ERR_ILLEGAL_ADDRESS, and the fault is recorded
+ * (arsim_last_fault) with the running kernel's name when called from a
+ * kernel.  Return that status from the kernel's run function: the op fails
+ * and the device is poisoned, as on hardware.  is_write: 1 store, 0 load.
+ * Fast path lock-free (a per-thread cache of the last allocation hit). */
+ARSIM_API arsim_status arsim_check_access(const void *p, size_t n, int is_write);
 /* Frees every allocation with this owner tag; returns how many. */
 ARSIM_API size_t arsim_mem_free_owner(uint64_t owner);
 /* Registers existing host memory as pinned (ARSIM_MEM_REGISTERED). */
@@ -290,6 +317,9 @@ ARSIM_API arsim_op *arsim_op_kernel(const arsim_kernel *k, ar_dim3 grid, ar_dim3
                                     uint32_t shared_bytes, void *const *params);
 /* Runs fn(user) on the queue thread.  fn must not block on this queue. */
 ARSIM_API arsim_op *arsim_op_host_fn(void (*fn)(void *), void *user);
+/* Like arsim_op_host_fn, but it runs even on a poisoned device: for the
+ * driver's own bookkeeping (a stream-ordered free), never user code. */
+ARSIM_API arsim_op *arsim_op_release_fn(void (*fn)(void *), void *user);
 ARSIM_API arsim_op *arsim_op_marker(void);
 /* Record (CUDA): the sequence number is taken at submit time. */
 ARSIM_API arsim_op *arsim_op_event_record(arsim_event *e);

@@ -23,11 +23,15 @@ LIBRARIES = [
             "cuda/sim/cusim_exec.c",
             "cuda/sim/cusim_procaddr.c",
             "cuda/sim/cusim_ptds.c",
+            "cuda/sim/cusim_pool.c",
         ),
         depends=(*ENGINE_HEADERS, "cuda/sim/cuda_types.h", "cuda/sim/cusim.h"),
         # Only the API and the test hooks are exported; -Bsymbolic keeps the
         # library's own calls inside it even if another libcuda is loaded.
+        # nodelete: its threads may still run queued work when a client
+        # (cffi at interpreter exit) dlcloses it; unmapping the code under
+        # them would crash the exit.
         cflags=("-fvisibility=hidden",),
-        ldflags=("-Wl,-Bsymbolic", "-ldl"),
+        ldflags=("-Wl,-Bsymbolic", "-Wl,-z,nodelete", "-ldl"),
     ),
 ]

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..._driver import DriverFunction, DriverModule, DriverStream, LaunchConfig
 from ..._exceptions import InvalidArgumentError, NotSupportedError
-from ..._kernel_args import check_arg_count
+from ..._kernel_args import check_arg_count, describe_arg
 from ._base import _LevelZeroBase
 from ._constants import (
     _FORMAT_NATIVE,
@@ -168,7 +168,8 @@ class _ModuleOps(_LevelZeroBase):
                 if rc == _INVALID_KERNEL_ARGUMENT_SIZE:
                     raise InvalidArgumentError(
                         f"launch: kernel {k.name!r} argument {index}: the driver rejects "
-                        f"its size, {size} bytes ({type(args[index]).__name__})"
+                        f"its size, {size} bytes ({describe_arg(args[index])}), as not the "
+                        "parameter's size"
                     )
                 if rc == _INVALID_KERNEL_ARGUMENT_INDEX:
                     raise InvalidArgumentError(

@@ -44,3 +44,25 @@ typedef struct CUDA_MEMCPY2D_st {
     size_t WidthInBytes;
     size_t Height;
 } CUDA_MEMCPY2D_v2;
+
+/* Memory pools (25_mempool.h). */
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+typedef unsigned int CUmemPool_attribute;
+typedef unsigned int CUmemAllocationType;
+typedef unsigned int CUmemAllocationHandleType;
+typedef unsigned int CUmemLocationType;
+typedef struct CUmemLocation_st {
+    CUmemLocationType type;
+    int id;
+} CUmemLocation_v1;
+typedef CUmemLocation_v1 CUmemLocation;
+typedef struct CUmemPoolProps_st {
+    CUmemAllocationType allocType;
+    CUmemAllocationHandleType handleTypes;
+    CUmemLocation location;
+    void *win32SecurityAttributes;
+    size_t maxSize;
+    unsigned short usage;
+    unsigned char reserved[54];
+} CUmemPoolProps_v1;
+typedef CUmemPoolProps_v1 CUmemPoolProps;

@@ -173,4 +173,37 @@ typedef struct CUgraphEdgeData_st {
     unsigned char reserved[5];
 } CUgraphEdgeData;
 
+/* Stream-ordered memory pools (cusim_pool.c). */
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+typedef int CUmemPool_attribute;
+enum {
+    CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES = 1,
+    CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC = 2,
+    CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES = 3,
+    CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+    CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5,
+    CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6,
+    CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7,
+    CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8,
+};
+typedef int CUmemAllocationType;
+typedef int CUmemAllocationHandleType;
+typedef int CUmemLocationType;
+enum { CU_MEM_ALLOCATION_TYPE_PINNED = 1 };
+enum { CU_MEM_HANDLE_TYPE_NONE = 0 };
+enum { CU_MEM_LOCATION_TYPE_DEVICE = 1 };
+typedef struct CUmemLocation_st {
+    CUmemLocationType type;
+    int id;
+} CUmemLocation;
+typedef struct CUmemPoolProps_st {
+    CUmemAllocationType allocType;
+    CUmemAllocationHandleType handleTypes;
+    CUmemLocation location;
+    void *win32SecurityAttributes;
+    size_t maxSize;
+    unsigned short usage;
+    unsigned char reserved[54];
+} CUmemPoolProps;
+
 #endif /* CUSIM_CUDA_TYPES_H */

@@ -15,7 +15,7 @@
 #define CUSIM_DRIVER_VERSION 13000
 
 /* Handle registry kinds. */
-enum { HK_CTX = 1, HK_STREAM, HK_EVENT, HK_MODULE, HK_FUNCTION, HK_GRAPH, HK_GRAPH_EXEC, HK_CAPTURE };
+enum { HK_CTX = 1, HK_STREAM, HK_EVENT, HK_MODULE, HK_FUNCTION, HK_GRAPH, HK_GRAPH_EXEC, HK_CAPTURE, HK_POOL };
 
 typedef struct cu_stream cu_stream;
 typedef struct cu_capture cu_capture;
@@ -111,6 +111,12 @@ CUSIM_INTERNAL CUresult cusim_stream_new(cu_ctx *ctx, unsigned flags, int priori
 CUSIM_INTERNAL void cusim_stream_free(cu_stream *s);
 CUSIM_INTERNAL void cusim_capture_invalidate(cu_capture *cap);
 CUSIM_INTERNAL CUresult cusim_ctx_synchronize(cu_ctx *ctx);
+/* Pools (cusim_pool.c): the allocation flag that marks a pool block, and the
+ * synchronous free of one (cuMemFree of stream-ordered memory). */
+#define CUSIM_POOL_BLOCK 0x80000000u
+CUSIM_INTERNAL CUresult cusim_pool_free_now(void *p);
+/* The pool a block belongs to, as a CUmemoryPool handle (0 if none). */
+CUSIM_INTERNAL uint64_t cusim_pool_of(const void *p);
 
 /* ---- exported API */
 #define P CUSIM_API CUresult CUDAAPI
@@ -161,6 +167,17 @@ P cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
 P cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
 P cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes,
                          void **data, CUdeviceptr ptr);
+P cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev);
+P cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev);
+P cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool);
+P cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps);
+P cuMemPoolDestroy(CUmemoryPool pool);
+P cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
+P cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value);
+P cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep);
+P cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream);
+P cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+P cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream);
 P cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
 P cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream);
 P cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount);
@@ -270,5 +287,8 @@ CUSIM_API CUresult cuEventRecord_ptsz(CUevent e, CUstream s);
 CUSIM_API CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int flags);
 CUSIM_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params, void **extra);
 CUSIM_API CUresult cuGraphLaunch_ptsz(CUgraphExec x, CUstream s);
+CUSIM_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *d, size_t n, CUmemoryPool pool, CUstream s);
+CUSIM_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *d, size_t n, CUstream s);
+CUSIM_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr d, CUstream s);
 
 #endif /* CUSIM_H */

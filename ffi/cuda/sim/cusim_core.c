@@ -217,7 +217,7 @@ CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
     case 99: v = 1; break;                /* HOST_REGISTER_SUPPORTED */
     case 101: v = 1; break;               /* DIRECT_MANAGED_MEM_ACCESS_FROM_HOST */
     case 106: v = 32; break;              /* MAX_BLOCKS_PER_MULTIPROCESSOR */
-    case 115: v = 0; break;               /* MEMORY_POOLS_SUPPORTED: no cuMemPool* */
+    case 115: v = 1; break;               /* MEMORY_POOLS_SUPPORTED (cusim_pool.c) */
     default:
         if (attrib <= 0 || attrib > 200)
             return CUDA_ERROR_INVALID_VALUE;

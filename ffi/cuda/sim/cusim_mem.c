@@ -116,8 +116,13 @@ static CUresult mem_free(void *p, unsigned kinds)
     else
         for (int d = 0; d < arsim_device_count(); d++)
             arsim_device_synchronize(d);
-    if (arsim_mem_free(p, kinds) != ARSIM_OK)
+    if (a.flags & CUSIM_POOL_BLOCK) {
+        CUresult pr = cusim_pool_free_now(p); /* back to its pool */
+        if (pr != CUDA_SUCCESS)
+            return pr;
+    } else if (arsim_mem_free(p, kinds) != ARSIM_OK) {
         return CUDA_ERROR_INVALID_VALUE;
+    }
     /* Freed even on a poisoned device, but the call still reports it. */
     if (a.device >= 0 && arsim_device_sticky(a.device) != ARSIM_OK)
         return cusim_status(arsim_device_sticky(a.device));
@@ -209,7 +214,9 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdevi
     int host = a.kind & (ARSIM_MEM_HOST | ARSIM_MEM_REGISTERED);
     switch (attribute) {
     case CU_POINTER_ATTRIBUTE_CONTEXT:
-        *(CUcontext *)data = (CUcontext)(uintptr_t)a.owner;
+        /* Pool memory belongs to its pool, not to a context. */
+        *(CUcontext *)data =
+            (a.flags & CUSIM_POOL_BLOCK) ? NULL : (CUcontext)(uintptr_t)a.owner;
         break;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
         *(unsigned int *)data = host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
@@ -247,7 +254,7 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdevi
         *(int *)data = 0x3; /* read-write */
         break;
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
-        *(void **)data = NULL;
+        *(void **)data = (void *)(uintptr_t)cusim_pool_of(a.base);
         break;
     default:
         return CUDA_ERROR_INVALID_VALUE;

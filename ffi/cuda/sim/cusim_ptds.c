@@ -169,3 +169,15 @@ CUSIM_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned i
 }
 
 CUSIM_API CUresult cuGraphLaunch_ptsz(CUgraphExec x, CUstream s) { PTDS_CALL(cuGraphLaunch(x, s)); }
+
+CUSIM_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *d, size_t n, CUmemoryPool pool, CUstream s)
+{
+    PTDS_CALL(cuMemAllocFromPoolAsync(d, n, pool, s));
+}
+
+CUSIM_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *d, size_t n, CUstream s)
+{
+    PTDS_CALL(cuMemAllocAsync(d, n, s));
+}
+
+CUSIM_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr d, CUstream s) { PTDS_CALL(cuMemFreeAsync(d, s)); }

@@ -1,0 +1,658 @@
+/* cuda-sim: stream-ordered memory pools (cuMemPool*, cuMemAllocAsync,
+ * cuMemAllocFromPoolAsync, cuMemFreeAsync), as the CUDA documentation
+ * describes them.
+ *
+ * A pool owns blocks: engine allocations of device memory (so they count
+ * against the device's memory and the engine's bounds checks know them),
+ * tagged with CUSIM_POOL_BLOCK and, as owner, the pool itself (a context's
+ * teardown frees its own allocations, never a pool's).  A block is
+ *   USED     handed out by an allocation;
+ *   FREEING  cuMemFreeAsync was called: its stream has not reached the free;
+ *   IDLE     the free executed: reusable by any stream.
+ * Reuse follows the stream order and nothing else: a FREEING block is reused
+ * only by an allocation on the stream that freed it (later work there runs
+ * after the free), an IDLE block by anyone (CUDA's opportunistic reuse).  The
+ * sim never adds dependencies between streams, so the event-dependency and
+ * internal-dependency attributes are stored and reported but change nothing;
+ * that is allowed, as they only permit more reuse.  Blocks are reused for
+ * allocations of exactly their size, so the bounds checks keep seeing exact
+ * allocation sizes.
+ *
+ * Release threshold: when a free executes and the pool holds more than the
+ * threshold, idle blocks go back to the device until it holds no more than
+ * that (CUDA trims at the next synchronizing call; the state a program can
+ * observe after one is the same).  cuMemPoolTrimTo releases idle blocks.
+ * Allocating with the device out of memory first releases the pool's idle
+ * blocks, then fails with CUDA_ERROR_OUT_OF_MEMORY.
+ *
+ * Stream capture of these calls (graph memory nodes) is not modelled: the
+ * call fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the
+ * capture, never records something that would replay wrongly.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "cusim.h"
+
+enum { BLOCK_USED = 1, BLOCK_FREEING, BLOCK_IDLE };
+
+typedef struct cu_pool cu_pool;
+
+typedef struct pool_block {
+    void *base;
+    size_t size;
+    int state;
+    int pending; /* free ops queued that still point at this block */
+    uint64_t gen; /* bumped by each free, so a stale completion is ignored */
+    uint64_t free_ctx, free_stream; /* the stream whose order the free follows */
+    struct pool_block *next;
+} pool_block;
+
+struct cu_pool {
+    uint64_t handle;
+    int device;
+    int is_default;
+    int destroyed; /* cuMemPoolDestroy with allocations outstanding */
+    size_t max_size; /* 0: the device's memory */
+    pthread_mutex_t mu;
+    pool_block *blocks;
+    uint64_t threshold, reserved, reserved_high, used, used_high;
+    int reuse_follow, reuse_opportunistic, reuse_internal;
+};
+
+/* One queued free: the block and the generation it freed. */
+typedef struct pool_free_op {
+    cu_pool *pool;
+    pool_block *block;
+    uint64_t gen;
+} pool_free_op;
+
+#define MAX_DEVICES 64
+static pthread_mutex_t g_pools_mu = PTHREAD_MUTEX_INITIALIZER;
+static cu_pool *g_default[MAX_DEVICES];
+static uint64_t g_current[MAX_DEVICES]; /* 0: the default pool */
+
+/* Plain (cuMemAlloc) memory given to cuMemFreeAsync and not yet freed, so a
+ * second cuMemFreeAsync of it is refused instead of freeing whatever the
+ * address holds by then. */
+typedef struct pending_plain {
+    void *base;
+    struct pending_plain *next;
+} pending_plain;
+static pending_plain *g_pending_plain;
+
+static cu_pool *pool_new(int device, size_t max_size, int is_default)
+{
+    cu_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->device = device;
+    p->is_default = is_default;
+    p->max_size = max_size;
+    p->reuse_follow = p->reuse_opportunistic = p->reuse_internal = 1;
+    pthread_mutex_init(&p->mu, NULL);
+    p->handle = arsim_handle_new(HK_POOL, p);
+    if (!p->handle) {
+        pthread_mutex_destroy(&p->mu);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void pool_free_struct(cu_pool *p)
+{
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+static cu_pool *default_pool(int device)
+{
+    pthread_mutex_lock(&g_pools_mu);
+    if (!g_default[device])
+        g_default[device] = pool_new(device, 0, 1);
+    cu_pool *p = g_default[device];
+    pthread_mutex_unlock(&g_pools_mu);
+    return p;
+}
+
+static cu_pool *pool_get(CUmemoryPool h)
+{
+    cu_pool *p = arsim_handle_get((uint64_t)(uintptr_t)h, HK_POOL);
+    if (!p)
+        return NULL;
+    pthread_mutex_lock(&p->mu);
+    int gone = p->destroyed;
+    pthread_mutex_unlock(&p->mu);
+    return gone ? NULL : p;
+}
+
+static void note_reserved(cu_pool *p, size_t add)
+{
+    p->reserved += add;
+    if (p->reserved > p->reserved_high)
+        p->reserved_high = p->reserved;
+}
+
+static void note_used(cu_pool *p, size_t add)
+{
+    p->used += add;
+    if (p->used > p->used_high)
+        p->used_high = p->used;
+}
+
+/* Unlinks the idle blocks to give back until at most `keep` bytes stay
+ * reserved; returns them as a list.  Caller holds p->mu. */
+static pool_block *take_idle_locked(cu_pool *p, uint64_t keep)
+{
+    pool_block *out = NULL;
+    pool_block **link = &p->blocks;
+    while (*link && p->reserved > keep) {
+        pool_block *b = *link;
+        if (b->state == BLOCK_IDLE && b->pending == 0) {
+            *link = b->next;
+            p->reserved -= b->size;
+            b->next = out;
+            out = b;
+        } else {
+            link = &b->next;
+        }
+    }
+    return out;
+}
+
+static void release_blocks(pool_block *list)
+{
+    while (list) {
+        pool_block *next = list->next;
+        arsim_mem_free(list->base, ARSIM_MEM_DEVICE);
+        free(list);
+        list = next;
+    }
+}
+
+/* A destroyed pool goes once nothing is outstanding.  Caller holds p->mu;
+ * returns 1 if the caller must free the pool after unlocking. */
+static int pool_finished_locked(cu_pool *p)
+{
+    if (!p->destroyed)
+        return 0;
+    for (pool_block *b = p->blocks; b; b = b->next)
+        if (b->state != BLOCK_IDLE || b->pending)
+            return 0;
+    return 1;
+}
+
+static void pool_finish(cu_pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    pool_block *all = take_idle_locked(p, 0);
+    pthread_mutex_unlock(&p->mu);
+    release_blocks(all);
+    arsim_handle_remove(p->handle, HK_POOL);
+    pool_free_struct(p);
+}
+
+/* Runs on the stream's thread when the stream reaches the free. */
+static void pool_free_done(void *arg)
+{
+    pool_free_op *f = arg;
+    cu_pool *p = f->pool;
+    pthread_mutex_lock(&p->mu);
+    pool_block *b = f->block;
+    b->pending--;
+    if (b->state == BLOCK_FREEING && b->gen == f->gen)
+        b->state = BLOCK_IDLE;
+    pool_block *gone = take_idle_locked(p, p->threshold);
+    int finished = pool_finished_locked(p);
+    pthread_mutex_unlock(&p->mu);
+    free(f);
+    release_blocks(gone);
+    if (finished)
+        pool_finish(p);
+}
+
+static int stream_capturing(cu_stream *s)
+{
+    pthread_mutex_lock(&g_capture_mu);
+    int cap = s->cap != NULL;
+    if (cap)
+        cusim_capture_invalidate(s->cap);
+    pthread_mutex_unlock(&g_capture_mu);
+    return cap;
+}
+
+static CUresult pool_alloc(cu_pool *p, size_t size, cu_stream *s, CUdeviceptr *out)
+{
+    uint64_t ctx = s->ctx->handle, sid = s->handle;
+    pthread_mutex_lock(&p->mu);
+    pool_block *hit = NULL;
+    for (pool_block *b = p->blocks; b; b = b->next) {
+        if (b->size != size)
+            continue;
+        if (b->state == BLOCK_FREEING && b->free_ctx == ctx && b->free_stream == sid) {
+            hit = b; /* stream order: this stream's later work runs after the free */
+            break;
+        }
+        if (b->state == BLOCK_IDLE && p->reuse_opportunistic && !hit)
+            hit = b;
+    }
+    if (hit) {
+        hit->state = BLOCK_USED;
+        note_used(p, size);
+        *out = (CUdeviceptr)(uintptr_t)hit->base;
+        pthread_mutex_unlock(&p->mu);
+        return CUDA_SUCCESS;
+    }
+    if (p->max_size && p->reserved + size > p->max_size) {
+        pool_block *gone = take_idle_locked(p, p->max_size - (size < p->max_size ? size : p->max_size));
+        pthread_mutex_unlock(&p->mu);
+        release_blocks(gone);
+        pthread_mutex_lock(&p->mu);
+        if (p->reserved + size > p->max_size) {
+            pthread_mutex_unlock(&p->mu);
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+
+    pool_block *b = calloc(1, sizeof *b);
+    if (!b)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    void *mem = NULL;
+    arsim_status st = arsim_mem_alloc(p->device, size, ARSIM_MEM_DEVICE, (uint64_t)(uintptr_t)p,
+                                      CUSIM_POOL_BLOCK, &mem);
+    if (st == ARSIM_ERR_OUT_OF_MEMORY) {
+        /* The device is full: give back what this pool keeps idle, then retry. */
+        pthread_mutex_lock(&p->mu);
+        pool_block *gone = take_idle_locked(p, 0);
+        pthread_mutex_unlock(&p->mu);
+        if (gone) {
+            release_blocks(gone);
+            st = arsim_mem_alloc(p->device, size, ARSIM_MEM_DEVICE, (uint64_t)(uintptr_t)p,
+                                 CUSIM_POOL_BLOCK, &mem);
+        }
+    }
+    if (st != ARSIM_OK) {
+        free(b);
+        return cusim_status(st);
+    }
+    b->base = mem;
+    b->size = size;
+    b->state = BLOCK_USED;
+    pthread_mutex_lock(&p->mu);
+    b->next = p->blocks;
+    p->blocks = b;
+    note_reserved(p, size);
+    note_used(p, size);
+    pthread_mutex_unlock(&p->mu);
+    *out = (CUdeviceptr)(uintptr_t)mem;
+    return CUDA_SUCCESS;
+}
+
+/* The block at p, with its pool locked, or NULL. */
+static pool_block *find_block_locked(cu_pool *pool, const void *p)
+{
+    for (pool_block *b = pool->blocks; b; b = b->next)
+        if (b->base == p)
+            return b;
+    return NULL;
+}
+
+static cu_pool *pool_of_alloc(const arsim_alloc *a)
+{
+    if (!(a->flags & CUSIM_POOL_BLOCK) || a->kind != ARSIM_MEM_DEVICE)
+        return NULL;
+    return (cu_pool *)(uintptr_t)a->owner;
+}
+
+uint64_t cusim_pool_of(const void *p)
+{
+    arsim_alloc a;
+    if (arsim_mem_lookup(p, &a) != ARSIM_OK)
+        return 0;
+    cu_pool *pool = pool_of_alloc(&a);
+    return pool ? pool->handle : 0;
+}
+
+CUresult cusim_pool_free_now(void *ptr)
+{
+    arsim_alloc a;
+    if (arsim_mem_lookup(ptr, &a) != ARSIM_OK || a.base != ptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    cu_pool *p = pool_of_alloc(&a);
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&p->mu);
+    pool_block *b = find_block_locked(p, ptr);
+    if (!b || b->state != BLOCK_USED) {
+        pthread_mutex_unlock(&p->mu);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    b->state = BLOCK_IDLE;
+    b->gen++;
+    p->used -= b->size;
+    pool_block *gone = take_idle_locked(p, p->threshold);
+    int finished = pool_finished_locked(p);
+    pthread_mutex_unlock(&p->mu);
+    release_blocks(gone);
+    if (finished)
+        pool_finish(p);
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------- devices */
+
+static CUresult check_device(CUdevice dev)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (dev < 0 || dev >= arsim_device_count() || dev >= MAX_DEVICES)
+        return CUDA_ERROR_INVALID_DEVICE;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
+{
+    CUresult r = check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pool_out)
+        return CUDA_ERROR_INVALID_VALUE;
+    cu_pool *p = default_pool(dev);
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *pool_out = (CUmemoryPool)(uintptr_t)p->handle;
+    return CUDA_SUCCESS;
+}
+
+static cu_pool *current_pool(int dev)
+{
+    pthread_mutex_lock(&g_pools_mu);
+    uint64_t h = g_current[dev];
+    pthread_mutex_unlock(&g_pools_mu);
+    cu_pool *p = h ? pool_get((CUmemoryPool)(uintptr_t)h) : NULL;
+    return p ? p : default_pool(dev);
+}
+
+CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+    CUresult r = check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pool)
+        return CUDA_ERROR_INVALID_VALUE;
+    cu_pool *p = current_pool(dev);
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *pool = (CUmemoryPool)(uintptr_t)p->handle;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+{
+    CUresult r = check_device(dev);
+    if (r != CUDA_SUCCESS)
+        return r;
+    cu_pool *p = pool_get(pool);
+    if (!p || p->device != dev)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&g_pools_mu);
+    g_current[dev] = p->is_default ? 0 : p->handle;
+    pthread_mutex_unlock(&g_pools_mu);
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------- pools */
+
+CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+        props->location.type != CU_MEM_LOCATION_TYPE_DEVICE || props->win32SecurityAttributes)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < sizeof props->reserved; i++)
+        if (props->reserved[i])
+            return CUDA_ERROR_INVALID_VALUE;
+    if (props->location.id < 0 || props->location.id >= arsim_device_count() ||
+        props->location.id >= MAX_DEVICES)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (props->handleTypes != CU_MEM_HANDLE_TYPE_NONE || props->usage != 0)
+        return CUDA_ERROR_NOT_SUPPORTED; /* no IPC, no special usage */
+    cu_pool *p = pool_new(props->location.id, props->maxSize, 0);
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *pool = (CUmemoryPool)(uintptr_t)p->handle;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    cu_pool *p = pool_get(pool);
+    if (!p || p->is_default)
+        return CUDA_ERROR_INVALID_VALUE; /* a default pool cannot be destroyed */
+    pthread_mutex_lock(&g_pools_mu);
+    if (g_current[p->device] == p->handle)
+        g_current[p->device] = 0;
+    pthread_mutex_unlock(&g_pools_mu);
+    pthread_mutex_lock(&p->mu);
+    if (p->destroyed) {
+        pthread_mutex_unlock(&p->mu);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    p->destroyed = 1;
+    int finished = pool_finished_locked(p);
+    pthread_mutex_unlock(&p->mu);
+    /* Otherwise the last free of an outstanding allocation finishes it. */
+    if (finished)
+        pool_finish(p);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    cu_pool *p = pool_get(pool);
+    if (!p || !value)
+        return CUDA_ERROR_INVALID_VALUE;
+    pool_block *gone = NULL;
+    r = CUDA_SUCCESS;
+    pthread_mutex_lock(&p->mu);
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+        p->reuse_follow = *(int *)value != 0;
+        break;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+        p->reuse_opportunistic = *(int *)value != 0;
+        break;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+        p->reuse_internal = *(int *)value != 0;
+        break;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+        p->threshold = *(cuuint64_t *)value;
+        gone = take_idle_locked(p, p->threshold);
+        break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+        /* Only a reset (to the current value) is allowed. */
+        if (*(cuuint64_t *)value != 0)
+            r = CUDA_ERROR_INVALID_VALUE;
+        else
+            p->reserved_high = p->reserved;
+        break;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+        if (*(cuuint64_t *)value != 0)
+            r = CUDA_ERROR_INVALID_VALUE;
+        else
+            p->used_high = p->used;
+        break;
+    default: /* the *_CURRENT counters are read-only */
+        r = CUDA_ERROR_INVALID_VALUE;
+        break;
+    }
+    pthread_mutex_unlock(&p->mu);
+    release_blocks(gone);
+    return r;
+}
+
+CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    cu_pool *p = pool_get(pool);
+    if (!p || !value)
+        return CUDA_ERROR_INVALID_VALUE;
+    r = CUDA_SUCCESS;
+    pthread_mutex_lock(&p->mu);
+    switch (attr) {
+    case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES: *(int *)value = p->reuse_follow; break;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC: *(int *)value = p->reuse_opportunistic; break;
+    case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: *(int *)value = p->reuse_internal; break;
+    case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD: *(cuuint64_t *)value = p->threshold; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT: *(cuuint64_t *)value = p->reserved; break;
+    case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: *(cuuint64_t *)value = p->reserved_high; break;
+    case CU_MEMPOOL_ATTR_USED_MEM_CURRENT: *(cuuint64_t *)value = p->used; break;
+    case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *(cuuint64_t *)value = p->used_high; break;
+    default: r = CUDA_ERROR_INVALID_VALUE; break;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return r;
+}
+
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+    CUresult r = cusim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    cu_pool *p = pool_get(pool);
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&p->mu);
+    pool_block *gone = take_idle_locked(p, minBytesToKeep);
+    pthread_mutex_unlock(&p->mu);
+    release_blocks(gone);
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------- stream-ordered calls */
+
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                 CUstream hStream)
+{
+    cu_stream *s;
+    CUresult r = cusim_resolve_stream(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    cu_pool *p = pool_get(pool);
+    if (!dptr || !p || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (stream_capturing(s))
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    return pool_alloc(p, bytesize, s, dptr);
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    cu_stream *s;
+    CUresult r = cusim_resolve_stream(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!dptr || bytesize == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (stream_capturing(s))
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    cu_pool *p = current_pool(s->ctx->device);
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    return pool_alloc(p, bytesize, s, dptr);
+}
+
+static void plain_free_done(void *base)
+{
+    pthread_mutex_lock(&g_pools_mu);
+    for (pending_plain **l = &g_pending_plain; *l; l = &(*l)->next) {
+        if ((*l)->base == base) {
+            pending_plain *gone = *l;
+            *l = gone->next;
+            free(gone);
+            break;
+        }
+    }
+    arsim_mem_free(base, ARSIM_MEM_DEVICE | ARSIM_MEM_MANAGED);
+    pthread_mutex_unlock(&g_pools_mu);
+}
+
+/* cuMemFreeAsync of cuMemAlloc memory: freed when the stream reaches it. */
+static CUresult free_plain_async(void *base, cu_stream *s)
+{
+    pending_plain *pp = malloc(sizeof *pp);
+    if (!pp)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&g_pools_mu);
+    for (pending_plain *q = g_pending_plain; q; q = q->next) {
+        if (q->base == base) {
+            pthread_mutex_unlock(&g_pools_mu);
+            free(pp);
+            return CUDA_ERROR_INVALID_VALUE; /* already being freed */
+        }
+    }
+    pp->base = base;
+    pp->next = g_pending_plain;
+    g_pending_plain = pp;
+    pthread_mutex_unlock(&g_pools_mu);
+    CUresult r = cusim_submit(s, arsim_op_release_fn(plain_free_done, base), NULL);
+    if (r != CUDA_SUCCESS)
+        plain_free_done(base); /* a poisoned device: nothing will run, free it now */
+    return r;
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    cu_stream *s;
+    CUresult r = cusim_resolve_stream(hStream, &s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    void *base = (void *)(uintptr_t)dptr;
+    arsim_alloc a;
+    if (!base || arsim_mem_lookup(base, &a) != ARSIM_OK || a.base != base ||
+        !(a.kind & (ARSIM_MEM_DEVICE | ARSIM_MEM_MANAGED)))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (stream_capturing(s))
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    cu_pool *p = pool_of_alloc(&a);
+    if (!p)
+        return free_plain_async(base, s);
+    pool_free_op *f = malloc(sizeof *f);
+    if (!f)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&p->mu);
+    pool_block *b = find_block_locked(p, base);
+    if (!b || b->state != BLOCK_USED) {
+        pthread_mutex_unlock(&p->mu);
+        free(f);
+        return CUDA_ERROR_INVALID_VALUE; /* a double free */
+    }
+    b->state = BLOCK_FREEING;
+    b->gen++;
+    b->pending++;
+    b->free_ctx = s->ctx->handle;
+    b->free_stream = s->handle;
+    p->used -= b->size;
+    f->pool = p;
+    f->block = b;
+    f->gen = b->gen;
+    pthread_mutex_unlock(&p->mu);
+    r = cusim_submit(s, arsim_op_release_fn(pool_free_done, f), NULL);
+    if (r != CUDA_SUCCESS)
+        pool_free_done(f); /* nothing will run on a poisoned device: free it now */
+    return r;
+}
