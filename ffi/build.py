@@ -44,6 +44,8 @@ class NativeLibrary:
 
 def discover() -> list[NativeLibrary]:
     """Every :class:`NativeLibrary` of the ``ffi/*/native.py`` specs."""
+    # The name specs imported before ffi was a package; one module either way.
+    sys.modules.setdefault("_aruntime_ffi_build", sys.modules[__name__])
     libs: list[NativeLibrary] = []
     for spec_path in sorted(FFI_DIR.glob("*/native.py")):
         # The folders are namespace packages of ``ffi``; each spec does
