@@ -20,6 +20,9 @@ _CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2
 _CU_STREAM_CAPTURE_MODE_RELAXED = 2
 _CU_STREAM_CAPTURE_STATUS_NONE = 0
 _NOT_READY = _errors.CUDA_ERROR_NOT_READY
+_CU_MEM_ALLOCATION_TYPE_PINNED = 1
+_CU_MEM_LOCATION_TYPE_DEVICE = 1
+_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4
 
 #: Pageable copies up to this size go straight to the driver, which stages
 #: them itself at enqueue time (a memcpy of at most this many bytes).
@@ -28,3 +31,7 @@ DIRECT_PAGEABLE_H2D_MAX = 64 * 1024
 STAGING_CHUNK = 4 * 1024 * 1024
 #: Free staging buffers kept for reuse; more are returned to the driver.
 _STAGING_POOL_MAX = 8
+
+#: Idle memory a stream-ordered pool keeps for reuse instead of returning it
+#: to the device at the next synchronisation: a quarter of the device, at most.
+POOL_KEEP_FRACTION = 4
