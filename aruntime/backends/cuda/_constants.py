@@ -1,4 +1,4 @@
-"""cuda.h enum values and the staging sizes."""
+"""cuda.h enum values (ABI, stable across releases)."""
 
 from __future__ import annotations
 
@@ -23,14 +23,6 @@ _NOT_READY = _errors.CUDA_ERROR_NOT_READY
 _CU_MEM_ALLOCATION_TYPE_PINNED = 1
 _CU_MEM_LOCATION_TYPE_DEVICE = 1
 _CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4
-
-#: Pageable copies up to this size go straight to the driver, which stages
-#: them itself at enqueue time (a memcpy of at most this many bytes).
-DIRECT_PAGEABLE_H2D_MAX = 64 * 1024
-#: Size of one pinned staging buffer, and of the chunks a staged copy is cut into.
-STAGING_CHUNK = 4 * 1024 * 1024
-#: Free staging buffers kept for reuse; more are returned to the driver.
-_STAGING_POOL_MAX = 8
 
 #: Idle memory a stream-ordered pool keeps for reuse instead of returning it
 #: to the device at the next synchronisation: a quarter of the device, at most.
