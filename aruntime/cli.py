@@ -235,7 +235,7 @@ def _sim_kernels() -> str:
 
     if sim_kernel_kind() == "host":
         return "host builds (ARUNTIME_SIM_KERNELS=host)"
-    return "device code (SPIR-V on levelzero-sim)"
+    return "device code (PTX on cuda-sim, SPIR-V on levelzero-sim)"
 
 
 def _gib(nbytes: int) -> str:

@@ -45,6 +45,24 @@ def test_info_lists_every_backend(
     assert "aruntime demo would run on:" in out
 
 
+@pytest.mark.parametrize(
+    ("knob", "line"),
+    [(None, "device code (PTX on cuda-sim, SPIR-V on levelzero-sim)"), ("host", "host builds")],
+)
+def test_info_says_which_kernels_the_sims_run(
+    knob: str | None, line: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    if knob is None:
+        monkeypatch.delenv("ARUNTIME_SIM_KERNELS", raising=False)
+    else:
+        monkeypatch.setenv("ARUNTIME_SIM_KERNELS", knob)
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert sum("software drivers run kernels:" in ln for ln in out.splitlines()) == 1
+    assert line in out
+
+
 def test_demo_on_mock(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--backend", "mock", *SMALL]) == 0
     out = capsys.readouterr().out

@@ -1296,12 +1296,52 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* 1 if every lane's access [A+imm, A+imm+n) lies, aligned, inside one
+ * cached global range: the per-lane checks can then be skipped. */
+static int warp_in_one_range(block_ctx *b, const uint64_t *A, int64_t imm, size_t n, uint32_t m)
+{
+    uint64_t lo = UINT64_MAX, hi = 0, bits = 0;
+    FOR_LANES(m, {
+        uint64_t a = A[l] + (uint64_t)imm;
+        lo = a < lo ? a : lo;
+        hi = a > hi ? a : hi;
+        bits |= a;
+    });
+    if ((n & (n - 1)) == 0 && (bits & (n - 1)))
+        return 0;
+    if (hi + n < hi)
+        return 0;
+    for (int i = 0; i < 8; i++)
+        if (lo >= b->cache[i].lo && hi + n <= b->cache[i].hi)
+            return 1;
+    return 0;
+}
+
 static int exec_mem(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
 {
     lanes_t *R = fr->R;
     const uint64_t *A = R[in->a];
     int t = in->type, es = ptx_type_size(t);
     size_t n = (size_t)es * in->vec;
+    if ((in->op == OP_LD || in->op == OP_ST) && in->vec == 1 &&
+        (in->space == S_GLOBAL || in->space == S_GENERIC || in->space == S_CONST) &&
+        warp_in_one_range(b, A, in->imm, n, m)) {
+        int64_t imm = in->imm;
+        if (in->op == OP_LD) {
+            uint64_t *D = R[in->d];
+            if (t == T_F32 || t == T_U32 || t == T_B32)
+                FOR_LANES(m, { uint32_t v; memcpy(&v, (const void *)(uintptr_t)(A[l] + (uint64_t)imm), 4); D[l] = v; });
+            else
+                FOR_LANES(m, D[l] = load_bytes((const uint8_t *)(uintptr_t)(A[l] + (uint64_t)imm), t));
+        } else {
+            const uint64_t *B = R[in->b];
+            if (t == T_F32 || t == T_U32 || t == T_B32 || t == T_S32)
+                FOR_LANES(m, { uint32_t v = (uint32_t)B[l]; memcpy((void *)(uintptr_t)(A[l] + (uint64_t)imm), &v, 4); });
+            else
+                FOR_LANES(m, store_bytes((uint8_t *)(uintptr_t)(A[l] + (uint64_t)imm), t, B[l]));
+        }
+        return 0;
+    }
     switch (in->op) {
     case OP_LD:
         if (in->vec == 1) {

@@ -20,7 +20,7 @@
 
 /* The newest PTX ISA and target the executor knows. */
 #define PTX_MAX_MAJOR 9
-#define PTX_MAX_MINOR 1
+#define PTX_MAX_MINOR 5
 #define PTX_MAX_SM 90
 
 /* ------------------------------------------------------------- tokens */
