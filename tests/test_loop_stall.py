@@ -46,7 +46,6 @@ BIG = 96 << 20
 SMALL = 1 << 20
 
 _NO_ALLOC_ASYNC = "alloc_async/free_async land with issue 10 item 5"
-_UNSTAGED = "the Level Zero backend stages pageable memory with issue 10 item 4"
 #: backend -> cells that still stall the loop, with the change that fixes them.
 KNOWN_STALLS: dict[str, dict[str, str]] = {
     "mock": {"alloc_async": _NO_ALLOC_ASYNC, "free_async": _NO_ALLOC_ASYNC},
@@ -54,9 +53,6 @@ KNOWN_STALLS: dict[str, dict[str, str]] = {
     "levelzero-sim": {
         "alloc_async": _NO_ALLOC_ASYNC,
         "free_async": _NO_ALLOC_ASYNC,
-        # 20-450 ms measured: the driver reads pageable memory on the calling thread.
-        "copy_h2d_async 96 MiB": _UNSTAGED,
-        "copy_d2h_async 96 MiB": _UNSTAGED,
     },
 }
 
