@@ -28,7 +28,7 @@ def _on(kind: str, run: Run, monkeypatch: pytest.MonkeyPatch) -> dict[str, np.nd
     except ar.BackendUnavailableError as exc:
         pytest.skip(f"cuda-sim unavailable: {exc}")
     with backend:
-        return run(backend)
+        return run(backend)  # each run frees what it allocated
 
 
 class Arrays:
@@ -46,6 +46,11 @@ class Arrays:
 
     def empty(self, n: int) -> ar.DevicePtr:
         return self.put(np.zeros(n, self.dtype))
+
+    def free(self) -> None:
+        for p, _n in self.ptrs:
+            self.b.free(p)
+        self.ptrs.clear()
 
     def get(self, p: ar.DevicePtr) -> np.ndarray:
         n = dict((id(q), m) for q, m in self.ptrs)[id(p)]
@@ -101,6 +106,7 @@ def _compute_all(dtype: str) -> Run:
             o = d.empty(u.size)
             backend.binary(d.put(u), d.put(v), o, u.size, op, dtype=dtype).wait()
             out[f"binary {op}"] = d.get(o)
+        d.free()
         return out
 
     return run
@@ -137,6 +143,8 @@ def _vector_ops(backend: ar.Backend) -> dict[str, np.ndarray]:
     got = np.empty(n, np.uint32)
     backend.copy_d2h(it, got)
     out["iota_u32"] = got.astype(np.float32)
+    backend.free(it)
+    d.free()
     return out
 
 
