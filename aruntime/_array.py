@@ -20,29 +20,74 @@ a consumer is the caller's bug.
 
 from __future__ import annotations
 
-import warnings
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from . import _dlpack
-from ._exceptions import CaptureError, InvalidArgumentError, NotSupportedError
-from ._handles import Stream
+from ._callsite import user_frame, warn_at
+from ._exceptions import (
+    CaptureError,
+    ClosedResourceError,
+    InvalidArgumentError,
+    NotSupportedError,
+)
+from ._handles import Event, Stream
 from ._memory import DevicePtr
 
 if TYPE_CHECKING:
-    from ._backend import Backend
+    from ._completion import Completion
+    from ._driver import Driver
 
-__all__ = ["DeviceArray"]
+__all__ = ["ArrayOwner", "DeviceArray"]
 
 
-def _free_dropped(backend: Backend, ptr: DevicePtr, description: str) -> None:
-    warnings.warn(
+@runtime_checkable
+class ArrayOwner(Protocol):
+    """The backend calls a DeviceArray makes (a :class:`aruntime.Backend` has them all)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def driver(self) -> Driver: ...
+
+    def alloc(self, nbytes: int) -> DevicePtr: ...
+
+    def free(self, ptr: DevicePtr) -> None: ...
+
+    def copy_h2d_async(
+        self, src: Any, dst: DevicePtr, stream: Stream | None = None
+    ) -> Completion: ...
+
+    def copy_d2h_async(
+        self, src: DevicePtr, dst: Any, stream: Stream | None = None
+    ) -> Completion: ...
+
+    def default_stream(self) -> Stream: ...
+
+    def stream_is_capturing(self, stream: Stream) -> bool: ...
+
+    def wrap_stream(self, stream: object) -> Stream: ...
+
+    def create_event(self, *, timing: bool = False) -> Event: ...
+
+    def record_event(self, event: Event, stream: Stream | None = None) -> None: ...
+
+    def stream_wait_event(self, stream: Stream, event: Event) -> None: ...
+
+
+def _free_dropped(
+    backend: ArrayOwner, ptr: DevicePtr, description: str, site: tuple[str, int]
+) -> None:
+    warn_at(
+        site,
         f"unclosed {description}: close it (or use 'with') to free its device memory promptly",
-        ResourceWarning,
-        stacklevel=2,
     )
     if not backend.closed:
         try:
@@ -64,6 +109,7 @@ class DeviceArray:
         "__weakref__",
         "_closed",
         "_finalizer",
+        "_owner",
         "_owns",
         "dtype",
         "ptr",
@@ -86,10 +132,16 @@ class DeviceArray:
         *,
         strides: Sequence[int] | None = None,
         stream: Stream | None = None,
+        owner: ArrayOwner | None = None,
     ) -> None:
         fn = "DeviceArray"
         if not isinstance(ptr, DevicePtr):
             raise TypeError(f"{fn}: ptr must be a DevicePtr, got {type(ptr).__name__}")
+        if owner is None:
+            found = ptr.backend
+            if not isinstance(found, ArrayOwner):  # pragma: no cover - backends always are
+                raise TypeError(f"{fn}: {found!r} cannot hold device arrays")
+            owner = found
         if stream is not None and not isinstance(stream, Stream):
             raise TypeError(f"{fn}: stream must be a Stream or None, got {type(stream).__name__}")
         try:
@@ -122,13 +174,15 @@ class DeviceArray:
                 f"{fn}: shape {dims} of {dt} spans {extent} bytes, past the end of a "
                 f"{ptr.nbytes}-byte pointer"
             )
-        if stream is not None and stream.backend is not ptr.backend:
+        stream_owner: object = None if stream is None else stream.backend
+        if stream is not None and stream_owner is not ptr.backend:
             raise InvalidArgumentError(f"{fn}: the stream belongs to another backend")
         self.ptr = ptr
         self.shape = dims
         self.dtype = dt
         self.strides = steps
         self.stream = stream
+        self._owner = owner
         self._owns = False
         self._closed = False
         self._finalizer: weakref.finalize[Any, Any] | None = None
@@ -136,11 +190,11 @@ class DeviceArray:
     # -- construction ------------------------------------------------------------------
     @classmethod
     def from_numpy(
-        cls, backend: Backend, array: Any, *, stream: Stream | None = None
+        cls, backend: ArrayOwner, array: Any, *, stream: Stream | None = None
     ) -> DeviceArray:
         """Allocate device memory, copy ``array`` into it (blocking) and own it."""
         fn = "array_from_numpy"
-        if stream is not None and backend._resolve_stream(stream, fn)._capturing:
+        if stream is not None and backend.stream_is_capturing(stream):
             raise CaptureError(f"{fn}: {stream!r} is capturing; the upload would never run")
         try:
             host = np.ascontiguousarray(array)
@@ -152,21 +206,23 @@ class DeviceArray:
             host = host.astype(host.dtype.newbyteorder("="))
         ptr = backend.alloc(max(host.nbytes, 1))
         try:
-            view = cls(ptr, host.shape, host.dtype, stream=stream)
+            view = cls(ptr, host.shape, host.dtype, stream=stream, owner=backend)
             if host.nbytes:
                 backend.copy_h2d_async(host, ptr, stream).wait()
         except BaseException:
             backend.free(ptr)
             raise
         view._owns = True
-        view._finalizer = weakref.finalize(view, _free_dropped, backend, ptr, repr(view))
+        view._finalizer = weakref.finalize(
+            view, _free_dropped, backend, ptr, repr(view), user_frame()
+        )
         view._finalizer.atexit = False
         return view
 
     # -- shape ---------------------------------------------------------------------------
     @property
-    def backend(self) -> Backend:
-        return self.ptr.backend
+    def backend(self) -> ArrayOwner:
+        return self._owner
 
     @property
     def ndim(self) -> int:
@@ -356,7 +412,8 @@ class DeviceArray:
     def _check_usable(self, fn: str) -> None:
         if self._closed:
             raise InvalidArgumentError(f"{fn}: this DeviceArray was closed")
-        self.backend._check_open(fn)
+        if self.backend.closed:
+            raise ClosedResourceError(f"{fn}: the {self.backend.name} backend is closed")
 
 
 def _address_of(view: memoryview) -> int:

@@ -11,21 +11,27 @@ simply skipped.
 
 from __future__ import annotations
 
-import asyncio
+import logging
 import numbers
-import sys
 import threading
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any
-
-import anyio.lowlevel
+from typing import Any
 
 from ._exceptions import AruntimeError, CaptureError, InvalidArgumentError
+from ._loop import checkpoint, park
+from ._protocols import CompletionHooks
 
-if TYPE_CHECKING:
-    from ._handles import Stream
+__all__ = [
+    "Completion",
+    "born_captured",
+    "born_done",
+    "done_none",
+    "failed",
+    "finish",
+    "settled",
+]
 
-__all__ = ["Completion"]
+_log = logging.getLogger("aruntime")
 
 _PENDING = 0
 _DONE = 1
@@ -33,11 +39,6 @@ _FAILED = 2
 _CAPTURED = 3
 
 _Callback = Callable[[], None]
-
-
-def _running_under_trio() -> bool:
-    trio = sys.modules.get("trio")
-    return trio is not None and bool(trio.lowlevel.in_trio_run())
 
 
 def _check_timeout(timeout: object, op: str) -> float:
@@ -51,11 +52,6 @@ def _check_timeout(timeout: object, op: str) -> float:
         raise InvalidArgumentError(f"{op}: wait timeout must be None or >= 0, got {timeout!r}")
     # threading's waits overflow past TIMEOUT_MAX; longer is "forever" in practice.
     return min(value, threading.TIMEOUT_MAX)
-
-
-def _set_future(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
 
 
 class Completion:
@@ -87,25 +83,27 @@ class Completion:
         "__weakref__",
         "_callbacks",
         "_error",
+        "_hooks",
         "_keepalive",
         "_lock",
         "_op",
         "_result",
         "_state",
-        "_stream",
         "_views",
     )
+
+    _hooks: CompletionHooks[Completion] | None
 
     def __init__(
         self,
         op: str,
-        stream: Stream | None = None,
+        hooks: CompletionHooks[Completion] | None = None,
         result: Any = None,
         keepalive: tuple[Any, ...] = (),
         views: tuple[memoryview, ...] = (),
     ) -> None:
         self._op = op
-        self._stream = stream
+        self._hooks = hooks
         self._result = result
         self._error: BaseException | None = None
         self._state = _PENDING
@@ -116,39 +114,6 @@ class Completion:
         self._views = views
         self._callbacks: list[_Callback] = []
         self._lock = threading.Lock()
-
-    # -- constructors used by the core ------------------------------------
-    @classmethod
-    def _born_done(cls, op: str, result: Any = None) -> Completion:
-        c = cls.__new__(cls)
-        c._op = op
-        c._stream = None
-        c._result = result
-        c._error = None
-        c._state = _DONE
-        c._keepalive = ()
-        c._views = ()
-        c._callbacks = []
-        c._lock = _NO_LOCK
-        return c
-
-    @classmethod
-    def _done_none(cls, op: str) -> Completion:
-        """A shared, finished, result-less Completion for ``op``.
-
-        A finished Completion never changes again (no callbacks, no error, no
-        stream to report to), so one object per op name serves every caller.
-        """
-        done = _DONE_NONE.get(op)
-        if done is None:
-            done = _DONE_NONE[op] = cls._born_done(op)
-        return done
-
-    @classmethod
-    def _born_captured(cls, op: str) -> Completion:
-        c = cls._born_done(op)
-        c._state = _CAPTURED
-        return c
 
     # -- public ------------------------------------------------------------
     @property
@@ -191,28 +156,50 @@ class Completion:
             timeout = _check_timeout(timeout, self._op)
         if self._state == _PENDING:
             flag = threading.Event()
-            if self._add_callback(flag.set) and not flag.wait(timeout):
-                self._remove_callback(flag.set)
+            if self.subscribe(flag.set) and not flag.wait(timeout):
+                self.unsubscribe(flag.set)
                 raise TimeoutError(f"{self._op}: not finished after {timeout} s")
         return self._outcome()
+
+    def subscribe(self, fn: _Callback) -> bool:
+        """Call ``fn()`` once the op finishes; False (and no call) if it already has.
+
+        ``fn`` runs on whichever thread finishes the op (a waiter thread, or an
+        awaiting one), so it must be quick, must not block and must not
+        raise.  Tracing and the core's deferred releases use this hook.
+        """
+        with self._lock:
+            if self._state != _PENDING:
+                return False
+            self._callbacks.append(fn)
+        self._kick_waiter()
+        return True
+
+    def unsubscribe(self, fn: _Callback) -> None:
+        """Undo :meth:`subscribe` (nothing happens if ``fn`` ran or was never added)."""
+        with self._lock:
+            try:
+                self._callbacks.remove(fn)
+            except ValueError:
+                pass
+
+    # The names the core used before the hook was public.
+    _add_callback = subscribe
+    _remove_callback = unsubscribe
+
+    @property
+    def error(self) -> BaseException | None:
+        """The op's error once it failed, without marking it seen (None otherwise)."""
+        return self._error
 
     def __await__(self) -> Generator[Any, None, Any]:
         if self._state == _PENDING:
             self._finish_if_ready()
-        if self._state != _PENDING:
-            # Finished already (always, on the mock): still a checkpoint, taken
-            # with the loop's own primitive rather than through anyio's
-            # backend lookup, which would cost more than the rest of the op.
-            trio = sys.modules.get("trio")
-            if trio is not None and trio.lowlevel.in_trio_run():
-                yield from trio.lowlevel.checkpoint().__await__()
-            else:
-                yield  # exactly what asyncio.sleep(0) (anyio's checkpoint) does
-            return self._outcome()
-        if _running_under_trio():
-            yield from self._wait_trio().__await__()
-        else:
-            yield from self._wait_asyncio().__await__()
+            if self._state == _PENDING:
+                yield from park(self.subscribe, self.unsubscribe)
+                return self._outcome()
+        # Finished already (always, on the mock): still a checkpoint.
+        yield from checkpoint()
         return self._outcome()
 
     def __repr__(self) -> str:
@@ -221,64 +208,12 @@ class Completion:
         # fails for want of a coroutine: the repr is the only place to say what to do.
         return f"<Completion {self._op} {state} (await it; aruntime.gather() awaits several)>"
 
-    # -- waiting -------------------------------------------------------------
-    async def _wait_asyncio(self) -> None:
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
-
-        def wake() -> None:
-            try:
-                loop.call_soon_threadsafe(_set_future, fut)
-            except RuntimeError:
-                pass  # the loop closed while we waited; nobody is left to wake
-
-        if not self._add_callback(wake):
-            await anyio.lowlevel.checkpoint()
-            return
-        try:
-            await fut
-        finally:
-            # A cancelled future is done too: unregister unconditionally, or every
-            # abandoned wait would leave its wake-up (and its loop) behind.
-            self._remove_callback(wake)
-
-    async def _wait_trio(self) -> None:
-        import trio
-
-        token = trio.lowlevel.current_trio_token()
-        task = trio.lowlevel.current_task()
-        waiting = [True]  # touched only on the trio thread
-
-        def reschedule() -> None:
-            if waiting[0]:
-                waiting[0] = False
-                trio.lowlevel.reschedule(task)
-
-        def wake() -> None:
-            try:
-                token.run_sync_soon(reschedule)
-            except trio.RunFinishedError:
-                pass
-
-        if not self._add_callback(wake):
-            await trio.lowlevel.checkpoint()
-            return
-
-        def abort(_: object) -> Any:
-            waiting[0] = False
-            self._remove_callback(wake)
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        await trio.lowlevel.wait_task_rescheduled(abort)
-
     # -- internals -----------------------------------------------------------
     def _kick_waiter(self) -> None:
         """Wake the stream's waiter thread now if its wake-up was deferred (see _waiter.py)."""
-        stream = self._stream
-        if stream is not None:
-            waiter = stream._waiter_box[0]
-            if waiter is not None:
-                waiter.kick()
+        hooks = self._hooks
+        if hooks is not None:
+            hooks.kick()
 
     def _finish_if_ready(self) -> None:
         """Finish this op (and the done ones queued before it) here if the device is done.
@@ -286,11 +221,9 @@ class Completion:
         Saves the two thread wake-ups of the waiter path (waiter thread, then
         the loop) when the op finished before it was awaited: see _waiter.py.
         """
-        stream = self._stream
-        if stream is not None:
-            waiter = stream._waiter_box[0]
-            if waiter is not None:
-                waiter.finish_ready(self)
+        hooks = self._hooks
+        if hooks is not None:
+            hooks.finish_ready(self)
 
     def _outcome(self) -> Any:
         state = self._state
@@ -308,25 +241,9 @@ class Completion:
         raise AruntimeError(f"{self._op}: woke before finishing")  # pragma: no cover
 
     def _observe(self) -> None:
-        stream = self._stream
-        if stream is not None:
-            stream._forget_failure(self)
-
-    def _add_callback(self, fn: _Callback) -> bool:
-        """Register ``fn`` to run when the op finishes; False if it already has."""
-        with self._lock:
-            if self._state != _PENDING:
-                return False
-            self._callbacks.append(fn)
-        self._kick_waiter()
-        return True
-
-    def _remove_callback(self, fn: _Callback) -> None:
-        with self._lock:
-            try:
-                self._callbacks.remove(fn)
-            except ValueError:
-                pass
+        hooks = self._hooks
+        if hooks is not None:
+            hooks.forget_failure(self)
 
     def _finish(self, error: BaseException | None = None) -> None:
         """Mark the op finished (on any thread) and run the wake-ups."""
@@ -341,23 +258,14 @@ class Completion:
             callbacks, self._callbacks = self._callbacks, []
             views, self._views = self._views, ()
             self._keepalive = ()
-        if error is not None and self._stream is not None:
-            self._stream._note_failure(self)
+        if error is not None and self._hooks is not None:
+            self._hooks.note_failure(self)
         _release_views(views)
         for fn in callbacks:
             try:
                 fn()
             except Exception:  # a wake-up must never stop the others
-                import logging
-
-                logging.getLogger("aruntime").exception("Completion wake-up failed")
-
-    def _fail_at_birth(self, error: BaseException) -> Completion:
-        self._finish(error)
-        return self
-
-
-_DONE_NONE: dict[str, Completion] = {}
+                _log.exception("Completion wake-up failed")
 
 
 class _NoLock:
@@ -371,6 +279,68 @@ class _NoLock:
 
 
 _NO_LOCK: Any = _NoLock()
+_DONE_NONE: dict[str, Completion] = {}
+
+
+def born_done(op: str, result: Any = None, state: int = _DONE) -> Completion:
+    """A Completion that is finished before anyone sees it (mock ops, no-op sizes)."""
+    c = Completion.__new__(Completion)
+    c._op = op
+    c._hooks = None
+    c._result = result
+    c._error = None
+    c._state = state
+    c._keepalive = ()
+    c._views = ()
+    c._callbacks = []
+    c._lock = _NO_LOCK
+    return c
+
+
+def done_none(op: str) -> Completion:
+    """A shared, finished, result-less Completion for ``op``.
+
+    A finished Completion never changes again (no callbacks, no error, no
+    stream to report to), so one object per op name serves every caller.
+    """
+    done = _DONE_NONE.get(op)
+    if done is None:
+        done = _DONE_NONE[op] = born_done(op)
+    return done
+
+
+def finish(completion: Completion, error: BaseException | None = None) -> None:
+    """Finish ``completion`` (on any thread), with ``error`` if its op failed."""
+    completion._finish(error)
+
+
+def failed(completion: Completion, error: BaseException) -> Completion:
+    """Fail a Completion that was never handed out (its enqueue raised); returns it."""
+    completion._finish(error)
+    return completion
+
+
+def born_captured(op: str) -> Completion:
+    """The Completion of an op recorded into a graph: it never runs."""
+    return born_done(op, None, _CAPTURED)
+
+
+class settled:
+    """Wait until ``completion`` finishes, without taking its outcome.
+
+    Awaiting it would mark a failure as seen, and the op's error belongs to
+    whoever awaits the op (or to the stream's next ``synchronize()``).
+    """
+
+    __slots__ = ("_completion",)
+
+    def __init__(self, completion: Completion) -> None:
+        self._completion = completion
+
+    def __await__(self) -> Generator[Any, None, None]:
+        completion = self._completion
+        if not completion.done():
+            yield from park(completion.subscribe, completion.unsubscribe)
 
 
 def _release_views(views: tuple[memoryview, ...]) -> None:

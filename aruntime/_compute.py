@@ -25,18 +25,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
+from ._completion import Completion
 from ._exceptions import InvalidArgumentError
+from ._handles import Kernel, Module, Stream
 from ._memory import DevicePtr
+from ._state import BackendState
+from ._submit import Submitter
 from ._validate import check_count
-
-if TYPE_CHECKING:
-    from ._backend import Backend
-    from ._completion import Completion
-    from ._handles import Kernel, Stream
 
 __all__ = ["BINARY_OPS", "DTYPES", "REDUCE_OPS", "UNARY_OPS", "ComputeOps", "DTypeLike"]
 
@@ -128,7 +127,7 @@ def _stored_elements(rows: int, cols: int, ld: int) -> int:
 def _overlaps(a: DevicePtr, a_bytes: int, b: DevicePtr, b_bytes: int) -> bool:
     if not a_bytes or not b_bytes:
         return False
-    return a._address < b._address + b_bytes and b._address < a._address + a_bytes
+    return a.address < b.address + b_bytes and b.address < a.address + a_bytes
 
 
 class ComputeOps:
@@ -136,8 +135,26 @@ class ComputeOps:
 
     __slots__ = ()
 
-    def _as_backend(self) -> Backend:
-        return cast("Backend", self)
+    # What the class that mixes this in provides (aruntime.Backend).
+    _state: BackendState
+    _submitter: Submitter
+
+    if TYPE_CHECKING:
+
+        def launch(
+            self,
+            kernel: Kernel,
+            grid: int | tuple[int, ...],
+            block: int | tuple[int, ...],
+            args: list[Any] | tuple[Any, ...],
+            *,
+            shared_mem: int = 0,
+            stream: Stream | None = None,
+        ) -> Completion: ...
+
+        def kernel(self, module: Module | str, func_name: str) -> Kernel: ...
+
+        def builtin_module(self, name: str = "vector_ops") -> Module: ...
 
     def _check_operands(
         self,
@@ -151,13 +168,13 @@ class ComputeOps:
 
         ``in_place`` allows an output that is exactly an input (element-wise ops).
         """
-        ledger = self._as_backend()._ledger
+        ledger = self._state.ledger
         for what, ptr, nbytes in (out, *inputs):
             ledger.check_range(ptr, nbytes, fn, what)
-        out_name, out_ptr, out_bytes = out
-        for what, ptr, nbytes in inputs:
-            o, p = cast(DevicePtr, out_ptr), cast(DevicePtr, ptr)
-            if in_place and o._address == p._address:
+        out_name, o, out_bytes = out
+        for what, p, nbytes in inputs:
+            assert isinstance(o, DevicePtr) and isinstance(p, DevicePtr)  # check_range said so
+            if in_place and o.address == p.address:
                 continue
             if _overlaps(o, out_bytes, p, nbytes):
                 raise InvalidArgumentError(
@@ -166,21 +183,19 @@ class ComputeOps:
                 )
 
     def _compute_kernel(self, module: str, name: str) -> Kernel:
-        backend = self._as_backend()
-        cache: dict[tuple[str, str], Kernel] = backend.__dict__.setdefault("_compute_kernels", {})
+        cache: dict[tuple[str, str], Kernel] = self.__dict__.setdefault("_compute_kernels", {})
         kernel = cache.get((module, name))
         if kernel is None:
-            kernel = backend.kernel(backend.builtin_module(module), name)
+            kernel = self.kernel(self.builtin_module(module), name)
             cache[(module, name)] = kernel
         return kernel
 
     def _run(
         self, module: str, suffix: str, total: int, args: list[Any], stream: Stream | None
     ) -> Completion:
-        backend = self._as_backend()
         kernel = self._compute_kernel(module, f"{module}_{suffix}")
         grid = max(1, min(-(-total // _BLOCK), _MAX_GRID))
-        return backend.launch(kernel, grid, _BLOCK, args, stream=stream)
+        return self.launch(kernel, grid, _BLOCK, args, stream=stream)
 
     # ------------------------------------------------------------------- gemm
     def gemm(
@@ -222,8 +237,7 @@ class ComputeOps:
         ``await`` returns None; cancelling it abandons the wait only.
         """
         fn = "gemm"
-        backend = self._as_backend()
-        backend._check_open(fn)
+        self._state.check_open(fn)
         suffix, size = _dtype(dtype, fn)
         m_, n_, k_ = (check_count(v, fn, w) for v, w in ((m, "m"), (n, "n"), (k, "k")))
         ta, tb = _flag(trans_a, fn, "trans_a"), _flag(trans_b, fn, "trans_b")
@@ -247,7 +261,7 @@ class ComputeOps:
         c_bytes = _stored_elements(m_, n_, ldc_) * size
         self._check_operands(fn, ("c", c, c_bytes), (("a", a, a_bytes), ("b", b, b_bytes)))
         if m_ == 0 or n_ == 0 or (not reads_ab and be == 1.0):
-            return backend._no_op(fn, stream, None)
+            return self._submitter.no_op(fn, stream, None)
         args: list[Any] = [
             np.uint64(m_),
             np.uint64(n_),
@@ -296,8 +310,7 @@ class ComputeOps:
         abandons the wait only.
         """
         fn = "conv2d_forward"
-        backend = self._as_backend()
-        backend._check_open(fn)
+        self._state.check_open(fn)
         suffix, size = _dtype(dtype, fn)
         nb, c, h, wd = _shape(x_shape, fn, "x_shape", 4)
         kf, wc, r, s = _shape(w_shape, fn, "w_shape", 4)
@@ -364,8 +377,7 @@ class ComputeOps:
         the wait only.
         """
         fn = "attention"
-        backend = self._as_backend()
-        backend._check_open(fn)
+        self._state.check_open(fn)
         suffix, size = _dtype(dtype, fn)
         b_, h_, sq, sk, d = (
             check_count(val, fn, what, minimum=1)
@@ -429,8 +441,7 @@ class ComputeOps:
         it abandons the wait only.
         """
         fn = "reduce"
-        backend = self._as_backend()
-        backend._check_open(fn)
+        self._state.check_open(fn)
         suffix, size = _dtype(dtype, fn)
         dims = _shape(shape, fn, "shape", None)
         if not dims:
@@ -474,15 +485,14 @@ class ComputeOps:
         only.
         """
         fn = "unary"
-        backend = self._as_backend()
-        backend._check_open(fn)
+        self._state.check_open(fn)
         suffix, size = _dtype(dtype, fn)
         count = check_count(n, fn, "n")
         code = _op_name(op, UNARY_OPS, fn)
         nbytes = count * size
         self._check_operands(fn, ("y", y, nbytes), (("x", x, nbytes),), in_place=True)
         if count == 0:
-            return backend._no_op(fn, stream, None)
+            return self._submitter.no_op(fn, stream, None)
         args: list[Any] = [np.uint64(count), np.uint32(code), x, y]
         return self._run("unary", suffix, count, args, stream)
 
@@ -509,8 +519,7 @@ class ComputeOps:
         only.
         """
         fn = "binary"
-        backend = self._as_backend()
-        backend._check_open(fn)
+        self._state.check_open(fn)
         suffix, size = _dtype(dtype, fn)
         count = check_count(n, fn, "n")
         code = _op_name(op, BINARY_OPS, fn)
@@ -519,6 +528,6 @@ class ComputeOps:
             fn, ("out", out, nbytes), (("a", a, nbytes), ("b", b, nbytes)), in_place=True
         )
         if count == 0:
-            return backend._no_op(fn, stream, None)
+            return self._submitter.no_op(fn, stream, None)
         args: list[Any] = [np.uint64(count), np.uint32(code), a, b, out]
         return self._run("binary", suffix, count, args, stream)

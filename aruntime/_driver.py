@@ -29,10 +29,11 @@ from __future__ import annotations
 import abc
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NewType
+from typing import Any, NewType, TypeAlias
 
-if TYPE_CHECKING:
-    pass
+import numpy as np
+
+from ._memory import DevicePtr
 
 __all__ = [
     "DeviceInfo",
@@ -54,7 +55,7 @@ DriverFunction = NewType("DriverFunction", object)
 DriverGraph = NewType("DriverGraph", object)
 
 #: A validated kernel argument: a device pointer, a numpy scalar, or raw bytes.
-KernelArg = "DevicePtr | np.generic | bytes"
+KernelArg: TypeAlias = DevicePtr | np.generic | bytes
 
 
 @dataclass(frozen=True)
@@ -206,7 +207,7 @@ class Driver(abc.ABC):
         self,
         function: DriverFunction,
         config: LaunchConfig,
-        args: Sequence[Any],
+        args: Sequence[KernelArg],
         stream: DriverStream,
     ) -> None:
         """Enqueue a kernel.  ``args`` hold DevicePtr, numpy scalars and bytes."""

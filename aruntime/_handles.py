@@ -10,30 +10,50 @@ a handle is dropped unclosed (the backend still releases it when it closes).
 from __future__ import annotations
 
 import logging
-import threading
-import warnings
 import weakref
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ._driver import DriverEvent, DriverFunction, DriverGraph, DriverModule, DriverStream
+from ._callsite import user_frame, warn_at
+from ._driver import Driver, DriverEvent, DriverFunction, DriverGraph, DriverModule, DriverStream
 from ._exceptions import ClosedResourceError, NotSupportedError
 
 if TYPE_CHECKING:
-    from ._backend import Backend
     from ._completion import Completion
-    from ._waiter import StreamWaiter
+    from ._streamstate import StreamState
 
-__all__ = ["Event", "Graph", "Kernel", "Module", "Stream"]
+__all__ = ["Event", "Graph", "HandleOwner", "Kernel", "Module", "Stream"]
 
 
-def _on_dropped(kind: str, description: str, release: Callable[[], None]) -> None:
+class HandleOwner(Protocol):
+    """The backend, as its handles see it: the public calls they are sugar for."""
+
+    @property
+    def name(self) -> str: ...
+
+    def synchronize(self, stream: Stream | None = None) -> Completion: ...
+
+    def event_synchronize(self, event: Event) -> Completion: ...
+
+    def record_event(self, event: Event, stream: Stream | None = None) -> None: ...
+
+    def event_query(self, event: Event) -> bool: ...
+
+    def destroy_event(self, event: Event) -> None: ...
+
+    def launch_graph(self, graph: Graph, stream: Stream | None = None) -> Completion: ...
+
+    def destroy_graph(self, graph: Graph) -> None: ...
+
+
+def _on_dropped(
+    kind: str, description: str, site: tuple[str, int], release: Callable[[], None]
+) -> None:
     """Finalizer of a handle that was garbage-collected without ``close()``."""
-    warnings.warn(
+    warn_at(
+        site,
         f"unclosed {kind} {description}: close it (or use 'with') so its driver "
         "resources are released promptly",
-        ResourceWarning,
-        stacklevel=2,
     )
     try:
         release()
@@ -46,19 +66,26 @@ class _Handle:
 
     _kind = "handle"
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: HandleOwner) -> None:
         self._backend = backend
         self._closed = False
         self._finalizer: weakref.finalize[Any, Any] | None = None
 
     def _arm_finalizer(self, release: Callable[[], None]) -> None:
-        """Warn and release via ``release`` (which must not reference self) if dropped."""
-        finalizer = weakref.finalize(self, _on_dropped, self._kind, repr(self), release)
+        """Warn and release via ``release`` (which must not reference self) if dropped.
+
+        The warning names the user's line that created the handle, found here
+        (handles are made by the backend's factories, called from that line).
+        """
+        finalizer = weakref.finalize(
+            self, _on_dropped, self._kind, repr(self), user_frame(), release
+        )
         finalizer.atexit = False  # at exit the backend's own exit hook cleans up
         self._finalizer = finalizer
 
     @property
-    def backend(self) -> Backend:
+    def backend(self) -> HandleOwner:
+        """The backend that made this handle."""
         return self._backend
 
     @property
@@ -74,9 +101,12 @@ class _Handle:
             self._finalizer.detach()
         return True
 
-    def _check_open(self, fn: str) -> None:
+    def check_open(self, fn: str) -> None:
+        """Raise :class:`ClosedResourceError` naming ``fn`` if this handle is closed."""
         if self._closed:
             raise ClosedResourceError(f"{fn}: {self!r} is closed")
+
+    _check_open = check_open
 
 
 class Stream(_Handle):
@@ -91,9 +121,12 @@ class Stream(_Handle):
 
     def __init__(
         self,
-        backend: Backend,
+        backend: HandleOwner,
+        driver: Driver,
         handle: DriverStream,
         priority: int,
+        state: StreamState,
+        closer: Callable[[Stream], None],
         *,
         default: bool = False,
         foreign: bool = False,
@@ -103,13 +136,10 @@ class Stream(_Handle):
         self.is_default = default
         #: Adopted by ``wrap_stream``: another library owns the native stream.
         self.foreign = foreign
-        self._lock = threading.RLock()
-        self._waiter_box: list[StreamWaiter | None] = [None]
-        self._capture_ops = 0
-        self._failures: list[Completion] = []
-        self._failures_lock = threading.Lock()
-        self._capturing = False
-        self._capture_keepalive: list[Any] = []
+        #: The core's bookkeeping for this stream (lock, waiter, capture, errors).
+        self.state = state
+        self._driver = driver
+        self._closer = closer
         super().__init__(backend)
 
     def __repr__(self) -> str:
@@ -119,11 +149,16 @@ class Stream(_Handle):
         state = " closed" if getattr(self, "_closed", False) else ""
         return f"<{label} 0x{id(self):x}{state}>"
 
+    @property
+    def capturing(self) -> bool:
+        """Whether ops on this stream are being recorded into a graph."""
+        return self.state.capturing
+
     def close(self) -> None:
         """Release the stream (idempotent).  The default stream closes with its backend."""
         if self.is_default:
             return
-        self._backend._close_stream(self)
+        self._closer(self)
 
     def synchronize(self) -> Completion:
         """Same as ``backend.synchronize(self)``."""
@@ -137,9 +172,9 @@ class Stream(_Handle):
         libraries that probe for the protocol (cuda.core, CuPy, PyTorch) take
         the stream only where they can use it.
         """
-        self._check_open("__cuda_stream__")
+        self.check_open("__cuda_stream__")
         try:
-            handle = self._backend._driver.stream_handle_int(self.handle)
+            handle = self._driver.stream_handle_int(self.handle)
         except NotSupportedError:
             raise AttributeError(
                 f"__cuda_stream__: {self._backend.name} streams are not CUDA streams"
@@ -156,28 +191,13 @@ class Stream(_Handle):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- error bookkeeping (called from any thread) -------------------------
-    def _note_failure(self, completion: Completion) -> None:
-        with self._failures_lock:
-            if not self._closed:
-                self._failures.append(completion)
-                return
-        # A closed stream has no next synchronize(): its backend's close() reports it.
-        self._backend._orphan_failures.note(completion)
-
-    def _forget_failure(self, completion: Completion) -> None:
-        with self._failures_lock:
-            try:
-                self._failures.remove(completion)
-                return
-            except ValueError:
-                pass
-        self._backend._orphan_failures.forget(completion)
+    # Older spellings, kept for code (and tests) that looked inside.
+    @property
+    def _waiter_box(self) -> list[Any]:
+        return [self.state.waiter]
 
     def _take_failures(self) -> list[Completion]:
-        with self._failures_lock:
-            failures, self._failures = self._failures, []
-        return failures
+        return self.state.take_failures()
 
 
 class Event(_Handle):
@@ -188,15 +208,27 @@ class Event(_Handle):
 
     _kind = "event"
 
-    def __init__(self, backend: Backend, handle: DriverEvent, timing: bool) -> None:
+    def __init__(self, backend: HandleOwner, handle: DriverEvent, timing: bool) -> None:
         self.handle = handle
         self.timing = timing
         self._last_stream: Stream | None = None
-        self._recorded = False
         super().__init__(backend)
 
     def __repr__(self) -> str:
         return f"<event 0x{id(self):x}{' timing' if getattr(self, 'timing', False) else ''}>"
+
+    @property
+    def last_stream(self) -> Stream | None:
+        """The stream of the latest ``record`` (None if never recorded)."""
+        return self._last_stream
+
+    @property
+    def recorded(self) -> bool:
+        return self._last_stream is not None
+
+    def note_recorded(self, stream: Stream) -> None:
+        """The core recorded this event on ``stream`` (called with the stream's lock held)."""
+        self._last_stream = stream
 
     def close(self) -> None:
         """Destroy the event (idempotent); same as ``backend.destroy_event(event)``."""
@@ -226,16 +258,22 @@ class Graph(_Handle):
 
     _kind = "graph"
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: HandleOwner) -> None:
         self.handle: DriverGraph | None = None
         self._keepalive: list[Any] = []
         self.op_count = 0
         super().__init__(backend)
 
-    def _arm(self, handle: DriverGraph, keepalive: list[Any], op_count: int) -> None:
+    def arm(self, handle: DriverGraph, keepalive: list[Any], op_count: int) -> None:
+        """The capture ended: the driver graph, what it keeps alive, its op count."""
         self.handle = handle
         self._keepalive = keepalive
         self.op_count = op_count
+
+    def take_keepalive(self) -> list[Any]:
+        """Hand the captured buffers to whoever destroys the driver graph."""
+        keep, self._keepalive = self._keepalive, []
+        return keep
 
     @property
     def ready(self) -> bool:
@@ -263,7 +301,7 @@ class Module(_Handle):
 
     _kind = "module"
 
-    def __init__(self, backend: Backend, name: str, handle: DriverModule) -> None:
+    def __init__(self, backend: HandleOwner, name: str, handle: DriverModule) -> None:
         self.name = name
         self.handle = handle
         super().__init__(backend)
@@ -283,7 +321,7 @@ class Kernel:
         self.handle = handle
 
     @property
-    def backend(self) -> Backend:
+    def backend(self) -> HandleOwner:
         return self.module.backend
 
     def __repr__(self) -> str:

@@ -10,18 +10,14 @@ from __future__ import annotations
 
 import itertools
 import os
-import sys
 import threading
 from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
 
+from ._callsite import caller_site
 from ._exceptions import InvalidArgumentError
 from ._memory import Allocation, DevicePtr, HostBuffer
-
-if TYPE_CHECKING:
-    from ._backend import Backend
+from ._protocols import Owner
 
 __all__ = ["REDZONE_BYTES", "Entry", "Ledger", "caller_site", "redzones_enabled"]
 
@@ -30,23 +26,11 @@ REDZONE_BYTES = 256
 DEFAULT_LOW_PATTERN = 0xA5
 DEFAULT_HIGH_PATTERN = 0x5A
 
-_PACKAGE_DIR = str(Path(__file__).resolve().parent)
 _ids = itertools.count(1)
 
 
 def redzones_enabled() -> bool:
     return os.environ.get("ARUNTIME_REDZONE", "") == "1"
-
-
-def caller_site() -> str:
-    """``"file:line"`` of the first frame outside the aruntime package."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(_PACKAGE_DIR):
-            return f"{filename}:{frame.f_lineno}"
-        frame = frame.f_back  # type: ignore[assignment]
-    return "<unknown>:0"
 
 
 def new_alloc_id() -> int:
@@ -71,7 +55,7 @@ class Entry:
 class Ledger:
     """Thread-safe record of a backend's live allocations."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Owner) -> None:
         self._backend = backend
         self._lock = threading.Lock()
         self._entries: dict[int, Entry] = {}
@@ -102,12 +86,12 @@ class Ledger:
         """The live entry a DevicePtr belongs to, or a clear error."""
         if not isinstance(ptr, DevicePtr):
             raise TypeError(f"{fn}: {what} must be a DevicePtr, got {type(ptr).__name__}")
-        if ptr._backend is not self._backend:
+        if ptr.backend is not self._backend:
             raise InvalidArgumentError(
-                f"{fn}: {what} belongs to another backend ({ptr._backend.name}), "
+                f"{fn}: {what} belongs to another backend ({ptr.backend.name}), "
                 f"not this one ({self._backend.name})"
             )
-        entry = self._entries.get(ptr._alloc_id)
+        entry = self._entries.get(ptr.alloc_id)
         if entry is None:
             # Only this backend makes pointers to it, so one that is not live was
             # freed (no set of freed ids: it would grow with every free, forever).

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from ._backend import Backend
+from ._exceptions import InvalidArgumentError
+from ._protocols import Owner
 
 __all__ = ["Allocation", "DevicePtr", "HostBuffer"]
 
@@ -26,7 +26,7 @@ class DevicePtr:
 
     __slots__ = ("_address", "_alloc_id", "_backend", "_nbytes")
 
-    def __init__(self, backend: Backend, address: int, nbytes: int, alloc_id: int) -> None:
+    def __init__(self, backend: Owner, address: int, nbytes: int, alloc_id: int) -> None:
         self._backend = backend
         self._address = address
         self._nbytes = nbytes
@@ -41,8 +41,14 @@ class DevicePtr:
         return self._nbytes
 
     @property
-    def backend(self) -> Backend:
+    def backend(self) -> Owner:
+        """The backend that allocated the memory."""
         return self._backend
+
+    @property
+    def alloc_id(self) -> int:
+        """The ledger's id of the allocation this pointer points into."""
+        return self._alloc_id
 
     def __int__(self) -> int:
         return self._address
@@ -56,8 +62,6 @@ class DevicePtr:
             raise TypeError(f"DevicePtr.offset: expected an int, got {type(nbytes).__name__}")
         n = int(nbytes)
         if n < 0 or n > self._nbytes:
-            from ._exceptions import InvalidArgumentError
-
             raise InvalidArgumentError(
                 f"DevicePtr.offset: offset {n} is outside this {self._nbytes}-byte view"
             )
@@ -69,8 +73,6 @@ class DevicePtr:
                 "DevicePtr indices must be slices (ptr[a:b]); use ptr.offset(n) for an offset"
             )
         if key.step not in (None, 1):
-            from ._exceptions import InvalidArgumentError
-
             raise InvalidArgumentError(f"DevicePtr slice step must be 1, got {key.step}")
         for bound in (key.start, key.stop):
             if bound is not None and (
@@ -103,7 +105,7 @@ class _HostRecord:
 
     __slots__ = ("address", "alloc_id", "backend", "freed", "nbytes")
 
-    def __init__(self, backend: Backend, address: int, nbytes: int, alloc_id: int) -> None:
+    def __init__(self, backend: Owner, address: int, nbytes: int, alloc_id: int) -> None:
         self.backend = backend
         self.address = address
         self.nbytes = nbytes
@@ -135,7 +137,7 @@ class HostBuffer(np.ndarray):
         self._record = record
 
     @property
-    def backend(self) -> Backend | None:
+    def backend(self) -> Owner | None:
         return self._record.backend if self._record is not None else None
 
     @property

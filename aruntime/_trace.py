@@ -6,19 +6,22 @@ Event JSON file (object form) that Perfetto and ``chrome://tracing`` open: one
 track (``tid``) per stream, one complete (``"ph": "X"``) event per op.
 
 How an op is timed.  Around the op, on its own stream, the recorder records
-two timing events, ``start`` before and ``end`` after; ``end`` also serves as
-the op's completion marker (an extra event after the op would take the op's
-error from its marker on drivers that hand an error to the next event only).  In an in-order stream
-``start`` completes when the device reaches the op and ``end`` when it has
-finished it, so ``elapsed(reference, start)`` and ``elapsed(reference, end)``
-are the op's device start and end, relative to a reference event recorded
-(on a private, empty stream) when tracing began.  They are read when the op's
-Completion finishes, on the waiter thread that finished it, so no thread
-waits for them.  This one mechanism gives each backend its own clock:
+two timing events: ``start`` before the op, and ``end`` after the op's
+completion marker.  The marker stays the core's own event, so the op's error
+lands on it (on drivers that hand an op's error to the next event recorded,
+an event between the op and its marker would take it).  In an in-order
+stream ``start`` completes when the device reaches the op and ``end`` just
+after it has finished it, so ``elapsed(reference, start)`` and
+``elapsed(reference, end)`` are the op's device start and end, relative to a
+reference event recorded (on a private, empty stream) when tracing began.
+The span *subscribes* to the op's Completion (:meth:`Completion.subscribe`)
+and reads the times when it finishes, on the thread that finished it; as
+nothing is queued between the marker and ``end``, ``end`` is reached at once
+if it is not already.  This one mechanism gives each backend its own clock:
 device timestamps on CUDA and Level Zero, the worker threads' clock on the
 threaded mock, and the host clock around the op on the synchronous mock.
 
-Cost.  With no trace active, ``Backend._submit`` pays one attribute check.
+Cost.  With no trace active, submission pays one attribute check.
 While tracing, each op costs two event records and two elapsed-time queries;
 the events are pooled.
 
@@ -41,16 +44,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._completion import _running_under_trio
-from ._driver import Driver, DriverEvent, DriverStream
+from ._completion import Completion, settled
+from ._driver import DeviceInfo, Driver, DriverEvent, DriverStream
 from ._exceptions import AruntimeError, InvalidArgumentError
 
 if TYPE_CHECKING:
-    from ._backend import Backend
-    from ._completion import Completion
     from ._handles import Kernel, Stream
 
-__all__ = ["Trace", "TraceSpan", "trace_env_path"]
+__all__ = ["Trace", "TraceSpan", "Tracing", "trace_env_path"]
+
+#: Enqueues one op: the driver call and its arguments before the stream's handle.
+EnqueueCall = Callable[..., None]
 
 _log = logging.getLogger("aruntime")
 
@@ -116,8 +120,8 @@ class Trace:
     same as the synchronous exit and returns the file's path.
     """
 
-    def __init__(self, backend: Backend, path: Path) -> None:
-        self._backend = backend
+    def __init__(self, tracing: Tracing, path: Path) -> None:
+        self._tracing = tracing
         self.path = path
         self._spans: list[TraceSpan] = []
         self._pending: set[_PendingSpan] = set()
@@ -154,17 +158,8 @@ class Trace:
         return self.path
 
     def _detach(self) -> _Recorder | None:
-        backend = self._backend
-        with backend._lock:
-            if self._stopped:
-                return None
-            self._stopped = True
-            recorder = backend._tracer
-            assert recorder is not None
-            recorder.sessions.remove(self)
-            if not recorder.sessions:
-                backend._tracer = None
-                recorder.retired = True
+        recorder = self._tracing.detach(self)
+        self._stopped = True
         return recorder
 
     def _abandon(self) -> None:
@@ -188,7 +183,7 @@ class Trace:
             with self._cond:
                 pending = [p.completion for p in self._pending if p.completion is not None]
             for completion in pending:
-                await _settled(completion)
+                await settled(completion)
         finally:
             self.stop()
 
@@ -197,6 +192,10 @@ class Trace:
         return f"<aruntime.Trace {str(self.path)!r} {state} spans={len(self._spans)}>"
 
     # -- called by spans, on waiter threads ----------------------------------------
+    def _enter(self, pending: _PendingSpan) -> None:
+        with self._cond:
+            self._pending.add(pending)
+
     def _add(self, pending: _PendingSpan, span: TraceSpan | None) -> None:
         with self._cond:
             self._pending.discard(pending)
@@ -278,20 +277,6 @@ class Trace:
         _log.info("aruntime: trace of %d ops written to %s", len(spans), self.path)
 
 
-async def _settled(completion: Completion) -> None:
-    """Wait until ``completion`` finishes without taking its outcome.
-
-    Awaiting it would mark a failure as seen, and the op's error belongs to
-    whoever awaits the op (or to the stream's next ``synchronize()``).
-    """
-    if completion.done():
-        return
-    if _running_under_trio():
-        await completion._wait_trio()
-    else:
-        await completion._wait_asyncio()
-
-
 def _nanosecond_bounds(spans: list[TraceSpan]) -> list[tuple[TraceSpan, int, int]]:
     """Whole-nanosecond start and end of each span, never past the next on its track.
 
@@ -316,15 +301,13 @@ def _nanosecond_bounds(spans: list[TraceSpan]) -> list[tuple[TraceSpan, int, int
 class _Recorder:
     """Per backend, while any Trace is active: the reference event, the event pool, tracks."""
 
-    def __init__(self, backend: Backend) -> None:
-        driver = backend._driver
+    def __init__(self, driver: Driver, name: str, info: DeviceInfo) -> None:
         self.driver: Driver = driver
-        self.backend_name = backend.name
-        info = backend.device
-        self.device_label = f"{backend.name}: {info.name} (device {driver.ordinal})"
+        self.backend_name = name
+        self.device_label = f"{name}: {info.name} (device {driver.ordinal})"
         if driver.synchronous:
             self.clock = "host (events recorded around each op)"
-        elif backend.name == "mock":
+        elif name == "mock":
             self.clock = "mock stream threads"
         else:
             self.clock = "device timing events"
@@ -408,14 +391,9 @@ class _Recorder:
                 _log.warning("trace: destroying a timing event failed: %s", exc)
 
     def span(
-        self,
-        op: str,
-        stream: Stream,
-        enqueue: Callable[[DriverStream], None],
-        nbytes: int,
-        kernel: Kernel | None,
+        self, op: str, stream: Stream, nbytes: int, kernel: Kernel | None
     ) -> _PendingSpan | None:
-        """A wrapper that times ``enqueue``, or None when nothing is recording."""
+        """A span that times one op, or None when nothing is recording it."""
         sessions = tuple(self.sessions)
         if not sessions or op in ("synchronize", "close"):
             return None
@@ -429,22 +407,18 @@ class _Recorder:
             self.give_back(start)
             return None
         track, label = self.track(stream)
-        pending = _PendingSpan(
-            self, sessions, enqueue, start, end, op, track, label, nbytes, kernel
-        )
+        pending = _PendingSpan(self, sessions, start, end, op, track, label, nbytes, kernel)
         for session in sessions:
-            with session._cond:
-                session._pending.add(pending)
+            session._enter(pending)
         return pending
 
 
 class _PendingSpan:
-    """One op being traced: wraps its enqueue, reads its times when it finishes."""
+    """One op being traced: records its events, reads its times when it finishes."""
 
     __slots__ = (
         "completion",
         "end",
-        "inner",
         "kernel",
         "label",
         "nbytes",
@@ -459,7 +433,6 @@ class _PendingSpan:
         self,
         recorder: _Recorder,
         sessions: tuple[Trace, ...],
-        inner: Callable[[DriverStream], None],
         start: DriverEvent,
         end: DriverEvent,
         op: str,
@@ -470,7 +443,6 @@ class _PendingSpan:
     ) -> None:
         self.recorder = recorder
         self.sessions = sessions
-        self.inner = inner
         self.start = start
         self.end = end
         self.op = op
@@ -480,12 +452,15 @@ class _PendingSpan:
         self.kernel = kernel
         self.completion: Completion | None = None
 
-    def enqueue(self, stream: DriverStream) -> None:
-        """The op's enqueue after the start event (on a synchronous driver, the end too)."""
+    def enqueue(self, call: EnqueueCall, args: tuple[Any, ...], stream: DriverStream) -> None:
+        """Enqueue the op after the start event (on a synchronous driver, the end too).
+
+        The op's own error propagates; the span is then dropped.
+        """
         driver = self.recorder.driver
         try:
             driver.event_record(self.start, stream)
-            self.inner(stream)
+            call(*args, stream)
             if driver.synchronous:
                 driver.event_record(self.end, stream)
         except BaseException:
@@ -494,20 +469,25 @@ class _PendingSpan:
         if driver.synchronous:
             self.finish()
 
-    def record_end(self, completion: Completion, stream: DriverStream) -> None:
-        """Record the end event (the op's marker) and read the times once ``completion`` finishes.
+    def follow(self, completion: Completion, stream: DriverStream) -> None:
+        """After the op's marker: record the end event and subscribe to ``completion``.
 
-        On a DriverError the span is dropped and the error raised for the core
-        to fail the op's Completion with.
+        A failure here drops the span only; the op and its Completion are
+        not affected.
         """
         try:
             self.recorder.driver.event_record(self.end, stream)
-        except BaseException:
+        except AruntimeError as exc:
+            _log.debug("trace: %s left out: %s", self.op, exc)
             self._settle(None)
-            raise
+            return
         self.completion = completion
-        if not completion._add_callback(self.finish):
+        if not completion.subscribe(self.finish):
             self.finish()
+
+    def abandon(self) -> None:
+        """The op never reached its marker (its enqueue or marker failed): drop the span."""
+        self._settle(None)
 
     def finish(self) -> None:
         driver = self.recorder.driver
@@ -516,6 +496,9 @@ class _PendingSpan:
         try:
             if reference is None:
                 raise AruntimeError("the trace was released")
+            if not driver.synchronous and not driver.event_query(self.end):
+                # Only the end event itself is queued after the finished marker.
+                driver.event_wait(self.end)
             start_ms = driver.event_elapsed_ms(reference, self.start)
             end_ms = driver.event_elapsed_ms(reference, self.end)
         except AruntimeError as exc:
@@ -542,49 +525,80 @@ class _PendingSpan:
             session._add(self, span)
 
 
-def start_trace(backend: Backend, path: str | os.PathLike[str], fn: str = "trace") -> Trace:
-    """Begin a :class:`Trace` on ``backend`` (the body of :meth:`Backend.trace`)."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"{fn}: path must be a str or os.PathLike, got {type(path).__name__}")
-    target = Path(path)
-    if not target.name:
-        raise InvalidArgumentError(f"{fn}: {str(path)!r} names no file")
-    parent = target.parent if str(target.parent) else Path(".")
-    if not parent.is_dir():
-        raise InvalidArgumentError(
-            f"{fn}: the folder {str(parent)!r} of {str(path)!r} does not exist"
-        )
-    backend._check_open(fn)
-    session = Trace(backend, target)
-    with backend._lock:
-        backend._check_open(fn)
-        recorder = backend._tracer
-        if recorder is None:
-            recorder = _Recorder(backend)
-            backend._tracer = recorder
-        recorder.sessions.append(session)
-    return session
+class Tracing:
+    """A backend's traces: which are active, and the recorder they share.
 
+    :attr:`recorder` is None while no trace is active; it is the one
+    attribute submission reads per op.
+    """
 
-def start_env_trace(backend: Backend, path: str) -> Trace | None:
-    """The trace ``ARUNTIME_TRACE`` asks for; a bad path warns instead of failing the open."""
-    try:
-        return start_trace(backend, path, TRACE_ENV)
-    except (AruntimeError, OSError) as exc:
-        warnings.warn(f"aruntime: not tracing: {exc}", RuntimeWarning, stacklevel=4)
-        return None
+    def __init__(
+        self,
+        driver: Driver,
+        name: str,
+        info: DeviceInfo,
+        lock: threading.RLock,
+        check_open: Callable[[str], None],
+    ) -> None:
+        self.recorder: _Recorder | None = None
+        self._driver = driver
+        self._name = name
+        self._info = info
+        self._lock = lock
+        self._check_open = check_open
 
+    def start(self, path: str | os.PathLike[str], fn: str = "trace") -> Trace:
+        """Begin a :class:`Trace` (the body of :meth:`Backend.trace`)."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"{fn}: path must be a str or os.PathLike, got {type(path).__name__}")
+        target = Path(path)
+        if not target.name:
+            raise InvalidArgumentError(f"{fn}: {str(path)!r} names no file")
+        parent = target.parent if str(target.parent) else Path(".")
+        if not parent.is_dir():
+            raise InvalidArgumentError(
+                f"{fn}: the folder {str(parent)!r} of {str(path)!r} does not exist"
+            )
+        self._check_open(fn)
+        session = Trace(self, target)
+        with self._lock:
+            self._check_open(fn)
+            recorder = self.recorder
+            if recorder is None:
+                recorder = self.recorder = _Recorder(self._driver, self._name, self._info)
+            recorder.sessions.append(session)
+        return session
 
-def stop_all(backend: Backend, *, abandon: bool = False) -> None:
-    """Stop every active trace of ``backend`` (its close, or interpreter exit)."""
-    recorder = backend._tracer
-    if recorder is None:
-        return
-    for session in list(recorder.sessions):
+    def start_env(self, path: str) -> Trace | None:
+        """The trace ``ARUNTIME_TRACE`` asks for; a bad path warns instead of failing the open."""
         try:
-            if abandon:
-                session._abandon()
-            else:
-                session.stop()
-        except OSError as exc:
-            _log.error("%s: writing the trace %s failed: %s", backend.name, session.path, exc)
+            return self.start(path, TRACE_ENV)
+        except (AruntimeError, OSError) as exc:
+            warnings.warn(f"aruntime: not tracing: {exc}", RuntimeWarning, stacklevel=5)
+            return None
+
+    def detach(self, session: Trace) -> _Recorder | None:
+        """Take ``session`` off the recorder; None if it was already stopped."""
+        with self._lock:
+            recorder = self.recorder
+            if recorder is None or session not in recorder.sessions:
+                return None
+            recorder.sessions.remove(session)
+            if not recorder.sessions:
+                self.recorder = None
+                recorder.retired = True
+        return recorder
+
+    def stop_all(self, *, abandon: bool = False) -> None:
+        """Stop every active trace (the backend's close, or interpreter exit)."""
+        recorder = self.recorder
+        if recorder is None:
+            return
+        for session in list(recorder.sessions):
+            try:
+                if abandon:
+                    session._abandon()
+                else:
+                    session.stop()
+            except OSError as exc:
+                _log.error("%s: writing the trace %s failed: %s", self._name, session.path, exc)

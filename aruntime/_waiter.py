@@ -11,14 +11,10 @@ lock is held while the wake-ups run.
 
 Completion policy (DESIGN.md section 6, rule 6: spin-then-block, measured)
 --------------------------------------------------------------------------
-Where the time went (cuda-sim and levelzero-sim, a 64-byte memset on an idle
-stream, 2 shared cores): the driver's blocking wait costs 1-8 us once the op
-is done and ``Completion._finish`` 1-3 us; the rest is thread wake-ups and
-the GIL: the waiter thread leaving its condition variable after ``submit``
-(30-65 us, and it then contends for the GIL with the loop that is still
-enqueueing), the waiter parked in the driver being woken by it, and the loop
-waking from ``call_soon_threadsafe`` / ``run_sync_soon`` (40-140 us).  The
-policy removes wake-ups rather than shaving calls:
+Thread wake-ups and the GIL, not driver calls, are what an await costs on
+the sims, so the policy removes wake-ups rather than shaving calls (the
+measurements behind it are in ``docs/performance.md`` and come from
+``benchmarks/bench_backends.py``):
 
 1. ``await`` first asks, once and without blocking, whether the op is done
    (:meth:`StreamWaiter.finish_ready`: one lock-free ``event_query`` per op
@@ -48,34 +44,21 @@ policy removes wake-ups rather than shaving calls:
    one window of CPU per op that ends within two.  In the wake-latency
    benchmark the spin changed nothing measurable (1 and 2 did the work); it
    is kept for ops that end just after the waiter reaches them.
-
-Measured with benchmarks/bench_backends.py (medians of 400 interleaved
-runs, mean of 3 processes, a shared 2-core machine; before = both settings
-0, the previous policy): ``await`` on a tiny op against ``await
-to_thread.run_sync(completion.wait)``, back to back, went from 0.57x / 0.60x
-(cuda-sim asyncio / trio) and 0.59x / 0.63x (levelzero-sim) to 0.32x / 0.36x
-and 0.35x / 0.39x; with 1 ms between ops, from 0.53-0.61x to 0.29-0.38x.
-In absolute terms ``await`` fell by 25-45% (cuda-sim asyncio, back to back:
-94 -> 63 us); ``to_thread(wait)`` rose by about 10-20%, since the waiter
-now starts when the worker thread's ``wait()`` (or the end of the loop step)
-wakes it.  Awaiting one 200 ms op costs the loop thread 0.13% and the waiter
-thread 0.12% of a core, the whole process 0.28%.
 """
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable
 
-from ._completion import Completion
+from ._completion import Completion, finish
 from ._driver import Driver, DriverEvent
 from ._exceptions import AruntimeError, DriverError
+from ._loop import defer_to_loop
 
 __all__ = ["StreamWaiter"]
 
@@ -141,7 +124,7 @@ class StreamWaiter:
                 return
             if not self._parked or self._kick_pending:
                 return  # busy: it reaches this item by itself; or a wake is on its way
-            self._kick_pending = _AWAIT_QUERY and _defer_to_loop(self.kick)
+            self._kick_pending = _AWAIT_QUERY and defer_to_loop(self.kick)
             if not self._kick_pending:
                 self._cond.notify()
 
@@ -309,26 +292,7 @@ class StreamWaiter:
             except Exception:
                 _log.exception("returning a marker event failed")
         if not self._abandon:
-            completion._finish(error)
-
-
-def _defer_to_loop(fn: Callable[[], None]) -> bool:
-    """Run ``fn`` at the end of this thread's event-loop step; False if there is no loop here."""
-    trio = sys.modules.get("trio")
-    if trio is not None and trio.lowlevel.in_trio_run():
-        try:
-            trio.lowlevel.current_trio_token().run_sync_soon(fn)
-        except trio.RunFinishedError:
-            return False
-        return True
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    if loop.is_closed():
-        return False
-    loop.call_soon(fn)
-    return True
+            finish(completion, error)
 
 
 def _spin(driver: Driver, event: DriverEvent, spin_s: float) -> bool:

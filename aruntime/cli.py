@@ -200,9 +200,19 @@ def _cmd_info(args: argparse.Namespace) -> int:
         console.print(details)
     if missing.row_count:
         console.print(missing)
+    console.print(f"software drivers run kernels: [bold]{_sim_kernels()}[/]")
     pick, _ = _demo_choice(statuses)
     console.print(f"aruntime demo would run on: [bold]{pick}[/]")
     return 0
+
+
+def _sim_kernels() -> str:
+    """Which kernel builds the sims load (ARUNTIME_SIM_KERNELS), in words."""
+    from ._kernel_images import sim_kernel_kind
+
+    if sim_kernel_kind() == "host":
+        return "host builds (ARUNTIME_SIM_KERNELS=host)"
+    return "device code (SPIR-V on levelzero-sim)"
 
 
 def _gib(nbytes: int) -> str:

@@ -16,6 +16,9 @@ _SIM = (
     "levelzero/sim/lz_cmdlist.c",
     "levelzero/sim/lz_module.c",
     "levelzero/sim/lz_ddi.c",
+    "sim/spirv/spv_load.c",
+    "sim/spirv/spv_exec.c",
+    "sim/spirv/spv_names.c",
 )
 _HEADERS = (
     "levelzero/sim/ze_abi.h",
@@ -23,6 +26,9 @@ _HEADERS = (
     "levelzero/sim/lz_internal.h",
     "levelzero/sim/lz_registry.h",
     "sim/engine.h",
+    "sim/spirv/spv.h",
+    "sim/spirv/spv_internal.h",
+    "sim/spirv/spv_names.h",
     "kernels/ar_host_abi.h",
 )
 
@@ -38,8 +44,17 @@ LIBRARIES = [
         # -z nodelete: the loader dlcloses its drivers at exit while queue
         # threads may still run work; unmapping the code under them crashed
         # about one exit in four (tests/ffi: test_exit_with_work_in_flight).
-        cflags=("-fvisibility=hidden",),
-        ldflags=("-Wl,-Bsymbolic", "-Wl,-z,nodelete", "-Wl,--no-undefined", "-ldl"),
+        # -ffp-contract=off: the SPIR-V executor rounds every float operation
+        # as the kernel says (no fused multiply-adds the kernel did not ask for).
+        cflags=("-fvisibility=hidden", "-ffp-contract=off"),
+        ldflags=(
+            "-Wl,-Bsymbolic",
+            "-Wl,-z,nodelete",
+            "-Wl,--no-undefined",
+            "-ldl",
+            "-lm",
+            "-lpthread",
+        ),
         depends=_HEADERS,
     )
 ]

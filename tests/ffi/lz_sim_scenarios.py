@@ -20,6 +20,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import cffi
@@ -196,6 +197,7 @@ ffi.cdef(LOADER_CDEF)
 
 MODE, DRIVER, KERNEL_SO = sys.argv[1], sys.argv[2], sys.argv[3]
 PORTABLE_SO = sys.argv[4] if len(sys.argv) > 4 else ""
+SPIRV_VECTOR_OPS = Path(__file__).resolve().parents[2] / "aruntime" / "kernels" / "vector_ops.spv"
 LOADER = "/usr/lib/x86_64-linux-gnu/libze_loader.so.1"
 
 ze: Any = ffi.dlopen(DRIVER if MODE == "direct" else LOADER)
@@ -379,7 +381,7 @@ def sc_basics(env: Env) -> None:
         ck(ze.zeDeviceGetStatus(dev))
         mod = ffi.new("ze_device_module_properties_t *", {"stype": 5})
         ck(ze.zeDeviceGetModuleProperties(dev, mod))
-        assert mod.spirvVersionSupported == 0  # no SPIR-V compiler on the sim
+        assert mod.spirvVersionSupported == (1 << 16) | 6  # the SPIR-V executor takes 1.0-1.6
 
 
 def sc_timing(env: Env) -> None:
@@ -712,11 +714,33 @@ def sc_kernel(env: Env) -> None:
         INVALID_COMMAND_LIST_TYPE,
         "kernel on a copy list",
     )
-    # SPIR-V cannot be compiled by the sim: refused, with a build log that says why.
+    # A SPIR-V header of an unknown version: refused, with a build log that says why.
     spirv = bytes.fromhex("03022307") + bytes(16)
     r, _, log = env.module(spirv, fmt=0)
-    expect(r, UNSUPPORTED_FEATURE, "SPIR-V module")
-    assert "SPIR-V" in log, log
+    expect(r, MODULE_BUILD_FAILURE, "SPIR-V module of version 0.0")
+    assert "SPIR-V version 0.0" in log, log
+    # The shipped SPIR-V runs on the sim's executor.
+    with open(SPIRV_VECTOR_OPS, "rb") as f:
+        r, smod, log = env.module(f.read(), fmt=0)
+    ck(r, log)
+    assert log == "", log
+    r, siota = env.kernel(smod, "iota_u32")
+    ck(r, "iota_u32 from SPIR-V")
+    sy = env.alloc_device(1000 * 4)
+    ck(ze.zeKernelSetGroupSize(siota, 64, 1, 1))
+    for i, (ctype, size, val) in enumerate(
+        (("uint32_t *", 4, 1000), ("uint32_t *", 4, 5), ("void **", 8, sy))
+    ):
+        ck(ze.zeKernelSetArgumentValue(siota, i, size, ffi.new(ctype, val)))
+    ck(ze.zeEventHostReset(done))
+    sgroups = ffi.new("ze_group_count_t *", {"x": 16, "y": 1, "z": 1})
+    ck(ze.zeCommandListAppendLaunchKernel(lst, siota, sgroups, done, 0, ffi.NULL))
+    ck(ze.zeEventHostSynchronize(done, FOREVER))
+    svals = ffi.cast("uint32_t *", sy)
+    assert [svals[i] for i in (0, 1, 999)] == [5, 6, 1004]
+    ck(ze.zeKernelDestroy(siota))
+    ck(ze.zeModuleDestroy(smod))
+    ck(ze.zeMemFree(env.ctx, sy))
     r, _, log = env.module(b"\x7fELF not really", fmt=1)
     expect(r, INVALID_NATIVE_BINARY, "garbage native module")
     assert "host shared object" in log, log

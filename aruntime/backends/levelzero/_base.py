@@ -119,10 +119,11 @@ class _LevelZeroBase(Driver):
         """Level Zero has no current-context state: nothing to do."""
 
     def builtin_module_image(self, name: str) -> Any:
-        """The portable kernels: a host shared object on the sim, SPIR-V on a device."""
-        from ..._kernel_images import host_image, spirv_image
+        """The portable kernels: SPIR-V (on the sim too, unless ARUNTIME_SIM_KERNELS=host)."""
+        from ..._kernel_images import host_image, sim_kernel_kind, spirv_image
 
-        image = host_image(name) if self._runs_sim() else spirv_image(name)
+        host = self._runs_sim() and sim_kernel_kind() == "host"
+        image = host_image(name) if host else spirv_image(name)
         if image is not None:
             return image
         raise NotSupportedError(

@@ -220,9 +220,9 @@ ZE_APIEXPORT ze_result_t zeDeviceGetModuleProperties(ze_device_handle_t hDevice,
     LZ_GET(dev, lz_device, hDevice, LZ_T_DEVICE);
     lz_unref(&dev->base);
     if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-    /* No SPIR-V compiler: version 0 says so.  Native modules are host shared
-     * objects; the uuid names that format. */
-    p->spirvVersionSupported = 0;
+    /* SPIR-V runs on the executor (ffi/sim/spirv): versions up to 1.6.  Native
+     * modules are host shared objects; the uuid names that format. */
+    p->spirvVersionSupported = (1u << 16) | 6u;
     p->flags = ZE_BIT(1); /* FP64: the host's doubles */
     const ze_flags_t host_fp = ZE_BIT(0) | ZE_BIT(1) | ZE_BIT(2) | ZE_BIT(5); /* denorm, inf/nan, rtn, fma */
     p->fp16flags = 0;

@@ -1,10 +1,12 @@
 /* Modules, build logs and kernels.
  *
- * A native module (ZE_MODULE_FORMAT_NATIVE) is the bytes of a host shared
- * object built from the portable kernel sources (ffi/kernels/ar_host_abi.h).
- * The sim has no SPIR-V compiler: a SPIR-V module is refused with
- * ZE_RESULT_ERROR_UNSUPPORTED_FEATURE (or MODULE_BUILD_FAILURE when the bytes
- * are not SPIR-V at all) and a build log that says so. */
+ * A SPIR-V module (ZE_MODULE_FORMAT_IL_SPIRV) runs on the SPIR-V executor
+ * (ffi/sim/spirv): decoded and checked here, at creation, so that anything
+ * it does not support fails with ZE_RESULT_ERROR_MODULE_BUILD_FAILURE (bytes
+ * that are not valid SPIR-V: ZE_RESULT_ERROR_INVALID_NATIVE_BINARY) and a
+ * build log naming the instruction.  A native module
+ * (ZE_MODULE_FORMAT_NATIVE) is the bytes of a host shared object built from
+ * the portable kernel sources (ffi/kernels/ar_host_abi.h). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../../sim/spirv/spv.h"
 #include "lz_internal.h"
 
 #define SPIRV_MAGIC 0x07230203u
@@ -78,6 +81,43 @@ static arsim_status load_native(const void *image, size_t size, arsim_module **o
     return st;
 }
 
+/* Compiles a SPIR-V module for the executor; on failure, the build log says
+ * why (the executor's message names the instruction and its word offset). */
+static ze_result_t load_spirv(const void *image, size_t size, arsim_module **out,
+                              ze_module_build_log_handle_t *phBuildLog)
+{
+    char err[512];
+    spv_load_status ls = SPV_LOAD_OK;
+    spv_program *prog = spv_program_load(image, size, &ls, err, sizeof err);
+    if (!prog) {
+        char msg[640];
+        snprintf(msg, sizeof msg, "levelzero-sim: cannot build the SPIR-V module: %s", err);
+        make_log(msg, phBuildLog);
+        if (ls == SPV_LOAD_NO_MEMORY)
+            return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+        return ls == SPV_LOAD_MALFORMED ? ZE_RESULT_ERROR_INVALID_NATIVE_BINARY
+                                        : ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
+    }
+    arsim_module *am = NULL;
+    if (arsim_module_create_foreign(prog, spv_program_free, &am) != ARSIM_OK) {
+        spv_program_free(prog);
+        return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    for (size_t i = 0; i < spv_kernel_count(prog); i++) {
+        arsim_status st = arsim_module_add_foreign_kernel(am, spv_kernel_name(prog, i),
+                                                          spv_kernel_info(prog, i), spv_kernel_run,
+                                                          spv_kernel_ctx(prog, i));
+        if (st != ARSIM_OK) {
+            arsim_module_unload(am);
+            make_log("levelzero-sim: cannot register the module's kernels", phBuildLog);
+            return st == ARSIM_ERR_OUT_OF_MEMORY ? ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY
+                                                 : ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
+        }
+    }
+    *out = am;
+    return ZE_RESULT_SUCCESS;
+}
+
 ZE_APIEXPORT ze_result_t zeModuleCreate(ze_context_handle_t hContext, ze_device_handle_t hDevice,
                                         const ze_module_desc_t *desc, ze_module_handle_t *phModule,
                                         ze_module_build_log_handle_t *phBuildLog) {
@@ -97,14 +137,18 @@ ZE_APIEXPORT ze_result_t zeModuleCreate(ze_context_handle_t hContext, ze_device_
             make_log("levelzero-sim: the input is not a SPIR-V module (bad magic number)", phBuildLog);
             return ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
         }
-        make_log("levelzero-sim: this device cannot compile SPIR-V; build the kernel source into a "
-                 "host shared object and pass it with ZE_MODULE_FORMAT_NATIVE",
-                 phBuildLog);
-        return ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
     }
     arsim_module *am = NULL;
     int fd = -1;
-    arsim_status st = load_native(desc->pInputModule, desc->inputSize, &am, &fd);
+    arsim_status st;
+    if (desc->format == ZE_MODULE_FORMAT_IL_SPIRV) {
+        ze_result_t r = load_spirv(desc->pInputModule, desc->inputSize, &am, phBuildLog);
+        if (r != ZE_RESULT_SUCCESS)
+            return r;
+        st = ARSIM_OK;
+    } else {
+        st = load_native(desc->pInputModule, desc->inputSize, &am, &fd);
+    }
     if (st != ARSIM_OK) {
         char msg[256];
         snprintf(msg, sizeof msg,
@@ -301,7 +345,7 @@ ZE_APIEXPORT ze_result_t zeKernelGetProperties(ze_kernel_handle_t hKernel, ze_ke
         pKernelProperties->stype = stype;
         pKernelProperties->pNext = next;
         pKernelProperties->numKernelArgs = k->k->info->num_params;
-        pKernelProperties->maxSubgroupSize = 1;
+        pKernelProperties->maxSubgroupSize = k->k->run ? SPV_SUBGROUP_SIZE : 1;
         pKernelProperties->maxNumSubgroups = LZ_MAX_GROUP_SIZE;
     }
     lz_unref(&k->base);

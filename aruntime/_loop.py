@@ -1,0 +1,136 @@
+"""The one place that knows about event loops: asyncio and trio.
+
+Three things need a loop: a checkpoint, parking the current task until
+another thread says "done", and deferring a call to the end of the current
+loop step.  Everything else in the core is loop-agnostic and calls these.
+
+Wake-ups from other threads go through each loop's own non-blocking,
+thread-safe primitive (asyncio ``call_soon_threadsafe``, trio
+``TrioToken.run_sync_soon``): a thread never blocks on a loop, and a loop
+that has closed (or a trio run that has finished) is simply skipped.
+
+trio is looked up in ``sys.modules`` instead of imported: a process that
+never imported trio cannot be running it, and the lookup costs less than
+anyio's backend detection on the hot path of every ``await``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable, Generator
+from typing import Any
+
+__all__ = ["checkpoint", "defer_to_loop", "in_trio", "park"]
+
+#: Registers a wake-up to run (on any thread) when the awaited thing happens;
+#: False when it has happened already and the wake-up will never run.
+Register = Callable[[Callable[[], None]], bool]
+Unregister = Callable[[Callable[[], None]], None]
+
+
+def in_trio() -> bool:
+    """Whether the calling thread is inside ``trio.run``."""
+    trio = sys.modules.get("trio")
+    return trio is not None and bool(trio.lowlevel.in_trio_run())
+
+
+def checkpoint() -> Generator[Any, None, None]:
+    """A checkpoint for ``__await__`` (``yield from checkpoint()``).
+
+    Uses the loop's own primitive: anyio's checkpoint looks its backend up on
+    every call, which would cost more than the rest of a mock op.
+    """
+    trio = sys.modules.get("trio")
+    if trio is not None and trio.lowlevel.in_trio_run():
+        yield from trio.lowlevel.checkpoint().__await__()
+    else:
+        yield  # exactly what asyncio.sleep(0) does
+
+
+def park(register: Register, unregister: Unregister) -> Generator[Any, None, None]:
+    """Suspend the current task until the registered wake-up runs (``yield from``).
+
+    Cancellation abandons the wait: the wake-up is unregistered and nothing
+    else changes.  When ``register`` reports that the thing already happened,
+    this is a plain checkpoint.
+    """
+    if in_trio():
+        yield from _park_trio(register, unregister).__await__()
+    else:
+        yield from _park_asyncio(register, unregister).__await__()
+
+
+def _set_future(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+async def _park_asyncio(register: Register, unregister: Unregister) -> None:
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        try:
+            loop.call_soon_threadsafe(_set_future, fut)
+        except RuntimeError:
+            pass  # the loop closed while we waited; nobody is left to wake
+
+    if not register(wake):
+        await asyncio.sleep(0)
+        return
+    try:
+        await fut
+    finally:
+        # A cancelled future is done too: unregister unconditionally, or every
+        # abandoned wait would leave its wake-up (and its loop) behind.
+        unregister(wake)
+
+
+async def _park_trio(register: Register, unregister: Unregister) -> None:
+    import trio
+
+    token = trio.lowlevel.current_trio_token()
+    task = trio.lowlevel.current_task()
+    waiting = [True]  # touched only on the trio thread
+
+    def reschedule() -> None:
+        if waiting[0]:
+            waiting[0] = False
+            trio.lowlevel.reschedule(task)
+
+    def wake() -> None:
+        try:
+            token.run_sync_soon(reschedule)
+        except trio.RunFinishedError:
+            pass
+
+    if not register(wake):
+        await trio.lowlevel.checkpoint()
+        return
+
+    def abort(_: object) -> Any:
+        waiting[0] = False
+        unregister(wake)
+        return trio.lowlevel.Abort.SUCCEEDED
+
+    await trio.lowlevel.wait_task_rescheduled(abort)
+
+
+def defer_to_loop(fn: Callable[[], None]) -> bool:
+    """Run ``fn`` at the end of this thread's loop step; False if no loop runs here."""
+    trio = sys.modules.get("trio")
+    if trio is not None and trio.lowlevel.in_trio_run():
+        try:
+            trio.lowlevel.current_trio_token().run_sync_soon(fn)
+        except trio.RunFinishedError:
+            return False
+        return True
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    if loop.is_closed():
+        return False
+    loop.call_soon(fn)
+    return True

@@ -1,0 +1,243 @@
+"""Streams, events, modules and kernels: making them, and the calls on them.
+
+Handles are made only here (the backend's factories).  Each gets a
+finalizer that warns at the user's line that made it and releases the
+driver object if it is dropped unclosed; ``close()`` (or the backend's
+``close()``) releases it for real.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+
+from ._driver import Driver, DriverStream
+from ._exceptions import CaptureError, InvalidArgumentError
+from ._handles import Event, Kernel, Module, Stream
+from ._shutdown import release_stream
+from ._state import BackendState
+from ._streamstate import StreamState
+from ._submit import Submitter
+
+__all__ = ["Objects"]
+
+
+class Objects:
+    """The streams, events and modules part of a backend."""
+
+    def __init__(self, state: BackendState) -> None:
+        self._state = state
+        self._driver: Driver = state.driver
+        self._owner = state.handles
+        #: Set by the facade once the submitter exists (it resolves streams).
+        self.submitter: Submitter | None = None
+
+    def _resolve(self, stream: object, fn: str) -> Stream:
+        assert self.submitter is not None
+        return self.submitter.resolve(stream, fn)
+
+    # -- streams -----------------------------------------------------------------------------
+    def create_stream(self, priority: int) -> Stream:
+        fn = "create_stream"
+        self._state.check_open(fn)
+        if isinstance(priority, bool) or not isinstance(priority, (int, np.integer)):
+            raise TypeError(f"{fn}: priority must be an int, got {type(priority).__name__}")
+        low, high = self._driver.priority_range()
+        if not low <= priority <= high:
+            raise InvalidArgumentError(
+                f"{fn}: priority {priority} is outside this device's range {low}..{high}"
+            )
+        return self.new_stream(int(priority), default=False)
+
+    def new_stream(self, priority: int, *, default: bool, adopt: int | None = None) -> Stream:
+        driver = self._driver
+        handle: DriverStream
+        handle = driver.stream_create(priority) if adopt is None else driver.stream_adopt(adopt)
+        state = self._state
+        stream_state = StreamState(
+            driver, f"{state.name}-{id(handle):x}", state.orphans, state.add_waiter
+        )
+        stream = Stream(
+            self._owner,
+            driver,
+            handle,
+            priority,
+            stream_state,
+            self.close_stream,
+            default=default,
+            foreign=adopt is not None,
+        )
+        if not default:
+            stream._arm_finalizer(functools.partial(release_stream, driver, handle, stream_state))
+        with state.lock:
+            state.streams.add(stream)
+        return stream
+
+    def default_stream(self) -> Stream:
+        state = self._state
+        state.check_open("default_stream")
+        with state.lock:
+            if state.default is None:
+                state.default = self.new_stream(0, default=True)
+            return state.default
+
+    def close_stream(self, stream: Stream) -> None:
+        state = self._state
+        st = stream.state
+        if st.capturing:
+            with st.lock:
+                if st.capturing:
+                    st.end_capture()
+                    if not state.closed:
+                        self._driver.capture_abort(stream.handle)
+        if not stream._mark_closed():
+            return
+        with state.lock:
+            state.streams.discard(stream)
+        for failure in st.mark_closed():  # later ones go to the backend directly
+            state.orphans.note(failure)
+        with state.lock:
+            if state.closed:
+                return
+            state.draining.add(stream)
+
+        def drained() -> None:
+            with state.lock:
+                state.draining.discard(stream)
+
+        release_stream(self._driver, stream.handle, st, drained)
+
+    # -- events ------------------------------------------------------------------------------
+    def check_event(self, event: object, fn: str) -> Event:
+        if not isinstance(event, Event):
+            raise TypeError(f"{fn}: expected an Event, got {type(event).__name__}")
+        if event.backend is not self._owner:
+            raise InvalidArgumentError(f"{fn}: the event belongs to another backend")
+        event.check_open(fn)
+        return event
+
+    def create_event(self, timing: bool) -> Event:
+        fn = "create_event"
+        self._state.check_open(fn)
+        if not isinstance(timing, bool):
+            raise TypeError(f"{fn}: timing must be a bool, got {type(timing).__name__}")
+        handle = self._driver.event_create(timing)
+        event = Event(self._owner, handle, timing)
+        event._arm_finalizer(functools.partial(self._driver.event_destroy, handle))
+        with self._state.lock:
+            self._state.events.add(event)
+        return event
+
+    def record_event(self, event: Event, stream: Stream | None) -> None:
+        fn = "record_event"
+        self._state.check_open(fn)
+        self.check_event(event, fn)
+        st = self._resolve(stream, fn)
+        if st.state.capturing:
+            raise CaptureError(f"{fn}: recording events inside a capture is not supported")
+        with st.state.lock:
+            self._driver.event_record(event.handle, st.handle)
+            event.note_recorded(st)
+
+    def stream_wait_event(self, stream: Stream, event: Event) -> None:
+        fn = "stream_wait_event"
+        self._state.check_open(fn)
+        st = self._resolve(stream, fn)
+        self.check_event(event, fn)
+        if st.state.capturing:
+            raise CaptureError(f"{fn}: cross-stream waits inside a capture are not supported")
+        with st.state.lock:
+            self._driver.stream_wait_event(st.handle, event.handle)
+
+    def event_query(self, event: Event) -> bool:
+        fn = "event_query"
+        self._state.check_open(fn)
+        self.check_event(event, fn)
+        return self._driver.event_query(event.handle)
+
+    def elapsed_ms(self, start: Event, end: Event) -> float:
+        fn = "elapsed_ms"
+        self._state.check_open(fn)
+        for what, ev in (("start", start), ("end", end)):
+            self.check_event(ev, fn)
+            if not ev.timing:
+                raise InvalidArgumentError(f"{fn}: {what} event was created without timing=True")
+            if not ev.recorded:
+                raise InvalidArgumentError(f"{fn}: {what} event was never recorded")
+            if not self._driver.event_query(ev.handle):
+                raise InvalidArgumentError(
+                    f"{fn}: {what} event has not completed yet; await it first"
+                )
+        return self._driver.event_elapsed_ms(start.handle, end.handle)
+
+    def destroy_event(self, event: Event) -> None:
+        if not isinstance(event, Event):
+            raise TypeError(f"destroy_event: expected an Event, got {type(event).__name__}")
+        if event.backend is not self._owner:
+            raise InvalidArgumentError("destroy_event: the event belongs to another backend")
+        if not event._mark_closed():
+            return
+        state = self._state
+        with state.lock:
+            state.events.discard(event)
+        if not state.closed:
+            state.after_queued_work(functools.partial(self._driver.event_destroy, event.handle))
+
+    # -- modules -----------------------------------------------------------------------------
+    def load_module(self, name: str, image: Any) -> Module:
+        fn = "load_module"
+        state = self._state
+        state.check_open(fn)
+        if not isinstance(name, str):
+            raise TypeError(f"{fn}: name must be a str, got {type(name).__name__}")
+        if not name:
+            raise InvalidArgumentError(f"{fn}: name must not be empty")
+        accepted = self._driver.module_image_types()
+        if not isinstance(image, accepted):
+            kinds = ", ".join(t.__name__ for t in accepted)
+            raise TypeError(
+                f"{fn}: a {state.name} module image must be one of ({kinds}), "
+                f"got {type(image).__name__}"
+            )
+        with state.lock:
+            if name in state.modules:
+                raise InvalidArgumentError(f"{fn}: a module named {name!r} is already loaded")
+            module = Module(self._owner, name, self._driver.module_load(image))
+            state.modules[name] = module
+        return module
+
+    def builtin_module(self, name: str) -> Module:
+        fn = "builtin_module"
+        state = self._state
+        state.check_open(fn)
+        if not isinstance(name, str):
+            raise TypeError(f"{fn}: name must be a str, got {type(name).__name__}")
+        key = f"aruntime.{name}"
+        with state.lock:
+            module = state.modules.get(key)
+            if module is None:
+                handle = self._driver.module_load(self._driver.builtin_module_image(name))
+                module = Module(self._owner, key, handle)
+                state.modules[key] = module
+        return module
+
+    def kernel(self, module: Module | str, func_name: str) -> Kernel:
+        fn = "kernel"
+        self._state.check_open(fn)
+        if isinstance(module, str):
+            found = self._state.modules.get(module)
+            if found is None:
+                raise InvalidArgumentError(f"{fn}: no module named {module!r} is loaded")
+            module = found
+        elif not isinstance(module, Module):
+            raise TypeError(
+                f"{fn}: module must be a Module or its name, got {type(module).__name__}"
+            )
+        elif module.backend is not self._owner:
+            raise InvalidArgumentError(f"{fn}: {module!r} belongs to another backend")
+        if not isinstance(func_name, str):
+            raise TypeError(f"{fn}: func_name must be a str, got {type(func_name).__name__}")
+        module.check_open(fn)
+        return Kernel(module, func_name, self._driver.module_function(module.handle, func_name))

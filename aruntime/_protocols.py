@@ -1,0 +1,44 @@
+"""The small protocols that lower layers use to talk back to the parts above them.
+
+A value or a handle never imports the module that made it: it holds an
+object that satisfies one of these protocols, so the import graph of the core
+points one way only (``tests/test_layering.py`` and the import-linter
+contract in ``pyproject.toml`` check it).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, TypeVar
+
+__all__ = ["CompletionHooks", "Owner"]
+
+_C_contra = TypeVar("_C_contra", contravariant=True)
+
+
+class Owner(Protocol):
+    """What a pointer, a pinned buffer or the ledger asks of the backend that made it."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def closed(self) -> bool: ...
+
+
+class CompletionHooks(Protocol[_C_contra]):
+    """How a Completion reaches the stream it was queued on (see ``_streamstate``).
+
+    Generic in the Completion type so that this module needs no import of it.
+    """
+
+    def kick(self) -> None:
+        """Someone started waiting: the stream's waiter must not sleep on a deferred wake-up."""
+
+    def finish_ready(self, completion: _C_contra) -> None:
+        """Finish ``completion`` here, now, if the device is already done with it."""
+
+    def note_failure(self, completion: _C_contra) -> None:
+        """``completion`` failed: keep it for the stream's next ``synchronize()``."""
+
+    def forget_failure(self, completion: _C_contra) -> None:
+        """Someone saw ``completion``'s error: the next ``synchronize()`` must not raise it."""

@@ -1,0 +1,148 @@
+"""What a stream owns besides its driver handle: its lock, waiter, capture and errors.
+
+A :class:`StreamState` is the part of a :class:`aruntime.Stream` that the
+core's submission, graph and shutdown code works with.  It is also the
+:class:`aruntime._protocols.CompletionHooks` of every Completion queued on
+the stream, so a Completion reaches its stream's waiter and error list
+without knowing what a stream is.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from ._completion import Completion
+from ._driver import Driver
+from ._waiter import StreamWaiter
+
+__all__ = ["FailureList", "StreamState"]
+
+
+class FailureList:
+    """Thread-safe list of failed Completions nobody has looked at yet."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._items: list[Completion] = []
+        self._closed = False
+
+    def note(self, completion: Completion) -> bool:
+        """Keep ``completion``; False (and not kept) once the list is closed."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._items.append(completion)
+        return True
+
+    def close(self) -> list[Completion]:
+        """Refuse further notes; returns what was kept."""
+        with self._lock:
+            self._closed = True
+            items, self._items = self._items, []
+        return items
+
+    def forget(self, completion: Completion) -> bool:
+        """Drop ``completion``; False if it was not here."""
+        with self._lock:
+            try:
+                self._items.remove(completion)
+            except ValueError:
+                return False
+        return True
+
+    def take(self) -> list[Completion]:
+        with self._lock:
+            items, self._items = self._items, []
+        return items
+
+
+class StreamState:
+    """One stream's lock, lazily started waiter, capture state and unseen errors.
+
+    ``lock`` orders everything enqueued on the stream: whoever holds it may
+    enqueue, record the marker and hand it to the waiter, so the waiter's
+    queue order is the stream's order.
+    """
+
+    def __init__(
+        self,
+        driver: Driver,
+        label: str,
+        orphans: FailureList,
+        on_new_waiter: Callable[[StreamWaiter], None],
+    ) -> None:
+        self.lock = threading.RLock()
+        self.waiter: StreamWaiter | None = None
+        self.capturing = False
+        self._driver = driver
+        self._label = label
+        self._on_new_waiter = on_new_waiter
+        self._capture_keepalive: list[Any] = []
+        self._capture_ops = 0
+        self._failures = FailureList()
+        self._orphans = orphans  # where errors go once the stream is closed
+
+    # -- waiter --------------------------------------------------------------------
+    def started_waiter(self) -> StreamWaiter:
+        """The stream's waiter, started on first use (call with ``lock`` held)."""
+        waiter = self.waiter
+        if waiter is None:
+            waiter = self.waiter = StreamWaiter(self._driver, self._label)
+            self._on_new_waiter(waiter)
+        return waiter
+
+    def pending(self) -> int:
+        waiter = self.waiter
+        return 0 if waiter is None else waiter.pending()
+
+    def last_pending(self) -> Completion | None:
+        waiter = self.waiter
+        return None if waiter is None else waiter.last_pending()
+
+    # -- capture (call with ``lock`` held) ---------------------------------------------
+    def begin_capture(self) -> None:
+        self.capturing = True
+        self._capture_keepalive = []
+        self._capture_ops = 0
+
+    def captured(self, keepalive: tuple[Any, ...]) -> None:
+        """One more op recorded; ``keepalive`` must live as long as the graph."""
+        self._capture_keepalive.extend(keepalive)
+        self._capture_ops += 1
+
+    def end_capture(self) -> tuple[list[Any], int]:
+        """Stop capturing: what the graph must keep alive, and how many ops it holds."""
+        self.capturing = False
+        keepalive, self._capture_keepalive = self._capture_keepalive, []
+        return keepalive, self._capture_ops
+
+    # -- errors nobody awaited (any thread) ----------------------------------------------
+    def mark_closed(self) -> list[Completion]:
+        """From now on errors go to the backend's list; returns the ones held so far."""
+        return self._failures.close()
+
+    def take_failures(self) -> list[Completion]:
+        return self._failures.take()
+
+    # -- CompletionHooks ---------------------------------------------------------------
+    def kick(self) -> None:
+        waiter = self.waiter
+        if waiter is not None:
+            waiter.kick()
+
+    def finish_ready(self, completion: Completion) -> None:
+        waiter = self.waiter
+        if waiter is not None:
+            waiter.finish_ready(completion)
+
+    def note_failure(self, completion: Completion) -> None:
+        if self._failures.note(completion):
+            return
+        # A closed stream has no next synchronize(): its backend's close() reports it.
+        self._orphans.note(completion)
+
+    def forget_failure(self, completion: Completion) -> None:
+        if not self._failures.forget(completion):
+            self._orphans.forget(completion)

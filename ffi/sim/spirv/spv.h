@@ -1,0 +1,51 @@
+/* A SPIR-V executor for the software drivers: OpenCL kernels (the subset that
+ * clang + llvm-spirv write) decoded, checked and compiled into a compact
+ * register form at load, then interpreted work-item by work-item.
+ *
+ * See README.md in this folder for the supported instructions and what is
+ * refused.  The program is immutable after load, so any number of threads
+ * may run its kernels at once. */
+#ifndef ARSIM_SPV_H
+#define ARSIM_SPV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../kernels/ar_host_abi.h"
+
+#define SPV_API __attribute__((visibility("hidden")))
+
+/* Sub-group size every kernel runs with (Intel GPUs use 8, 16 or 32). */
+#define SPV_SUBGROUP_SIZE 16u
+/* Static __local memory a kernel may declare (bytes). */
+#define SPV_MAX_LOCAL_BYTES 65536u
+
+typedef struct spv_program spv_program;
+
+typedef enum spv_load_status {
+    SPV_LOAD_OK = 0,
+    SPV_LOAD_MALFORMED = 1,   /* not valid SPIR-V (bad header, truncated, bad ids) */
+    SPV_LOAD_UNSUPPORTED = 2, /* valid, but uses something the executor refuses */
+    SPV_LOAD_NO_MEMORY = 3,
+} spv_load_status;
+
+/* Decodes and compiles a module.  On failure returns NULL, sets *status and
+ * writes a one-line reason (naming the instruction and its word offset)
+ * into err. */
+SPV_API spv_program *spv_program_load(const void *bytes, size_t size, spv_load_status *status,
+                                      char *err, size_t errlen);
+SPV_API void spv_program_free(void *program);
+
+SPV_API size_t spv_kernel_count(const spv_program *p);
+SPV_API const char *spv_kernel_name(const spv_program *p, size_t i);
+SPV_API const ar_kernel_info *spv_kernel_info(const spv_program *p, size_t i);
+/* The context to pass to spv_kernel_run for kernel i. */
+SPV_API void *spv_kernel_ctx(spv_program *p, size_t i);
+
+/* arsim_foreign_run: runs work-groups [launch->block_begin, block_end).
+ * Returns 0, ARSIM_ERR_ILLEGAL_ADDRESS (6) for an access outside every
+ * allocation, or -1 for any other failure (barrier divergence, unreachable
+ * code, a stack that cannot be allocated). */
+SPV_API int spv_kernel_run(void *kernel_ctx, const ar_launch *launch, void **params);
+
+#endif /* ARSIM_SPV_H */

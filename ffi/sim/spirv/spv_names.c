@@ -1,0 +1,115 @@
+/* Names of SPIR-V opcodes for error messages (the ones an OpenCL compiler
+ * writes; anything else is reported by number). */
+#include <stdio.h>
+
+#include "spv_names.h"
+
+typedef struct opname {
+    unsigned op;
+    const char *name;
+} opname;
+
+static const opname k_names[] = {
+    {0, "OpNop"}, {1, "OpUndef"}, {2, "OpSourceContinued"}, {3, "OpSource"},
+    {4, "OpSourceExtension"}, {5, "OpName"}, {6, "OpMemberName"}, {7, "OpString"},
+    {8, "OpLine"}, {10, "OpExtension"}, {11, "OpExtInstImport"}, {12, "OpExtInst"},
+    {14, "OpMemoryModel"}, {15, "OpEntryPoint"}, {16, "OpExecutionMode"},
+    {17, "OpCapability"}, {19, "OpTypeVoid"}, {20, "OpTypeBool"}, {21, "OpTypeInt"},
+    {22, "OpTypeFloat"}, {23, "OpTypeVector"}, {24, "OpTypeMatrix"}, {25, "OpTypeImage"},
+    {26, "OpTypeSampler"}, {27, "OpTypeSampledImage"}, {28, "OpTypeArray"},
+    {29, "OpTypeRuntimeArray"}, {30, "OpTypeStruct"}, {31, "OpTypeOpaque"},
+    {32, "OpTypePointer"}, {33, "OpTypeFunction"}, {34, "OpTypeEvent"},
+    {35, "OpTypeDeviceEvent"}, {36, "OpTypeReserveId"}, {37, "OpTypeQueue"},
+    {38, "OpTypePipe"}, {39, "OpTypeForwardPointer"}, {41, "OpConstantTrue"},
+    {42, "OpConstantFalse"}, {43, "OpConstant"}, {44, "OpConstantComposite"},
+    {45, "OpConstantSampler"}, {46, "OpConstantNull"}, {48, "OpSpecConstantTrue"},
+    {49, "OpSpecConstantFalse"}, {50, "OpSpecConstant"}, {51, "OpSpecConstantComposite"},
+    {52, "OpSpecConstantOp"}, {54, "OpFunction"}, {55, "OpFunctionParameter"},
+    {56, "OpFunctionEnd"}, {57, "OpFunctionCall"}, {59, "OpVariable"},
+    {60, "OpImageTexelPointer"}, {61, "OpLoad"}, {62, "OpStore"}, {63, "OpCopyMemory"},
+    {64, "OpCopyMemorySized"}, {65, "OpAccessChain"}, {66, "OpInBoundsAccessChain"},
+    {67, "OpPtrAccessChain"}, {68, "OpArrayLength"}, {69, "OpGenericPtrMemSemantics"},
+    {70, "OpInBoundsPtrAccessChain"}, {71, "OpDecorate"}, {72, "OpMemberDecorate"},
+    {73, "OpDecorationGroup"}, {74, "OpGroupDecorate"}, {75, "OpGroupMemberDecorate"},
+    {77, "OpVectorExtractDynamic"}, {78, "OpVectorInsertDynamic"}, {79, "OpVectorShuffle"},
+    {80, "OpCompositeConstruct"}, {81, "OpCompositeExtract"}, {82, "OpCompositeInsert"},
+    {83, "OpCopyObject"}, {84, "OpTranspose"}, {86, "OpSampledImage"},
+    {87, "OpImageSampleImplicitLod"}, {88, "OpImageSampleExplicitLod"},
+    {95, "OpImageFetch"}, {98, "OpImageRead"}, {99, "OpImageWrite"}, {100, "OpImage"},
+    {103, "OpImageQuerySizeLod"}, {104, "OpImageQuerySize"},
+    {109, "OpConvertFToU"}, {110, "OpConvertFToS"}, {111, "OpConvertSToF"},
+    {112, "OpConvertUToF"}, {113, "OpUConvert"}, {114, "OpSConvert"}, {115, "OpFConvert"},
+    {116, "OpQuantizeToF16"}, {117, "OpConvertPtrToU"}, {118, "OpSatConvertSToU"},
+    {119, "OpSatConvertUToS"}, {120, "OpConvertUToPtr"}, {121, "OpPtrCastToGeneric"},
+    {122, "OpGenericCastToPtr"}, {123, "OpGenericCastToPtrExplicit"}, {124, "OpBitcast"},
+    {126, "OpSNegate"}, {127, "OpFNegate"}, {128, "OpIAdd"}, {129, "OpFAdd"},
+    {130, "OpISub"}, {131, "OpFSub"}, {132, "OpIMul"}, {133, "OpFMul"}, {134, "OpUDiv"},
+    {135, "OpSDiv"}, {136, "OpFDiv"}, {137, "OpUMod"}, {138, "OpSRem"}, {139, "OpSMod"},
+    {140, "OpFRem"}, {141, "OpFMod"}, {142, "OpVectorTimesScalar"},
+    {143, "OpMatrixTimesScalar"}, {148, "OpDot"}, {149, "OpIAddCarry"},
+    {150, "OpISubBorrow"}, {151, "OpUMulExtended"}, {152, "OpSMulExtended"}, {154, "OpAny"},
+    {155, "OpAll"}, {156, "OpIsNan"}, {157, "OpIsInf"}, {158, "OpIsFinite"},
+    {159, "OpIsNormal"}, {160, "OpSignBitSet"}, {161, "OpLessOrGreater"}, {162, "OpOrdered"},
+    {163, "OpUnordered"}, {164, "OpLogicalEqual"}, {165, "OpLogicalNotEqual"},
+    {166, "OpLogicalOr"}, {167, "OpLogicalAnd"}, {168, "OpLogicalNot"}, {169, "OpSelect"},
+    {170, "OpIEqual"}, {171, "OpINotEqual"}, {172, "OpUGreaterThan"},
+    {173, "OpSGreaterThan"}, {174, "OpUGreaterThanEqual"}, {175, "OpSGreaterThanEqual"},
+    {176, "OpULessThan"}, {177, "OpSLessThan"}, {178, "OpULessThanEqual"},
+    {179, "OpSLessThanEqual"}, {180, "OpFOrdEqual"}, {181, "OpFUnordEqual"},
+    {182, "OpFOrdNotEqual"}, {183, "OpFUnordNotEqual"}, {184, "OpFOrdLessThan"},
+    {185, "OpFUnordLessThan"}, {186, "OpFOrdGreaterThan"}, {187, "OpFUnordGreaterThan"},
+    {188, "OpFOrdLessThanEqual"}, {189, "OpFUnordLessThanEqual"},
+    {190, "OpFOrdGreaterThanEqual"}, {191, "OpFUnordGreaterThanEqual"},
+    {194, "OpShiftRightLogical"}, {195, "OpShiftRightArithmetic"},
+    {196, "OpShiftLeftLogical"}, {197, "OpBitwiseOr"}, {198, "OpBitwiseXor"},
+    {199, "OpBitwiseAnd"}, {200, "OpNot"}, {201, "OpBitFieldInsert"},
+    {202, "OpBitFieldSExtract"}, {203, "OpBitFieldUExtract"}, {204, "OpBitReverse"},
+    {205, "OpBitCount"}, {224, "OpControlBarrier"}, {225, "OpMemoryBarrier"},
+    {227, "OpAtomicLoad"}, {228, "OpAtomicStore"}, {229, "OpAtomicExchange"},
+    {230, "OpAtomicCompareExchange"}, {231, "OpAtomicCompareExchangeWeak"},
+    {232, "OpAtomicIIncrement"}, {233, "OpAtomicIDecrement"}, {234, "OpAtomicIAdd"},
+    {235, "OpAtomicISub"}, {236, "OpAtomicSMin"}, {237, "OpAtomicUMin"},
+    {238, "OpAtomicSMax"}, {239, "OpAtomicUMax"}, {240, "OpAtomicAnd"}, {241, "OpAtomicOr"},
+    {242, "OpAtomicXor"}, {245, "OpPhi"}, {246, "OpLoopMerge"}, {247, "OpSelectionMerge"},
+    {248, "OpLabel"}, {249, "OpBranch"}, {250, "OpBranchConditional"}, {251, "OpSwitch"},
+    {252, "OpKill"}, {253, "OpReturn"}, {254, "OpReturnValue"}, {255, "OpUnreachable"},
+    {256, "OpLifetimeStart"}, {257, "OpLifetimeStop"}, {259, "OpGroupAsyncCopy"},
+    {260, "OpGroupWaitEvents"}, {261, "OpGroupAll"}, {262, "OpGroupAny"},
+    {263, "OpGroupBroadcast"}, {264, "OpGroupIAdd"}, {265, "OpGroupFAdd"},
+    {266, "OpGroupFMin"}, {267, "OpGroupUMin"}, {268, "OpGroupSMin"}, {269, "OpGroupFMax"},
+    {270, "OpGroupUMax"}, {271, "OpGroupSMax"}, {274, "OpReadPipe"}, {275, "OpWritePipe"},
+    {291, "OpEnqueueKernel"}, {299, "OpRetainEvent"}, {300, "OpReleaseEvent"},
+    {301, "OpCreateUserEvent"}, {317, "OpNoLine"}, {321, "OpSizeOf"},
+    {330, "OpModuleProcessed"}, {331, "OpExecutionModeId"}, {332, "OpDecorateId"},
+    {333, "OpGroupNonUniformElect"}, {334, "OpGroupNonUniformAll"},
+    {335, "OpGroupNonUniformAny"}, {336, "OpGroupNonUniformAllEqual"},
+    {337, "OpGroupNonUniformBroadcast"}, {338, "OpGroupNonUniformBroadcastFirst"},
+    {339, "OpGroupNonUniformBallot"}, {340, "OpGroupNonUniformInverseBallot"},
+    {341, "OpGroupNonUniformBallotBitExtract"}, {342, "OpGroupNonUniformBallotBitCount"},
+    {343, "OpGroupNonUniformBallotFindLSB"}, {344, "OpGroupNonUniformBallotFindMSB"},
+    {345, "OpGroupNonUniformShuffle"}, {346, "OpGroupNonUniformShuffleXor"},
+    {347, "OpGroupNonUniformShuffleUp"}, {348, "OpGroupNonUniformShuffleDown"},
+    {349, "OpGroupNonUniformIAdd"}, {350, "OpGroupNonUniformFAdd"},
+    {351, "OpGroupNonUniformIMul"}, {352, "OpGroupNonUniformFMul"},
+    {353, "OpGroupNonUniformSMin"}, {354, "OpGroupNonUniformUMin"},
+    {355, "OpGroupNonUniformFMin"}, {356, "OpGroupNonUniformSMax"},
+    {357, "OpGroupNonUniformUMax"}, {358, "OpGroupNonUniformFMax"},
+    {359, "OpGroupNonUniformBitwiseAnd"}, {360, "OpGroupNonUniformBitwiseOr"},
+    {361, "OpGroupNonUniformBitwiseXor"}, {362, "OpGroupNonUniformLogicalAnd"},
+    {363, "OpGroupNonUniformLogicalOr"}, {364, "OpGroupNonUniformLogicalXor"},
+    {365, "OpGroupNonUniformQuadBroadcast"}, {366, "OpGroupNonUniformQuadSwap"},
+    {4421, "OpSubgroupBallotKHR"}, {4422, "OpSubgroupFirstInvocationKHR"},
+    {5571, "OpSubgroupShuffleINTEL"}, {5572, "OpSubgroupShuffleDownINTEL"},
+    {5573, "OpSubgroupShuffleUpINTEL"}, {5574, "OpSubgroupShuffleXorINTEL"},
+    {5575, "OpSubgroupBlockReadINTEL"}, {5576, "OpSubgroupBlockWriteINTEL"},
+    {5614, "OpAtomicFMinEXT"}, {5615, "OpAtomicFMaxEXT"}, {6035, "OpAtomicFAddEXT"},
+};
+
+const char *spv_opname(unsigned op, char *buf, size_t len)
+{
+    for (size_t i = 0; i < sizeof k_names / sizeof k_names[0]; i++)
+        if (k_names[i].op == op)
+            return k_names[i].name;
+    snprintf(buf, len, "opcode %u", op);
+    return buf;
+}
