@@ -578,6 +578,8 @@ static __thread uint64_t tls_hit_epoch;
 /* Fills the allocation nearest to addr (live, or else recently freed). */
 static void describe_address(uintptr_t addr, arsim_fault_info *f);
 
+static _Atomic uint64_t g_fault_seq; /* faults recorded so far */
+
 static void record_fault(uintptr_t addr, int access, int size)
 {
     arsim_fault_info f;
@@ -587,10 +589,12 @@ static void record_fault(uintptr_t addr, int access, int size)
     f.size = size;
     f.device = tls_kernel_device;
     snprintf(f.kernel, sizeof f.kernel, "%s", tls_kernel_name ? tls_kernel_name : "?");
-    describe_address(addr, &f);
+    if (addr)
+        describe_address(addr, &f);
     pthread_mutex_lock(&g_fault_mu);
     g_fault = f;
     g_has_fault = 1;
+    atomic_fetch_add(&g_fault_seq, 1);
     pthread_mutex_unlock(&g_fault_mu);
     if (g_sanitize) {
         char line[512];
@@ -621,6 +625,9 @@ int arsim_fault_report(char *buf, size_t n)
     char size[32] = "";
     if (f.size > 0)
         snprintf(size, sizeof size, " of %d bytes", (int)f.size);
+    if (!f.address)
+        return snprintf(buf, n, "kernel %s: illegal address on device %d (no address known)",
+                        f.kernel, (int)f.device);
     if (!f.alloc_base)
         return snprintf(buf, n,
                         "kernel %s: invalid %s%s at 0x%llx on device %d, outside any allocation",
@@ -660,7 +667,7 @@ arsim_status arsim_check_access(const void *p, size_t n, int is_write)
         return ARSIM_OK;
     }
 bad:
-    record_fault(lo, is_write ? 1 : 0, n > INT32_MAX ? INT32_MAX : (int)n);
+    record_fault(lo, is_write < 0 ? -1 : is_write ? 1 : 0, n > INT32_MAX ? INT32_MAX : (int)n);
     return ARSIM_ERR_ILLEGAL_ADDRESS;
 }
 
@@ -1797,6 +1804,7 @@ static void *run_slice(void *arg)
     l.block_end = sl->end;
     tls_kernel_name = op->kernel->name;
     tls_kernel_device = sl->device;
+    uint64_t faults_before = atomic_load(&g_fault_seq);
     sigjmp_buf jb;
     if (sigsetjmp(jb, 1) == 0) {
         tls_fault_jmp = &jb;
@@ -1805,6 +1813,18 @@ static void *run_slice(void *arg)
         else
             sl->rc = op->kernel->entry(&l, (void **)op->owned);
         tls_fault_jmp = NULL;
+        if (sl->rc == ARSIM_ERR_ILLEGAL_ADDRESS) {
+            pthread_mutex_lock(&g_fault_mu);
+            int recorded = atomic_load(&g_fault_seq) != faults_before;
+            /* An executor's own threads do not know the kernel's name. */
+            if (recorded && strcmp(g_fault.kernel, "?") == 0) {
+                snprintf(g_fault.kernel, sizeof g_fault.kernel, "%s", op->kernel->name);
+                g_fault.device = sl->device;
+            }
+            pthread_mutex_unlock(&g_fault_mu);
+            if (!recorded)
+                record_fault(0, -1, 0); /* an executor that did not say where */
+        }
     } else {
         /* The kernel touched memory outside every live allocation. */
         record_fault(tls_fault_addr, -1, 0);

@@ -195,7 +195,8 @@ ARSIM_API int arsim_mem_range_ok(const void *p, size_t n, unsigned kind_mask);
  * would allow; otherwise ARSIM_ERR_ILLEGAL_ADDRESS, and the fault is recorded
  * (arsim_last_fault) with the running kernel's name when called from a
  * kernel.  Return that status from the kernel's run function: the op fails
- * and the device is poisoned, as on hardware.  is_write: 1 store, 0 load.
+ * and the device is poisoned, as on hardware.  is_write: 1 store, 0 load,
+ * -1 not known.
  * Fast path lock-free (a per-thread cache of the last allocation hit). */
 ARSIM_API arsim_status arsim_check_access(const void *p, size_t n, int is_write);
 /* Frees every allocation with this owner tag; returns how many. */
