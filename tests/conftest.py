@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 pytest_plugins = ["aruntime.testing"]
@@ -15,3 +17,10 @@ pytest_plugins = ["aruntime.testing"]
 )
 def anyio_backend(request: pytest.FixtureRequest) -> tuple[str, dict[str, object]]:
     return request.param  # type: ignore[no-any-return]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    # Tables that tests measured (the loop-stall probe's call x backend gaps).
+    stall = sys.modules.get("tests.test_loop_stall")
+    if stall is not None:
+        stall.write_table(terminalreporter)

@@ -1,9 +1,16 @@
-"""Shared test helpers: a gate kernel that holds a threaded-mock stream on demand."""
+"""Shared test helpers: a gate kernel that holds a threaded-mock stream on demand,
+and the tests' own host kernels (tests/kernels) built for the software drivers."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import threading
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 import aruntime as ar
 
@@ -40,3 +47,20 @@ class Gate:
 def thread_count() -> int:
     """Live threads, not counting trio's own worker cache (which comes and goes)."""
     return sum(1 for t in threading.enumerate() if not t.name.startswith("Trio thread"))
+
+
+KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
+_ABI_DIR = KERNELS_DIR.parent.parent / "ffi" / "kernels"
+
+
+def build_host_kernel(name: str, out_dir: Path) -> bytes:
+    """``tests/kernels/<name>.c`` built as a host shared object: a module image for the sims."""
+    cc = os.environ.get("CC", "cc")
+    if shutil.which(cc) is None:
+        pytest.fail(f"no C compiler ({cc}) to build the test kernel {name}")
+    out = out_dir / f"{name}.so"
+    source = KERNELS_DIR / f"{name}.c"
+    subprocess.run(
+        [cc, "-shared", "-fPIC", "-O2", f"-I{_ABI_DIR}", str(source), "-o", str(out)], check=True
+    )
+    return out.read_bytes()

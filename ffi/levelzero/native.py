@@ -58,3 +58,13 @@ LIBRARIES = [
         depends=_HEADERS,
     )
 ]
+
+# The host side of staged pageable copies (aruntime/backends/levelzero/_staged.py):
+# C, so that a stream's staging worker holds no GIL while it waits and copies.
+LIBRARIES.append(
+    NativeLibrary(
+        filename="libaruntime_ze_helpers.so",
+        sources=("levelzero/helpers/ar_ze_staging.c",),
+        cflags=("-fvisibility=hidden",),
+    )
+)

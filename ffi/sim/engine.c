@@ -904,6 +904,8 @@ static int event_block(arsim_event *e, event_pred pred, uint64_t arg, arsim_wait
 {
     if (pred(e, arg))
         return 0;
+    if (timeout_ns == 0)
+        return -1; /* a query (zeEventQueryStatus): never yield the caller's thread */
     if (mode == ARSIM_WAIT_SPIN) {
         uint64_t deadline = timeout_ns < 0 ? UINT64_MAX : arsim_now_ns() + (uint64_t)timeout_ns;
         for (unsigned i = 0; !pred(e, arg); i++) {

@@ -10,10 +10,6 @@ process survives, nothing runs, and the backend keeps working.
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,11 +17,11 @@ import pytest
 
 import aruntime as ar
 
+from ..helpers import build_host_kernel
+
 pytestmark = pytest.mark.anyio
 
 N = 64
-_HERE = Path(__file__).resolve().parent
-_ROOT = _HERE.parent.parent
 
 
 def _bad_args(dx: ar.DevicePtr, dy: ar.DevicePtr) -> list[tuple[str, list[Any]]]:
@@ -136,25 +132,8 @@ $L__BB0_2:
 
 @pytest.fixture(scope="module")
 def f64_host_kernel(tmp_path_factory: pytest.TempPathFactory) -> bytes:
-    """f64_kernel.c built for the software drivers (which load host shared objects)."""
-    cc = os.environ.get("CC", "cc")
-    if shutil.which(cc) is None:
-        pytest.fail(f"no C compiler ({cc}) to build the test kernel")
-    out = tmp_path_factory.mktemp("f64kernel") / "f64_kernel.so"
-    subprocess.run(
-        [
-            cc,
-            "-shared",
-            "-fPIC",
-            "-O2",
-            f"-I{_ROOT / 'ffi' / 'kernels'}",
-            str(_HERE / "f64_kernel.c"),
-            "-o",
-            str(out),
-        ],
-        check=True,
-    )
-    return out.read_bytes()
+    """tests/kernels/f64_kernel.c, for the software drivers (which load host shared objects)."""
+    return build_host_kernel("f64_kernel", tmp_path_factory.mktemp("f64kernel"))
 
 
 def _fill_f64_module(backend: ar.Backend, host_kernel: bytes) -> ar.Module:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import bisect
 import threading
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from ..._driver import DeviceInfo, Driver
 from ..._exceptions import AruntimeError, BackendUnavailableError, DeviceLostError, DriverError
+from .._release import DeferredReleases
+from .._staging import STAGING_CHUNK, StagingPool
 from . import _errors
 from ._constants import (
     _CU_EVENT_DISABLE_TIMING,
@@ -16,8 +19,6 @@ from ._constants import (
     _CU_MEMORYTYPE_HOST,
     _CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
     _NOT_READY,
-    _STAGING_POOL_MAX,
-    STAGING_CHUNK,
 )
 from ._ffi import CData
 from ._handles import _Resources, _Stream
@@ -61,7 +62,12 @@ class _CudaBase(Driver):
         self._closed = False
         self._state_lock = threading.Lock()  # staging pool, retire list, host ranges
         self._streams: set[_Stream] = set()
-        self._staging_pool: list[CData] = []
+        #: Frees that may wait for the device, when it has work (see ``_release``).
+        self._releases = DeferredReleases(f"aruntime-{self.backend_name}-release")
+        #: Pinned buffers for staged pageable copies, recycled across streams.
+        self._staging: StagingPool[CData] = StagingPool(
+            lambda: self._host_alloc_raw(STAGING_CHUNK), self._lib.cuMemFreeHost
+        )
         self._retired: list[tuple[list[CData], _Resources]] = []
         self._orphans = _Resources()  # captured on a stream joined into someone's capture
         self._host_starts: list[int] = []
@@ -170,6 +176,39 @@ class _CudaBase(Driver):
             self._enter_slow("release")
         return True
 
+    def _busy(self) -> bool:
+        """Whether any of our streams has work queued, or releases are already deferred.
+
+        ``cuStreamQuery`` never blocks; a stream made by another library that
+        we never saw is not counted.
+        """
+        if self._releases.pending:
+            return True  # keep releases in order behind those already queued
+        with self._state_lock:
+            streams = list(self._streams)
+        query = self._lib.cuStreamQuery
+        return any(query(s.handle) == _NOT_READY for s in streams)
+
+    def _release_call(self, function: str, call: Callable[[], int]) -> None:
+        """Make a release that may synchronize: now when idle, else on the release thread."""
+        if not self._busy():
+            self._check(call(), function)
+            return
+
+        def deferred() -> None:
+            if self._enter_release():  # the context, on the release thread
+                self._check(call(), function)
+
+        self._releases.submit(deferred, function)
+
+    def _alloc_call(self, function: str, call: Callable[[], int]) -> None:
+        """Make an allocation; out of memory with frees still deferred, let them land and retry."""
+        code = call()
+        if code == _errors.CUDA_ERROR_OUT_OF_MEMORY and self._releases.pending:
+            self._releases.drain()
+            code = call()
+        self._check(code, function)
+
     def _enter(self, function: str) -> None:
         if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
             self._enter_slow(function)
@@ -197,7 +236,7 @@ class _CudaBase(Driver):
     def _host_alloc_raw(self, nbytes: int) -> CData:
         out = self._ffi.new("void **")
         flags = _CU_MEMHOSTALLOC_PORTABLE | _CU_MEMHOSTALLOC_DEVICEMAP
-        self._check(self._lib.cuMemHostAlloc(out, nbytes, flags), "cuMemHostAlloc")
+        self._alloc_call("cuMemHostAlloc", lambda: self._lib.cuMemHostAlloc(out, nbytes, flags))
         return out[0]
 
     def _fence(self, stream: _Stream) -> CData | None:
@@ -228,10 +267,7 @@ class _CudaBase(Driver):
 
     def _take_staging(self) -> CData:
         self._reap()
-        with self._state_lock:
-            if self._staging_pool:
-                return self._staging_pool.pop()
-        return self._host_alloc_raw(STAGING_CHUNK)
+        return self._staging.take()
 
     def _retire(self, events: list[CData], resources: _Resources) -> None:
         if not resources:
@@ -267,9 +303,5 @@ class _CudaBase(Driver):
                 helpers.ar_copy_job_free(job)
         resources.jobs = []
         for buffer in resources.staging:
-            with self._state_lock:
-                if len(self._staging_pool) < _STAGING_POOL_MAX and not self._closed:
-                    self._staging_pool.append(buffer)
-                    continue
-            self._lib.cuMemFreeHost(buffer)
+            self._staging.give(buffer)
         resources.staging = []

@@ -1,4 +1,4 @@
-"""cuda.h enum values and the staging sizes."""
+"""cuda.h enum values (ABI, stable across releases)."""
 
 from __future__ import annotations
 
@@ -20,11 +20,3 @@ _CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2
 _CU_STREAM_CAPTURE_MODE_RELAXED = 2
 _CU_STREAM_CAPTURE_STATUS_NONE = 0
 _NOT_READY = _errors.CUDA_ERROR_NOT_READY
-
-#: Pageable copies up to this size go straight to the driver, which stages
-#: them itself at enqueue time (a memcpy of at most this many bytes).
-DIRECT_PAGEABLE_H2D_MAX = 64 * 1024
-#: Size of one pinned staging buffer, and of the chunks a staged copy is cut into.
-STAGING_CHUNK = 4 * 1024 * 1024
-#: Free staging buffers kept for reuse; more are returned to the driver.
-_STAGING_POOL_MAX = 8

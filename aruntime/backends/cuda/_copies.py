@@ -6,12 +6,11 @@ from typing import cast
 
 from ..._driver import DriverStream
 from ..._exceptions import OutOfMemoryError
+from .._staging import DIRECT_PAGEABLE_H2D_MAX, chunks
 from ._base import _CudaBase, _current
 from ._constants import (
     _CU_MEMORYTYPE_DEVICE,
     _CU_STREAM_CAPTURE_STATUS_NONE,
-    DIRECT_PAGEABLE_H2D_MAX,
-    STAGING_CHUNK,
 )
 from ._ffi import CData
 from ._handles import _Stream
@@ -104,9 +103,7 @@ class _CopyOps(_CudaBase):
             staging = stream.staging
         free_after = 0 if capturing else 1
         host_bytes = self._ffi.cast("char *", host)
-        offset = 0
-        while offset < nbytes:
-            chunk = min(STAGING_CHUNK, nbytes - offset)
+        for offset, chunk in chunks(nbytes):
             if to_device:
                 job = helpers.ar_copy_job_new(staging, host_bytes + offset, chunk, free_after)
             else:
@@ -136,7 +133,6 @@ class _CopyOps(_CudaBase):
                 if code != 0:
                     self._drop_job(helpers, job, capturing)
                     raise self._fail(code, "cuLaunchHostFunc")
-            offset += chunk
 
     def memcpy_d2d(self, src: int, dst: int, nbytes: int, stream: DriverStream) -> None:
         if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:

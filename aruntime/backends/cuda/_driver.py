@@ -83,6 +83,7 @@ class CudaDriver(_MemoryOps, _StreamOps, _CopyOps, _ModuleOps, _GraphOps):
         _live_drivers.discard(self)
         lost = isinstance(self._dead, DeviceLostError)
         try:
+            self._releases.close()  # deferred frees first: they need the context
             if not lost:
                 self._enter_slow_unchecked()
                 self._release_all_resources()
@@ -94,9 +95,9 @@ class CudaDriver(_MemoryOps, _StreamOps, _CopyOps, _ModuleOps, _GraphOps):
 
     def _release_all_resources(self) -> None:
         """Free staging memory once nothing can use it (close and exit only)."""
+        self._staging.close()  # from here on, buffers given back are freed at once
         with self._state_lock:
             retired, self._retired = self._retired, []
-            pool, self._staging_pool = self._staging_pool, []
             orphans, self._orphans = self._orphans, _Resources()
         lib = self._lib
         for events, resources in retired:
@@ -106,8 +107,6 @@ class CudaDriver(_MemoryOps, _StreamOps, _CopyOps, _ModuleOps, _GraphOps):
             self._free_resources(resources)
         lib.cuCtxSynchronize()
         self._free_resources(orphans)
-        for buffer in pool:
-            lib.cuMemFreeHost(buffer)
 
     def shutdown_at_exit(self, deadline: float) -> None:
         """The exit hook's part for this device: see the module docstring.

@@ -13,20 +13,22 @@ class _MemoryOps(_CudaBase):
     def mem_alloc(self, nbytes: int) -> int:
         self._enter("cuMemAlloc_v2")
         out = self._ffi.new("CUdeviceptr *")
-        self._check(self._lib.cuMemAlloc_v2(out, nbytes), "cuMemAlloc_v2")
+        self._alloc_call("cuMemAlloc_v2", lambda: self._lib.cuMemAlloc_v2(out, nbytes))
         return int(out[0])
 
     def mem_alloc_managed(self, nbytes: int) -> int:
         self._enter("cuMemAllocManaged")
         out = self._ffi.new("CUdeviceptr *")
-        code = self._lib.cuMemAllocManaged(out, nbytes, _CU_MEM_ATTACH_GLOBAL)
-        self._check(code, "cuMemAllocManaged")
+        self._alloc_call(
+            "cuMemAllocManaged",
+            lambda: self._lib.cuMemAllocManaged(out, nbytes, _CU_MEM_ATTACH_GLOBAL),
+        )
         return int(out[0])
 
     def mem_free(self, address: int) -> None:
         if not self._enter_release():
             return
-        self._check(self._lib.cuMemFree_v2(address), "cuMemFree_v2")
+        self._release_call("cuMemFree_v2", lambda: self._lib.cuMemFree_v2(address))
 
     def host_alloc(self, nbytes: int) -> tuple[int, memoryview]:
         self._enter("cuMemHostAlloc")
@@ -44,7 +46,8 @@ class _MemoryOps(_CudaBase):
             if self._host_sizes.pop(address, None) is not None:
                 index = bisect.bisect_left(self._host_starts, address)
                 del self._host_starts[index]
-        self._check(self._lib.cuMemFreeHost(self._ffi.cast("void *", address)), "cuMemFreeHost")
+        pointer = self._ffi.cast("void *", address)
+        self._release_call("cuMemFreeHost", lambda: self._lib.cuMemFreeHost(pointer))
 
     def host_device_address(self, host_address: int) -> int:
         self._enter("cuMemHostGetDevicePointer_v2")

@@ -53,7 +53,7 @@ class _ModuleOps(_CudaBase):
     def module_unload(self, module: DriverModule) -> None:
         if not self._enter_release():
             return
-        self._check(self._lib.cuModuleUnload(module), "cuModuleUnload")
+        self._release_call("cuModuleUnload", lambda: self._lib.cuModuleUnload(module))
 
     def module_function(self, module: DriverModule, name: str) -> DriverFunction:
         self._enter("cuModuleGetFunction")

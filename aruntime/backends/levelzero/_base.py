@@ -8,12 +8,15 @@ from typing import Any, cast
 
 from ..._driver import DeviceInfo, Driver, DriverStream
 from ..._exceptions import BackendUnavailableError, NotSupportedError
+from .._staging import STAGING_CHUNK, StagingPool
 from . import _errors
 from ._constants import (
+    _ALIGNMENT,
     _GROUP_COMPUTE,
     _GROUP_COPY,
     _ST_COMMAND_QUEUE_GROUP_PROPERTIES,
     _ST_CONTEXT_DESC,
+    _ST_HOST_MEM_ALLOC_DESC,
     UINT64_MAX,
 )
 from ._errors import ZE_RESULT_SUCCESS
@@ -59,10 +62,38 @@ class _LevelZeroBase(Driver):
         self._events = _EventPool(self._lib, self._context, device, self._check, timing=False)
         self._timed_events = _EventPool(self._lib, self._context, device, self._check, timing=True)
         self._launcher: _GraphLauncher | None = None
+        #: Pinned buffers for staged pageable copies (see ``_staged``).
+        self._staging: StagingPool[int] = StagingPool(self._alloc_staging, self._free_staging)
         self._streams: set[_ZeStream] = set()
         self._closed = False
 
     # -- helpers ---------------------------------------------------------------
+    def _alloc_staging(self) -> int:
+        out = ffi.new("void**")
+        desc = ffi.new("ze_host_mem_alloc_desc_t*")
+        desc.stype = _ST_HOST_MEM_ALLOC_DESC
+        self._check(
+            self._lib.zeMemAllocHost(self._context, desc, STAGING_CHUNK, _ALIGNMENT, out),
+            "zeMemAllocHost",
+            f"a {STAGING_CHUNK}-byte staging buffer",
+        )
+        return int(ffi.cast("uintptr_t", out[0]))
+
+    def _free_staging(self, address: int) -> None:
+        self._lib.zeMemFree(self._context, ffi.cast("void*", address))
+
+    def _release_stager(self, s: _ZeStream, *, join: bool) -> None:
+        """After the stream's work is done: stop its worker, give its buffers back."""
+        stager, s.stager = s.stager, None
+        if stager is None:
+            return
+        if not join:  # the device is lost: the worker may never finish, keep its buffers
+            stager.worker.stop(join=False)
+            return
+        stager.worker.stop()
+        for buffer in stager.buffers:
+            self._staging.give(buffer)
+
     def _check(self, rc: int, function: str, detail: str = "") -> None:
         if rc != ZE_RESULT_SUCCESS:
             _errors.raise_result(rc, function, self.backend_name, detail)
@@ -195,11 +226,17 @@ class _LevelZeroBase(Driver):
     ) -> None:
         s = cast(_ZeStream, stream)
         with s.lock:
-            target = self._target(s, copy_op)
-            if target.unordered:
-                self._barrier(target)
-            self._check(op(target.handle), name)
-            target.unordered = True
+            self._append_locked(s, copy_op, op, name)
+
+    def _append_locked(
+        self, s: _ZeStream, copy_op: bool, op: Callable[[Any], int], name: str
+    ) -> None:
+        """:meth:`_append` for a caller that holds ``s.lock``."""
+        target = self._target(s, copy_op)
+        if target.unordered:
+            self._barrier(target)
+        self._check(op(target.handle), name)
+        target.unordered = True
 
     def _pool(self, timing: bool) -> _EventPool:
         return self._timed_events if timing else self._events

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from ..._driver import DriverStream
 from ..._exceptions import NotSupportedError
-from ._base import _LevelZeroBase
 from ._ffi import ffi
+from ._handles import _ZeStream
+from ._staged import _StagedCopyOps
 
 
-class _CopyOps(_LevelZeroBase):
+class _CopyOps(_StagedCopyOps):
     def memcpy_h2d(self, src: memoryview, dst: int, stream: DriverStream) -> None:
+        """Enqueue a host-to-device copy; large pageable sources are staged (see ``_staged``)."""
         host = _host_address(src)
+        s = cast(_ZeStream, stream)
+        if self._staged(s, host, src.nbytes):
+            self._staged_copy(s, host, dst, src.nbytes, to_device=True)
+            return
         self._append(
             stream,
             True,
@@ -29,7 +35,12 @@ class _CopyOps(_LevelZeroBase):
         )
 
     def memcpy_d2h(self, src: int, dst: memoryview, stream: DriverStream) -> None:
+        """Enqueue a device-to-host copy; large pageable targets are staged (see ``_staged``)."""
         host = _host_address(dst, writable=True)
+        s = cast(_ZeStream, stream)
+        if self._staged(s, host, dst.nbytes):
+            self._staged_copy(s, host, src, dst.nbytes, to_device=False)
+            return
         self._append(
             stream,
             True,

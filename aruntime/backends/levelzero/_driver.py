@@ -87,6 +87,7 @@ class LevelZeroDriver(_MemoryOps, _StreamOps, _CopyOps, _ModuleOps, _GraphOps):
         if self._launcher is not None:
             self._launcher.stop()
             self._launcher = None
+        self._staging.close()
         self._events.destroy()
         self._timed_events.destroy()
         self._lib.zeContextDestroy(self._context)

@@ -16,7 +16,7 @@ from typing import Any
 
 import cffi
 
-__all__ = ["DECL_ORDER", "decl_dir", "decl_source", "ffi"]
+__all__ = ["DECL_ORDER", "HELPERS_DECL", "decl_dir", "decl_source", "ffi"]
 
 #: Declaration files in the order cffi must see them.
 DECL_ORDER = (
@@ -52,10 +52,26 @@ def decl_source() -> str:
     return "\n".join((folder / name).read_text() for name in DECL_ORDER)
 
 
+#: aruntime's own helper library (``ffi/levelzero/helpers``), over the API's types.
+HELPERS_DECL = """
+typedef struct {
+    void *dst;
+    const void *src;
+    size_t nbytes;
+    ze_event_handle_t wait;
+    ze_event_handle_t signal;
+} ar_ze_step;
+ze_result_t ar_ze_run_steps(const ar_ze_step *steps, size_t count, ze_event_handle_t tail,
+                            ze_result_t (*sync)(ze_event_handle_t, uint64_t),
+                            ze_result_t (*signal)(ze_event_handle_t), uint32_t *failed_at);
+"""
+
+
 @functools.cache
 def _build() -> Any:
     built = cffi.FFI()
     built.cdef(decl_source())
+    built.cdef(HELPERS_DECL)
     return built
 
 

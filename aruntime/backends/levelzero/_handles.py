@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..._exceptions import DriverError
+from .._worker import HostWorker
 
 
 @dataclass(eq=False)
@@ -45,6 +46,14 @@ class _List:
 
 
 @dataclass(eq=False)
+class _Stager:
+    """A stream's pageable-copy staging: its worker thread and two pinned buffers."""
+
+    worker: HostWorker
+    buffers: tuple[int, int]
+
+
+@dataclass(eq=False)
 class _ZeStream:
     compute: _List
     copy: _List | None
@@ -61,6 +70,8 @@ class _ZeStream:
     #: (records at launch, error) of graph replays that failed.
     failures: list[tuple[int, DriverError]] = field(default_factory=list)
     destroyed: bool = False
+    #: Made on the stream's first staged copy (see ``_staged``).
+    stager: _Stager | None = None
 
 
 @dataclass(eq=False)

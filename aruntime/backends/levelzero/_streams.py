@@ -75,20 +75,25 @@ class _StreamOps(_LevelZeroBase):
                 s.capture = None
                 self._release_all(s.captured_events)
                 s.captured_events = []
-            if s.last is not None:
-                # Level Zero forbids destroying a list the device still uses.
-                marker = self._events.acquire()
-                try:
-                    self._barrier(s.last, signal=marker)
-                    marker.recorded = True
-                    self._check(
-                        self._lib.zeEventHostSynchronize(marker.handle, UINT64_MAX),
-                        "zeEventHostSynchronize",
-                    )
-                except DeviceLostError:
-                    pass  # a lost device runs nothing more: the lists are idle
-                finally:
-                    self._events.release(marker)
+            drained = False
+            try:
+                if s.last is not None:
+                    # Level Zero forbids destroying a list the device still uses.
+                    marker = self._events.acquire()
+                    try:
+                        self._barrier(s.last, signal=marker)
+                        marker.recorded = True
+                        self._check(
+                            self._lib.zeEventHostSynchronize(marker.handle, UINT64_MAX),
+                            "zeEventHostSynchronize",
+                        )
+                    except DeviceLostError:
+                        pass  # a lost device runs nothing more: the lists are idle
+                    finally:
+                        self._events.release(marker)
+                drained = True
+            finally:
+                self._release_stager(s, join=drained)
             self._lib.zeCommandListDestroy(s.compute.handle)
             if s.copy is not None:
                 self._lib.zeCommandListDestroy(s.copy.handle)

@@ -439,7 +439,9 @@ class MockDriver(Driver):
             return
 
         def op() -> None:
-            self._bytes(dst, n)[:] = src
+            # numpy copies without the GIL (a memoryview copy holds it): on the
+            # threaded mock a large copy must not stall the event loop's thread.
+            np.copyto(self.view(dst, n), np.frombuffer(src, dtype=np.uint8))
 
         self._run(stream, "copy_h2d", self._copy_call("copy_h2d", stream, n), op)
 
@@ -447,7 +449,7 @@ class MockDriver(Driver):
         n = dst.nbytes
 
         def op() -> None:
-            dst[:] = self._bytes(src, n)
+            np.copyto(np.frombuffer(dst, dtype=np.uint8), self.view(src, n))
 
         self._run(stream, "copy_d2h", self._copy_call("copy_d2h", stream, n), op)
 

@@ -11,11 +11,17 @@
 
 #define CUSIM_INTERNAL __attribute__((visibility("hidden")))
 
-/* The version cuDriverGetVersion reports (ARUNTIME_SIM_DRIVER_VERSION overrides). */
-#define CUSIM_DRIVER_VERSION 13000
+/* The version cuDriverGetVersion reports (ARUNTIME_SIM_DRIVER_VERSION overrides):
+ * CUDA 13.5, the NVRTC the test extra installs.  Clients compare the two:
+ * with an older driver cuda.core warns at every Program.compile that NVRTC
+ * 13.5's PTX (ISA 9.5) will not load, which is what a real 13.0 driver does. */
+#define CUSIM_DRIVER_VERSION 13050
 
 /* Handle registry kinds. */
 enum { HK_CTX = 1, HK_STREAM, HK_EVENT, HK_MODULE, HK_FUNCTION, HK_GRAPH, HK_GRAPH_EXEC, HK_CAPTURE, HK_POOL };
+/* CUlibrary handles (cusim_library.c).  A CUkernel is the HK_FUNCTION handle
+ * of its library's function: the sim has one device, one copy of the code. */
+enum { HK_LIBRARY = HK_POOL + 1 };
 
 typedef struct cu_stream cu_stream;
 typedef struct cu_capture cu_capture;
@@ -70,6 +76,12 @@ typedef struct cu_function {
     const arsim_kernel *k;
     struct cu_module *mod;
     struct cu_function *next;
+    /* The library it was got from as a CUkernel, or 0 (atomic: set once by
+     * cuLibraryGetKernel, read by the cuKernel* calls). */
+    uint64_t library;
+    /* cuFuncSetAttribute's settable attributes (atomic); 0 means "as loaded". */
+    int max_dynamic_shared_set; /* 1 + the value set, so 0 stays "unset" */
+    int carveout_set;           /* 1 + the value set (-1 allowed) */
 } cu_function;
 
 typedef struct cu_module {
@@ -117,6 +129,13 @@ CUSIM_INTERNAL CUresult cusim_ctx_synchronize(cu_ctx *ctx);
 CUSIM_INTERNAL CUresult cusim_pool_free_now(void *p);
 /* The pool a block belongs to, as a CUmemoryPool handle (0 if none). */
 CUSIM_INTERNAL uint64_t cusim_pool_of(const void *p);
+
+/* ---- functions (cusim_func.c): the model cuFuncGetAttribute and the
+ * occupancy calculator share, since the sim has no compiled binary to read. */
+#define CUSIM_FUNC_REGS 32         /* registers per thread */
+#define CUSIM_FUNC_STATIC_SHARED 0 /* static shared bytes per block */
+/* The most dynamic shared memory a launch of f may ask for. */
+CUSIM_INTERNAL int cusim_func_max_dynamic_shared(const cu_function *f);
 
 /* ---- exported API */
 #define P CUSIM_API CUresult CUDAAPI
@@ -248,6 +267,49 @@ P cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
 P cuGraphExecDestroy(CUgraphExec hGraphExec);
 P cuGraphDestroy(CUgraph hGraph);
 
+P cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
+                    void **jitOptionsValues, unsigned int numJitOptions,
+                    CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                    unsigned int numLibraryOptions);
+P cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_option *jitOptions,
+                        void **jitOptionsValues, unsigned int numJitOptions,
+                        CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                        unsigned int numLibraryOptions);
+P cuLibraryUnload(CUlibrary library);
+P cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name);
+P cuLibraryGetModule(CUmodule *pMod, CUlibrary library);
+P cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel);
+P cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel);
+P cuKernelGetName(const char **name, CUkernel hfunc);
+P cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset,
+                       size_t *paramSize);
+P cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev);
+P cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev);
+P cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev);
+P cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc);
+P cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value);
+P cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config);
+P cuFuncGetName(const char **name, CUfunction hfunc);
+P cuFuncGetModule(CUmodule *hmod, CUfunction hfunc);
+P cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction function);
+P cuFuncLoad(CUfunction function);
+P cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra);
+P cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize,
+                                              size_t dynamicSMemSize);
+P cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func,
+                                                       int blockSize, size_t dynamicSMemSize,
+                                                       unsigned int flags);
+P cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfunction func,
+                                   CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                   size_t dynamicSMemSize, int blockSizeLimit);
+P cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockSize, CUfunction func,
+                                            CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                            size_t dynamicSMemSize, int blockSizeLimit,
+                                            unsigned int flags);
+P cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func,
+                                          int numBlocks, int blockSize);
+
+P cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId);
 P cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 P cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                       CUdriverProcAddressQueryResult *symbolStatus);
@@ -287,6 +349,7 @@ CUSIM_API CUresult cuEventRecord_ptsz(CUevent e, CUstream s);
 CUSIM_API CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int flags);
 CUSIM_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params, void **extra);
 CUSIM_API CUresult cuGraphLaunch_ptsz(CUgraphExec x, CUstream s);
+CUSIM_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra);
 CUSIM_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *d, size_t n, CUmemoryPool pool, CUstream s);
 CUSIM_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *d, size_t n, CUstream s);
 CUSIM_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr d, CUstream s);

@@ -1009,7 +1009,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
         return CUDA_ERROR_INVALID_VALUE;
     if ((unsigned long long)blockDimX * blockDimY * blockDimZ > 1024)
         return CUDA_ERROR_INVALID_VALUE;
-    if (sharedMemBytes > 49152)
+    if (sharedMemBytes > (unsigned)cusim_func_max_dynamic_shared(fn))
         return CUDA_ERROR_INVALID_VALUE;
     const ar_kernel_info *info = fn->k->info;
     void *argv[AR_KERNEL_MAX_PARAMS];

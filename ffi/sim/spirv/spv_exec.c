@@ -400,6 +400,12 @@ static uint64_t ext_int(uint32_t e, uint32_t w, uint64_t a, uint64_t b, uint64_t
     case 202: return a > b ? a - b : b - a;
     case 203: return (uint64_t)(((unsigned __int128)a * b) >> w) & m;
     case 204: return ((uint64_t)(((unsigned __int128)a * b) >> w) + c) & m;
+    case SPV_EXT_BITREVERSE: {
+        uint64_t r = 0;
+        for (uint32_t i = 0; i < w; i++)
+            r |= ((a >> i) & 1u) << (w - 1 - i);
+        return r;
+    }
     default: return 0;
     }
 }

@@ -16,6 +16,8 @@
 #include "spv.h"
 
 #define SPV_NONE 0xFFFFFFFFu
+/* X_EXT code for OpBitReverse (beyond OpenCL.std's numbers). */
+#define SPV_EXT_BITREVERSE 1000u
 
 enum {
     /* moves and constants */

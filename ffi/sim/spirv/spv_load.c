@@ -37,6 +37,7 @@ typedef struct idrec {
     uint8_t sat, round; /* decorations: SaturatedConversion, FPRoundingMode + 1 */
     uint8_t storage;
     uint8_t packed; /* CPacked (structs) */
+    uint8_t promoted; /* a Function variable kept in slots (see promote_variables) */
     uint32_t type;
     uint32_t cidx;   /* constants: index into cvals; vars: offset; funcs: index; labels: pc */
     uint32_t pos;
@@ -774,6 +775,8 @@ static void compile_convert(loader *L, uint32_t pos, unsigned op, idrec *r)
         emit(L, x, 1, dw, d + k, a + k, 0, sw, e);
 }
 
+static void promote_variables(loader *L, uint32_t body);
+
 static void compile_function(loader *L, uint32_t fidx)
 {
     spv_program *p = L->p;
@@ -792,43 +795,21 @@ static void compile_function(loader *L, uint32_t fidx)
     uint32_t body = 0;
     for (uint32_t at = q; at < L->nw; at += op_count(L, at)) {
         unsigned op = L->w[at] & 0xFFFFu;
-        if (op == 56)
-            break;
-        if (op == 55) {
-            uint32_t rid = word(L, at, 2);
-            idrec *r = id(L, rid);
-            r->kind = K_VALUE;
-            r->type = word(L, at, 1);
-            r->slot = new_slots(L, comps(L, r->type));
-            r->slot_fn = L->cur_fn;
-            f->nparams++;
-            continue;
-        }
-        if (!body)
+        if (op != 55) {
             body = at;
-        if (op == 248) {
-            id(L, word(L, at, 1))->kind = K_LABEL;
-            continue;
+            break;
         }
-        /* Instructions with a result type and id: everything but these. */
-        if (op == 62 || op == 63 || op == 64 || op == 71 || op == 224 || op == 225 ||
-            op == 228 || op == 246 || op == 247 || op == 249 || op == 250 || op == 251 ||
-            op == 253 || op == 254 || op == 255 || op == 256 || op == 257 || op == 8 || op == 317 ||
-            op == 0)
-            continue;
-        if (op_count(L, at) < 3)
-            MALFORMED("instruction too short");
-        uint32_t rt = L->w[at + 1], rid = L->w[at + 2];
+        uint32_t rid = word(L, at, 2);
         idrec *r = id(L, rid);
         r->kind = K_VALUE;
-        r->type = rt;
-        r->pos = at;
-        ty *t = type_of(L, rt);
-        uint32_t n = t->kind == T_VOID ? 1 : (t->kind == T_ARRAY || t->kind == T_STRUCT ||
-                                              t->kind == T_OPAQUE) ? 1 : comps(L, rt);
-        r->slot = new_slots(L, n);
+        r->type = word(L, at, 1);
+        r->slot = new_slots(L, comps(L, r->type));
         r->slot_fn = L->cur_fn;
+        f->nparams++;
     }
+    if (!body || (L->w[body] & 0xFFFFu) == 56)
+        MALFORMED("function without a body");
+    promote_variables(L, body);
     f->param_slot = p->naux;
     {
         uint32_t at = q;
@@ -866,6 +847,13 @@ static void compile_function(loader *L, uint32_t fidx)
         case 245: break; /* OpPhi: copies are made on the incoming edges */
         case 59: { /* OpVariable */
             ty *pt = type_of(L, rt);
+            if (r->promoted) {
+                if (cnt > 4) { /* initializer */
+                    uint32_t init = word(L, at, 4);
+                    emit(L, X_MOV, (uint8_t)comps(L, pt->elem), 0, d, slot(L, init), 0, 0, 0);
+                }
+                break;
+            }
             if (word(L, at, 3) != SC_FUNCTION)
                 UNSUPPORTED("function-scope variables must have Function storage");
             ty *vt = type_of(L, pt->elem);
@@ -895,6 +883,11 @@ static void compile_function(loader *L, uint32_t fidx)
             }
             if (s->kind == T_BOOL)
                 UNSUPPORTED("booleans cannot be loaded from memory");
+            if (pr->promoted) {
+                if (pr->slot != d)
+                    emit(L, X_MOV, (uint8_t)n, 0, d, pr->slot, 0, 0, 0);
+                break;
+            }
             emit(L, X_LOAD, (uint8_t)n, (uint8_t)s->size, d, slot(L, ptr), 0, 0, 0);
             break;
         }
@@ -904,6 +897,13 @@ static void compile_function(loader *L, uint32_t fidx)
             ty *s = scalar(L, ot);
             if (s->kind == T_BOOL)
                 UNSUPPORTED("booleans cannot be stored to memory");
+            idrec *pr = id(L, ptr);
+            if (pr->promoted) {
+                uint32_t from = slot(L, obj);
+                if (from != pr->slot)
+                    emit(L, X_MOV, (uint8_t)comps(L, ot), 0, pr->slot, from, 0, 0, 0);
+                break;
+            }
             emit(L, X_STORE, (uint8_t)comps(L, ot), (uint8_t)s->size, 0, slot(L, ptr), slot(L, obj), 0, 0);
             break;
         }
@@ -1028,6 +1028,25 @@ static void compile_function(loader *L, uint32_t fidx)
             emit_map(L, X_FCLASS, n, w, d, slot(L, a), SPV_NONE, op, SPV_NONE, 1, 0, 0);
             break;
         }
+        case 205: case 204: { /* OpBitCount, OpBitReverse: as OpenCL.std popcount and a private code */
+            uint32_t a = word(L, at, 3);
+            uint8_t w = (uint8_t)scalar(L, value_type(L, a))->width;
+            emit_map(L, X_EXT, n, w, d, slot(L, a), SPV_NONE, op == 205 ? 166u : SPV_EXT_BITREVERSE,
+                     SPV_NONE, 1, 0, 0);
+            break;
+        }
+        case 148: { /* OpDot: a0*b0 + a1*b1 + ... in order */
+            uint32_t a = word(L, at, 3), b = word(L, at, 4);
+            uint32_t an = comps(L, value_type(L, a));
+            uint8_t w = (uint8_t)scalar(L, rt)->width;
+            uint32_t sa = slot(L, a), sb = slot(L, b), t = new_slots(L, 1);
+            emit(L, (uint16_t)float_op(X_FMUL32, w), 1, w, d, sa, sb, 0, 0);
+            for (uint32_t k = 1; k < an; k++) {
+                emit(L, (uint16_t)float_op(X_FMUL32, w), 1, w, t, sa + k, sb + k, 0, 0);
+                emit(L, (uint16_t)float_op(X_FADD32, w), 1, w, d, d, t, 0, 0);
+            }
+            break;
+        }
         case 154: case 155: { /* Any, All */
             uint32_t a = word(L, at, 3);
             uint32_t an = comps(L, value_type(L, a)), s = slot(L, a);
@@ -1099,6 +1118,28 @@ static void compile_function(loader *L, uint32_t fidx)
             uint32_t e = word(L, at, 4);
             if (e == 184)
                 UNSUPPORTED("printf is not supported");
+            if (e == 186 || e == 187) { /* bitselect, select: bitwise ops and selects */
+                uint32_t x = word(L, at, 5), y = word(L, at, 6), c = word(L, at, 7);
+                uint32_t sx = slot(L, x), sy = slot(L, y), sc = slot(L, c);
+                uint8_t cw = (uint8_t)scalar(L, value_type(L, c))->width;
+                int cvec = is_vec(L, c);
+                uint32_t t = new_slots(L, 1);
+                uint32_t shift = e == 187 && cvec ? const_slot(L, cw - 1u) : SPV_NONE;
+                for (uint32_t k = 0; k < n; k++) {
+                    uint32_t ck = sc + (cvec ? k : 0);
+                    if (e == 186) { /* x ^ ((x ^ y) & c) */
+                        emit(L, X_XOR, 1, 64, t, sx + k, sy + k, 0, 0);
+                        emit(L, X_AND, 1, 64, t, t, ck, 0, 0);
+                        emit(L, X_XOR, 1, 64, d + k, sx + k, t, 0, 0);
+                    } else if (cvec) { /* vectors test the sign bit */
+                        emit(L, X_SHRL, 1, cw, t, ck, shift, 0, 0);
+                        emit(L, X_SELECT, 1, 0, d + k, sy + k, sx + k, 0, t);
+                    } else {
+                        emit(L, X_SELECT, 1, 0, d + k, sy + k, sx + k, 0, ck);
+                    }
+                }
+                break;
+            }
             if (!ext_supported(e))
                 UNSUPPORTED("OpenCL.std instruction %u is not supported", e);
             uint32_t nargs = cnt - 5;
@@ -1296,6 +1337,201 @@ static void compile_function(loader *L, uint32_t fidx)
     L->pass2 = 0;
 }
 
+/* ------------------------------------------------ promoting variables */
+
+/* Instructions without a result id (the rest have a result type and id). */
+static int has_result(unsigned op)
+{
+    switch (op) {
+    case 0: case 8: case 62: case 63: case 64: case 71: case 224: case 225: case 228: case 246:
+    case 247: case 248: case 249: case 250: case 251: case 253: case 254: case 255: case 256:
+    case 257: case 317:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+/* Counts, for every id, the operand words of the function equal to it.  A
+ * literal that happens to equal an id counts too: that only makes the
+ * analyses below more careful. */
+static void count_uses(loader *L, uint32_t body, uint32_t *uses)
+{
+    for (uint32_t at = body; at < L->nw && (L->w[at] & 0xFFFFu) != 56; at += op_count(L, at)) {
+        unsigned op = L->w[at] & 0xFFFFu;
+        uint32_t cnt = op_count(L, at);
+        for (uint32_t i = 1; i < cnt; i++) {
+            if (op == 248 || (has_result(op) && (i == 1 || i == 2)))
+                continue; /* result type and id, or a label's own id */
+            uint32_t v = L->w[at + i];
+            if (v < L->bound)
+                uses[v]++;
+        }
+    }
+}
+
+static int mentions(loader *L, uint32_t at, uint32_t v)
+{
+    unsigned op = L->w[at] & 0xFFFFu;
+    for (uint32_t i = 1; i < op_count(L, at); i++)
+        if (!(has_result(op) && i == 2) && L->w[at + i] == v)
+            return 1;
+    return 0;
+}
+
+static int is_load_of(loader *L, uint32_t at, uint32_t var)
+{
+    return (L->w[at] & 0xFFFFu) == 61 && L->w[at + 3] == var;
+}
+
+static int is_store_to(loader *L, uint32_t at, uint32_t var)
+{
+    return (L->w[at] & 0xFFFFu) == 62 && L->w[at + 1] == var;
+}
+
+/* Single-instruction scalar results that may be written straight into a
+ * promoted variable's slot. */
+static int forwardable(unsigned op)
+{
+    return (op >= 109 && op <= 115) || (op >= 126 && op <= 141) || (op >= 164 && op <= 199) ||
+           op == 12 || op == 61 || op == 169;
+}
+
+/* clang -O0 keeps every local in a Function variable and goes through memory
+ * for each use.  A scalar variable whose address is only ever loaded from and
+ * stored to can live in slots instead: its loads and stores become moves, and
+ * most moves disappear: a load whose value is used only in its own block
+ * before the next store reads the variable's slot directly, and a value
+ * computed only to be stored is computed into the slot. */
+static void promote_variables(loader *L, uint32_t body)
+{
+    uint32_t *uses = calloc(L->bound, sizeof *uses);
+    uint32_t *loadof = calloc(L->bound, sizeof *loadof);
+    if (!uses || !loadof) {
+        free(uses);
+        free(loadof);
+        fail(L, SPV_LOAD_NO_MEMORY, "out of host memory");
+    }
+    count_uses(L, body, uses);
+    for (uint32_t at = body; at < L->nw && (L->w[at] & 0xFFFFu) != 56; at += op_count(L, at)) {
+        unsigned op = L->w[at] & 0xFFFFu;
+        if (op == 248 || !has_result(op))
+            continue;
+        if (op_count(L, at) < 3)
+            MALFORMED("instruction too short");
+        idrec *r = id(L, L->w[at + 2]);
+        r->kind = K_VALUE;
+        r->type = L->w[at + 1];
+        r->pos = at;
+    }
+    /* Candidates: Function variables of slot-able type, used only as the
+     * pointer of OpLoad and OpStore of that same type. */
+    for (uint32_t at = body; at < L->nw && (L->w[at] & 0xFFFFu) != 56; at += op_count(L, at)) {
+        if ((L->w[at] & 0xFFFFu) != 59 || op_count(L, at) != 4)
+            continue;
+        uint32_t var = L->w[at + 2];
+        ty *pt = type_of(L, L->w[at + 1]);
+        ty *vt = type_of(L, pt->elem);
+        if (vt->kind != T_INT && vt->kind != T_FLOAT && vt->kind != T_PTR && vt->kind != T_VEC)
+            continue;
+        uint32_t direct = 0;
+        int ok = 1;
+        for (uint32_t u = body; ok && u < L->nw && (L->w[u] & 0xFFFFu) != 56; u += op_count(L, u)) {
+            if (is_load_of(L, u, var) && L->w[u + 1] == pt->elem)
+                direct++;
+            else if (is_store_to(L, u, var) && L->w[u + 2] != var &&
+                     value_type(L, L->w[u + 2]) == pt->elem)
+                direct++;
+        }
+        ok = direct == uses[var];
+        if (ok)
+            id(L, var)->promoted = 1;
+    }
+    /* Slots: promoted variables first, then every result. */
+    uint32_t block_start = body;
+    for (uint32_t at = body; at < L->nw && (L->w[at] & 0xFFFFu) != 56; at += op_count(L, at)) {
+        unsigned op = L->w[at] & 0xFFFFu;
+        if (op == 248) {
+            block_start = at;
+            id(L, L->w[at + 1])->kind = K_LABEL;
+            continue;
+        }
+        if (!has_result(op))
+            continue;
+        if (op_count(L, at) < 3)
+            MALFORMED("instruction too short");
+        uint32_t rt = L->w[at + 1], rid = L->w[at + 2];
+        idrec *r = id(L, rid);
+        r->kind = K_VALUE;
+        r->type = rt;
+        r->pos = at;
+        r->slot_fn = L->cur_fn;
+        ty *t = type_of(L, rt);
+        uint32_t n = t->kind == T_VEC ? t->n : 1;
+        if (op == 59 && r->promoted) {
+            r->slot = new_slots(L, comps(L, t->elem));
+            continue;
+        }
+        r->slot = new_slots(L, n);
+        if (op == 61 && id(L, L->w[at + 3])->promoted) {
+            /* A load of a promoted variable: read its slot directly if every
+             * use follows in this block, before the next store to it. */
+            uint32_t var = L->w[at + 3];
+            loadof[rid] = var;
+            uint32_t seen = 0;
+            int stored = 0, ok = 1;
+            for (uint32_t u = at + op_count(L, at); u < L->nw; u += op_count(L, u)) {
+                unsigned uop = L->w[u] & 0xFFFFu;
+                if (uop == 248 || uop == 56 || seen == uses[rid])
+                    break;
+                if (mentions(L, u, rid)) {
+                    if (stored) {
+                        ok = 0;
+                        break;
+                    }
+                    seen++;
+                }
+                if (is_store_to(L, u, var))
+                    stored = 1;
+            }
+            if (ok && seen == uses[rid])
+                r->slot = id(L, var)->slot;
+        }
+        (void)block_start;
+    }
+    /* Stores: a value computed in the same block and used only by the store
+     * is computed into the variable's slot, when nothing in between reads
+     * the variable. */
+    block_start = body;
+    for (uint32_t at = body; at < L->nw && (L->w[at] & 0xFFFFu) != 56; at += op_count(L, at)) {
+        unsigned op = L->w[at] & 0xFFFFu;
+        if (op == 248)
+            block_start = at;
+        if (op != 62 || !id(L, L->w[at + 1])->promoted)
+            continue;
+        uint32_t var = L->w[at + 1], val = L->w[at + 2];
+        idrec *vr = id(L, val);
+        if (vr->kind != K_VALUE || vr->slot_fn != L->cur_fn || vr->pos < block_start ||
+            vr->pos >= at || uses[val] != 1 || comps(L, vr->type) != 1 ||
+            !forwardable(L->w[vr->pos] & 0xFFFFu) || vr->slot == id(L, var)->slot)
+            continue;
+        int ok = 1;
+        for (uint32_t u = vr->pos + op_count(L, vr->pos); ok && u < at; u += op_count(L, u)) {
+            if (is_load_of(L, u, var) || mentions(L, u, var))
+                ok = 0;
+            for (uint32_t i = 1; ok && i < op_count(L, u); i++) {
+                uint32_t w = L->w[u + i];
+                if (w < L->bound && loadof[w] == var)
+                    ok = 0;
+            }
+        }
+        if (ok)
+            vr->slot = id(L, var)->slot;
+    }
+    free(uses);
+    free(loadof);
+}
+
 /* Deepest frame stack under function i; refuses recursion. */
 static void stack_needs(loader *L, uint32_t i)
 {
@@ -1324,6 +1560,29 @@ static void stack_needs(loader *L, uint32_t i)
     f->max_depth = depth + 1;
     f->visiting = 0;
     f->done = 1;
+}
+
+static const char *capability_name(uint32_t c)
+{
+    switch (c) {
+    case 0: return "Matrix";
+    case 1: return "Shader";
+    case 7: return "Float16";
+    case 8: return "Vector16";
+    case 13: return "ImageBasic";
+    case 14: return "ImageReadWrite";
+    case 15: return "ImageMipmap";
+    case 17: return "Pipes";
+    case 19: return "DeviceEnqueue";
+    case 20: return "LiteralSampler";
+    case 21: return "AtomicStorage";
+    case 44: return "SampledBuffer";
+    case 45: return "ImageBuffer";
+    case 57: return "SubgroupDispatch";
+    case 58: return "NamedBarrier";
+    case 59: return "PipeStorage";
+    default: return "?";
+    }
 }
 
 static int capability_ok(uint32_t c)
@@ -1407,7 +1666,8 @@ static void load_module(loader *L)
         switch (op) {
         case 17:
             if (!capability_ok(word(L, at, 1)))
-                UNSUPPORTED("capability %u is not supported by levelzero-sim", word(L, at, 1));
+                UNSUPPORTED("capability %s (%u) is not supported by levelzero-sim",
+                            capability_name(word(L, at, 1)), word(L, at, 1));
             break;
         case 10: {
             const char *s = string_at(L, at, 1, NULL);

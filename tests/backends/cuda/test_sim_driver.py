@@ -17,7 +17,8 @@ import pytest
 from aruntime import _exceptions as exc
 from aruntime._driver import DriverStream, LaunchConfig
 from aruntime.backends import cuda
-from aruntime.backends.cuda import _constants, _handles
+from aruntime.backends._staging import DIRECT_PAGEABLE_H2D_MAX
+from aruntime.backends.cuda import _handles
 from aruntime.backends.cuda._driver import CudaDriver
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -198,7 +199,7 @@ def test_event_calls_need_no_current_context(driver: CudaDriver, stream: DriverS
 def test_capture_and_replay_with_a_staged_pageable_copy(
     driver: CudaDriver, stream: DriverStream
 ) -> None:
-    n = _constants.DIRECT_PAGEABLE_H2D_MAX * 4  # staged through a host function
+    n = DIRECT_PAGEABLE_H2D_MAX * 4  # staged through a host function
     host = np.zeros(n, dtype=np.uint8)
     out = np.zeros(n, dtype=np.uint8)
     dev = driver.mem_alloc(n)

@@ -1,0 +1,51 @@
+"""Rebuilds the SPIR-V test modules of this folder from their OpenCL C sources.
+
+    python tests/backends/levelzero/spirv/build.py
+
+Needs clang and llvm-spirv (``apt-get install clang-15 llvm-spirv-15``; clang
+15 needs ``-no-opaque-pointers`` for llvm-spirv 15).  The ``.spv`` files are
+committed so the tests need neither.  ``executor.cl`` is built twice, at -O0
+(the shape of the shipped kernels: allocas, loads and stores, calls) and at
+-O2 (phis, selects, vector code).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+FLAGS = (
+    "-x", "cl", "-cl-std=CL2.0", "-target", "spir64-unknown-unknown",
+    "-Xclang", "-finclude-default-header", "-Xclang", "-no-opaque-pointers",
+    "-emit-llvm", "-c",
+)  # fmt: skip
+BUILDS = {
+    "executor_O0.spv": ("executor.cl", "-O0"),
+    "executor_O2.spv": ("executor.cl", "-O2"),
+    "refused_printf.spv": ("refused_printf.cl", "-O0"),
+    "refused_local_arg.spv": ("refused_local_arg.cl", "-O0"),
+    "refused_image.spv": ("refused_image.cl", "-O0"),
+}
+
+
+def main() -> int:
+    clang = shutil.which("clang-15") or shutil.which("clang")
+    translator = shutil.which("llvm-spirv-15") or shutil.which("llvm-spirv")
+    if not clang or not translator:
+        print("needs clang-15 and llvm-spirv-15", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as tmp:
+        for out, (source, opt) in BUILDS.items():
+            bitcode = Path(tmp) / (out + ".bc")
+            subprocess.run([clang, *FLAGS, opt, str(HERE / source), "-o", str(bitcode)], check=True)
+            subprocess.run([translator, str(bitcode), "-o", str(HERE / out)], check=True)
+            print(HERE / out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
