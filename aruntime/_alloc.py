@@ -10,8 +10,10 @@ once, and the driver's free runs after the work queued so far
 (:meth:`aruntime._state.BackendState.after_queued_work`).
 
 Stream-ordered memory (``alloc_async``/``free_async``) belongs here too: its
-allocations are ledger entries like the others, made and released in a
-stream's order rather than after all queued work.
+allocations are ledger entries like the others (kind ``"async"``), made and
+released in a stream's order rather than after all queued work: by the
+driver's own pool where it has one (CUDA), else by the core's
+:class:`aruntime._stream_pool.StreamPool`.  Neither call waits for the device.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ from collections.abc import Callable
 import numpy as np
 
 from ._callsite import caller_site
-from ._exceptions import InvalidArgumentError
+from ._exceptions import CaptureError, InvalidArgumentError, OutOfMemoryError
+from ._handles import Stream
 from ._ledger import Entry, new_alloc_id
 from ._memory import DevicePtr, HostBuffer, _HostRecord
 from ._protocols import Owner
 from ._state import BackendState
+from ._stream_pool import StreamPool
 from ._submit import Submitter
 from ._validate import check_byte_value, check_count
 
@@ -42,6 +46,10 @@ class Allocator:
         self._driver = state.driver
         self._ledger = state.ledger
         self._submitter = submitter
+        # The core's stream-ordered pool, where the driver has none.
+        self._pool: StreamPool | None = None
+        if not self._driver.stream_ordered_alloc:
+            self._pool = StreamPool(self._driver, state.info.total_memory // 4)
 
     # -- device memory -------------------------------------------------------------------
     def alloc(self, fn: str, nbytes: int, kind: str, allocate: Callable[[int], int]) -> DevicePtr:
@@ -49,7 +57,13 @@ class Allocator:
         n = check_count(nbytes, fn, "nbytes", minimum=1)
         site = caller_site()
         rz = self._state.redzone
-        raw = allocate(n + 2 * rz)
+        try:
+            raw = allocate(n + 2 * rz)
+        except OutOfMemoryError:
+            # Idle stream-ordered memory is a cache: give it back and try once more.
+            if self._pool is None or not self._pool.trim():
+                raise
+            raw = allocate(n + 2 * rz)
         address = raw + rz
         alloc_id = new_alloc_id()
         ptr = DevicePtr(self._owner, address, n, alloc_id)
@@ -67,18 +81,61 @@ class Allocator:
 
     def free(self, fn: str, ptr: DevicePtr, kinds: tuple[str, ...]) -> None:
         self._state.check_open(fn)
+        entry = self._freeable(fn, ptr, kinds)
+        self._ledger.remove(entry.alloc_id)
+        self._state.after_queued_work(self._releaser(entry))
+
+    def _freeable(self, fn: str, ptr: DevicePtr, kinds: tuple[str, ...]) -> Entry:
         entry = self._ledger.check_ptr(ptr, fn)
         if entry.kind not in kinds:
-            raise InvalidArgumentError(
-                f"{fn}: {ptr!r} is {entry.kind} memory; free it with the matching call"
-            )
+            hint = "free_async" if entry.kind == "async" else "the matching call"
+            raise InvalidArgumentError(f"{fn}: {ptr!r} is {entry.kind} memory; free it with {hint}")
         if ptr.address != entry.address:
             raise InvalidArgumentError(
                 f"{fn}: {ptr!r} is a view at offset {ptr.address - entry.address} into an "
                 "allocation; free the pointer the allocation returned"
             )
-        self._ledger.remove(entry.alloc_id)
-        self._state.after_queued_work(functools.partial(self._driver.mem_free, entry.raw_address))
+        return entry
+
+    def _releaser(self, entry: Entry) -> Callable[[], None]:
+        """What frees ``entry``'s memory now (the caller picks when)."""
+        if entry.kind == "async" and self._pool is not None:
+            return functools.partial(self._pool.discard, entry.raw_address)
+        # Driver pool memory included: cuMemFree takes it, once nothing uses it.
+        return functools.partial(self._driver.mem_free, entry.raw_address)
+
+    # -- stream-ordered device memory --------------------------------------------------------
+    def alloc_async(self, nbytes: int, stream: object) -> DevicePtr:
+        fn = "alloc_async"
+        self._state.check_open(fn)
+        n = check_count(nbytes, fn, "nbytes", minimum=1)
+        st = self._submitter.resolve(stream, fn)
+        site = caller_site()
+        state = st.state
+        with state.lock:
+            _refuse_capture(fn, st)
+            if self._pool is None:
+                address = self._driver.mem_alloc_async(n, st.handle)
+            else:
+                address = self._pool.alloc(n, st)
+        alloc_id = new_alloc_id()
+        ptr = DevicePtr(self._owner, address, n, alloc_id)
+        self._ledger.add(Entry(alloc_id, "async", address, n, site, address, 0, ptr))
+        return ptr
+
+    def free_async(self, ptr: DevicePtr, stream: object) -> None:
+        fn = "free_async"
+        self._state.check_open(fn)
+        st = self._submitter.resolve(stream, fn)
+        entry = self._freeable(fn, ptr, ("async",))
+        state = st.state
+        with state.lock:
+            _refuse_capture(fn, st)
+            self._ledger.remove(entry.alloc_id)
+            if self._pool is None:
+                self._driver.mem_free_async(entry.raw_address, st.handle)
+            else:
+                self._pool.free(entry.raw_address, st, state.last_pending())
 
     # -- pinned host memory --------------------------------------------------------------
     def alloc_host_pinned(self, nbytes: int) -> HostBuffer:
@@ -165,6 +222,10 @@ class Allocator:
             count += 1
         return count
 
+    def stream_pool_statistics(self) -> tuple[int, int] | None:
+        """The core pool's ``(reserved, idle)`` bytes; None where the driver pools itself."""
+        return None if self._pool is None else self._pool.statistics()
+
     def release_all(self, attempt: Callable[[str, Callable[[], None]], None]) -> list[Entry]:
         """At close: free every live allocation through ``attempt``; returns the entries."""
         entries = self._ledger.entries()
@@ -177,7 +238,9 @@ class Allocator:
                     record.freed = True
                 attempt("host_free", functools.partial(self._driver.host_free, entry.address))
             elif entry.kind != "mapped":
-                attempt("mem_free", functools.partial(self._driver.mem_free, entry.raw_address))
+                attempt("mem_free", self._releaser(entry))
+        if self._pool is not None:
+            self._pool.close(attempt)
         return entries
 
     # -- redzones ----------------------------------------------------------------------------
@@ -220,3 +283,11 @@ class Allocator:
         blocking = self._submitter.blocking
         blocking("redzone", memset, entry.raw_address, self._ledger.low_pattern, rz)
         blocking("redzone", memset, entry.address + entry.nbytes, self._ledger.high_pattern, rz)
+
+
+def _refuse_capture(fn: str, stream: Stream) -> None:
+    if stream.state.capturing:
+        raise CaptureError(
+            f"{fn}: {stream!r} is capturing, and stream-ordered allocation is not "
+            "recorded into graphs; allocate before begin_capture"
+        )

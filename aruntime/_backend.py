@@ -198,6 +198,25 @@ class Backend(ComputeOps):
     def free_arena(self, ptr: DevicePtr) -> None:
         self._alloc.free("free_arena", ptr, ("arena",))
 
+    def alloc_async(self, nbytes: int, stream: Stream | None = None) -> DevicePtr:
+        """Device memory of ``nbytes`` bytes, usable at once by ``stream``'s later work.
+
+        Stream-ordered, as ``cuMemAllocAsync``: ops enqueued on ``stream`` after
+        this call may use the memory; other streams must be ordered after that
+        stream (``stream_wait_event``) first.  Memory freed with
+        :meth:`free_async` is reused.  Never blocks and never synchronises.
+        Not allowed on a capturing stream (``CaptureError``).
+        """
+        return self._alloc.alloc_async(nbytes, stream)
+
+    def free_async(self, ptr: DevicePtr, stream: Stream | None = None) -> None:
+        """Free ``alloc_async`` memory once ``stream``'s work queued so far is done.
+
+        The pointer is invalid at once.  Work on other streams that uses the
+        memory must be ordered before this call on ``stream``.  Never blocks.
+        """
+        self._alloc.free_async(ptr, stream)
+
     def alloc_host_pinned(self, nbytes: int) -> HostBuffer:
         """Page-locked host memory, as a 1-D ``uint8`` :class:`HostBuffer`."""
         return self._alloc.alloc_host_pinned(nbytes)

@@ -127,6 +127,20 @@ class Driver(abc.ABC):
     def host_device_address(self, host_address: int) -> int:
         """The device address that aliases pinned host memory."""
 
+    # -- stream-ordered memory -------------------------------------------
+    #: True when the driver allocates and frees in a stream's order itself
+    #: (CUDA's memory pools); elsewhere the core provides the same semantics
+    #: over mem_alloc/mem_free (aruntime._stream_pool).
+    stream_ordered_alloc: bool = False
+
+    def mem_alloc_async(self, nbytes: int, stream: DriverStream) -> int:
+        """Memory usable by ``stream``'s later work at once; never blocks."""
+        raise NotImplementedError
+
+    def mem_free_async(self, address: int, stream: DriverStream) -> None:
+        """Free ``mem_alloc_async`` memory once ``stream``'s earlier work is done."""
+        raise NotImplementedError
+
     # -- streams and events ---------------------------------------------
     @abc.abstractmethod
     def priority_range(self) -> tuple[int, int]:

@@ -156,4 +156,4 @@ class Allocation:
     ptr: DevicePtr | HostBuffer
     nbytes: int
     site: str
-    kind: str  # "device", "managed", "arena" or "host"
+    kind: str  # "device", "managed", "arena", "async" (alloc_async) or "host"

@@ -42,6 +42,8 @@ ENTRY_POINTS: dict[str, tuple[int, tuple[str, ...]]] = {
     "alloc_arena": (1, ()),
     "free": (1, ()),
     "free_arena": (1, ()),
+    "alloc_async": (1, ("stream",)),
+    "free_async": (1, ("stream",)),
     "alloc_host_pinned": (1, ()),
     "free_host_pinned": (1, ()),
     "host_ptr_to_device": (1, ()),
@@ -119,6 +121,8 @@ VALID: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "alloc_arena": ((64,), {}),
     "free": ((Ref("managed"),), {}),
     "free_arena": ((Ref("arena"),), {}),
+    "alloc_async": ((64,), {"stream": Ref("stream")}),
+    "free_async": ((Ref("async"),), {"stream": Ref("stream")}),
     "alloc_host_pinned": ((64,), {}),
     "free_host_pinned": ((Ref("host"),), {}),
     "host_ptr_to_device": ((Ref("host"),), {}),
@@ -346,6 +350,7 @@ class Pool:
         o["closed_stream"] = gpu.create_stream()
         o["closed_stream"].close()
         o["default_stream"] = gpu.default_stream()
+        o["async"] = gpu.alloc_async(128, o["stream"])
         o["capturing_stream"] = gpu.create_stream()
         gpu.begin_capture(o["capturing_stream"])
         o["event"] = gpu.create_event()
@@ -394,6 +399,8 @@ def release_one(gpu: ar.Backend, obj: Any) -> None:
                     gpu.free_arena(obj)
                 elif entry.kind in ("device", "managed"):
                     gpu.free(obj)
+                elif entry.kind == "async":
+                    gpu.free_async(obj)
         elif isinstance(obj, ar.HostBuffer) and obj.backend is gpu and not obj.freed:
             if obj.address == obj._record.address:  # type: ignore[union-attr]
                 gpu.free_host_pinned(obj)

@@ -45,15 +45,12 @@ TARGET_MS = 10.0
 BIG = 96 << 20
 SMALL = 1 << 20
 
-_NO_ALLOC_ASYNC = "alloc_async/free_async land with issue 10 item 5"
 _UNSTAGED = "the Level Zero backend stages pageable memory with issue 10 item 4"
 #: backend -> cells that still stall the loop, with the change that fixes them.
 KNOWN_STALLS: dict[str, dict[str, str]] = {
-    "mock": {"alloc_async": _NO_ALLOC_ASYNC, "free_async": _NO_ALLOC_ASYNC},
-    "cuda-sim": {"alloc_async": _NO_ALLOC_ASYNC, "free_async": _NO_ALLOC_ASYNC},
+    "mock": {},
+    "cuda-sim": {},
     "levelzero-sim": {
-        "alloc_async": _NO_ALLOC_ASYNC,
-        "free_async": _NO_ALLOC_ASYNC,
         # 20-450 ms measured: the driver reads pageable memory on the calling thread.
         "copy_h2d_async 96 MiB": _UNSTAGED,
         "copy_d2h_async 96 MiB": _UNSTAGED,
@@ -151,15 +148,15 @@ async def _free_host_pinned(env: Env, out: list[float]) -> None:
 
 async def _alloc_async(env: Env, out: list[float]) -> None:
     async with env.probe.measure(out):
-        ptr = env.gpu.alloc_async(SMALL, stream=env.stream)  # type: ignore[attr-defined]
-    env.gpu.free_async(ptr, stream=env.stream)  # type: ignore[attr-defined]
+        ptr = env.gpu.alloc_async(SMALL, stream=env.stream)
+    env.gpu.free_async(ptr, stream=env.stream)
 
 
 async def _free_async(env: Env, out: list[float]) -> None:
-    ptr = env.gpu.alloc_async(SMALL, stream=env.stream)  # type: ignore[attr-defined]
+    ptr = env.gpu.alloc_async(SMALL, stream=env.stream)
     env.gpu.memset_async(ptr, 1, SMALL, stream=env.stream)
     async with env.probe.measure(out):
-        env.gpu.free_async(ptr, stream=env.stream)  # type: ignore[attr-defined]
+        env.gpu.free_async(ptr, stream=env.stream)
 
 
 async def _create_stream(env: Env, out: list[float]) -> None:
@@ -280,14 +277,7 @@ async def _measure_all(gpu: ar.Backend, image: Any, known: dict[str, str]) -> di
             seen: list[float] = []
             for _ in range(attempts):
                 env.keep_busy()
-                try:
-                    await cell(env, seen)
-                except AttributeError as exc:  # a call this backend does not have yet
-                    if name not in known:
-                        raise
-                    seen.append(float("nan"))
-                    del exc
-                    break
+                await cell(env, seen)
                 if seen[-1] < BOUND_MS:
                     break
             gaps[name] = min(seen)
@@ -314,7 +304,7 @@ def write_table(reporter: Any) -> None:
         row = []
         for column in columns:
             ms = RESULTS[column].get(cell)
-            text = "-" if ms is None else "n/a" if ms != ms else f"{ms:.1f}"
+            text = "-" if ms is None else f"{ms:.1f}"
             if cell in KNOWN_STALLS.get(column[0], {}):
                 text += " (xfail)"
             row.append(f"{text:>20}")

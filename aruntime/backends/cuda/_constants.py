@@ -20,3 +20,10 @@ _CU_POINTER_ATTRIBUTE_MEMORY_TYPE = 2
 _CU_STREAM_CAPTURE_MODE_RELAXED = 2
 _CU_STREAM_CAPTURE_STATUS_NONE = 0
 _NOT_READY = _errors.CUDA_ERROR_NOT_READY
+_CU_MEM_ALLOCATION_TYPE_PINNED = 1
+_CU_MEM_LOCATION_TYPE_DEVICE = 1
+_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4
+
+#: Idle memory a stream-ordered pool keeps for reuse instead of returning it
+#: to the device at the next synchronisation: a quarter of the device, at most.
+POOL_KEEP_FRACTION = 4

@@ -72,6 +72,7 @@ class CudaDriver(_MemoryOps, _StreamOps, _CopyOps, _ModuleOps, _GraphOps):
 
     def __init__(self, library: CudaLibrary, ordinal: int) -> None:
         super().__init__(library, ordinal)
+        self.stream_ordered_alloc = library.has("cuMemAllocFromPoolAsync")
         _live_drivers.add(self)
         _register_exit_hook()
 
@@ -106,6 +107,7 @@ class CudaDriver(_MemoryOps, _StreamOps, _CopyOps, _ModuleOps, _GraphOps):
                 lib.cuEventDestroy_v2(event)
             self._free_resources(resources)
         lib.cuCtxSynchronize()
+        self._destroy_mem_pool()
         self._free_resources(orphans)
 
     def shutdown_at_exit(self, deadline: float) -> None:
