@@ -20,7 +20,12 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 BACKENDS = ("mock", "cuda-sim", "levelzero-sim")
 
 #: (example, backend) pairs known not to work yet, with the reason.
-KNOWN_BROKEN: dict[tuple[str, str], str] = {}
+KNOWN_BROKEN: dict[tuple[str, str], str] = {
+    ("custom_kernel_nvrtc.py", "cuda-sim"): "cuda-sim's PTX executor is not on main yet",
+}
+
+#: Examples written for some backends only (a CUDA C kernel needs a CUDA backend).
+ONLY_ON: dict[str, tuple[str, ...]] = {"custom_kernel_nvrtc.py": ("cuda-sim",)}
 
 
 def _reason_unavailable(name: str) -> str | None:
@@ -38,6 +43,8 @@ RUNS = [(b, "asyncio") for b in BACKENDS] + [("mock", "trio")]
 @pytest.mark.parametrize(("backend", "loop"), RUNS, ids=[f"{b}-{lp}" for b, lp in RUNS])
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda p: p.name)
 def test_example_runs(example: Path, backend: str, loop: str) -> None:
+    if backend not in ONLY_ON.get(example.name, (backend,)):
+        pytest.skip(f"{example.name} runs on {', '.join(ONLY_ON[example.name])} only")
     broken = KNOWN_BROKEN.get((example.name, backend))
     if broken:
         pytest.xfail(broken)  # not run: it would hang until the timeout
