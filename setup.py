@@ -1,44 +1,57 @@
-"""Builds the software drivers (ffi/*/native.py) during install.
+"""Builds the native libraries (``ffi/*/native.py``) and ships the benchmarks.
 
 Everything else lives in pyproject.toml.  The drivers are plain shared objects
-loaded with cffi's ABI mode, so they are built by ``build_ext`` as data files
-rather than Python extension modules.
+loaded with cffi's ABI mode, so ``build_ext`` builds them with
+``ffi.build.build`` as data files rather than as extension modules.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import shutil
+import sys
 from pathlib import Path
 
 from setuptools import Distribution, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
+# The build code is the ``ffi`` package at the top of the source tree (the
+# sdist carries it; the wheel does not).  setuptools does not promise that
+# the source folder is on sys.path while this file runs.
+sys.path.insert(0, str(ROOT))
 
-
-def _load_ffi_build():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("_aruntime_ffi_build", ROOT / "ffi" / "build.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    import sys
-
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+from ffi.build import build as build_native  # noqa: E402
 
 
 class BuildNative(build_ext):
     def run(self) -> None:
-        ffi_build = _load_ffi_build()
         if self.inplace or self.editable_mode:
             out = ROOT / "aruntime" / "_lib"
         else:
             out = Path(self.build_lib) / "aruntime" / "_lib"
         # Also copies ffi/<api>/decl/*.h (read at run time) into _lib/decl/.
-        ffi_build.build(out, force=self.force)
+        build_native(out, force=self.force)
 
     def get_outputs(self) -> list[str]:
         return []
+
+
+class BuildPyWithBenchmarks(build_py):
+    """Copies ``benchmarks/*.py`` into the package as ``aruntime/_benchmarks``.
+
+    So ``aruntime bench`` runs from an installed copy; a source checkout (or an
+    editable install) runs the checkout's ``benchmarks/`` directly.
+    """
+
+    def run(self) -> None:
+        super().run()
+        if self.editable_mode:
+            return
+        target = Path(self.build_lib) / "aruntime" / "_benchmarks"
+        target.mkdir(parents=True, exist_ok=True)
+        for script in sorted((ROOT / "benchmarks").glob("*.py")):
+            shutil.copyfile(script, target / script.name)
 
 
 class NativeDistribution(Distribution):
@@ -46,4 +59,7 @@ class NativeDistribution(Distribution):
         return True  # platform wheel: it carries shared objects
 
 
-setup(cmdclass={"build_ext": BuildNative}, distclass=NativeDistribution)
+setup(
+    cmdclass={"build_ext": BuildNative, "build_py": BuildPyWithBenchmarks},
+    distclass=NativeDistribution,
+)

@@ -29,10 +29,10 @@ from typing import Any
 
 from ._alloc import Allocator
 from ._array import DeviceArray
-from ._completion import Completion, done_none, failed
+from ._completion import Completion
 from ._compute import ComputeOps
 from ._driver import DeviceInfo, Driver, LaunchConfig
-from ._exceptions import AruntimeError, DriverError, InvalidArgumentError
+from ._exceptions import AruntimeError, InvalidArgumentError
 from ._graphs import Graphs
 from ._handles import Event, Graph, Kernel, Module, Stream
 from ._interop import foreign_stream_handle
@@ -91,8 +91,8 @@ class Backend(ComputeOps):
         # Bound once: the per-op path looks these up on the instance.
         self._submit = submitter.submit
         self._resolve = submitter.resolve
+        self._copy_h2d = submitter.copy_h2d
         self._tracing = state.tracing
-        self._fast_h2d = driver.synchronous
         env_trace = trace_env_path()
         if env_trace is not None:
             Shutdown.need_exit_hook()
@@ -345,26 +345,7 @@ class Backend(ComputeOps):
         entry = self._ledger.check_range(dst, n, fn, "dst")
         if n == 0:
             return self._submitter.no_op(fn, stream, None)
-        if self._fast_h2d and self._tracing.recorder is None:
-            # The mock's hot path: no marker, no keepalive to hold, one shared Completion.
-            st = self._resolve(stream, fn)
-            stream_state = st.state
-            with stream_state.lock:
-                if not stream_state.capturing:
-                    try:
-                        self._driver.memcpy_h2d(view, dst.address, st.handle)
-                    except DriverError as exc:
-                        return failed(Completion(fn, stream_state), exc)
-                    return done_none(fn)
-        return self._submit(
-            fn,
-            stream,
-            self._driver.memcpy_h2d,
-            (view, dst.address),
-            keepalive=(src, entry),
-            views=(view,),
-            nbytes=n,
-        )
+        return self._copy_h2d(stream, src, view, dst._address, entry)
 
     def copy_d2h_async(self, src: DevicePtr, dst: Any, stream: Stream | None = None) -> Completion:
         """Enqueue a device-to-host copy filling all of ``dst``.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import warnings
 from pathlib import Path
@@ -9,14 +10,16 @@ from pathlib import Path
 __all__ = ["caller_site", "user_frame", "warn_at"]
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
+# ``with gpu.capture(s) as graph:`` makes its graph from contextlib's __exit__.
+_CONTEXTLIB = contextlib.__file__
 
 
 def user_frame() -> tuple[str, int]:
-    """``(filename, line)`` of the innermost frame outside the aruntime package."""
+    """``(filename, line)`` of the innermost frame outside aruntime (and contextlib)."""
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not filename.startswith(_PACKAGE_DIR):
+        if not filename.startswith(_PACKAGE_DIR) and filename != _CONTEXTLIB:
             return filename, frame.f_lineno
         frame = frame.f_back  # type: ignore[assignment]
     return "<unknown>", 0

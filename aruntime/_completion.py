@@ -200,6 +200,8 @@ class Completion:
                 return self._outcome()
         # Finished already (always, on the mock): still a checkpoint.
         yield from checkpoint()
+        if self._state == _DONE:
+            return self._result
         return self._outcome()
 
     def __repr__(self) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 __all__ = ["checkpoint", "defer_to_loop", "in_trio", "park"]
@@ -29,23 +29,48 @@ Register = Callable[[Callable[[], None]], bool]
 Unregister = Callable[[Callable[[], None]], None]
 
 
+def _trio_unbound() -> Any:  # pragma: no cover - only called once trio is bound
+    raise RuntimeError("trio is not imported")
+
+
+# trio's two functions on the per-await path, bound once trio has been imported.
+_trio_in_run: Callable[[], bool] | None = None
+_trio_checkpoint: Callable[[], Any] = _trio_unbound
+
+
+def _bind_trio() -> Callable[[], bool] | None:
+    """trio's ``in_trio_run``, looked up once trio is imported; None while it is not."""
+    global _trio_in_run, _trio_checkpoint
+    trio = sys.modules.get("trio")
+    if trio is None:
+        return None
+    _trio_checkpoint = trio.lowlevel.checkpoint
+    _trio_in_run = trio.lowlevel.in_trio_run
+    return _trio_in_run
+
+
 def in_trio() -> bool:
     """Whether the calling thread is inside ``trio.run``."""
-    trio = sys.modules.get("trio")
-    return trio is not None and bool(trio.lowlevel.in_trio_run())
+    in_run = _trio_in_run or _bind_trio()
+    return in_run is not None and bool(in_run())
 
 
-def checkpoint() -> Generator[Any, None, None]:
-    """A checkpoint for ``__await__`` (``yield from checkpoint()``).
+_ONE_YIELD = (None,)
+
+
+def checkpoint() -> Iterator[Any]:
+    """A checkpoint for ``__await__``: ``yield from checkpoint()``.
 
     Uses the loop's own primitive: anyio's checkpoint looks its backend up on
-    every call, which would cost more than the rest of a mock op.
+    every call, which would cost more than the rest of a mock op.  On asyncio
+    a checkpoint is one bare ``yield`` (what ``asyncio.sleep(0)`` does), given
+    here by an iterator over one None, which is cheaper to make than a
+    generator.
     """
-    trio = sys.modules.get("trio")
-    if trio is not None and trio.lowlevel.in_trio_run():
-        yield from trio.lowlevel.checkpoint().__await__()
-    else:
-        yield  # exactly what asyncio.sleep(0) does
+    in_run = _trio_in_run or _bind_trio()
+    if in_run is not None and in_run():
+        return _trio_checkpoint().__await__()  # type: ignore[no-any-return]
+    return iter(_ONE_YIELD)
 
 
 def park(register: Register, unregister: Unregister) -> Generator[Any, None, None]:

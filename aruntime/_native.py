@@ -8,7 +8,7 @@ them on first use from ``ffi/``, so the tests never run against stale objects.
 from __future__ import annotations
 
 import fcntl
-import importlib.util
+import importlib
 import os
 import sys
 import threading
@@ -21,17 +21,30 @@ __all__ = ["native_library_path"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _LIB_DIR = _PACKAGE_DIR / "_lib"
-_SOURCE_FFI = _PACKAGE_DIR.parent / "ffi" / "build.py"
+_SOURCE_ROOT = _PACKAGE_DIR.parent
+_SOURCE_FFI = _SOURCE_ROOT / "ffi" / "build.py"
 _lock = threading.Lock()
 _checked = False
 
 
 def _load_builder() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_aruntime_ffi_build", _SOURCE_FFI)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    """The checkout's ``ffi.build``, which is not installed with the package.
+
+    Under ``PYTHONPATH=.`` it imports as it is; from an editable install run
+    elsewhere the checkout's root joins ``sys.path`` just for this import.
+    """
+    root = str(_SOURCE_ROOT)
+    added = root not in sys.path
+    if added:
+        sys.path.insert(0, root)
+    try:
+        module = importlib.import_module("ffi.build")
+    finally:
+        if added:
+            sys.path.remove(root)
+    found = Path(module.__file__ or "").resolve()
+    if found != _SOURCE_FFI:
+        raise ImportError(f"ffi.build resolves to {found}, not the checkout's {_SOURCE_FFI}")
     return module
 
 

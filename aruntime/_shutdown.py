@@ -123,6 +123,24 @@ def _backend_dropped(
         waiter.close(on_exit=one_exited)
 
 
+def _leak_message(name: str, entries: list[Entry], top: int = 5) -> str:
+    """What a close() freed for the caller: counts and bytes by allocation site."""
+    by_site: dict[str, list[int]] = {}
+    for e in entries:
+        row = by_site.setdefault(e.site, [0, 0])
+        row[0] += 1
+        row[1] += e.nbytes
+    rows = sorted(by_site.items(), key=lambda kv: (-kv[1][1], kv[0]))
+    listed = "; ".join(f"{site} ({n} x, {nbytes} bytes)" for site, (n, nbytes) in rows[:top])
+    more = f"; and {len(rows) - top} more sites" if len(rows) > top else ""
+    total = sum(e.nbytes for e in entries)
+    return (
+        f"close(): the {name} backend freed {len(entries)} allocations ({total} bytes) "
+        f"that were still live; free them (or use sweep_unreleased()) before closing. "
+        f"Allocated at: {listed}{more}"
+    )
+
+
 class Shutdown:
     """The lifecycle part of a backend: its finalizer, close() and abandon()."""
 
@@ -152,7 +170,12 @@ class Shutdown:
         _register_exit_hook()
 
     def close(self) -> None:
-        """Wait for queued work, then release every resource (idempotent)."""
+        """Wait for queued work, then release every resource (idempotent).
+
+        Memory still allocated is freed too, with a :class:`ResourceWarning`
+        (at the line that called ``close()``) naming where it was allocated.
+        """
+        site = user_frame()
         state = self._state
         driver = state.driver
         with state.lock:
@@ -205,7 +228,7 @@ class Shutdown:
                 attempt("event_destroy", functools.partial(driver.event_destroy, ev.handle))
         for marker in self._drain_markers():
             attempt("event_destroy", functools.partial(driver.event_destroy, marker))
-        self._release_memory(attempt)
+        leaked = [e for e in self._release_memory(attempt) if e.kind != "mapped"]
         for st in streams:
             st._mark_closed()
             attempt("stream_destroy", functools.partial(driver.stream_destroy, st.handle))
@@ -213,10 +236,16 @@ class Shutdown:
             m._mark_closed()
             attempt("module_unload", functools.partial(driver.module_unload, m.handle))
         attempt("close", driver.close)
-        if errors:
-            for err in errors:
-                _log.error("%s: error from an op nobody awaited: %s", state.name, err)
-            raise errors[0]
+        try:
+            if leaked:
+                # Everything is released by now: a warning turned into an
+                # error (as in a test suite) must not leak the rest.
+                warn_at(site, _leak_message(state.name, leaked))
+        finally:
+            if errors:
+                for err in errors:
+                    _log.error("%s: error from an op nobody awaited: %s", state.name, err)
+                raise errors[0]
 
     def abandon(self) -> None:
         """Interpreter exit: stop all waiters without waiting for the device."""

@@ -75,6 +75,9 @@ class StreamState:
         on_new_waiter: Callable[[StreamWaiter], None],
     ) -> None:
         self.lock = threading.RLock()
+        # The hot path takes the lock through these (a ``with`` costs more).
+        self.acquire = self.lock.acquire
+        self.release = self.lock.release
         self.waiter: StreamWaiter | None = None
         self.capturing = False
         self._driver = driver

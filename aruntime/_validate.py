@@ -64,8 +64,8 @@ def as_host_view(obj: object, fn: str, *, writable: bool) -> memoryview:
         ) from None
     except ValueError as exc:  # a released memoryview, an exporter that refuses
         raise InvalidArgumentError(f"{fn}: cannot use this host buffer: {exc}") from None
-    if "O" in view.format:
-        fmt = view.format
+    fmt = view.format  # a new str per read: read it once
+    if "O" in fmt:
         view.release()
         raise InvalidArgumentError(
             f"{fn}: host buffer holds Python objects (format {fmt!r}), not raw data"
@@ -76,7 +76,7 @@ def as_host_view(obj: object, fn: str, *, writable: bool) -> memoryview:
     if writable and view.readonly:
         view.release()
         raise InvalidArgumentError(f"{fn}: destination host buffer is read-only")
-    if view.ndim == 1 and view.format == "B":
+    if fmt == "B" and view.ndim == 1:
         return view
     try:
         return view.cast("B")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 import sys
 import tempfile
 import time
@@ -113,8 +114,9 @@ def _parser() -> _Parser:
     bench = sub.add_parser(
         "bench",
         help="run the benchmarks and print their ratio tables",
-        description="Run the scripts benchmarks/bench_*.py of a source checkout (each "
-        "prints a table of ratios measured side by side) and report which failed.",
+        description="Run the benchmark scripts bench_*.py (installed with the package, "
+        "or a source checkout's benchmarks/; each prints a table of ratios measured side "
+        "by side) and report which failed.",
     )
     bench.add_argument("names", nargs="*", metavar="NAME", help="only these (e.g. await copy)")
     bench.add_argument(
@@ -124,7 +126,10 @@ def _parser() -> _Parser:
     )
     bench.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     bench.add_argument(
-        "--dir", type=Path, default=None, help="the benchmarks folder (default: the checkout's)"
+        "--dir",
+        type=Path,
+        default=None,
+        help="the benchmarks folder (default: a checkout's benchmarks/, else the installed copy)",
     )
     bench.set_defaults(func=_cmd_bench)
     return parser
@@ -151,11 +156,29 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
+    first = _flatten(str(exc))
     if isinstance(exc, (AruntimeError, CommandError)):
         return first or type(exc).__name__
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def _flatten(text: str) -> str:
+    """A message on one line, whole: a listed item (``- ...``) follows its heading.
+
+    Reasons such as "the cuda backend is unavailable; tried:" end their first
+    line with a colon and list the causes below it; the first line alone would
+    stop mid-sentence.
+    """
+    head = ""
+    for line in (raw.strip() for raw in text.strip().splitlines()):
+        if not line:
+            continue
+        if line.startswith("- "):
+            item = line[2:].strip()
+            head = f"{head} {item}" if head.endswith(":") else f"{head}; {item}"
+        else:
+            head = f"{head} {line}" if head else line
+    return head
 
 
 def _console() -> Console:
@@ -227,14 +250,26 @@ def _reason(status: BackendStatus) -> str:
 
 
 def _short(status: BackendStatus) -> str:
-    """The gist of :func:`_reason`: its first line (and first item, if it lists some)."""
-    lines = [line.strip().removeprefix("- ") for line in _reason(status).splitlines()]
-    lines = [line for line in lines if line]
-    text = lines[0]
-    if text.endswith(":") and len(lines) > 1:
-        text = f"{text} {lines[1]}"
-    text = text.split(" (", 1)[0].rstrip(".;: ")
-    return text if len(text) <= 80 else text[:77] + "..."
+    """The gist of :func:`_reason` in whole clauses, for the demo's one-line note.
+
+    A reason that lists what was tried is summed up by its last item that is
+    more than an unset variable (the last fallback got furthest).  A long item
+    is cut at its first clause ("libcuda.so.1 cannot be loaded"), never in the
+    middle of one; ``aruntime info`` prints everything.
+    """
+    lines = [line.strip() for line in _reason(status).splitlines() if line.strip()]
+    items = [line[2:].strip() for line in lines[1:] if line.startswith("- ")]
+    telling = [item for item in items if not item.endswith(": not set")]
+    text = (telling or items or lines)[-1]
+    text = re.sub(r" \([^()]*\)", "", text).split(".  ", 1)[0].rstrip(".;: ")
+    if len(text) <= _GIST:
+        return text
+    clause = text.split(": ", 1)[0]
+    return clause
+
+
+#: The longest gist of a backend's reason the demo prints.
+_GIST = 100
 
 
 def _demo_choice(statuses: list[BackendStatus]) -> tuple[str, str | None]:
@@ -392,17 +427,22 @@ def _print_summary(console: Console, r: DemoResult) -> None:
 
 # -- bench --------------------------------------------------------------------------
 def _bench_dir(given: Path | None) -> Path:
+    """``--dir``, else the copy installed in the package, else a checkout's ``benchmarks/``."""
     if given is not None:
         if not given.is_dir():
             raise CommandError(f"--dir {given}: not a folder")
         return given
-    folder = Path(__file__).resolve().parent.parent / "benchmarks"
-    if not folder.is_dir():
-        raise CommandError(
-            "no benchmarks/ folder next to the aruntime package; run from a source "
-            "checkout or pass --dir"
-        )
-    return folder
+    package = Path(__file__).resolve().parent
+    # A checkout's own folder first: it is what its tests and edits use, while
+    # _benchmarks (written by the install) may be stale there.
+    for folder in (package.parent / "benchmarks", package / "_benchmarks"):
+        if (folder / "_harness.py").is_file():
+            return folder
+    raise CommandError(
+        f"no benchmarks in {package / '_benchmarks'} (written by pip install) nor in "
+        f"{package.parent / 'benchmarks'} (a source checkout): reinstall aruntime with "
+        "pip, or pass --dir with the benchmarks/ folder of a checkout"
+    )
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:

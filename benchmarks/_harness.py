@@ -26,6 +26,21 @@ def parse_args(description: str, argv: Sequence[str] | None) -> argparse.Namespa
     return parser.parse_args(argv)
 
 
+def reason(exc: BaseException) -> str:
+    """An exception's message on one line, whole.
+
+    A backend's "unavailable; tried:" heading is followed by its listed causes
+    (``- ...``), joined with "; ", so that the line does not stop at "tried:".
+    """
+    text = ""
+    for line in (raw.strip() for raw in str(exc).splitlines()):
+        if line.startswith("- "):
+            text += (" " if text.endswith(":") else "; ") + line[2:].strip()
+        elif line:
+            text = f"{text} {line}" if text else line
+    return text or type(exc).__name__
+
+
 def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 

@@ -5,8 +5,11 @@ Each round times a block of awaits of a 4 KiB mock ``copy_h2d_async``
 ``await anyio.lowlevel.checkpoint()``, in alternating order.  The figure is
 the median of the rounds' ratios; the target is at most 1.5x.  A last column
 times the await alone (ops enqueued before the clock starts), to show how the
-cost splits between enqueueing (validation, ledger, the mock's copy and call
-log) and awaiting.
+cost splits between enqueueing and awaiting.  A second table breaks the
+enqueue down: argument validation (the host buffer view), the ledger's
+pointer check, the mock driver's copy and call log, and the rest
+(submission: resolve the stream, its lock, the capture and tracing checks,
+the finished Completion), each timed alone on the same thread.
 
     python benchmarks/bench_await.py [--quick] [--rounds N]
 """
@@ -14,7 +17,7 @@ log) and awaiting.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import anyio
 import anyio.lowlevel
@@ -22,6 +25,7 @@ import numpy as np
 from _harness import console, median, parse_args, table, verdict
 
 import aruntime as ar
+from aruntime._validate import as_host_view
 
 TARGET = 1.5
 NBYTES = 4096
@@ -84,6 +88,52 @@ async def _measure(rounds: int, iterations: int) -> dict[str, float]:
     return {k: median(v) for k, v in samples.items()}
 
 
+def _breakdown(rounds: int, iterations: int) -> dict[str, float]:
+    """Median per-op seconds of each piece of a mock ``copy_h2d_async`` enqueue."""
+    host = np.arange(NBYTES, dtype=np.uint8)
+    fn = "copy_h2d_async"
+    with ar.open_backend("mock") as gpu:
+        dptr = gpu.alloc(NBYTES)
+        stream = gpu.create_stream()
+        log = gpu.driver.call_log
+        view = as_host_view(host, fn, writable=False)
+        ledger = gpu._ledger  # the benchmark times the core's own pieces
+        memcpy = gpu.driver.memcpy_h2d
+        address, handle = dptr.address, stream.handle
+        enqueue = gpu.copy_h2d_async
+
+        def piece(body: Callable[[], object]) -> float:
+            t0 = clock()
+            for _ in range(iterations):
+                body()
+            return clock() - t0
+
+        pieces: dict[str, Callable[[], object]] = {
+            "nothing": lambda: None,  # the loop and the call, taken off the others
+            "validation": lambda: as_host_view(host, fn, writable=False),
+            "ledger": lambda: ledger.check_range(dptr, NBYTES, fn, "dst"),
+            "mock copy+log": lambda: memcpy(view, address, handle),
+            "enqueue total": lambda: enqueue(host, dptr, stream),
+        }
+        samples: dict[str, list[float]] = {k: [] for k in pieces}
+        for r in range(rounds + 2):
+            log.clear()
+            for name, body in pieces.items():
+                t = piece(body) / iterations
+                if r >= 2:  # two warm-up rounds
+                    samples[name].append(t)
+        log.clear()
+        stream.close()
+        gpu.free(dptr)
+    m = {k: median(v) for k, v in samples.items()}
+    base = m.pop("nothing")
+    out = {k: max(0.0, v - base) for k, v in m.items()}
+    out["submission"] = max(
+        0.0, out["enqueue total"] - out["validation"] - out["ledger"] - out["mock copy+log"]
+    )
+    return out
+
+
 #: Arguments for a smoke run (``aruntime bench --quick``).
 QUICK_ARGV = ["--quick"]
 
@@ -109,6 +159,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{m['ar']:.2f}x",
         )
     console.print(t)
+    parts = _breakdown(rounds, iterations)
+    b = table(
+        f"enqueue of one mock copy_h2d_async({NBYTES} B), by piece: us of {CLOCK_NAME} "
+        f"per op, median of {rounds} rounds of {iterations}",
+        ["piece", "us", "share"],
+    )
+    total = parts["enqueue total"]
+    for name in ("validation", "ledger", "mock copy+log", "submission", "enqueue total"):
+        share = parts[name] / total if total else 0.0
+        b.add_row(name, f"{parts[name] * 1e6:.2f}", f"{share:.0%}")
+    console.print(b)
     return 0
 
 

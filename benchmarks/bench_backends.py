@@ -87,8 +87,11 @@ def _measure(backend: str, quick: bool) -> dict[str, Any]:
 def _run_worker(backend: str, quick: bool) -> dict[str, Any] | str:
     """Measure ``backend`` in a subprocess; its results, or why there are none."""
     env = dict(os.environ)
-    root = str(_HERE.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    # From a checkout the worker imports the checkout's aruntime; an installed
+    # copy (aruntime/_benchmarks) is importable already.
+    if (_HERE.parent / "aruntime").is_dir():
+        root = str(_HERE.parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", backend]
     if quick:
         cmd.append("--quick")

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from _harness import reason
 
 import aruntime as ar
 from aruntime.testing import open_test_backend
@@ -163,7 +164,7 @@ def sim_table(names: list[str], seconds: float) -> None:
         try:
             backends[name] = open_test_backend(name)
         except ar.BackendUnavailableError as exc:
-            print(f"{name}: skipped ({str(exc).splitlines()[0]})")
+            print(f"{name}: skipped ({reason(exc)})")
     all_cases = cases(np.random.default_rng(0))
     header = f"{'op':<12} {'size':<24} {'numpy/s':>10}" + "".join(
         f" {name + '/s':>15} {'ratio':>7}" for name in backends
@@ -219,7 +220,7 @@ def gpu_table(seconds: float) -> None:
     try:
         backend = ar.open_backend("cuda")
     except ar.BackendUnavailableError as exc:
-        print(f"\nreal GPU comparison skipped: no CUDA device ({str(exc).splitlines()[0]})")
+        print(f"\nreal GPU comparison skipped: no CUDA device ({reason(exc)})")
         return
     lib = ""
     for candidate in ("torch", "cupy"):

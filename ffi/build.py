@@ -1,19 +1,21 @@
 """Build the project's native libraries (the software drivers and host kernels).
 
 Each folder under ``ffi/`` that ships C code has a ``native.py`` defining
-``LIBRARIES``: a list of :class:`NativeLibrary`.  This script compiles them all
-with the system C compiler into one output folder, which the install command
-(``setup.py``'s ``build_ext``) points at ``aruntime/_lib``.  A C compiler is
-the only requirement.
+``LIBRARIES``: a list of :class:`NativeLibrary`.  :func:`build` compiles them
+all with the system C compiler into one output folder.  It is the one entry
+point: the install command (``setup.py``'s ``build_ext``) points it at
+``aruntime/_lib`` in the build tree, a source checkout's first import of
+aruntime (``aruntime/_native.py``) at ``aruntime/_lib`` in the checkout, and
+the tests at their own folders.  A C compiler is the only requirement.
 
-    python ffi/build.py [--out DIR] [--force]
+    python -m ffi.build [--out DIR] [--force]     (from the checkout's root)
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
+import importlib
 import os
 import shlex
 import shutil
@@ -41,18 +43,14 @@ class NativeLibrary:
 
 
 def discover() -> list[NativeLibrary]:
-    # Each native.py does `from _aruntime_ffi_build import NativeLibrary`: make
-    # this module that name, whether it runs as __main__ or was loaded by
-    # setup.py / aruntime._native, so every spec shares one NativeLibrary class.
+    """Every :class:`NativeLibrary` of the ``ffi/*/native.py`` specs."""
+    # The name specs imported before ffi was a package; one module either way.
     sys.modules.setdefault("_aruntime_ffi_build", sys.modules[__name__])
     libs: list[NativeLibrary] = []
     for spec_path in sorted(FFI_DIR.glob("*/native.py")):
-        name = f"_aruntime_native_{spec_path.parent.name}"
-        spec = importlib.util.spec_from_file_location(name, spec_path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
+        # The folders are namespace packages of ``ffi``; each spec does
+        # ``from ffi.build import NativeLibrary``.
+        module = importlib.import_module(f"{__package__ or 'ffi'}.{spec_path.parent.name}.native")
         # A changed spec (flags, sources) or builder must rebuild its libraries too.
         spec_inputs = (str(spec_path.relative_to(FFI_DIR)), "build.py")
         libs.extend(
@@ -69,10 +67,19 @@ def _stale(lib: NativeLibrary, target: Path) -> bool:
     return any(p.stat().st_mtime > built for p in lib.inputs() if p.exists())
 
 
-def build(out_dir: Path, *, force: bool = False, verbose: bool = False) -> list[Path]:
+def build(out_dir: Path | str, *, force: bool = False, verbose: bool = False) -> list[Path]:
+    """Compile every stale library (all of them with ``force``) into ``out_dir``.
+
+    Also copies the cffi declarations (``ffi/<api>/decl/*.h``) to
+    ``out_dir/decl/<api>/``.  Returns the paths of all libraries; raises
+    RuntimeError naming the command and the compiler's output on failure.
+    """
     cc = os.environ.get("CC", "cc")
     if shutil.which(cc) is None:
         raise RuntimeError(f"no C compiler: {cc!r} is not on PATH (set CC)")
+    # Absolute: the compiler runs in ffi/, and setuptools passes a relative
+    # build folder (build/lib...).
+    out_dir = Path(out_dir).resolve()
     out_dir.mkdir(parents=True, exist_ok=True)
     built: list[Path] = []
     for lib in discover():
@@ -139,4 +146,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # Run the copy importable as ``ffi.build``, which the specs import, so that
+    # one NativeLibrary class serves them all (``python ffi/build.py`` works too).
+    if not __package__:
+        sys.path.insert(0, str(FFI_DIR.parent))
+    from ffi.build import main as _main
+
+    raise SystemExit(_main())

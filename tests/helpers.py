@@ -1,5 +1,6 @@
 """Shared test helpers: a gate kernel that holds a threaded-mock stream on demand,
-and the tests' own host kernels (tests/kernels) built for the software drivers."""
+the tests' own host kernels (tests/kernels) built for the software drivers, and
+the loop-stall probe."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import os
 import shutil
 import subprocess
 import threading
+import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 import aruntime as ar
@@ -64,3 +68,26 @@ def build_host_kernel(name: str, out_dir: Path) -> bytes:
         [cc, "-shared", "-fPIC", "-O2", f"-I{_ABI_DIR}", str(source), "-o", str(out)], check=True
     )
     return out.read_bytes()
+
+
+async def longest_loop_gap_ms(op: Callable[[], Awaitable[object]]) -> float:
+    """The loop-stall probe: the longest gap between 1 ms ticks while ``op`` is awaited."""
+    gaps: list[float] = []
+    done = anyio.Event()
+
+    async def ticker() -> None:
+        last = time.perf_counter()
+        while not done.is_set():
+            await anyio.sleep(0.001)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ticker)
+        await anyio.sleep(0.01)
+        gaps.clear()
+        await op()
+        await anyio.sleep(0.003)  # a tick after the op, so its last stall is counted
+        done.set()
+    return max(gaps) * 1000.0

@@ -437,6 +437,7 @@ def test_unawaited_error_of_a_closed_stream_raised_by_close(
     gpu.driver.inject_fault("memset", ar.DriverError)
     c = gpu.memset_async(ptr, 0, 8, stream=s)
     s.close()  # no next synchronize() of s can report it now
+    gpu.free(ptr)
     if observe:
         with pytest.raises(ar.DriverError):
             c.wait(30)

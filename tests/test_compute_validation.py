@@ -124,6 +124,7 @@ def test_freed_and_foreign_operands(gpu: ar.Backend, bufs: list[ar.DevicePtr]) -
 def test_closed_backend() -> None:
     gpu = ar.open_backend("mock")
     a = gpu.alloc(64)
+    gpu.free(a)
     gpu.close()
     with pytest.raises(ar.ClosedResourceError):
         gpu.unary(a, a, 4, "exp")

@@ -437,7 +437,10 @@ def fuzz_backends(
         foreign_graph.close()
         foreign_event.close()
         foreign_stream.close()
+        other.free(objs["foreign_ptr"])
         other.close()
+        with contextlib.suppress(ar.AruntimeError):
+            gpu.sweep_unreleased()  # the canary and whatever the fuzzed calls made
         with contextlib.suppress(ar.AruntimeError):
             gpu.close()
 

@@ -175,9 +175,12 @@ def test_close_releases_everything_left() -> None:
     gpu = ar.open_backend("mock")
     gpu.alloc(10)
     host = gpu.alloc_host_pinned(10)
-    gpu.close()
+    with pytest.warns(ResourceWarning, match="freed 2 allocations") as record:
+        gpu.close()
     assert gpu.live_alloc_count() == 0
     assert host.freed
+    assert record[0].filename == __file__  # at the line that closed the backend
+    assert str(record[0].message).count("test_ledger.py:") == 2  # each allocation's site
 
 
 @pytest.mark.parametrize("what", ["device", "host", "event", "graph"])
@@ -213,7 +216,8 @@ def test_release_waits_for_streams_closed_with_work_queued(what: str) -> None:
         freed = len(gpu.driver.calls("free")) + len(gpu.driver.calls("free_host"))
         assert freed + len(destroyed) == 1
     finally:
-        gpu.close()
+        with pytest.warns(ResourceWarning, match="still live"):
+            gpu.close()  # frees what the test kept
 
 
 def test_mapping_a_host_buffer_repeatedly_adds_one_entry(mock_backend: ar.Backend) -> None:

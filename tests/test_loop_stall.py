@@ -45,16 +45,11 @@ TARGET_MS = 10.0
 BIG = 96 << 20
 SMALL = 1 << 20
 
-_UNSTAGED = "the Level Zero backend stages pageable memory with issue 10 item 4"
 #: backend -> cells that still stall the loop, with the change that fixes them.
 KNOWN_STALLS: dict[str, dict[str, str]] = {
     "mock": {},
     "cuda-sim": {},
-    "levelzero-sim": {
-        # 20-450 ms measured: the driver reads pageable memory on the calling thread.
-        "copy_h2d_async 96 MiB": _UNSTAGED,
-        "copy_d2h_async 96 MiB": _UNSTAGED,
-    },
+    "levelzero-sim": {},
 }
 
 #: (backend, async library) -> cell -> longest gap in ms; printed at the end.

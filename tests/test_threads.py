@@ -180,7 +180,9 @@ def test_closed_backend_does_not_warn_when_dropped() -> None:
     import warnings
 
     gpu = ar.open_backend("mock", latency=0.0)
-    gpu.memset_async(gpu.alloc(8), 0, 8)
+    ptr = gpu.alloc(8)
+    gpu.memset_async(ptr, 0, 8)
+    gpu.free(ptr)
     gpu.close()
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -224,6 +224,7 @@ def test_close_writes_active_traces(tmp_path: Path) -> None:
     dev = gpu.alloc(64)
     trace = gpu.trace(tmp_path / "t.json")
     gpu.memset_async(dev, 1, 64)
+    gpu.free(dev)  # released after the op
     gpu.close()  # waits for the op, then writes the file
     assert trace.written and not trace.active
     assert len(load(tmp_path / "t.json")) == 1

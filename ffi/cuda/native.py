@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sysconfig
 from pathlib import Path
 from typing import Any
 
-from _aruntime_ffi_build import NativeLibrary  # set up by ffi/build.py
+from ffi.build import NativeLibrary
 
 
 def _api_extension() -> list[Any]:
@@ -20,12 +19,8 @@ def _api_extension() -> list[Any]:
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     if not (include / "Python.h").exists() or not suffix:
         return []
-    spec = importlib.util.spec_from_file_location(
-        "_aruntime_cuda_api_generate", Path(__file__).resolve().parent / "api" / "generate.py"
-    )
-    assert spec is not None and spec.loader is not None
-    generator = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(generator)
+    from ffi.cuda.api import generate as generator
+
     source = Path(__file__).resolve().parent / "api" / "_generated" / "_aruntime_cuda_api.c"
     if not generator.generate(source):
         return []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from _aruntime_ffi_build import NativeLibrary  # set up by ffi/build.py
+from ffi.build import NativeLibrary
 
 LIBRARIES = [
     NativeLibrary(

@@ -6,7 +6,7 @@ clang and llvm-spirv (build_spirv.py); see ar_portable.h.
 
 from __future__ import annotations
 
-from _aruntime_ffi_build import NativeLibrary  # set up by ffi/build.py
+from ffi.build import NativeLibrary
 
 #: Kept in step with aruntime/_kernel_images.py (ffi/ cannot import the package).
 COMPUTE_MODULES = ("gemm", "conv2d", "attention", "reduce", "unary", "binary")

@@ -6,7 +6,7 @@ aruntime can also load it directly (``ARUNTIME_LEVELZERO_LIBRARY=<path>``).
 
 from __future__ import annotations
 
-from _aruntime_ffi_build import NativeLibrary  # set up by ffi/build.py
+from ffi.build import NativeLibrary
 
 _SIM = (
     "levelzero/sim/lz_registry.c",

@@ -6,7 +6,7 @@ end (ffi/cuda/sim).  The Level Zero driver links its own copy of the engine.
 
 from __future__ import annotations
 
-from _aruntime_ffi_build import NativeLibrary  # set up by ffi/build.py
+from ffi.build import NativeLibrary
 
 ENGINE_SOURCES = ("sim/engine.c",)
 ENGINE_HEADERS = ("sim/engine.h", "kernels/ar_host_abi.h")

@@ -13,7 +13,6 @@ loaded CI machine passes, while a copy on the loop thread does not.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Awaitable, Callable, Iterator
 
 import anyio
@@ -21,6 +20,8 @@ import numpy as np
 import pytest
 
 import aruntime as ar
+
+from ..helpers import longest_loop_gap_ms
 
 SIMS = ("levelzero-sim", "cuda-sim")
 BIG = 96 << 20
@@ -40,30 +41,8 @@ def gpu(request: pytest.FixtureRequest) -> Iterator[ar.Backend]:
         yield backend
 
 
-async def _longest_gap_ms(op: Callable[[], Awaitable[object]]) -> float:
-    gaps: list[float] = []
-    done = anyio.Event()
-
-    async def ticker() -> None:
-        last = time.perf_counter()
-        while not done.is_set():
-            await anyio.sleep(0.001)
-            now = time.perf_counter()
-            gaps.append(now - last)
-            last = now
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(ticker)
-        await anyio.sleep(0.01)
-        gaps.clear()
-        await op()
-        await anyio.sleep(0.003)  # a tick after the op, so its last stall is counted
-        done.set()
-    return max(gaps) * 1000.0
-
-
 async def _best_gap_ms(op: Callable[[], Awaitable[object]]) -> float:
-    return min([await _longest_gap_ms(op) for _ in range(TRIES)])
+    return min([await longest_loop_gap_ms(op) for _ in range(TRIES)])
 
 
 def _staging_threads() -> list[str]:

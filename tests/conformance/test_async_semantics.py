@@ -127,6 +127,7 @@ async def test_async_with_waits_for_queued_work(backend: ar.Backend) -> None:
         a = backend.alloc(n)
         backend.memset_async(a, 9, n)
         backend.copy_d2h_async(a, out)
+        backend.free(a)  # released once the queued ops have run
     assert backend.closed
     assert (out == 9).all()
     assert all(w.join(timeout=0) for w in list(backend._waiters))  # every waiter ended

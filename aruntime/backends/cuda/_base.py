@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -28,6 +29,10 @@ from ._platform import _device_count, _device_info
 # Which context each thread has current, shared by every CudaDriver so that
 # two devices used alternately from one thread each re-establish their own.
 _current = threading.local()
+
+# Every open driver: a synchronizing free waits for the whole device, so the
+# streams of every driver open on the same device count as its work.
+_open_drivers: weakref.WeakSet[_CudaBase] = weakref.WeakSet()
 
 
 class _CudaBase(Driver):
@@ -88,6 +93,7 @@ class _CudaBase(Driver):
         self._helpers: Any = None
         self._hostfn: CData = None
         self._priority_range: tuple[int, int] | None = None
+        _open_drivers.add(self)
 
     def _is_pinned(self, address: int, nbytes: int) -> bool:
         """Whether ``[address, address+nbytes)`` is page-locked host memory."""
@@ -177,17 +183,24 @@ class _CudaBase(Driver):
         return True
 
     def _busy(self) -> bool:
-        """Whether any of our streams has work queued, or releases are already deferred.
+        """Whether the device has work queued that a synchronizing free would wait for.
 
-        ``cuStreamQuery`` never blocks; a stream made by another library that
-        we never saw is not counted.
+        That is: releases already deferred (they stay in order), or work on a
+        stream of any driver open on this device (another ``open_backend``
+        shares the device).  ``cuStreamQuery`` never blocks; streams made by
+        other libraries and never adopted are not seen.
         """
         if self._releases.pending:
-            return True  # keep releases in order behind those already queued
-        with self._state_lock:
-            streams = list(self._streams)
+            return True
         query = self._lib.cuStreamQuery
-        return any(query(s.handle) == _NOT_READY for s in streams)
+        for driver in list(_open_drivers):
+            if driver._library is not self._library or driver._device != self._device:
+                continue
+            with driver._state_lock:
+                streams = list(driver._streams)
+            if any(query(s.handle) == _NOT_READY for s in streams):
+                return True
+        return False
 
     def _release_call(self, function: str, call: Callable[[], int]) -> None:
         """Make a release that may synchronize: now when idle, else on the release thread."""

@@ -52,6 +52,7 @@ import logging
 import time
 
 from ..._exceptions import ClosedResourceError, DeviceLostError
+from ._base import _open_drivers
 from ._constants import _NOT_READY
 from ._copies import _CopyOps
 from ._exit import _live_drivers, _register_exit_hook
@@ -82,6 +83,7 @@ class CudaDriver(_MemoryOps, _StreamOps, _CopyOps, _ModuleOps, _GraphOps):
                 return
             self._closed = True
         _live_drivers.discard(self)
+        _open_drivers.discard(self)
         lost = isinstance(self._dead, DeviceLostError)
         try:
             self._releases.close()  # deferred frees first: they need the context

@@ -27,9 +27,12 @@ Not covered, and why:
   the previous record waits for the new one instead.
 * Images, samplers, IPC, sub-devices, peer access, virtual memory, module
   specialisation constants and build flags, cooperative kernels, metrics and
-  Sysman are not used.  Pageable host buffers are handed to the copy as they
-  are (the Intel driver and the sim accept them; strict USM would need a
-  staging copy).
+  Sysman are not used.
+
+Pageable host buffers over 64 KiB are staged through pinned ``zeMemAllocHost``
+buffers by a worker thread per stream, so the enqueueing thread never copies
+them (see :mod:`._staged`); smaller ones, and every copy inside a capture,
+are handed to the driver as they are.
 """
 
 from __future__ import annotations

@@ -159,6 +159,43 @@ static inline void store_n(void *p, uint32_t bytes, uint64_t v)
     }
 }
 
+/* ---------------------------------------------------------------- halves */
+
+static float half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+    if (e == 0x1F)
+        return f32(sign | 0x7F800000u | (m << 13));
+    if (e)
+        return f32(sign | ((e + 112u) << 23) | (m << 13));
+    float mag = (float)m * 5.9604644775390625e-8f; /* m * 2^-24, exact */
+    return sign ? -mag : mag;
+}
+
+/* Round to nearest even, as vstore_half does by default.  Goes through the
+ * value's exact double so that a double operand rounds once. */
+static uint16_t double_to_half(double v)
+{
+    uint16_t sign = signbit(v) ? 0x8000u : 0;
+    double a = fabs(v);
+    if (isnan(v))
+        return (uint16_t)(sign | 0x7E00u);
+    if (a >= 65520.0)
+        return (uint16_t)(sign | 0x7C00u);
+    if (a < 6.103515625e-05) { /* subnormal: units of 2^-24 */
+        double q = nearbyint(a * 16777216.0);
+        return (uint16_t)(sign | (uint16_t)q);
+    }
+    int ex;
+    double fr = frexp(a, &ex); /* a = fr * 2^ex, fr in [0.5, 1) */
+    double mant = nearbyint(fr * 2048.0); /* 11 significant bits */
+    if (mant >= 2048.0) {
+        mant /= 2.0;
+        ex++;
+    }
+    return (uint16_t)(sign | (uint16_t)((ex + 14) << 10) | ((uint16_t)mant & 0x3FFu));
+}
+
 /* -------------------------------------------------------------- atomics */
 
 static uint64_t combine(uint32_t kind, uint32_t w, uint64_t old, uint64_t v)
@@ -694,6 +731,21 @@ static int run_item(group *g, item *it)
             }
             for (uint32_t k = 0; k < I->n; k++)
                 store_n((void *)(a + k * I->w), I->w, R_(I->b + k));
+            break;
+        }
+        case X_LOADH: case X_STOREH: {
+            uintptr_t a = (uintptr_t)R_(I->a);
+            if (a % 2 || !addr_ok(g, a, 2)) {
+                it->pc = pc - 1;
+                return -ARSIM_ERR_ILLEGAL_ADDRESS;
+            }
+            if (I->op == X_LOADH) {
+                float f = half_to_float((uint16_t)load_n((const void *)a, 2));
+                R_(I->d) = I->w == 64 ? uf64((double)f) : uf32(f);
+            } else {
+                double v = fval(R_(I->b), I->w);
+                store_n((void *)a, 2, I->w == 64 ? double_to_half(v) : double_to_half((double)(float)v));
+            }
             break;
         }
         case X_PTRADD:

@@ -36,6 +36,7 @@ enum {
     X_UCONV, X_SCONV, X_FTOU, X_FTOS, X_UTOF, X_STOF, X_FCONV,
     /* memory: w = element bytes, n = components */
     X_LOAD, X_STORE, X_PTRADD, X_ADDI, X_MEMCPY,
+    X_LOADH, X_STOREH, /* a half in memory to/from a float of width w (rte) */
     X_ATOMIC,
     /* control */
     X_JMP, X_BR, X_SWITCH, X_CALL, X_RET, X_UNREACHABLE,

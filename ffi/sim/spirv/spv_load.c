@@ -216,9 +216,10 @@ static void define_type(loader *L, uint32_t pos, unsigned op)
     case 22:
         y->kind = T_FLOAT;
         y->width = word(L, pos, 2);
-        if (y->width != 32 && y->width != 64)
-            UNSUPPORTED("%u-bit floats are not supported (half: use ushort storage and "
-                        "explicit conversions)", y->width);
+        /* half only as the pointee of vload_half/vstore_half pointers: values
+         * of it need the Float16 capability, which is refused. */
+        if (y->width != 16 && y->width != 32 && y->width != 64)
+            UNSUPPORTED("%u-bit floats are not supported", y->width);
         y->size = y->align = y->width / 8;
         break;
     case 23: {
@@ -1118,6 +1119,31 @@ static void compile_function(loader *L, uint32_t fidx)
             uint32_t e = word(L, at, 4);
             if (e == 184)
                 UNSUPPORTED("printf is not supported");
+            if (e == 171 || e == 172 || e == 173 || e == 175) {
+                /* vloadn, vstoren, vload_half, vstore_half: pointer arithmetic,
+                 * then a checked load or store (halves converted, rte). */
+                int store = e == 172 || e == 175;
+                uint32_t data = store ? word(L, at, 5) : 0;
+                uint32_t off = word(L, at, store ? 6 : 5), ptr = word(L, at, store ? 7 : 6);
+                ty *pt = type_of(L, value_type(L, ptr));
+                if (pt->kind != T_PTR)
+                    MALFORMED("vload/vstore of a non-pointer");
+                uint32_t elem = e >= 173 ? 2u : (uint32_t)type_of(L, pt->elem)->size;
+                uint32_t vn = e == 171 ? word(L, at, 7) : store ? comps(L, value_type(L, data)) : 1;
+                uint32_t t = new_slots(L, 1);
+                emit(L, X_PTRADD, 1, (uint8_t)scalar(L, value_type(L, off))->width, t, slot(L, ptr),
+                     slot(L, off), elem * vn, 0);
+                if (e == 171)
+                    emit(L, X_LOAD, (uint8_t)vn, (uint8_t)elem, d, t, 0, 0, 0);
+                else if (e == 172)
+                    emit(L, X_STORE, (uint8_t)vn, (uint8_t)elem, 0, t, slot(L, data), 0, 0);
+                else if (e == 173)
+                    emit(L, X_LOADH, 1, (uint8_t)scalar(L, rt)->width, d, t, 0, 0, 0);
+                else
+                    emit(L, X_STOREH, 1, (uint8_t)scalar(L, value_type(L, data))->width, 0, t,
+                         slot(L, data), 0, 0);
+                break;
+            }
             if (e == 186 || e == 187) { /* bitselect, select: bitwise ops and selects */
                 uint32_t x = word(L, at, 5), y = word(L, at, 6), c = word(L, at, 7);
                 uint32_t sx = slot(L, x), sy = slot(L, y), sc = slot(L, c);
@@ -1232,8 +1258,12 @@ static void compile_function(loader *L, uint32_t fidx)
             branch_to(L, &fs, def, 0, 1, cur_label, word(L, at, 2));
             for (uint32_t k = 0; k < ncase; k++) {
                 uint32_t base = 3 + k * (lit + 1);
-                aux_push(L, word(L, at, base));
-                aux_push(L, lit == 2 ? word(L, at, base + 1) : 0);
+                /* Literals of narrow types may come sign-extended: keep the
+                 * selector's width, as the selector is kept. */
+                uint64_t v = word(L, at, base) | (lit == 2 ? (uint64_t)word(L, at, base + 1) << 32 : 0);
+                v &= width_mask(sw);
+                aux_push(L, (uint32_t)v);
+                aux_push(L, (uint32_t)(v >> 32));
                 uint32_t tgt = aux_push(L, 0);
                 branch_to(L, &fs, tgt, 0, 1, cur_label, word(L, at, base + lit));
             }
@@ -1591,6 +1621,7 @@ static int capability_ok(uint32_t c)
     case 4:  /* Addresses */
     case 5:  /* Linkage */
     case 6:  /* Kernel */
+    case 8:  /* Vector16 */
     case 9:  /* Float16Buffer: half storage, converted explicitly */
     case 10: /* Float64 */
     case 11: /* Int64 */

@@ -325,3 +325,20 @@ def test_a_truncated_module_is_an_invalid_binary(gpu: ar.Backend) -> None:
     with pytest.raises(DriverError, match="INVALID_NATIVE_BINARY") as info:
         gpu.load_module("cut", data[: len(data) // 8 * 4])
     assert "truncated" in str(info.value)
+
+
+def test_vload_vstore_halves_and_a_char_switch(gpu: ar.Backend, module: ar.Module) -> None:
+    n = 64
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal(4 * n).astype(np.float32)
+    hx = (rng.standard_normal(n) * 100).astype(np.float16)
+    hx[:4] = [np.inf, -0.0, 6e-8, 65504]
+    args = [x, np.zeros_like(x), hx, np.zeros_like(hx), np.zeros(n, np.int32)]
+    _, y, _, hy, sw = run(gpu, module, "vectors_and_halves", 1, n, args)
+    assert (y == x * 2 + np.tile(np.arange(4, dtype=np.float32), n)).all()
+    with np.errstate(over="ignore"):  # 65504 * 3 rounds to inf in half, as in the kernel
+        assert (
+            hy.view(np.uint16) == (hx.astype(np.float32) * 3).astype(np.float16).view(np.uint16)
+        ).all()
+    c = np.arange(n) % 5 - 2
+    assert (sw == np.select([c == -2, c == -1, c == 1], [100, 200, 300], c)).all()

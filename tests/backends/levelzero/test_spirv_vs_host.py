@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 import aruntime as ar
-from aruntime._exceptions import BackendUnavailableError
-from aruntime._kernel_images import PORTABLE_MODULES, host_image, spirv_image
+from aruntime._exceptions import BackendUnavailableError, InvalidArgumentError
+from aruntime._kernel_images import PORTABLE_MODULES, host_image, sim_kernel_kind, spirv_image
+from aruntime.cli import main as cli_main
 
 u32, u64, f32 = np.uint32, np.uint64, np.float32
 Args = list[Any]  # numpy scalars, or arrays that go to device buffers
@@ -215,3 +216,34 @@ def test_spirv_matches_the_host_build(
     # The kernel wrote something: the outputs are not just the inputs.
     inputs = [a for a in args if isinstance(a, np.ndarray)]
     assert any(h.tobytes() != a.tobytes() for h, a in zip(host, inputs, strict=True)), case
+
+
+def test_the_knob_picks_the_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ARUNTIME_SIM_KERNELS", raising=False)
+    assert sim_kernel_kind() == "device"
+    monkeypatch.setenv("ARUNTIME_SIM_KERNELS", " Host ")
+    assert sim_kernel_kind() == "host"
+    monkeypatch.setenv("ARUNTIME_SIM_KERNELS", "ptx")
+    with pytest.raises(InvalidArgumentError, match="ARUNTIME_SIM_KERNELS='ptx'"):
+        sim_kernel_kind()
+
+
+def test_levelzero_sim_runs_the_shipped_spirv_unless_told_otherwise(
+    gpu: ar.Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ARUNTIME_SIM_KERNELS", raising=False)
+    assert gpu.driver.builtin_module_image("gemm") == spirv_image("gemm")
+    monkeypatch.setenv("ARUNTIME_SIM_KERNELS", "host")
+    assert gpu.driver.builtin_module_image("gemm") == host_image("gemm")
+
+
+def test_info_says_which_kernels_the_sims_run(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.delenv("ARUNTIME_SIM_KERNELS", raising=False)
+    assert cli_main(["info"]) == 0
+    assert "SPIR-V on levelzero-sim" in capsys.readouterr().out
+    monkeypatch.setenv("ARUNTIME_SIM_KERNELS", "host")
+    assert cli_main(["info"]) == 0
+    assert "host builds (ARUNTIME_SIM_KERNELS=host)" in capsys.readouterr().out

@@ -213,3 +213,23 @@ __kernel void divergent_barrier(__global int *y)
         barrier(CLK_LOCAL_MEM_FENCE);
     y[get_global_id(0)] = 1;
 }
+
+/* vload4/vstore4, vload_half/vstore_half, a switch on a (signed) char. */
+__kernel void vectors_and_halves(__global const float *x, __global float *y,
+                                 __global const half *hx, __global half *hy, __global int *sw)
+{
+    size_t i = get_global_id(0);
+    float4 v = vload4(i, x);
+    vstore4(v * 2.0f + (float4)(0.0f, 1.0f, 2.0f, 3.0f), i, y);
+    float h = vload_half(i, hx);
+    vstore_half(h * 3.0f, i, hy);
+    char c = (char)(i % 5) - 2;
+    int r;
+    switch (c) {
+    case -2: r = 100; break;
+    case -1: r = 200; break;
+    case 1: r = 300; break;
+    default: r = c;
+    }
+    sw[i] = r;
+}
