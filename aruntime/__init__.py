@@ -39,6 +39,7 @@ from ._registry import (
 )
 from ._trace import Trace, TraceSpan
 
+#: The version of this aruntime.
 __version__ = "0.1.0"
 
 __all__ = [

@@ -22,6 +22,7 @@ _BACKENDS: dict[str, tuple[str, bool]] = {
     "levelzero": ("levelzero", False),
     "levelzero-sim": ("levelzero", True),
 }
+#: Every backend name :func:`open_backend` accepts besides ``"auto"``.
 BACKEND_NAMES = tuple(_BACKENDS)
 _AUTO_ORDER = ("cuda", "levelzero", "mock")
 

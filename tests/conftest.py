@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-pytest_plugins = ["aruntime.testing"]
+pytest_plugins = ["aruntime.testing", "tests.skip_summary", "pytester"]
 
 
 @pytest.fixture(

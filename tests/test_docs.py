@@ -1,0 +1,146 @@
+"""The documentation site (docs/): docstrings, API coverage, runnable examples, the knobs table.
+
+The site itself is built by ``.ci/run`` with warnings as errors:
+``python -m sphinx -W --keep-going -b html docs site``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import aruntime
+import aruntime.testing
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+KNOBS_PAGE = DOCS / "backends.md"
+KNOB = re.compile(r"ARUNTIME_[A-Z0-9_]*[A-Z0-9]")
+
+
+def _public() -> list[tuple[str, Any]]:
+    names = [(f"aruntime.{n}", getattr(aruntime, n)) for n in aruntime.__all__]
+    testing = aruntime.testing
+    names += [(f"aruntime.testing.{n}", getattr(testing, n)) for n in testing.__all__]
+    return names
+
+
+def _comment_doc(qualname: str, value: Any) -> str:
+    """A constant's ``#:`` comment, in whichever aruntime module assigns it."""
+    from sphinx.pycode import ModuleAnalyzer
+
+    attr = qualname.rpartition(".")[2]
+    for modname, module in sorted(sys.modules.items()):
+        if modname.split(".")[0] == "aruntime" and getattr(module, attr, None) is value:
+            docs = ModuleAnalyzer.for_module(modname).find_attr_docs()
+            if ("", attr) in docs:
+                return "".join(docs["", attr]).strip()
+    return ""
+
+
+def test_every_public_name_has_a_docstring() -> None:
+    missing = []
+    for qualname, value in _public():
+        if inspect.isclass(value):
+            doc = vars(value).get("__doc__")  # its own, not a base class's
+        elif callable(value):
+            doc = value.__doc__
+        else:
+            doc = _comment_doc(qualname, value)
+        if not (doc or "").strip():
+            missing.append(qualname)
+    assert missing == [], (
+        f"public names without a docstring (a constant needs a '#:' comment above "
+        f"its assignment): {', '.join(missing)}"
+    )
+
+
+def test_api_reference_covers_every_public_name() -> None:
+    text = (DOCS / "api.md").read_text()
+    documented = set(re.findall(r"^\.\. auto\w+:: ([\w.]+)", text, re.MULTILINE))
+    missing = [name for name, _ in _public() if name not in documented]
+    assert missing == [], f"add these to docs/api.md (an autodoc directive each): {missing}"
+
+
+def test_every_page_is_in_the_table_of_contents() -> None:
+    # Sphinx -W (in .ci/run) fails on a page outside every toctree; say so sooner.
+    index = (DOCS / "index.md").read_text()
+    listed = set(re.findall(r"^([\w-]+)$", index, re.MULTILINE))
+    pages = {p.stem for p in DOCS.glob("*.md")} - {"index"}
+    assert pages <= listed, f"add {sorted(pages - listed)} to a toctree in docs/index.md"
+
+
+def _examples() -> list[Any]:
+    params = []
+    for page in sorted(DOCS.glob("*.md")):
+        blocks = re.findall(r"^```python\n(.*?)^```", page.read_text(), re.DOTALL | re.MULTILINE)
+        params += [
+            pytest.param(page.name, code, id=f"{page.stem}-{i}") for i, code in enumerate(blocks)
+        ]
+    return params
+
+
+@pytest.mark.parametrize(("page", "code"), _examples())
+def test_docs_example_runs(page: str, code: str, tmp_path: Path) -> None:
+    """Each ```python block, alone, in a fresh interpreter; a block of tests runs under pytest."""
+    env = {k: v for k, v in os.environ.items() if k not in ("ARUNTIME_BACKEND", "ARUNTIME_TRACE")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    script = tmp_path / "test_example.py"
+    script.write_text(code)
+    if re.search(r"^(async )?def test_", code, re.MULTILINE):
+        (tmp_path / "conftest.py").write_text('pytest_plugins = ["aruntime.testing"]\n')
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(script)]
+    else:
+        cmd = [sys.executable, "-W", "error", str(script)]
+    result = subprocess.run(
+        cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == 0, f"{page}:\n{code}\n{result.stdout}{result.stderr}"
+
+
+def _knobs_read() -> dict[str, str]:
+    """Every ARUNTIME_* name in the sources of aruntime/ and ffi/, with where it first appears."""
+    found: dict[str, str] = {}
+    for folder in (ROOT / "aruntime", ROOT / "ffi"):
+        for path in sorted(folder.rglob("*")):
+            if path.suffix not in (".py", ".c", ".h") or "_lib" in path.parts:
+                continue
+            for lineno, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                for name in KNOB.findall(line):
+                    found.setdefault(name, f"{path.relative_to(ROOT)}:{lineno}")
+    return found
+
+
+def _knobs_table() -> tuple[set[str], int]:
+    """The knobs in the list-table of docs/backends.md, and the line where it starts."""
+    text = KNOBS_PAGE.read_text()
+    match = re.search(r"^```\{list-table\}.*?^```", text, re.DOTALL | re.MULTILINE)
+    assert match, f"{KNOBS_PAGE.relative_to(ROOT)} has no knobs table (a list-table)"
+    return set(KNOB.findall(match.group(0))), text.count("\n", 0, match.start()) + 1
+
+
+def test_every_knob_is_in_the_knobs_table() -> None:
+    documented, line = _knobs_table()
+    missing = {name: where for name, where in _knobs_read().items() if name not in documented}
+    assert not missing, "\n".join(
+        f"{name} (read at {where}) is not documented: add a line "
+        f"'- `{name}`: what it does (default)' to its component's row of the knobs "
+        f"table in docs/backends.md (the list-table at line {line})"
+        for name, where in sorted(missing.items())
+    )
+
+
+def test_every_documented_knob_is_read_somewhere() -> None:
+    documented, line = _knobs_table()
+    stale = sorted(documented - set(_knobs_read()))
+    assert stale == [], (
+        f"docs/backends.md (knobs table, line {line}) lists knobs that nothing in "
+        f"aruntime/ or ffi/ reads any more; remove them: {stale}"
+    )
