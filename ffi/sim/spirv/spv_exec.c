@@ -109,11 +109,12 @@ static inline double fval(uint64_t v, uint32_t w) { return w == 64 ? f64(v) : (d
 static int addr_slow(group *g, uintptr_t a, uint64_t n)
 {
     arsim_alloc al;
-    if (arsim_mem_lookup((const void *)a, &al) != ARSIM_OK)
+    if (arsim_mem_lookup((const void *)a, &al) != ARSIM_OK ||
+        n > (uintptr_t)al.base + al.size - a) {
+        (void)arsim_check_access((const void *)a, n, -1); /* records the fault report */
         return 0;
+    }
     uintptr_t lo = (uintptr_t)al.base, hi = lo + al.size;
-    if (n > hi - a)
-        return 0;
     g->cache[g->next_cache] = (range){lo, hi};
     g->next_cache = (g->next_cache + 1) % CACHE_RANGES;
     if (g->ncache < CACHE_RANGES)
