@@ -5,6 +5,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -121,6 +122,8 @@ typedef struct device {
 } device;
 
 static int g_ndev = 1;
+static size_t g_page = 4096;
+static int g_sanitize; /* ARUNTIME_SIM_SANITIZE */
 static device *g_dev;
 static uint32_t g_compute_units = 16;
 static uint32_t g_copy_engines = 2;
@@ -156,6 +159,9 @@ static void init_once(void)
     g_copy_engines = env_double("ARUNTIME_SIM_COPY_ENGINES", 2) == 1 ? 1 : 2;
     double kt = env_double("ARUNTIME_SIM_KERNEL_THREADS", 1);
     g_kernel_threads = kt < 1 ? 1 : kt > MAX_KERNEL_THREADS ? MAX_KERNEL_THREADS : (uint32_t)kt;
+    long page = sysconf(_SC_PAGESIZE);
+    g_page = page > 0 ? (size_t)page : 4096;
+    g_sanitize = env_double("ARUNTIME_SIM_SANITIZE", 0) != 0;
     atomic_store(&g_gbps, env_double("ARUNTIME_SIM_COPY_GBPS", 0));
     atomic_store(&g_latency_us, env_double("ARUNTIME_SIM_OP_LATENCY_US", 0));
     g_dev = calloc((size_t)n, sizeof(device));
@@ -353,6 +359,101 @@ static arsim_status registry_remove(void *p, unsigned mask, arsim_alloc *out)
     return ARSIM_OK;
 }
 
+/* ---- mappings: one per allocation, with a guard page after it */
+
+
+/* Freed allocations kept PROT_NONE (sanitizer), oldest first. */
+typedef struct quarantined {
+    arsim_alloc a;
+    struct quarantined *next;
+} quarantined;
+static pthread_mutex_t g_quar_mu = PTHREAD_MUTEX_INITIALIZER;
+static quarantined *g_quar_head, *g_quar_tail;
+static size_t g_quar_bytes, g_quar_count;
+#define QUARANTINE_BYTES ((size_t)1 << 30)
+#define QUARANTINE_COUNT 65536u
+
+static int map_alloc(size_t size, arsim_alloc *a)
+{
+    if (size > SIZE_MAX - 2 * g_page)
+        return -1;
+    size_t data = (size + g_page - 1) & ~(g_page - 1);
+    size_t len = data + g_page;
+    /* PROT_NONE first, then open the data pages: the guard is never accessible. */
+    char *m = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED)
+        return -1;
+    if (mprotect(m, data, PROT_READ | PROT_WRITE) != 0) {
+        munmap(m, len);
+        return -1;
+    }
+    a->map = m;
+    a->map_len = len;
+    /* Sanitizer: the last byte sits right before the guard page.  The base
+     * is then only as aligned as the size allows (a float array: 4 bytes). */
+    a->base = g_sanitize ? m + data - size : m;
+    return 0;
+}
+
+static void unmap_alloc(const arsim_alloc *a)
+{
+    if (!g_sanitize) {
+        munmap(a->map, a->map_len);
+        return;
+    }
+    /* Quarantine: the range stays reserved and inaccessible, so a kernel
+     * that uses it after the free faults (and the address is not reused). */
+    mprotect(a->map, a->map_len, PROT_NONE);
+    quarantined *qn = malloc(sizeof *qn);
+    if (!qn) {
+        munmap(a->map, a->map_len);
+        return;
+    }
+    qn->a = *a;
+    qn->next = NULL;
+    quarantined *evict = NULL;
+    pthread_mutex_lock(&g_quar_mu);
+    if (g_quar_tail)
+        g_quar_tail->next = qn;
+    else
+        g_quar_head = qn;
+    g_quar_tail = qn;
+    g_quar_bytes += a->map_len;
+    g_quar_count++;
+    while (g_quar_head && (g_quar_bytes > QUARANTINE_BYTES || g_quar_count > QUARANTINE_COUNT)) {
+        quarantined *old = g_quar_head;
+        g_quar_head = old->next;
+        if (!g_quar_head)
+            g_quar_tail = NULL;
+        g_quar_bytes -= old->a.map_len;
+        g_quar_count--;
+        old->next = evict;
+        evict = old;
+    }
+    pthread_mutex_unlock(&g_quar_mu);
+    while (evict) {
+        quarantined *next = evict->next;
+        munmap(evict->a.map, evict->a.map_len);
+        free(evict);
+        evict = next;
+    }
+}
+
+/* The quarantined (freed) allocation whose mapping holds addr. */
+static int quarantine_find(uintptr_t addr, arsim_alloc *out)
+{
+    int found = 0;
+    pthread_mutex_lock(&g_quar_mu);
+    for (quarantined *q = g_quar_head; q; q = q->next) {
+        if (addr >= (uintptr_t)q->a.map && addr < (uintptr_t)q->a.map + q->a.map_len) {
+            *out = q->a; /* the latest wins: keep scanning */
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&g_quar_mu);
+    return found;
+}
+
 arsim_status arsim_mem_alloc(int ordinal, size_t size, arsim_mem_kind kind, uint64_t owner,
                              unsigned flags, void **out)
 {
@@ -374,21 +475,20 @@ arsim_status arsim_mem_alloc(int ordinal, size_t size, arsim_mem_kind kind, uint
             return ARSIM_ERR_OUT_OF_MEMORY;
         }
     }
-    void *p = NULL;
-    if (posix_memalign(&p, 256, size) != 0) {
+    arsim_alloc a = {NULL, size, kind, counted ? ordinal : -1, owner, flags, NULL, 0};
+    if (map_alloc(size, &a) != 0) {
         if (counted)
             atomic_fetch_sub(&d->used, size);
         return ARSIM_ERR_OUT_OF_MEMORY;
     }
-    arsim_alloc a = {p, size, kind, counted ? ordinal : -1, owner, flags};
     arsim_status st = registry_insert(&a);
     if (st != ARSIM_OK) {
-        free(p);
+        munmap(a.map, a.map_len);
         if (counted)
             atomic_fetch_sub(&d->used, size);
         return st;
     }
-    *out = p;
+    *out = a.base;
     return ARSIM_OK;
 }
 
@@ -398,7 +498,7 @@ static void release_alloc(const arsim_alloc *a)
         return; /* the caller's memory */
     if (a->device >= 0)
         atomic_fetch_sub(&g_dev[a->device].used, a->size);
-    free(a->base);
+    unmap_alloc(a);
 }
 
 arsim_status arsim_mem_free(void *p, unsigned kind_mask)
@@ -478,6 +578,8 @@ static __thread uint64_t tls_hit_epoch;
 /* Fills the allocation nearest to addr (live, or else recently freed). */
 static void describe_address(uintptr_t addr, arsim_fault_info *f);
 
+static _Atomic uint64_t g_fault_seq; /* faults recorded so far */
+
 static void record_fault(uintptr_t addr, int access, int size)
 {
     arsim_fault_info f;
@@ -487,11 +589,18 @@ static void record_fault(uintptr_t addr, int access, int size)
     f.size = size;
     f.device = tls_kernel_device;
     snprintf(f.kernel, sizeof f.kernel, "%s", tls_kernel_name ? tls_kernel_name : "?");
-    describe_address(addr, &f);
+    if (addr)
+        describe_address(addr, &f);
     pthread_mutex_lock(&g_fault_mu);
     g_fault = f;
     g_has_fault = 1;
+    atomic_fetch_add(&g_fault_seq, 1);
     pthread_mutex_unlock(&g_fault_mu);
+    if (g_sanitize) {
+        char line[512];
+        arsim_fault_report(line, sizeof line);
+        fprintf(stderr, "aruntime sim sanitizer: %s\n", line);
+    }
 }
 
 int arsim_last_fault(arsim_fault_info *out)
@@ -516,6 +625,9 @@ int arsim_fault_report(char *buf, size_t n)
     char size[32] = "";
     if (f.size > 0)
         snprintf(size, sizeof size, " of %d bytes", (int)f.size);
+    if (!f.address)
+        return snprintf(buf, n, "kernel %s: illegal address on device %d (no address known)",
+                        f.kernel, (int)f.device);
     if (!f.alloc_base)
         return snprintf(buf, n,
                         "kernel %s: invalid %s%s at 0x%llx on device %d, outside any allocation",
@@ -555,7 +667,7 @@ arsim_status arsim_check_access(const void *p, size_t n, int is_write)
         return ARSIM_OK;
     }
 bad:
-    record_fault(lo, is_write ? 1 : 0, n > INT32_MAX ? INT32_MAX : (int)n);
+    record_fault(lo, is_write < 0 ? -1 : is_write ? 1 : 0, n > INT32_MAX ? INT32_MAX : (int)n);
     return ARSIM_ERR_ILLEGAL_ADDRESS;
 }
 
@@ -583,13 +695,20 @@ static void describe_address(uintptr_t addr, arsim_fault_info *f)
         f->offset = (int64_t)(addr - (uintptr_t)best->base);
     }
     pthread_rwlock_unlock(&g_mem_lock);
+    arsim_alloc q;
+    if (best_dist != 0 && quarantine_find(addr, &q)) {
+        f->alloc_base = (uintptr_t)q.base;
+        f->alloc_size = q.size;
+        f->offset = (int64_t)(addr - (uintptr_t)q.base);
+        f->freed = 1;
+    }
 }
 
 arsim_status arsim_mem_register(void *p, size_t size, uint64_t owner, unsigned flags)
 {
     if (!p || size == 0)
         return ARSIM_ERR_INVALID_VALUE;
-    arsim_alloc a = {p, size, ARSIM_MEM_REGISTERED, -1, owner, flags};
+    arsim_alloc a = {p, size, ARSIM_MEM_REGISTERED, -1, owner, flags, NULL, 0};
     return registry_insert(&a);
 }
 
@@ -1592,6 +1711,72 @@ static int copy_engine(arsim_copy_dir dir)
     return dir == ARSIM_COPY_D2H ? ENGINE_D2H : ENGINE_H2D;
 }
 
+/* ---- memory faults inside kernels
+ *
+ * A kernel that touches an unmapped or inaccessible page raises SIGSEGV (or
+ * SIGBUS) on the thread running it.  The engine's handler jumps back out of
+ * the kernel on that thread; the op then fails as a GPU's would.  A fault
+ * anywhere else is passed on to the handler installed before ours (Python's
+ * faulthandler, say), or, if none, to the default action. */
+
+static __thread sigjmp_buf *tls_fault_jmp;
+static __thread volatile uintptr_t tls_fault_addr;
+static struct sigaction g_prev_segv, g_prev_bus;
+static pthread_mutex_t g_sig_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void on_memory_fault(int sig, siginfo_t *si, void *uc)
+{
+    sigjmp_buf *jb = tls_fault_jmp;
+    if (jb) {
+        tls_fault_jmp = NULL;
+        tls_fault_addr = (uintptr_t)si->si_addr;
+        siglongjmp(*jb, 1);
+    }
+    const struct sigaction *prev = sig == SIGBUS ? &g_prev_bus : &g_prev_segv;
+    if ((prev->sa_flags & SA_SIGINFO) && prev->sa_sigaction) {
+        prev->sa_sigaction(sig, si, uc);
+        return;
+    }
+    if (prev->sa_handler != SIG_DFL && prev->sa_handler != SIG_IGN) {
+        prev->sa_handler(sig);
+        return;
+    }
+    /* No one else: the default action, when the faulting access re-runs. */
+    signal(sig, SIG_DFL);
+}
+
+/* Installs the handler, again if someone replaced it since (Python's
+ * faulthandler, enabled after the driver loaded): checked before kernels. */
+static void ensure_fault_handler(void)
+{
+    struct sigaction cur;
+    if (sigaction(SIGSEGV, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+        cur.sa_sigaction == on_memory_fault) {
+        struct sigaction cur_bus;
+        if (sigaction(SIGBUS, NULL, &cur_bus) == 0 && (cur_bus.sa_flags & SA_SIGINFO) &&
+            cur_bus.sa_sigaction == on_memory_fault)
+            return;
+    }
+    pthread_mutex_lock(&g_sig_mu);
+    struct sigaction mine;
+    memset(&mine, 0, sizeof mine);
+    mine.sa_sigaction = on_memory_fault;
+    mine.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&mine.sa_mask);
+    int signals[2] = {SIGSEGV, SIGBUS};
+    struct sigaction *prev[2] = {&g_prev_segv, &g_prev_bus};
+    for (int i = 0; i < 2; i++) {
+        struct sigaction old;
+        if (sigaction(signals[i], NULL, &old) != 0)
+            continue;
+        if ((old.sa_flags & SA_SIGINFO) && old.sa_sigaction == on_memory_fault)
+            continue;
+        *prev[i] = old;
+        sigaction(signals[i], &mine, NULL);
+    }
+    pthread_mutex_unlock(&g_sig_mu);
+}
+
 /* One slice of a kernel's blocks, with its own scratch. */
 typedef struct kernel_slice {
     const arsim_op *op;
@@ -1621,10 +1806,32 @@ static void *run_slice(void *arg)
     l.block_end = sl->end;
     tls_kernel_name = op->kernel->name;
     tls_kernel_device = sl->device;
-    if (op->kernel->run)
-        sl->rc = op->kernel->run(op->kernel->ctx, &l, (void **)op->owned);
-    else
-        sl->rc = op->kernel->entry(&l, (void **)op->owned);
+    uint64_t faults_before = atomic_load(&g_fault_seq);
+    sigjmp_buf jb;
+    if (sigsetjmp(jb, 1) == 0) {
+        tls_fault_jmp = &jb;
+        if (op->kernel->run)
+            sl->rc = op->kernel->run(op->kernel->ctx, &l, (void **)op->owned);
+        else
+            sl->rc = op->kernel->entry(&l, (void **)op->owned);
+        tls_fault_jmp = NULL;
+        if (sl->rc == ARSIM_ERR_ILLEGAL_ADDRESS) {
+            pthread_mutex_lock(&g_fault_mu);
+            int recorded = atomic_load(&g_fault_seq) != faults_before;
+            /* An executor's own threads do not know the kernel's name. */
+            if (recorded && strcmp(g_fault.kernel, "?") == 0) {
+                snprintf(g_fault.kernel, sizeof g_fault.kernel, "%s", op->kernel->name);
+                g_fault.device = sl->device;
+            }
+            pthread_mutex_unlock(&g_fault_mu);
+            if (!recorded)
+                record_fault(0, -1, 0); /* an executor that did not say where */
+        }
+    } else {
+        /* The kernel touched memory outside every live allocation. */
+        record_fault(tls_fault_addr, -1, 0);
+        sl->rc = ARSIM_ERR_ILLEGAL_ADDRESS;
+    }
     tls_kernel_name = NULL;
     tls_kernel_device = -1;
     free(l.shared);
@@ -1636,6 +1843,7 @@ static void *run_slice(void *arg)
  * as on a GPU) when the grid is big enough to pay for the threads. */
 static int run_kernel(const arsim_op *op, int device)
 {
+    ensure_fault_handler();
     uint64_t nblocks = (uint64_t)op->grid.x * op->grid.y * op->grid.z;
     uint64_t threads = g_kernel_threads;
     if (threads > nblocks / 4)
@@ -1870,9 +2078,13 @@ arsim_status arsim_queue_create(int ordinal, int priority, arsim_queue **out)
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&attr, 2u << 20);
-    /* The queue thread must not take signals meant for the application. */
+    /* The queue thread must not take signals meant for the application,
+     * but a kernel's own memory faults must reach it (a blocked synchronous
+     * fault kills the process). */
     sigset_t all, old;
     sigfillset(&all);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_t th;
     atomic_fetch_add(&g_live_threads, 1);

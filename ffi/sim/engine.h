@@ -41,6 +41,19 @@
  *   A sticky fault (ARSIM_ERR_ILLEGAL_ADDRESS) poisons the device: every
  *   later op on it fails with that error (ops still complete, so nobody
  *   hangs) and arsim_device_sticky() reports it until arsim_device_reset().
+ * - Memory faults: every allocation is its own mapping followed by a guard
+ *   page, so a kernel that runs past an allocation's last page faults.  A
+ *   SIGSEGV/SIGBUS on a thread running a kernel is caught there (siglongjmp
+ *   out of the kernel): the op fails with the sticky ARSIM_ERR_ILLEGAL_ADDRESS
+ *   and arsim_last_fault() says where.  Faults elsewhere go to the handler
+ *   that was installed before the engine's.
+ * - Sanitizer (ARUNTIME_SIM_SANITIZE=1): each allocation ends exactly at
+ *   its guard page, so any byte past its end faults, and freed memory is
+ *   kept inaccessible (quarantined, up to 1 GiB / 65536 allocations)
+ *   instead of unmapped, so any later access to it faults.  Each fault is
+ *   also printed to stderr.  Bytes before an allocation's start are caught
+ *   by the interpreters' arsim_check_access, and by host kernels only when
+ *   they land outside the allocation's pages.
  * - Every function is thread-safe.  Query functions marked lock-free only do
  *   atomic loads.
  *
@@ -162,6 +175,8 @@ typedef struct arsim_alloc {
     int device; /* -1 for host kinds */
     uint64_t owner; /* tag given at allocation (a context, say) */
     unsigned flags; /* flags given at allocation, kept for the front end */
+    void *map;      /* engine's own: the mapping behind it (NULL: registered) */
+    size_t map_len;
 } arsim_alloc;
 
 /* Zero-byte allocations are rejected (ARSIM_ERR_INVALID_VALUE). */
@@ -180,7 +195,8 @@ ARSIM_API int arsim_mem_range_ok(const void *p, size_t n, unsigned kind_mask);
  * would allow; otherwise ARSIM_ERR_ILLEGAL_ADDRESS, and the fault is recorded
  * (arsim_last_fault) with the running kernel's name when called from a
  * kernel.  Return that status from the kernel's run function: the op fails
- * and the device is poisoned, as on hardware.  is_write: 1 store, 0 load.
+ * and the device is poisoned, as on hardware.  is_write: 1 store, 0 load,
+ * -1 not known.
  * Fast path lock-free (a per-thread cache of the last allocation hit). */
 ARSIM_API arsim_status arsim_check_access(const void *p, size_t n, int is_write);
 /* Frees every allocation with this owner tag; returns how many. */

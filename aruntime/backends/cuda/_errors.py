@@ -21,6 +21,7 @@ from ..._exceptions import (
     NotSupportedError,
     OutOfMemoryError,
 )
+from .._sim_faults import fault_report
 
 __all__ = [
     "CUDA_ERROR_DEINITIALIZED",
@@ -142,6 +143,8 @@ def error_for(
     message = f"{function} failed with {name} ({code}): {text}"
     if cls is DeviceLostError:
         message += "; the CUDA context is unusable for the rest of this process"
+        if code == 700 and (report := fault_report(backend)):
+            message += f" ({report})"
     return cls(message, backend=backend, code=code, name=name, function=function)
 
 

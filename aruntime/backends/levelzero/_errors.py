@@ -16,6 +16,7 @@ from ..._exceptions import (
     NotSupportedError,
     OutOfMemoryError,
 )
+from .._sim_faults import fault_report
 
 __all__ = ["RESULTS", "ZE_RESULT_NOT_READY", "ZE_RESULT_SUCCESS", "error_for", "raise_result"]
 
@@ -86,6 +87,8 @@ def error_for(code: int, function: str, backend: str, detail: str = "") -> Drive
     message = f"{function} failed: {name} ({code:#x})"
     if detail:
         message = f"{message}: {detail}"
+    if code == 0x70000001 and (report := fault_report(backend)):
+        message = f"{message} ({report})"
     return cls(message, backend=backend, code=code, name=name, function=function)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import cast
 
 from ..._driver import DriverEvent, DriverStream
-from ..._exceptions import DriverError, InvalidArgumentError
+from ..._exceptions import DeviceLostError, DriverError, InvalidArgumentError
 from ._base import _LevelZeroBase
 from ._constants import (
     _PRIORITY_HIGH,
@@ -87,6 +87,8 @@ class _StreamOps(_LevelZeroBase):
                             self._lib.zeEventHostSynchronize(marker.handle, UINT64_MAX),
                             "zeEventHostSynchronize",
                         )
+                    except DeviceLostError:
+                        pass  # a lost device runs nothing more: the lists are idle
                     finally:
                         self._events.release(marker)
                 drained = True

@@ -16,6 +16,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from ..._driver import LaunchConfig
+from ._bounds import span
 
 __all__ = ["COMPUTE_MODULES"]
 
@@ -26,20 +27,20 @@ _DTYPES: dict[str, type[np.floating[Any]]] = {"f32": np.float32, "f16": np.float
 
 def _load(buf: _Bytes, count: int, dt: type[np.floating[Any]]) -> _F32:
     size = np.dtype(dt).itemsize
-    return buf[: count * size].view(dt).astype(np.float32)
+    return span(buf, count * size).view(dt).astype(np.float32)
 
 
 def _store(buf: _Bytes, values: Any, dt: type[np.floating[Any]]) -> None:
     flat = np.asarray(values, np.float32).reshape(-1)
     size = np.dtype(dt).itemsize
-    buf[: flat.size * size].view(dt)[:] = flat.astype(dt)
+    span(buf, flat.size * size).view(dt)[:] = flat.astype(dt)
 
 
 def _matrix(buf: _Bytes, rows: int, cols: int, ld: int, dt: type[np.floating[Any]]) -> Any:
     """A writable column-major rows x cols view with leading dimension ld."""
     size = np.dtype(dt).itemsize
-    span = (cols - 1) * ld + rows if rows and cols else 0
-    flat = buf[: span * size].view(dt)
+    extent = (cols - 1) * ld + rows if rows and cols else 0
+    flat = span(buf, extent * size).view(dt)
     return as_strided(flat, shape=(rows, cols), strides=(size, size * ld))
 
 

@@ -36,6 +36,7 @@ from ..._exceptions import (
 )
 from ..._kernel_args import check_arg_count, check_arg_sizes
 from ..._memory import DevicePtr
+from ._bounds import MemoryFault
 
 __all__ = ["FAULT_KINDS", "MockCall", "MockDriver"]
 
@@ -547,6 +548,16 @@ class MockDriver(Driver):
             ]
             try:
                 function.fn(config, *views)
+            except MemoryFault as fault:
+                # A GPU faults with an illegal address here; say where.
+                raise DriverError(
+                    f"launch: mock kernel {function.name!r} accessed {fault.nbytes} bytes of a "
+                    f"{fault.size}-byte buffer (an out-of-bounds access: illegal address)",
+                    backend="mock",
+                    code=700,
+                    name="MOCK_ILLEGAL_ADDRESS",
+                    function="launch",
+                ) from None
             except Exception as exc:
                 raise DriverError(
                     f"launch: mock kernel {function.name!r} raised {exc!r}",
