@@ -26,7 +26,7 @@ import numpy as np
 from ._callsite import caller_site
 from ._exceptions import CaptureError, InvalidArgumentError, OutOfMemoryError
 from ._handles import Stream
-from ._ledger import Entry, new_alloc_id
+from ._ledger import Entry, new_alloc_id, park
 from ._memory import DevicePtr, HostBuffer, _HostRecord
 from ._protocols import Owner
 from ._state import BackendState
@@ -83,7 +83,9 @@ class Allocator:
         self._state.check_open(fn)
         entry = self._freeable(fn, ptr, kinds)
         self._ledger.remove(entry.alloc_id)
-        self._state.after_queued_work(self._releaser(entry))
+        release = self._releaser(entry)
+        if not park(entry, release):  # a live graph uses it: released at its destroy
+            self._state.after_queued_work(release)
 
     def _freeable(self, fn: str, ptr: DevicePtr, kinds: tuple[str, ...]) -> Entry:
         entry = self._ledger.check_ptr(ptr, fn)
@@ -132,6 +134,8 @@ class Allocator:
         with state.lock:
             _refuse_capture(fn, st)
             self._ledger.remove(entry.alloc_id)
+            if park(entry, self._releaser(entry)):
+                return  # a live graph uses it: released at its destroy
             if self._pool is None:
                 self._driver.mem_free_async(entry.raw_address, st.handle)
             else:

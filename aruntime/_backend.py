@@ -342,10 +342,10 @@ class Backend(ComputeOps):
             state.check_open(fn)
         view = as_host_view(src, fn, writable=False)
         n = view.nbytes
-        self._ledger.check_range(dst, n, fn, "dst")
+        entry = self._ledger.check_range(dst, n, fn, "dst")
         if n == 0:
             return self._submitter.no_op(fn, stream, None)
-        return self._copy_h2d(stream, src, view, dst._address)
+        return self._copy_h2d(stream, src, view, dst._address, entry)
 
     def copy_d2h_async(self, src: DevicePtr, dst: Any, stream: Stream | None = None) -> Completion:
         """Enqueue a device-to-host copy filling all of ``dst``.
@@ -360,7 +360,7 @@ class Backend(ComputeOps):
             state.check_open(fn)
         view = as_host_view(dst, fn, writable=True)
         n = view.nbytes
-        self._ledger.check_range(src, n, fn, "src")
+        entry = self._ledger.check_range(src, n, fn, "src")
         if n == 0:
             return self._submitter.no_op(fn, stream, dst)
         return self._submit(
@@ -368,7 +368,7 @@ class Backend(ComputeOps):
             stream,
             self._driver.memcpy_d2h,
             (src.address, view),
-            keepalive=(dst,),
+            keepalive=(dst, entry),
             views=(view,),
             result=dst,
             nbytes=n,
@@ -391,7 +391,14 @@ class Backend(ComputeOps):
                 f"{fn}: source and destination ranges overlap ({n} bytes, "
                 f"{abs(s_addr - d_addr)} apart)"
             )
-        return self._submit(fn, stream, self._driver.memcpy_d2d, (s_addr, d_addr, n), nbytes=n)
+        return self._submit(
+            fn,
+            stream,
+            self._driver.memcpy_d2d,
+            (s_addr, d_addr, n),
+            keepalive=(src_entry, dst_entry),
+            nbytes=n,
+        )
 
     def copy_d2d_2d_async(
         self,
@@ -419,12 +426,16 @@ class Backend(ComputeOps):
             raise InvalidArgumentError(f"{fn}: width_bytes {width} exceeds dst_pitch {dp}")
         src_extent = (rows - 1) * sp + width if rows and width else 0
         dst_extent = (rows - 1) * dp + width if rows and width else 0
-        self._ledger.check_range(src, src_extent, fn, "src")
-        self._ledger.check_range(dst, dst_extent, fn, "dst")
+        entries = (
+            self._ledger.check_range(src, src_extent, fn, "src"),
+            self._ledger.check_range(dst, dst_extent, fn, "dst"),
+        )
         if src_extent == 0:
             return self._submitter.no_op(fn, stream, None)
         args = (src.address, sp, dst.address, dp, width, rows)
-        return self._submit(fn, stream, self._driver.memcpy_2d, args, nbytes=width * rows)
+        return self._submit(
+            fn, stream, self._driver.memcpy_2d, args, keepalive=entries, nbytes=width * rows
+        )
 
     def memset_async(
         self, ptr: DevicePtr, value: int, nbytes: int, stream: Stream | None = None
@@ -434,10 +445,12 @@ class Backend(ComputeOps):
         self._state.check_open(fn)
         v = check_byte_value(value, fn)
         n = check_count(nbytes, fn, "nbytes")
-        self._ledger.check_range(ptr, n, fn)
+        entry = self._ledger.check_range(ptr, n, fn)
         if n == 0:
             return self._submitter.no_op(fn, stream, None)
-        return self._submit(fn, stream, self._driver.memset_d8, (ptr.address, v, n), nbytes=n)
+        return self._submit(
+            fn, stream, self._driver.memset_d8, (ptr.address, v, n), keepalive=(entry,), nbytes=n
+        )
 
     def launch(
         self,
@@ -469,11 +482,19 @@ class Backend(ComputeOps):
             check_shared_mem(shared_mem, fn),
         )
         checked = check_kernel_args(args, fn)
-        for i, arg in enumerate(checked):
-            if isinstance(arg, DevicePtr):
-                self._ledger.check_ptr(arg, fn, f"args[{i}]")
+        # The ledger entries of the memory it uses: a capture pins them (see _graphs).
+        entries = tuple(
+            self._ledger.check_ptr(arg, fn, f"args[{i}]")
+            for i, arg in enumerate(checked)
+            if isinstance(arg, DevicePtr)
+        )
         return self._submit(
-            fn, stream, self._driver.launch, (kernel.handle, config, checked), kernel=kernel
+            fn,
+            stream,
+            self._driver.launch,
+            (kernel.handle, config, checked),
+            keepalive=entries,
+            kernel=kernel,
         )
 
     def synchronize(self, stream: Stream | None = None) -> Completion:

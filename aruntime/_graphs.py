@@ -4,6 +4,12 @@ While a stream captures, submission records its ops instead of running
 them (their Completions are born "captured") and the stream's
 :class:`aruntime._streamstate.StreamState` collects the host buffers they
 use; the Graph made at the end keeps those alive until it is destroyed.
+
+It collects the ledger entries of the device memory they use too, pinned
+(:func:`aruntime._ledger.pin`): a ``free()`` of pinned memory invalidates the
+pointer at once but parks the release, which runs only once the last graph
+using the memory is destroyed and the work queued before that has finished.
+So a replay never writes into memory that was handed out again.
 """
 
 from __future__ import annotations
@@ -13,8 +19,10 @@ import functools
 from collections.abc import Iterator
 
 from ._completion import Completion
+from ._driver import DriverGraph
 from ._exceptions import CaptureError, InvalidArgumentError
 from ._handles import Graph, Stream
+from ._ledger import Entry, unpin
 from ._state import BackendState
 from ._submit import Submitter
 
@@ -49,9 +57,20 @@ class Graphs:
             if not state.capturing:
                 raise CaptureError(f"{fn}: {st!r} is not capturing")
             keepalive, op_count = state.end_capture()
-            handle = self._driver.capture_end(st.handle)
+            try:
+                handle = self._driver.capture_end(st.handle)
+            except BaseException:
+                self._release_unpinned(keepalive)
+                raise
         graph.arm(handle, keepalive, op_count)
-        graph._arm_finalizer(functools.partial(self._driver.graph_destroy, handle))
+        graph._arm_finalizer(
+            functools.partial(
+                _destroy_dropped,
+                self._state,
+                handle,
+                [k for k in keepalive if isinstance(k, Entry)],
+            )
+        )
         with self._state.lock:
             self._state.graphs.add(graph)
 
@@ -61,10 +80,16 @@ class Graphs:
         with state.lock:
             if not state.capturing:
                 return False
-            state.end_capture()
+            keepalive, _ = state.end_capture()
             if not self._state.closed:
                 self._driver.capture_abort(st.handle)
+        self._release_unpinned(keepalive)
         return True
+
+    def _release_unpinned(self, keepalive: list[object]) -> None:
+        """Unpin a capture's entries; memory freed meanwhile goes after the queued work."""
+        for release in unpin(keepalive):
+            self._state.after_queued_work(release)
 
     @contextlib.contextmanager
     def capture(self, stream: Stream) -> Iterator[Graph]:
@@ -108,7 +133,19 @@ class Graphs:
             driver = self._driver
 
             def destroy() -> None:
-                driver.graph_destroy(handle)
-                del keep[:]
+                # Runs once the work queued so far (replays included) has finished.
+                try:
+                    driver.graph_destroy(handle)
+                finally:
+                    for release in unpin(keep):
+                        release()
+                    del keep[:]
 
             state.after_queued_work(destroy)
+
+
+def _destroy_dropped(state: BackendState, handle: DriverGraph, entries: list[Entry]) -> None:
+    """A Graph collected without destroy_graph (its finalizer): destroy it, free what it held."""
+    state.driver.graph_destroy(handle)
+    for release in unpin(entries):
+        state.after_queued_work(release)

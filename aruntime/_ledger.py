@@ -12,6 +12,7 @@ import itertools
 import os
 import threading
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ._callsite import caller_site
@@ -19,7 +20,16 @@ from ._exceptions import InvalidArgumentError
 from ._memory import Allocation, DevicePtr, HostBuffer
 from ._protocols import Owner
 
-__all__ = ["REDZONE_BYTES", "Entry", "Ledger", "caller_site", "redzones_enabled"]
+__all__ = [
+    "REDZONE_BYTES",
+    "Entry",
+    "Ledger",
+    "caller_site",
+    "park",
+    "pin",
+    "redzones_enabled",
+    "unpin",
+]
 
 #: Size of each guard band, and the alignment user pointers keep inside it.
 REDZONE_BYTES = 256
@@ -50,6 +60,47 @@ class Entry:
     redzone: int  # guard band size, 0 when off
     handle: DevicePtr | HostBuffer
     mapped_from: int = 0  # host_ptr_to_device: the host allocation's id
+    # Graphs (or captures under way) whose ops use this memory, and the
+    # release that free() parked until the last of them is gone.
+    graph_pins: int = 0
+    parked: Callable[[], None] | None = None
+
+
+# Pins change on capturing threads, frees and graph destruction: one lock for all.
+_pins_lock = threading.Lock()
+
+
+def pin(keepalive: Iterable[object]) -> None:
+    """Each ledger entry in ``keepalive`` is used by one more graph (or capture)."""
+    with _pins_lock:
+        for item in keepalive:
+            if isinstance(item, Entry):
+                item.graph_pins += 1
+
+
+def unpin(keepalive: Iterable[object]) -> list[Callable[[], None]]:
+    """Undo :func:`pin`; the releases parked on entries no graph uses any more.
+
+    The caller runs them once nothing queued can use the memory.
+    """
+    released: list[Callable[[], None]] = []
+    with _pins_lock:
+        for item in keepalive:
+            if isinstance(item, Entry):
+                item.graph_pins -= 1
+                if item.graph_pins == 0 and item.parked is not None:
+                    released.append(item.parked)
+                    item.parked = None
+    return released
+
+
+def park(entry: Entry, release: Callable[[], None]) -> bool:
+    """Hold a freed entry's ``release`` while a graph uses it; False if none does."""
+    with _pins_lock:
+        if entry.graph_pins == 0:
+            return False
+        entry.parked = release
+        return True
 
 
 class Ledger:

@@ -28,7 +28,7 @@ from ._callsite import user_frame, warn_at
 from ._completion import Completion
 from ._driver import Driver, DriverStream
 from ._exceptions import DriverError
-from ._ledger import Entry
+from ._ledger import Entry, unpin
 from ._state import BackendState
 from ._streamstate import StreamState
 from ._waiter import StreamWaiter
@@ -191,10 +191,12 @@ class Shutdown:
             draining = list(state.draining)
         _open.discard(self)
         errors: list[BaseException] = []
+        parked: list[Callable[[], None]] = []  # memory freed under graphs and captures
         for st in streams:
             with st.state.lock:
                 if st.state.capturing:
-                    st.state.end_capture()
+                    keepalive, _ = st.state.end_capture()
+                    parked += unpin(keepalive)
                     with contextlib.suppress(DriverError):
                         driver.capture_abort(st.handle)
         waiters = [w for w in (st.state.waiter for st in (*streams, *draining)) if w is not None]
@@ -218,6 +220,9 @@ class Shutdown:
         for g in graphs:
             if g._mark_closed() and g.handle is not None:
                 attempt("graph_destroy", functools.partial(driver.graph_destroy, g.handle))
+                parked += unpin(g.take_keepalive())
+        for release in parked:
+            attempt("mem_free", release)
         for ev in events:
             if ev._mark_closed():
                 attempt("event_destroy", functools.partial(driver.event_destroy, ev.handle))

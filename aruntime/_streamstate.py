@@ -15,6 +15,7 @@ from typing import Any
 
 from ._completion import Completion
 from ._driver import Driver
+from ._ledger import pin
 from ._waiter import StreamWaiter
 
 __all__ = ["FailureList", "StreamState"]
@@ -111,7 +112,12 @@ class StreamState:
         self._capture_ops = 0
 
     def captured(self, keepalive: tuple[Any, ...]) -> None:
-        """One more op recorded; ``keepalive`` must live as long as the graph."""
+        """One more op recorded; ``keepalive`` must live as long as the graph.
+
+        Its ledger entries (the device memory the op uses) are pinned from now
+        on, so a free() during the capture or under the graph is deferred.
+        """
+        pin(keepalive)
         self._capture_keepalive.extend(keepalive)
         self._capture_ops += 1
 

@@ -121,15 +121,18 @@ class Submitter:
         raise NotImplementedError
 
     def copy_h2d(
-        self, stream: Stream | None, src: Any, view: memoryview, address: int
+        self, stream: Stream | None, src: Any, view: memoryview, address: int, entry: Any
     ) -> Completion:
-        """``copy_h2d_async``'s submission (validated): ``view`` of ``src`` to ``address``."""
+        """``copy_h2d_async``'s submission (validated): ``view`` of ``src`` to ``address``.
+
+        ``entry`` is the destination's ledger entry (a capture pins it).
+        """
         return self.submit(
             "copy_h2d_async",
             stream,
             self._driver.memcpy_h2d,
             (view, address),
-            keepalive=(src,),
+            keepalive=(src, entry),
             views=(view,),
             nbytes=view.nbytes,
         )
@@ -203,7 +206,7 @@ class _SyncSubmitter(Submitter):
         return done_none(op) if result is None else born_done(op, result)
 
     def copy_h2d(
-        self, stream: Stream | None, src: Any, view: memoryview, address: int
+        self, stream: Stream | None, src: Any, view: memoryview, address: int, entry: Any
     ) -> Completion:
         # The hottest op of a synchronous driver (the mock): no keepalive to
         # hold, no closure, no kwargs, and the stream lock taken without ``with``.
@@ -224,7 +227,7 @@ class _SyncSubmitter(Submitter):
                 return self._h2d_done
         finally:
             state.release()
-        return super().copy_h2d(st, src, view, address)
+        return super().copy_h2d(st, src, view, address, entry)
 
     def drained(self, op: str, st: Stream) -> Completion:
         # Everything already ran, but the device may be in a sticky error

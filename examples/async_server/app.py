@@ -18,6 +18,12 @@ Admission control keeps a burst from piling up:
   Retry-After) instead of growing a queue;
 - requests share a small pool of streams (one request per stream at a time).
 
+Each request allocates its device memory with ``alloc_async`` and frees it
+with ``free_async`` on its stream: the memory comes back to the next request
+in the stream's order, so serving never reaches a driver free (which
+synchronises the whole device on CUDA) and nothing waits for other
+requests' work.
+
 Run it with ``python examples/async_server`` (see ``__main__.py``), or build
 the app yourself with :func:`create_app` and serve it with any ASGI server.
 """
@@ -150,7 +156,9 @@ class GpuService:
         """
         async with self._admitted(values.nbytes) as stream:
             gpu = self.gpu
-            ptr = gpu.alloc(values.nbytes)
+            # Stream-ordered: usable at once by this stream's ops, reused from
+            # earlier requests' frees, and no call here waits for the device.
+            ptr = gpu.alloc_async(values.nbytes, stream)
             try:
                 await gpu.copy_h2d_async(values, ptr, stream=stream)
                 grid = (values.size + BLOCK - 1) // BLOCK
@@ -166,7 +174,7 @@ class GpuService:
                     await stream
                 raise
             finally:
-                gpu.free(ptr)  # the driver releases it once the queued ops are done
+                gpu.free_async(ptr, stream)  # after this request's ops, in the stream's order
         self.served += 1
         return out
 

@@ -1,0 +1,136 @@
+"""Per-request allocation in an async server loop: alloc_async/free_async against alloc/free.
+
+Each request does what examples/async_server does: take a stream from a
+pool, allocate its buffer, upload 64 KiB, run ``scale_f32``, download, free,
+awaiting each step, with one request per stream at a time and all requests
+in flight at once.  The two variants differ only in the allocation:
+``alloc``/``free`` against ``alloc_async``/``free_async`` on the request's
+stream.  Throughput is requests per second of wall time; rounds alternate
+the two variants and the figure is the median of the rounds' ratios
+(stream-ordered over plain).
+
+On the sims every op costs ``--latency-us`` of device time (the timing
+model), so requests overlap as on a GPU.  A plain ``free`` reaches
+``cuMemFree`` once the queued work is done, and the CUDA driver (and
+cuda-sim) synchronise the whole device there; ``alloc_async`` is served from
+a pool in the stream's order and never reaches the driver's free.
+
+    python benchmarks/bench_alloc_async.py [--quick] [--rounds N] [--backends LIST]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Sequence
+
+import anyio
+import numpy as np
+from _harness import console, median, table
+from _simbench import timing
+
+import aruntime as ar
+
+QUICK_ARGV = ["--quick"]
+ELEMENTS = 16 * 1024  # float32: 64 KiB per request
+BLOCK = 256
+
+
+def _args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few requests and rounds")
+    parser.add_argument("--rounds", type=int, default=None)
+    parser.add_argument("--requests", type=int, default=None, help="requests per round")
+    parser.add_argument("--streams", type=int, default=8, help="requests in flight at once")
+    parser.add_argument("--latency-us", type=float, default=200.0, help="sim device time per op")
+    parser.add_argument("--backends", default="cuda-sim,levelzero-sim,mock")
+    return parser.parse_args(argv)
+
+
+async def _serve(
+    gpu: ar.Backend, kernel: ar.Kernel, streams: list[ar.Stream], requests: int, ordered: bool
+) -> float:
+    """Requests per second of one round."""
+    idle_send, idle_receive = anyio.create_memory_object_stream[ar.Stream](len(streams))
+    for stream in streams:
+        idle_send.send_nowait(stream)
+    values = np.ones(ELEMENTS, np.float32)
+    grid = (ELEMENTS + BLOCK - 1) // BLOCK
+
+    async def request() -> None:
+        stream = await idle_receive.receive()
+        try:
+            ptr = gpu.alloc_async(values.nbytes, stream) if ordered else gpu.alloc(values.nbytes)
+            try:
+                await gpu.copy_h2d_async(values, ptr, stream=stream)
+                args = [np.uint32(ELEMENTS), np.float32(2), ptr]
+                await gpu.launch(kernel, grid, BLOCK, args, stream=stream)
+                out = await gpu.copy_d2h_async(ptr, np.empty_like(values), stream=stream)
+                assert out[0] == 2.0
+            finally:
+                if ordered:
+                    gpu.free_async(ptr, stream)
+                else:
+                    gpu.free(ptr)
+        finally:
+            idle_send.send_nowait(stream)
+
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(requests):
+            tg.start_soon(request)
+    elapsed = time.perf_counter() - start
+    idle_send.close()
+    idle_receive.close()
+    return requests / elapsed
+
+
+async def _measure(name: str, args: argparse.Namespace) -> tuple[float, float, float]:
+    """Median requests/s of (alloc/free, alloc_async/free_async) and the median ratio."""
+    rounds = args.rounds or (2 if args.quick else 7)
+    requests = args.requests or (32 if args.quick else 400)
+    options = {"latency": args.latency_us / 1e6} if name == "mock" else {}
+    async with ar.open_backend(name, **options) as gpu:
+        kernel = gpu.kernel(gpu.builtin_module("vector_ops"), "scale_f32")
+        streams = [gpu.create_stream() for _ in range(args.streams)]
+        plain: list[float] = []
+        ordered: list[float] = []
+        await _serve(gpu, kernel, streams, args.streams, True)  # warm both paths up
+        await _serve(gpu, kernel, streams, args.streams, False)
+        for r in range(rounds):
+            # Alternating order, so that load from elsewhere hits both alike.
+            for flag in (r % 2 == 0, r % 2 != 0):
+                (ordered if flag else plain).append(
+                    await _serve(gpu, kernel, streams, requests, flag)
+                )
+        for stream in streams:
+            stream.close()
+    ratios = [o / p for o, p in zip(ordered, plain, strict=True)]
+    return median(plain), median(ordered), median(ratios)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _args(argv)
+    out = table(
+        f"Per-request allocation, {args.streams} requests in flight, "
+        f"{ELEMENTS * 4 // 1024} KiB each, {args.latency_us:g} us device time per op",
+        ["backend", "alloc/free req/s", "alloc_async/free_async req/s", "ratio"],
+    )
+    for name in args.backends.split(","):
+        try:
+            ar.open_backend(name, **({"latency": 0.001} if name == "mock" else {})).close()
+        except ar.BackendUnavailableError as exc:
+            console.print(f"{name}: unavailable ({exc})")
+            continue
+        if name.endswith("-sim"):
+            with timing(name, 0.0, args.latency_us):
+                plain, ordered, ratio = anyio.run(_measure, name, args)
+        else:
+            plain, ordered, ratio = anyio.run(_measure, name, args)
+        out.add_row(name, f"{plain:,.0f}", f"{ordered:,.0f}", f"{ratio:.2f}x")
+    console.print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
