@@ -18,7 +18,7 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 from ._exceptions import AruntimeError, CaptureError, InvalidArgumentError
-from ._loop import checkpoint, park
+from ._loop import checkpoint, checkpoint_returning, park
 from ._protocols import CompletionHooks
 
 __all__ = [
@@ -195,13 +195,17 @@ class Completion:
     def __await__(self) -> Generator[Any, None, Any]:
         if self._state == _PENDING:
             self._finish_if_ready()
-            if self._state == _PENDING:
-                yield from park(self.subscribe, self.unsubscribe)
-                return self._outcome()
-        # Finished already (always, on the mock): still a checkpoint.
-        yield from checkpoint()
         if self._state == _DONE:
-            return self._result
+            # Finished already (always, on the mock): still a checkpoint, and
+            # one made without a generator of our own around it.
+            return checkpoint_returning(self._result)
+        return self._await_slow()
+
+    def _await_slow(self) -> Generator[Any, None, Any]:
+        if self._state == _PENDING:
+            yield from park(self.subscribe, self.unsubscribe)
+        else:
+            yield from checkpoint()
         return self._outcome()
 
     def __repr__(self) -> str:

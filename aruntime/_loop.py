@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
-__all__ = ["checkpoint", "defer_to_loop", "in_trio", "park"]
+__all__ = ["checkpoint", "checkpoint_returning", "defer_to_loop", "in_trio", "park"]
 
 #: Registers a wake-up to run (on any thread) when the awaited thing happens;
 #: False when it has happened already and the wake-up will never run.
@@ -71,6 +71,28 @@ def checkpoint() -> Iterator[Any]:
     if in_run is not None and in_run():
         return _trio_checkpoint().__await__()  # type: ignore[no-any-return]
     return iter(_ONE_YIELD)
+
+
+def checkpoint_returning(value: Any) -> Generator[Any, None, Any]:
+    """What ``__await__`` of something already finished returns: a checkpoint, then ``value``."""
+    in_run = _trio_in_run
+    if in_run is None:
+        if "trio" not in sys.modules:
+            return _yield_returning(value)
+        in_run = _bind_trio()
+    if in_run is not None and in_run():
+        return _trio_returning(value)
+    return _yield_returning(value)
+
+
+def _yield_returning(value: Any) -> Generator[None, None, Any]:
+    yield  # exactly what asyncio.sleep(0) does
+    return value
+
+
+def _trio_returning(value: Any) -> Generator[Any, None, Any]:
+    yield from _trio_checkpoint().__await__()
+    return value
 
 
 def park(register: Register, unregister: Unregister) -> Generator[Any, None, None]:

@@ -489,3 +489,22 @@ async def test_with_block_error_is_not_masked_by_close(
             async with ar.open_backend("mock", **opts) as agpu:
                 failing_op(agpu)
     assert sum("nobody awaited" in r.getMessage() for r in caplog.records) >= 3
+
+
+def test_subscribe_runs_once_when_the_op_finishes(slow_backend: ar.Backend) -> None:
+    gpu = slow_backend
+    gate = Gate(gpu)
+    pending = gate.launch()
+    seen: list[str] = []
+    assert pending.subscribe(lambda: seen.append("a"))
+    dropped = lambda: seen.append("dropped")  # noqa: E731
+    assert pending.subscribe(dropped)
+    pending.unsubscribe(dropped)
+    pending.unsubscribe(dropped)  # again: nothing happens
+    assert seen == []
+    gate.open()
+    pending.wait(30)
+    assert seen == ["a"]
+    # Finished: nothing to subscribe to, and the function is not called.
+    assert not pending.subscribe(lambda: seen.append("late"))
+    assert seen == ["a"]

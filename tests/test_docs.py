@@ -33,15 +33,15 @@ def _public() -> list[tuple[str, Any]]:
 
 
 def _comment_doc(qualname: str, value: Any) -> str:
-    """A constant's ``#:`` comment, in whichever aruntime module assigns it."""
-    from sphinx.pycode import ModuleAnalyzer
-
+    """A constant's ``#:`` comment (what autodoc shows), in whichever aruntime module assigns it."""
     attr = qualname.rpartition(".")[2]
+    assigned = re.compile(rf"^{re.escape(attr)}\s*(:[^=]*)?=")
     for modname, module in sorted(sys.modules.items()):
         if modname.split(".")[0] == "aruntime" and getattr(module, attr, None) is value:
-            docs = ModuleAnalyzer.for_module(modname).find_attr_docs()
-            if ("", attr) in docs:
-                return "".join(docs["", attr]).strip()
+            lines = inspect.getsource(module).splitlines()
+            for i, line in enumerate(lines):
+                if assigned.match(line) and i and lines[i - 1].startswith("#:"):
+                    return lines[i - 1][2:].strip()
     return ""
 
 

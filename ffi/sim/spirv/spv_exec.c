@@ -1082,14 +1082,46 @@ static int run_group(group *g)
         if (done == g->nitems)
             return 0;
         int released = 0;
+        /* Sub-group collectives first: a sub-group may have to get through
+         * one before it reaches the barrier or work-group collective the
+         * others wait at. */
+        for (uint32_t s = 0; s < subgroup_count(g); s++) {
+            uint32_t lo = s * SPV_SUBGROUP_SIZE;
+            uint32_t size = g->nitems - lo < SPV_SUBGROUP_SIZE ? g->nitems - lo : SPV_SUBGROUP_SIZE;
+            uint32_t pc0 = SPV_NONE;
+            for (uint32_t i = 0; i < size && pc0 == SPV_NONE; i++) {
+                const item *it = &g->items[lo + i];
+                if (it->state == S_COLL && !(p->code[it->pc].e & C_SCOPE_WORKGROUP))
+                    pc0 = it->pc;
+            }
+            if (pc0 == SPV_NONE)
+                continue;
+            const spv_ins *I = &p->code[pc0];
+            uint32_t taking = 0;
+            for (uint32_t i = 0; i < size; i++) {
+                item *it = &g->items[lo + i];
+                members[i] = it->state == S_COLL && it->pc == pc0 ? it : NULL;
+                taking += members[i] != NULL;
+            }
+            /* A uniform operation needs the whole sub-group. */
+            if (!(I->e & C_NON_UNIFORM) && taking != size)
+                return -1;
+            collective(g, I, members, size);
+            for (uint32_t i = 0; i < size; i++)
+                if (members[i]) {
+                    members[i]->pc++;
+                    members[i]->state = S_RUN;
+                }
+            released = 1;
+        }
+        if (released)
+            continue;
         /* Work-group collectives: every work-item at the same one. */
         const item *i0 = &g->items[0];
-        if (i0->state == S_COLL && (p->code[i0->pc].e & C_SCOPE_WORKGROUP)) {
-            int all = 1;
-            for (uint32_t i = 0; i < g->nitems && all; i++)
-                all = g->items[i].state == S_COLL && g->items[i].pc == i0->pc;
-            if (!all)
-                return -1;
+        if (i0->state == S_COLL) {
+            for (uint32_t i = 0; i < g->nitems; i++)
+                if (g->items[i].state != S_COLL || g->items[i].pc != i0->pc)
+                    return -1;
             item **m = malloc(g->nitems * sizeof *m);
             if (!m)
                 return -1;
@@ -1103,46 +1135,6 @@ static int run_group(group *g)
             }
             continue;
         }
-        /* Sub-group collectives. */
-        for (uint32_t s = 0; s < subgroup_count(g); s++) {
-            uint32_t lo = s * SPV_SUBGROUP_SIZE;
-            uint32_t size = g->nitems - lo < SPV_SUBGROUP_SIZE ? g->nitems - lo : SPV_SUBGROUP_SIZE;
-            uint32_t pc0 = SPV_NONE, waiting = 0, finished = 0;
-            for (uint32_t i = 0; i < size; i++) {
-                const item *it = &g->items[lo + i];
-                if (it->state == S_COLL) {
-                    if (pc0 == SPV_NONE)
-                        pc0 = it->pc;
-                    waiting++;
-                }
-                finished += it->state == S_DONE;
-            }
-            if (pc0 == SPV_NONE)
-                continue;
-            const spv_ins *I = &p->code[pc0];
-            if (I->e & C_SCOPE_WORKGROUP)
-                return -1; /* some work-items elsewhere: divergent */
-            uint32_t taking = 0;
-            for (uint32_t i = 0; i < size; i++) {
-                item *it = &g->items[lo + i];
-                members[i] = it->state == S_COLL && it->pc == pc0 ? it : NULL;
-                taking += members[i] != NULL;
-            }
-            /* A uniform operation needs the whole sub-group. */
-            if (!(I->e & C_NON_UNIFORM) && (taking != size))
-                return -1;
-            (void)waiting;
-            (void)finished;
-            collective(g, I, members, size);
-            for (uint32_t i = 0; i < size; i++)
-                if (members[i]) {
-                    members[i]->pc++;
-                    members[i]->state = S_RUN;
-                }
-            released = 1;
-        }
-        if (released)
-            continue;
         if (at_barrier == g->nitems) {
             for (uint32_t i = 0; i < g->nitems; i++)
                 g->items[i].state = S_RUN;

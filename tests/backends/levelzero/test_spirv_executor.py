@@ -277,11 +277,10 @@ def test_an_access_outside_every_allocation_poisons_the_device(
 ) -> None:
     y = gpu.alloc(64)
     try:
-        gpu.launch(gpu.kernel(module, "poke"), 1, 16, [y, i64(15)])  # in bounds
-        gpu.synchronize().wait()
-        gpu.launch(gpu.kernel(module, "poke"), 1, 16, [y, i64(16)])  # one past the end
+        gpu.launch(gpu.kernel(module, "poke"), 1, 16, [y, i64(15)]).wait()  # in bounds
+        bad = gpu.launch(gpu.kernel(module, "poke"), 1, 16, [y, i64(16)])  # one past the end
         with pytest.raises(DeviceLostError):
-            gpu.synchronize().wait()
+            bad.wait()
     finally:
         _reset_device()
         gpu.free(y)
@@ -292,9 +291,9 @@ def test_a_barrier_only_some_work_items_reach_fails_the_launch(
 ) -> None:
     y = gpu.alloc(4 * 64)
     try:
-        gpu.launch(gpu.kernel(module, "divergent_barrier"), 1, 64, [y])
+        bad = gpu.launch(gpu.kernel(module, "divergent_barrier"), 1, 64, [y])
         with pytest.raises(DriverError) as info:
-            gpu.synchronize().wait()
+            bad.wait()
         assert not isinstance(info.value, DeviceLostError)
         # Not sticky: the device goes on working.
         gpu.launch(gpu.kernel(module, "local_reverse"), 1, 64, [y, y])
@@ -322,8 +321,12 @@ def test_unsupported_constructs_are_refused_with_a_build_log(
 
 def test_a_truncated_module_is_an_invalid_binary(gpu: ar.Backend) -> None:
     data = (HERE / "executor_O0.spv").read_bytes()
+    words = np.frombuffer(data, dtype="<u4")
+    at = 5  # after the header: cut one word into the first long instruction past the middle
+    while at < words.size // 2 or int(words[at]) >> 16 < 3:
+        at += int(words[at]) >> 16
     with pytest.raises(DriverError, match="INVALID_NATIVE_BINARY") as info:
-        gpu.load_module("cut", data[: len(data) // 8 * 4])
+        gpu.load_module("cut", data[: 4 * (at + 1)])
     assert "truncated" in str(info.value)
 
 
@@ -342,3 +345,13 @@ def test_vload_vstore_halves_and_a_char_switch(gpu: ar.Backend, module: ar.Modul
         ).all()
     c = np.arange(n) % 5 - 2
     assert (sw == np.select([c == -2, c == -1, c == 1], [100, 200, 300], c)).all()
+
+
+def test_a_sub_group_collective_before_a_work_group_one(gpu: ar.Backend, module: ar.Module) -> None:
+    group = 48
+    x = np.arange(2 * group, dtype=np.int32)
+    _, out = run(gpu, module, "mixed_collectives", 2, group, [x, np.zeros_like(x)])
+    for g in range(2):
+        v = x[g * group : (g + 1) * group].copy()
+        v[16:32] = v[16:32].sum()
+        assert (out[g * group : (g + 1) * group] == v.sum()).all()

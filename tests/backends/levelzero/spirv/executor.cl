@@ -233,3 +233,13 @@ __kernel void vectors_and_halves(__global const float *x, __global float *y,
     }
     sw[i] = r;
 }
+
+/* One sub-group runs a sub-group reduction the others skip, then the whole
+ * group meets at a work-group reduction. */
+__kernel void mixed_collectives(__global const int *x, __global int *out)
+{
+    int v = x[get_global_id(0)];
+    if (get_sub_group_id() == 1)
+        v = sub_group_reduce_add(v);
+    out[get_global_id(0)] = work_group_reduce_add(v);
+}
