@@ -942,11 +942,54 @@ static void event_wake(arsim_event *e)
     pthread_mutex_unlock(&e->mu);
 }
 
+static int record_executed_locked(const arsim_event *e, uint64_t seq);
+
+/* Whether record `seq` itself has executed (a later record executing first,
+ * on another queue, does not count). */
+static int record_done(arsim_event *e, uint64_t seq)
+{
+    if (atomic_load_explicit(&e->rec_floor, memory_order_acquire) >= seq)
+        return 1;
+    pthread_mutex_lock(&e->mu);
+    int done = record_executed_locked(e, seq);
+    pthread_mutex_unlock(&e->mu);
+    return done;
+}
+
+/* CUDA: waits for the record that was the latest when the call was made,
+ * never for one submitted later (cuEventSynchronize). */
 arsim_status arsim_event_wait(arsim_event *e, arsim_wait_mode mode, int64_t timeout_ns)
 {
     uint64_t target = atomic_load_explicit(&e->rec_submitted, memory_order_acquire);
-    if (event_block(e, pred_recorded, target, mode, timeout_ns) != 0)
-        return ARSIM_ERR_TIMEOUT;
+    if (target == 0 || record_done(e, target))
+        return (arsim_status)atomic_load_explicit(&e->rec_status, memory_order_acquire);
+    uint64_t deadline = timeout_ns < 0 ? UINT64_MAX : arsim_now_ns() + (uint64_t)timeout_ns;
+    if (mode == ARSIM_WAIT_SPIN) {
+        for (unsigned i = 0; !record_done(e, target); i++) {
+            if ((i & 63) == 63 && arsim_now_ns() >= deadline)
+                return ARSIM_ERR_TIMEOUT;
+            sched_yield();
+        }
+    } else {
+        struct timespec ts;
+        if (timeout_ns >= 0)
+            abs_deadline(&ts, timeout_ns);
+        int timed_out = 0;
+        pthread_mutex_lock(&e->mu);
+        e->waiters++;
+        while (!record_executed_locked(e, target)) {
+            if (timeout_ns < 0) {
+                pthread_cond_wait(&e->cv, &e->mu);
+            } else if (pthread_cond_timedwait(&e->cv, &e->mu, &ts) == ETIMEDOUT) {
+                timed_out = !record_executed_locked(e, target);
+                break;
+            }
+        }
+        e->waiters--;
+        pthread_mutex_unlock(&e->mu);
+        if (timed_out)
+            return ARSIM_ERR_TIMEOUT;
+    }
     return (arsim_status)atomic_load_explicit(&e->rec_status, memory_order_acquire);
 }
 
@@ -1651,6 +1694,7 @@ struct arsim_queue {
     _Atomic int pending_err; /* first error not yet reported */
     _Atomic uint64_t model_time; /* device time at which the last executed op ended */
     arsim_graph *capture;
+    arsim_op *running; /* the op executing now, guarded by mu */
     arsim_queue *dev_next, *dev_prev; /* device list, guarded by device qmu */
 };
 
@@ -2022,14 +2066,16 @@ static void *queue_main(void *arg)
         q->head = op->next;
         if (!q->head)
             q->tail = NULL;
+        q->running = op;
         pthread_mutex_unlock(&q->mu);
 
         int st = execute(q, op);
         if (st != ARSIM_OK)
             set_pending_err(q, st);
-        arsim_op_free(op);
 
         pthread_mutex_lock(&q->mu);
+        q->running = NULL;
+        arsim_op_free(op);
         atomic_fetch_add_explicit(&q->completed, 1, memory_order_release);
         if (q->done_waiters)
             pthread_cond_broadcast(&q->cv_done);
@@ -2302,4 +2348,70 @@ arsim_status arsim_device_synchronize(int ordinal)
     free(qs);
     free(targets);
     return (arsim_status)atomic_load(&d->sticky);
+}
+
+/* ============================================================ memory in use */
+
+static int range_hits(uintptr_t p, size_t n, uintptr_t lo, uintptr_t hi)
+{
+    return n && p < hi && p + n > lo;
+}
+
+static int op_uses(const arsim_op *op, uintptr_t lo, uintptr_t hi)
+{
+    switch (op->kind) {
+    case OP_COPY:
+        return range_hits((uintptr_t)op->dst, op->n, lo, hi) ||
+               range_hits((uintptr_t)op->src, op->n, lo, hi);
+    case OP_COPY2D: {
+        if (!op->height || !op->width)
+            return 0;
+        size_t dn = (op->height - 1) * op->dst_pitch + op->width;
+        size_t sn = (op->height - 1) * op->src_pitch + op->width;
+        return range_hits((uintptr_t)op->dst, dn, lo, hi) ||
+               range_hits((uintptr_t)op->src, sn, lo, hi);
+    }
+    case OP_MEMSET8:
+    case OP_FILL:
+        return range_hits((uintptr_t)op->dst, op->n, lo, hi);
+    case OP_KERNEL: {
+        /* A pointer-sized argument pointing into the allocation. */
+        const ar_kernel_info *info = op->kernel->info;
+        void *const *argv = (void *const *)op->owned;
+        for (uint32_t i = 0; i < info->num_params; i++) {
+            if (info->param_sizes[i] != sizeof(uintptr_t))
+                continue;
+            uintptr_t v;
+            memcpy(&v, argv[i], sizeof v);
+            if (v >= lo && v < hi)
+                return 1;
+        }
+        return 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+int arsim_mem_in_use(const void *p)
+{
+    ensure_init();
+    arsim_alloc a;
+    if (arsim_mem_lookup(p, &a) != ARSIM_OK)
+        return 0;
+    uintptr_t lo = (uintptr_t)a.base, hi = lo + a.size;
+    int used = 0;
+    for (int d = 0; d < g_ndev && !used; d++) {
+        pthread_mutex_lock(&g_dev[d].qmu);
+        for (arsim_queue *q = g_dev[d].queues; q && !used; q = q->dev_next) {
+            pthread_mutex_lock(&q->mu);
+            if (q->running && op_uses(q->running, lo, hi))
+                used = 1;
+            for (const arsim_op *op = q->head; op && !used; op = op->next)
+                used = op_uses(op, lo, hi);
+            pthread_mutex_unlock(&q->mu);
+        }
+        pthread_mutex_unlock(&g_dev[d].qmu);
+    }
+    return used;
 }

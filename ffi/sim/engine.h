@@ -199,6 +199,12 @@ ARSIM_API int arsim_mem_range_ok(const void *p, size_t n, unsigned kind_mask);
  * -1 not known.
  * Fast path lock-free (a per-thread cache of the last allocation hit). */
 ARSIM_API arsim_status arsim_check_access(const void *p, size_t n, int is_write);
+/* 1 if work submitted to a queue and not yet completed (running or waiting)
+ * reads or writes the live allocation containing p: a copy or memset
+ * touching it, or a kernel given a pointer into it as an argument.  0 if
+ * not, or if p is in no allocation.  For drivers whose free of memory in
+ * use is an error (zeMemFree). */
+ARSIM_API int arsim_mem_in_use(const void *p);
 /* Frees every allocation with this owner tag; returns how many. */
 ARSIM_API size_t arsim_mem_free_owner(uint64_t owner);
 /* Registers existing host memory as pinned (ARSIM_MEM_REGISTERED). */

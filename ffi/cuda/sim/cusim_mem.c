@@ -101,8 +101,10 @@ CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
     return mem_alloc(pp, bytesize, ARSIM_MEM_HOST, 0);
 }
 
-/* Freeing waits for the device first, as cuMemFree does: in-flight work may
- * still use the memory, and here that would be a use-after-free. */
+/* Freeing waits for the device first, as cuMemFree and cuMemFreeHost do (the
+ * CUDA documentation's implicit synchronization): in-flight work may still
+ * use the memory, and here that would be a use-after-free.  The caller's
+ * thread blocks meanwhile, as on a GPU. */
 static CUresult mem_free(void *p, unsigned kinds)
 {
     CUresult r = cusim_check_init();
@@ -180,6 +182,14 @@ CUresult cuMemHostUnregister(void *p)
     CUresult r = cusim_check_init();
     if (r != CUDA_SUCCESS)
         return r;
+    arsim_alloc a;
+    if (!p || arsim_mem_lookup(p, &a) != ARSIM_OK || a.base != p ||
+        a.kind != ARSIM_MEM_REGISTERED)
+        return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    /* Like cuMemFreeHost, it waits for the device first: queued copies may
+     * still read or write the pages. */
+    for (int d = 0; d < arsim_device_count(); d++)
+        arsim_device_synchronize(d);
     if (arsim_mem_unregister(p) != ARSIM_OK)
         return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
     return CUDA_SUCCESS;

@@ -95,6 +95,11 @@ ZE_APIEXPORT ze_result_t zeMemFree(ze_context_handle_t hContext, void *ptr) {
     else if (arsim_mem_lookup(ptr, &a) != ARSIM_OK || a.base != ptr || a.owner != ctx->base.id ||
              !(a.kind & (ARSIM_MEM_DEVICE | ARSIM_MEM_MANAGED | ARSIM_MEM_HOST)))
         r = ZE_RESULT_ERROR_INVALID_ARGUMENT; /* not an allocation of this context */
+    else if (arsim_mem_in_use(ptr))
+        /* Freeing memory that queued work still uses is undefined in Level
+         * Zero; the sim reports it instead of letting the work scribble on
+         * freed memory. */
+        r = ZE_RESULT_ERROR_HANDLE_OBJECT_IN_USE;
     else if (arsim_mem_free(ptr, ARSIM_MEM_DEVICE | ARSIM_MEM_MANAGED | ARSIM_MEM_HOST) != ARSIM_OK)
         r = ZE_RESULT_ERROR_INVALID_ARGUMENT; /* freed concurrently */
     lz_unref(&ctx->base);
