@@ -21,8 +21,6 @@ BACKENDS = ("mock", "cuda-sim", "levelzero-sim")
 
 #: (example, backend) pairs known not to work yet, with the reason.
 KNOWN_BROKEN: dict[tuple[str, str], str] = {}
-if not (ROOT / "ffi" / "cuda" / "sim" / "ptx.h").exists():  # gone once the executor lands
-    KNOWN_BROKEN[("custom_kernel_nvrtc.py", "cuda-sim")] = "cuda-sim has no PTX executor yet"
 
 #: Examples written for some backends only (a CUDA C kernel needs a CUDA backend).
 ONLY_ON: dict[str, tuple[str, ...]] = {"custom_kernel_nvrtc.py": ("cuda-sim",)}

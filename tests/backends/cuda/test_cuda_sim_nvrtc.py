@@ -89,15 +89,6 @@ extern "C" __global__ void transpose(const float *in, float *out, unsigned rows,
 BLOCK = 256
 SHARED = BLOCK // 32 * 4
 
-# Until the PTX executor is on main, cuda-sim runs only the project's own
-# kernels (PTX whose entries its host build defines): a user's kernel is
-# refused with CUDA_ERROR_INVALID_PTX.
-NEEDS_PTX_EXECUTOR = pytest.mark.xfail(
-    not (ROOT / "ffi" / "cuda" / "sim" / "ptx.h").exists(),
-    reason="cuda-sim's PTX executor is not on main yet",
-    strict=True,
-)
-
 
 def nvrtc_ptx(source: str = STATS, arch: str = "sm_80") -> bytes:
     nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="pip install cuda-bindings")
@@ -152,7 +143,6 @@ def stats_unpack(words: np.ndarray) -> tuple[int, int, list[int]]:
     return int(words[:2].view(np.int64)[0]), int(words[2]), [int(b) for b in bins]
 
 
-@NEEDS_PTX_EXECUTOR
 @pytest.mark.anyio
 @pytest.mark.parametrize("compiler", sorted(COMPILERS))
 async def test_user_kernel_through_load_module(compiler: str, tmp_path: Path) -> None:
@@ -173,7 +163,6 @@ async def test_user_kernel_through_load_module(compiler: str, tmp_path: Path) ->
     assert stats_unpack(words) == stats_expected(x)
 
 
-@NEEDS_PTX_EXECUTOR
 @pytest.mark.anyio
 async def test_two_dimensional_grid_and_float_atomics(tmp_path: Path) -> None:
     ptx = nvrtc_ptx()
@@ -273,7 +262,6 @@ def _run(source: str, via: str, path: Path, x: np.ndarray) -> tuple[int, int, li
     return total, top, bins
 
 
-@NEEDS_PTX_EXECUTOR
 @pytest.mark.parametrize("via", ["cuda-bindings", "cuda.core"])
 @pytest.mark.parametrize("compiler", ["nvrtc", "nvcc", "cuda.core"])
 def test_user_kernel_through_nvidias_bindings(via: str, compiler: str, tmp_path: Path) -> None:
