@@ -116,9 +116,14 @@ class Backend(ComputeOps):
 
     @property
     def closed(self) -> bool:
+        """True once :meth:`close` has begun; ops and allocations then raise ClosedResourceError."""
         return self._state.closed
 
     def total_memory(self) -> int:
+        """The device's memory in bytes, as the driver reported it at open.
+
+        Answers even after :meth:`close` (it is a fact about the device).
+        """
         return self._state.info.total_memory
 
     def free_memory(self) -> int:
@@ -132,6 +137,7 @@ class Backend(ComputeOps):
         return self._driver.mem_get_info()[0]
 
     def sm_count(self) -> int:
+        """The device's compute units: SMs on CUDA, EUs on Level Zero (``device.compute_units``)."""
         return self._state.info.compute_units
 
     def bind_to_thread(self) -> None:
@@ -196,6 +202,14 @@ class Backend(ComputeOps):
         self._alloc.free("free", ptr, ("device", "managed"))
 
     def free_arena(self, ptr: DevicePtr) -> None:
+        """Free a block from :meth:`alloc_arena` (and with it every view cut from it).
+
+        ``ptr`` must be the pointer ``alloc_arena`` returned, not a view into it
+        (:class:`InvalidArgumentError`), and arena memory must be freed here, not
+        with :meth:`free`.  As with ``free``, the memory is released only after
+        the work already queued has finished.  Raises :class:`ClosedResourceError`
+        once the backend is closed.
+        """
         self._alloc.free("free_arena", ptr, ("arena",))
 
     def alloc_async(self, nbytes: int, stream: Stream | None = None) -> DevicePtr:
@@ -279,9 +293,14 @@ class Backend(ComputeOps):
 
     # ------------------------------------------------------------------ ledger
     def live_bytes(self) -> int:
+        """Bytes the ledger holds: device, managed, arena, async and pinned host memory.
+
+        A :meth:`host_ptr_to_device` alias is not counted again.
+        """
         return self._ledger.live_bytes()
 
     def live_alloc_count(self) -> int:
+        """How many allocations the ledger holds (views and aliases of them do not count)."""
         return self._ledger.live_count()
 
     def live_allocations(self) -> list[Allocation]:
@@ -323,9 +342,23 @@ class Backend(ComputeOps):
         return self.copy_d2h_async(src, dst).wait()
 
     def copy_d2d(self, src: DevicePtr, dst: DevicePtr, nbytes: int) -> None:
+        """Copy ``nbytes`` bytes between device ranges on the default stream and wait.
+
+        Blocks the calling thread (and a loop, if called from one; use
+        :meth:`copy_d2d_async` there).  Both ranges must hold ``nbytes`` bytes and
+        must not overlap (:class:`InvalidArgumentError`); the op's failure is
+        raised as its :class:`DriverError`.
+        """
         self.copy_d2d_async(src, dst, nbytes).wait()
 
     def memset(self, ptr: DevicePtr, value: int, nbytes: int) -> None:
+        """Set ``nbytes`` bytes at ``ptr`` to the byte ``value`` on the default stream and wait.
+
+        Blocks the calling thread (use :meth:`memset_async` on a loop).
+        ``value`` is an int in 0..255 and ``ptr`` must hold ``nbytes`` bytes
+        (:class:`InvalidArgumentError` otherwise, ``TypeError`` for a non-int);
+        the op's failure is raised as its :class:`DriverError`.
+        """
         self.memset_async(ptr, value, nbytes).wait()
 
     # -------------------------------------------------------------- async ops
@@ -527,6 +560,12 @@ class Backend(ComputeOps):
         return self._objects.default_stream()
 
     def stream_is_capturing(self, stream: Stream) -> bool:
+        """Whether ``stream``'s ops are being recorded into a graph (see :meth:`begin_capture`).
+
+        ``stream`` must be an open stream of this backend (``TypeError``,
+        :class:`InvalidArgumentError` for another backend's,
+        :class:`ClosedResourceError` for a closed one).
+        """
         self._state.check_open("stream_is_capturing")
         return self._resolve(stream, "stream_is_capturing").state.capturing
 
@@ -570,6 +609,7 @@ class Backend(ComputeOps):
         return self._objects.builtin_module(name)
 
     def has_module(self, name: str) -> bool:
+        """Whether a module is loaded under ``name`` (a str; ``TypeError`` otherwise)."""
         if not isinstance(name, str):
             raise TypeError(f"has_module: name must be a str, got {type(name).__name__}")
         return name in self._state.modules
