@@ -120,10 +120,7 @@ class Backend(ComputeOps):
         return self._state.closed
 
     def total_memory(self) -> int:
-        """The device's memory in bytes, as the driver reported it at open.
-
-        Answers even after :meth:`close` (it is a fact about the device).
-        """
+        """The device's memory in bytes, as reported at open (it answers after close too)."""
         return self._state.info.total_memory
 
     def free_memory(self) -> int:
@@ -202,13 +199,10 @@ class Backend(ComputeOps):
         self._alloc.free("free", ptr, ("device", "managed"))
 
     def free_arena(self, ptr: DevicePtr) -> None:
-        """Free a block from :meth:`alloc_arena` (and with it every view cut from it).
+        """Free an :meth:`alloc_arena` block, after queued work finishes (as :meth:`free`).
 
-        ``ptr`` must be the pointer ``alloc_arena`` returned, not a view into it
-        (:class:`InvalidArgumentError`), and arena memory must be freed here, not
-        with :meth:`free`.  As with ``free``, the memory is released only after
-        the work already queued has finished.  Raises :class:`ClosedResourceError`
-        once the backend is closed.
+        ``ptr`` must be the pointer ``alloc_arena`` returned, not a view into it,
+        and only arena memory is freed here (:class:`InvalidArgumentError`).
         """
         self._alloc.free("free_arena", ptr, ("arena",))
 
@@ -293,10 +287,7 @@ class Backend(ComputeOps):
 
     # ------------------------------------------------------------------ ledger
     def live_bytes(self) -> int:
-        """Bytes the ledger holds: device, managed, arena, async and pinned host memory.
-
-        A :meth:`host_ptr_to_device` alias is not counted again.
-        """
+        """Bytes the ledger holds: device, managed, arena, async and pinned host memory."""
         return self._ledger.live_bytes()
 
     def live_alloc_count(self) -> int:
@@ -344,20 +335,17 @@ class Backend(ComputeOps):
     def copy_d2d(self, src: DevicePtr, dst: DevicePtr, nbytes: int) -> None:
         """Copy ``nbytes`` bytes between device ranges on the default stream and wait.
 
-        Blocks the calling thread (and a loop, if called from one; use
-        :meth:`copy_d2d_async` there).  Both ranges must hold ``nbytes`` bytes and
-        must not overlap (:class:`InvalidArgumentError`); the op's failure is
-        raised as its :class:`DriverError`.
+        Blocks the calling thread (on a loop, use :meth:`copy_d2d_async`).  The
+        ranges must hold ``nbytes`` and not overlap (:class:`InvalidArgumentError`);
+        a failed op raises its :class:`DriverError`.
         """
         self.copy_d2d_async(src, dst, nbytes).wait()
 
     def memset(self, ptr: DevicePtr, value: int, nbytes: int) -> None:
-        """Set ``nbytes`` bytes at ``ptr`` to the byte ``value`` on the default stream and wait.
+        """Set ``nbytes`` bytes at ``ptr`` to ``value`` (0..255) on the default stream and wait.
 
-        Blocks the calling thread (use :meth:`memset_async` on a loop).
-        ``value`` is an int in 0..255 and ``ptr`` must hold ``nbytes`` bytes
-        (:class:`InvalidArgumentError` otherwise, ``TypeError`` for a non-int);
-        the op's failure is raised as its :class:`DriverError`.
+        Blocks the calling thread (on a loop, use :meth:`memset_async`).  A bad
+        value or range raises :class:`InvalidArgumentError`, a failed op its DriverError.
         """
         self.memset_async(ptr, value, nbytes).wait()
 
@@ -560,12 +548,7 @@ class Backend(ComputeOps):
         return self._objects.default_stream()
 
     def stream_is_capturing(self, stream: Stream) -> bool:
-        """Whether ``stream``'s ops are being recorded into a graph (see :meth:`begin_capture`).
-
-        ``stream`` must be an open stream of this backend (``TypeError``,
-        :class:`InvalidArgumentError` for another backend's,
-        :class:`ClosedResourceError` for a closed one).
-        """
+        """Whether ``stream`` is recording its ops into a graph (see :meth:`begin_capture`)."""
         self._state.check_open("stream_is_capturing")
         return self._resolve(stream, "stream_is_capturing").state.capturing
 
