@@ -130,6 +130,7 @@ int arsim_inject_fault(int device, int kind, int count);
 void arsim_clear_faults(void);
 int arsim_live_queues(void);
 int arsim_engine_threads(void);
+void arsim_set_engine_idle_ms(int);
 """
 
 CUDA_SUCCESS = 0

@@ -90,3 +90,22 @@ def test_a_stream_destroyed_while_parked_still_runs_its_work(cu: Cuda) -> None:
             break
         time.sleep(0.001)
     assert lib.arsim_live_queues() == queues - 1  # `parked` is gone; `held` lives
+
+
+def test_idle_engine_threads_end_and_come_back(cu: Cuda) -> None:
+    lib = cu.lib
+    d = cu.alloc(64)
+    lib.arsim_set_engine_idle_ms(20)
+    try:
+        cu.check(lib.cuMemsetD8_v2(d, 1, 64))
+        for _ in range(2000):  # bounded: each ends 20 ms after its last op
+            if lib.arsim_engine_threads() == 0:
+                break
+            time.sleep(0.001)
+        assert lib.arsim_engine_threads() == 0
+        cu.check(lib.cuMemsetD8_v2(d, 2, 64))  # starts the compute engine again
+        out = np.zeros(64, np.uint8)
+        cu.check(lib.cuMemcpyDtoH_v2(ffi.cast("void *", out.ctypes.data), d, 64))
+        assert (out == 2).all()
+    finally:
+        lib.arsim_set_engine_idle_ms(0)  # the default
