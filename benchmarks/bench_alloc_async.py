@@ -11,7 +11,7 @@ blocks only for equal sizes would keep allocating; the work stays on the
 first 64 KiB at most, so that the cases differ in the allocations only.
 Throughput is requests per second of wall time; rounds alternate the two
 variants and the figure is the median of the rounds' ratios (stream-ordered
-over plain).  "pool held" is the most device memory that the stream-ordered
+over plain).  "held" is the most device memory that the stream-ordered
 rounds left taken (in use or kept idle by the pool) at their end.
 
 On the sims every op costs ``--latency-us`` of device time (the timing
@@ -147,9 +147,9 @@ def main(argv: list[str] | None = None) -> int:
             "backend",
             "sizes",
             "alloc/free req/s",
-            "alloc_async/free_async req/s",
+            "alloc_async req/s",
             "ratio",
-            "pool held MiB",
+            "held MiB",
         ],
     )
     for name in args.backends.split(","):
