@@ -24,3 +24,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     stall = sys.modules.get("tests.test_loop_stall")
     if stall is not None:
         stall.write_table(terminalreporter)
+    census = sys.modules.get("tests.test_thread_census")
+    if census is not None:
+        census.write_table(terminalreporter)

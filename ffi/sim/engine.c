@@ -69,44 +69,25 @@ const char *arsim_status_name(arsim_status s)
     }
 }
 
-/* A FIFO lock: engines are handed out in arrival order, so three streams
- * feeding one engine take turns instead of one starving the others. */
-typedef struct ticket_lock {
+/* One engine of a device and the thread that runs its ops (see "engines"
+ * below).  Ops of equal priority run in the order they became ready (FIFO),
+ * so three queues feeding one engine take turns instead of one starving
+ * the others; a higher-priority queue's ready op goes first. */
+typedef struct sim_engine {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    uint64_t next;
-    uint64_t serving;
-    uint64_t model_end; /* the timing model's end of the last op; holder only */
-} ticket_lock;
-
-static void ticket_init(ticket_lock *t)
-{
-    pthread_mutex_init(&t->mu, NULL);
-    pthread_cond_init(&t->cv, NULL);
-    t->next = t->serving = 0;
-    t->model_end = 0;
-}
-
-static void ticket_acquire(ticket_lock *t)
-{
-    pthread_mutex_lock(&t->mu);
-    uint64_t mine = t->next++;
-    while (t->serving != mine)
-        pthread_cond_wait(&t->cv, &t->mu);
-    pthread_mutex_unlock(&t->mu);
-}
-
-static void ticket_release(ticket_lock *t)
-{
-    pthread_mutex_lock(&t->mu);
-    t->serving++;
-    pthread_cond_broadcast(&t->cv);
-    pthread_mutex_unlock(&t->mu);
-}
+    arsim_op *head, *tail; /* ready ops, linked through op->next */
+    int started;           /* the thread exists (guarded by mu) */
+    int device;
+    int index;
+    uint64_t model_end; /* the timing model's end of the last op; the engine thread only */
+} sim_engine;
 
 /* ============================================================ config, devices */
 
-enum { ENGINE_COMPUTE = 0, ENGINE_H2D = 1, ENGINE_D2H = 2, ENGINE_COUNT = 3 };
+/* The engines of a device.  ENGINE_HOST is not hardware: it is the driver
+ * thread that runs host functions (CUDA runs them on one thread too). */
+enum { ENGINE_COMPUTE = 0, ENGINE_H2D = 1, ENGINE_D2H = 2, ENGINE_HOST = 3, ENGINE_COUNT = 4 };
 
 typedef struct device {
     int ordinal;
@@ -116,7 +97,7 @@ typedef struct device {
     _Atomic int fault_oom;
     _Atomic int fault_launch;
     _Atomic int fault_illegal;
-    ticket_lock engines[ENGINE_COUNT];
+    sim_engine engines[ENGINE_COUNT];
     pthread_mutex_t qmu; /* guards the queue list */
     arsim_queue *queues;
 } device;
@@ -131,7 +112,8 @@ static uint32_t g_copy_engines = 2;
 static uint32_t g_kernel_threads = 1; /* ARUNTIME_SIM_KERNEL_THREADS */
 static _Atomic double g_gbps;       /* <= 0: unlimited */
 static _Atomic double g_latency_us; /* <= 0: none */
-static _Atomic int g_live_threads;
+static _Atomic int g_live_queues;   /* created, not yet drained after destroy */
+static _Atomic int g_engine_threads; /* engine threads started, all devices */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static double env_double(const char *name, double dflt)
@@ -170,8 +152,13 @@ static void init_once(void)
     for (int i = 0; i < n; i++) {
         g_dev[i].ordinal = i;
         g_dev[i].total = (uint64_t)(mb * 1024.0 * 1024.0);
-        for (int e = 0; e < ENGINE_COUNT; e++)
-            ticket_init(&g_dev[i].engines[e]);
+        for (int e = 0; e < ENGINE_COUNT; e++) {
+            sim_engine *eng = &g_dev[i].engines[e];
+            pthread_mutex_init(&eng->mu, NULL);
+            pthread_cond_init(&eng->cv, NULL);
+            eng->device = i;
+            eng->index = e;
+        }
         pthread_mutex_init(&g_dev[i].qmu, NULL);
     }
     g_ndev = n;
@@ -235,7 +222,8 @@ void arsim_clear_faults(void)
         arsim_device_reset(i);
 }
 
-int arsim_live_queue_threads(void) { return atomic_load(&g_live_threads); }
+int arsim_live_queues(void) { return atomic_load(&g_live_queues); }
+int arsim_engine_threads(void) { return atomic_load(&g_engine_threads); }
 
 int arsim_device_count(void)
 {
@@ -1020,7 +1008,13 @@ static void event_set_signaled(arsim_event *e, int status, uint64_t when)
     event_wake(e);
 }
 
-void arsim_event_host_signal(arsim_event *e) { event_set_signaled(e, ARSIM_OK, arsim_now_ns()); }
+static void wake_parked(void);
+
+void arsim_event_host_signal(arsim_event *e)
+{
+    event_set_signaled(e, ARSIM_OK, arsim_now_ns());
+    wake_parked(); /* queues waiting on device for it */
+}
 
 void arsim_event_host_reset(arsim_event *e)
 {
@@ -1078,19 +1072,6 @@ static void record_mark_executed(arsim_event *e, uint64_t seq)
         }
     }
     atomic_store_explicit(&e->rec_floor, floor, memory_order_release);
-}
-
-/* A device-side wait: until record `seq` itself has executed. */
-static void event_wait_record(arsim_event *e, uint64_t seq)
-{
-    if (atomic_load_explicit(&e->rec_floor, memory_order_acquire) >= seq)
-        return;
-    pthread_mutex_lock(&e->mu);
-    e->waiters++;
-    while (!record_executed_locked(e, seq))
-        pthread_cond_wait(&e->cv, &e->mu);
-    e->waiters--;
-    pthread_mutex_unlock(&e->mu);
 }
 
 /* A record executed: the event's latest record state. */
@@ -1363,6 +1344,7 @@ struct arsim_op {
     arsim_queue *other;
     uint64_t target; /* record seq, or the seq to wait for */
     uint64_t submit_ns; /* when it was submitted: the earliest it can start */
+    arsim_queue *queue; /* while dispatched to an engine: the queue it runs for */
 };
 
 static void queue_retain(arsim_queue *q);
@@ -1684,11 +1666,15 @@ struct arsim_queue {
     int device;
     int priority;
     pthread_mutex_t mu;
-    pthread_cond_t cv_work; /* new work or destroy */
     pthread_cond_t cv_done; /* an op completed */
     int done_waiters;       /* guarded by mu */
     arsim_op *head, *tail;
     int destroyed;
+    int active;    /* someone holds the token (see "engines"); guarded by mu */
+    int finalized; /* guarded by mu */
+    arsim_op *parked_on;    /* the head op, a wait, while parked (g_park_mu) */
+    arsim_queue *park_next; /* the park list (g_park_mu), or a wake-up batch */
+    arsim_queue *todo_next; /* a thread's queues to move on (tls_todo) */
     _Atomic uint64_t submitted;
     _Atomic uint64_t completed;
     _Atomic int pending_err; /* first error not yet reported */
@@ -1705,7 +1691,6 @@ static void queue_release(arsim_queue *q)
     if (atomic_fetch_sub(&q->refs, 1) != 1)
         return;
     pthread_mutex_destroy(&q->mu);
-    pthread_cond_destroy(&q->cv_work);
     pthread_cond_destroy(&q->cv_done);
     free(q);
 }
@@ -1753,6 +1738,34 @@ static int copy_engine(arsim_copy_dir dir)
     if (g_copy_engines == 1)
         return ENGINE_H2D;
     return dir == ARSIM_COPY_D2H ? ENGINE_D2H : ENGINE_H2D;
+}
+
+/* Where an op runs: on an engine's thread (copies, memsets, fills, kernels:
+ * they take device time), on the host-function thread, or, for ops that
+ * take no time (markers, records, signals, resets, waits once satisfied),
+ * right where the queue is moved on (see "engines"). */
+static int engine_of(const arsim_op *op)
+{
+    switch (op->kind) {
+    case OP_COPY:
+    case OP_COPY2D:
+        return copy_engine(op->dir);
+    case OP_MEMSET8:
+    case OP_FILL:
+    case OP_KERNEL:
+        return ENGINE_COMPUTE;
+    case OP_HOST_FN:
+    case OP_RELEASE_FN:
+        return ENGINE_HOST;
+    default:
+        return -1;
+    }
+}
+
+static int is_wait(const arsim_op *op)
+{
+    return op->kind == OP_EVENT_WAIT || op->kind == OP_EVENT_WAIT_SIGNALED ||
+           op->kind == OP_QUEUE_WAIT;
 }
 
 /* ---- memory faults inside kernels
@@ -1882,7 +1895,7 @@ static void *run_slice(void *arg)
     return NULL;
 }
 
-/* Runs a kernel's grid on the queue thread, or split into contiguous block
+/* Runs a kernel's grid on the compute engine's thread, or split into contiguous block
  * ranges over ARUNTIME_SIM_KERNEL_THREADS threads (blocks are independent,
  * as on a GPU) when the grid is big enough to pay for the threads. */
 static int run_kernel(const arsim_op *op, int device)
@@ -1940,10 +1953,10 @@ static int execute(arsim_queue *q, arsim_op *op)
             if (take_fault(&d->fault_launch))
                 return ARSIM_ERR_LAUNCH_FAILED;
         }
-        ticket_lock *eng = &d->engines[is_copy ? copy_engine(op->dir) : ENGINE_COMPUTE];
+        /* Runs on the engine's own thread: the engine is ours until we return. */
+        sim_engine *eng = &d->engines[engine_of(op)];
         uint64_t duration = modeled_ns(op->n, is_copy);
         uint64_t ready = ready_time(q, op);
-        ticket_acquire(eng);
         uint64_t t_acquired = arsim_now_ns();
         switch (op->kind) {
         case OP_COPY:
@@ -1990,7 +2003,6 @@ static int execute(arsim_queue *q, arsim_op *op)
                 sleep_until_ns(end);
         }
         eng->model_end = end;
-        ticket_release(eng);
         advance(q, end);
         return st;
     }
@@ -2027,61 +2039,222 @@ static int execute(arsim_queue *q, arsim_op *op)
         advance(q, ready_time(q, op));
         arsim_event_host_reset(op->event);
         return ARSIM_OK;
+    /* Waits run once wait_satisfied() held (the queue was parked until
+     * then): never block here, the thread is shared by every queue. */
     case OP_EVENT_WAIT:
-        advance(q, ready_time(q, op));
-        event_wait_record(op->event, op->target);
-        advance(q, atomic_load(&op->event->model_ts));
-        return ARSIM_OK;
     case OP_EVENT_WAIT_SIGNALED:
         advance(q, ready_time(q, op));
-        event_block(op->event, pred_signaled, 0, ARSIM_WAIT_BLOCK, -1);
         advance(q, atomic_load(&op->event->model_ts));
         return ARSIM_OK;
-    case OP_QUEUE_WAIT: {
-        arsim_queue *o = op->other;
+    case OP_QUEUE_WAIT:
         advance(q, ready_time(q, op));
-        pthread_mutex_lock(&o->mu);
-        o->done_waiters++;
-        while (atomic_load(&o->completed) < op->target)
-            pthread_cond_wait(&o->cv_done, &o->mu);
-        o->done_waiters--;
-        pthread_mutex_unlock(&o->mu);
-        advance(q, atomic_load(&o->model_time));
+        advance(q, atomic_load(&op->other->model_time));
         return ARSIM_OK;
-    }
     }
     return ARSIM_OK;
 }
 
-static void *queue_main(void *arg)
+/* ============================================================ engines
+ *
+ * A device runs its queues on a fixed set of threads, as a GPU runs any
+ * number of streams on a fixed set of engines: one thread per engine
+ * (compute, and the copy engines), plus one for host functions, each
+ * started when first needed.  A queue is a list of ops and a token, not a
+ * thread.  Whoever holds the token moves the queue on (move_on): ops that
+ * take no device time run right there, an engine op goes to its engine's
+ * FIFO (and the token with it: that engine's thread moves the queue on once
+ * the op is done), and a wait that is not yet satisfied parks the queue
+ * until the event or queue it waits for moves.  The token is taken by a
+ * submit that finds the queue idle, so an idle queue's marker or record
+ * completes within the submit, as on a GPU whose stream is idle.
+ *
+ * No thread ever blocks on a queue's behalf (the host-function thread runs
+ * user code, which may), so threads are O(devices), whatever the number of
+ * queues, and a wait costs nothing until it is satisfied.
+ */
+
+static pthread_mutex_t g_park_mu = PTHREAD_MUTEX_INITIALIZER;
+static arsim_queue *g_parked; /* queues whose head op is an unsatisfied wait */
+static _Atomic int g_nparked;
+
+static int wait_satisfied(const arsim_op *op)
 {
-    arsim_queue *q = arg;
-    pthread_mutex_lock(&q->mu);
-    for (;;) {
-        while (!q->head && !q->destroyed)
-            pthread_cond_wait(&q->cv_work, &q->mu);
-        if (!q->head)
-            break; /* destroyed and drained */
-        arsim_op *op = q->head;
-        q->head = op->next;
-        if (!q->head)
-            q->tail = NULL;
-        q->running = op;
-        pthread_mutex_unlock(&q->mu);
-
-        int st = execute(q, op);
-        if (st != ARSIM_OK)
-            set_pending_err(q, st);
-
-        pthread_mutex_lock(&q->mu);
-        q->running = NULL;
-        arsim_op_free(op);
-        atomic_fetch_add_explicit(&q->completed, 1, memory_order_release);
-        if (q->done_waiters)
-            pthread_cond_broadcast(&q->cv_done);
+    switch (op->kind) {
+    case OP_EVENT_WAIT:
+        return op->target == 0 || record_done(op->event, op->target);
+    case OP_EVENT_WAIT_SIGNALED:
+        return pred_signaled(op->event, 0);
+    case OP_QUEUE_WAIT:
+        return atomic_load(&op->other->completed) >= op->target;
+    default:
+        return 1;
     }
-    pthread_mutex_unlock(&q->mu);
+}
 
+static void move_on(arsim_queue *q, arsim_op *done, int status);
+
+/* Queues to move on, per thread: move_on runs the ops of one queue at a
+ * time, and the queues its ops unblock wait here rather than recursing. */
+static __thread arsim_queue *tls_todo;
+static __thread int tls_moving;
+
+static void move_on_later(arsim_queue *q)
+{
+    q->todo_next = tls_todo;
+    tls_todo = q;
+}
+
+/* Moves q on (the caller holds its token), then every queue unblocked
+ * meanwhile on this thread. */
+static void drive(arsim_queue *q, arsim_op *done, int status)
+{
+    if (tls_moving) {
+        /* Only from inside move_on, which never hands a finished op here. */
+        move_on_later(q);
+        return;
+    }
+    tls_moving = 1;
+    move_on(q, done, status);
+    while (tls_todo) {
+        arsim_queue *next = tls_todo;
+        tls_todo = next->todo_next;
+        move_on(next, NULL, ARSIM_OK);
+    }
+    tls_moving = 0;
+}
+
+/* Parks q on its head op, a wait, unless that is satisfied by now.
+ * Returns 1 if parked (the park list holds q's token). */
+static int park(arsim_queue *q, arsim_op *wait)
+{
+    pthread_mutex_lock(&g_park_mu);
+    atomic_fetch_add(&g_nparked, 1);
+    /* Pairs with the fence in wake_parked: either that sees this park, or
+     * this check sees the change that satisfies the wait. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (wait_satisfied(wait)) {
+        atomic_fetch_sub(&g_nparked, 1);
+        pthread_mutex_unlock(&g_park_mu);
+        return 0;
+    }
+    q->parked_on = wait;
+    q->park_next = g_parked;
+    g_parked = q;
+    pthread_mutex_unlock(&g_park_mu);
+    return 1;
+}
+
+/* After anything a wait may be waiting for: an event recorded or signaled,
+ * an op completed.  Cheap when nothing is parked. */
+static void wake_parked(void)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load(&g_nparked) == 0)
+        return;
+    arsim_queue *ready = NULL;
+    pthread_mutex_lock(&g_park_mu);
+    for (arsim_queue **link = &g_parked; *link;) {
+        arsim_queue *q = *link;
+        if (wait_satisfied(q->parked_on)) {
+            *link = q->park_next;
+            q->parked_on = NULL;
+            q->park_next = ready;
+            ready = q;
+            atomic_fetch_sub(&g_nparked, 1);
+        } else {
+            link = &q->park_next;
+        }
+    }
+    pthread_mutex_unlock(&g_park_mu);
+    while (ready) {
+        arsim_queue *q = ready;
+        ready = q->park_next;
+        q->park_next = NULL;
+        if (tls_moving)
+            move_on_later(q);
+        else
+            drive(q, NULL, ARSIM_OK);
+    }
+}
+
+static void *engine_main(void *arg);
+
+/* Hands op (popped from q, whose token goes with it) to its engine's
+ * thread, starting the thread on first use. */
+static int engine_push(int device_ord, int index, arsim_queue *q, arsim_op *op)
+{
+    sim_engine *eng = &g_dev[device_ord].engines[index];
+    op->queue = q;
+    op->next = NULL;
+    pthread_mutex_lock(&eng->mu);
+    if (!eng->started) {
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, 8u << 20);
+        /* The engine thread must not take signals meant for the
+         * application, but a kernel's own memory faults must reach it (a
+         * blocked synchronous fault kills the process). */
+        sigset_t all, old;
+        sigfillset(&all);
+        sigdelset(&all, SIGSEGV);
+        sigdelset(&all, SIGBUS);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        pthread_t th;
+        int rc = pthread_create(&th, &attr, engine_main, eng);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        pthread_attr_destroy(&attr);
+        if (rc != 0) {
+            pthread_mutex_unlock(&eng->mu);
+            return -1;
+        }
+        eng->started = 1;
+        atomic_fetch_add(&g_engine_threads, 1);
+    }
+    if (eng->tail)
+        eng->tail->next = op;
+    else
+        eng->head = op;
+    eng->tail = op;
+    pthread_cond_signal(&eng->cv);
+    pthread_mutex_unlock(&eng->mu);
+    return 0;
+}
+
+static void *engine_main(void *arg)
+{
+    sim_engine *eng = arg;
+    static const char *const names[ENGINE_COUNT] = {"compute", "h2d", "d2h", "hostfn"};
+    char name[16];
+    snprintf(name, sizeof name, "arsim-%s%d", names[eng->index], eng->device);
+    pthread_setname_np(pthread_self(), name);
+    for (;;) {
+        pthread_mutex_lock(&eng->mu);
+        while (!eng->head)
+            pthread_cond_wait(&eng->cv, &eng->mu);
+        /* The ready op of the highest-priority queue (lowest number, as in
+         * CUDA and as the front ends map Level Zero's), the oldest among
+         * equals.  At most one op per queue is here, so the scan is short. */
+        arsim_op **pick = &eng->head, *prev = NULL, *pick_prev = NULL;
+        for (arsim_op **link = &eng->head; *link; prev = *link, link = &(*link)->next)
+            if ((*link)->queue->priority < (*pick)->queue->priority) {
+                pick = link;
+                pick_prev = prev;
+            }
+        arsim_op *op = *pick;
+        *pick = op->next;
+        if (eng->tail == op)
+            eng->tail = pick_prev;
+        pthread_mutex_unlock(&eng->mu);
+        op->next = NULL;
+        arsim_queue *q = op->queue;
+        drive(q, op, execute(q, op));
+    }
+    return NULL;
+}
+
+static void queue_finalize(arsim_queue *q)
+{
     device *d = &g_dev[q->device];
     pthread_mutex_lock(&d->qmu);
     if (q->dev_prev)
@@ -2091,9 +2264,66 @@ static void *queue_main(void *arg)
     if (q->dev_next)
         q->dev_next->dev_prev = q->dev_prev;
     pthread_mutex_unlock(&d->qmu);
-    atomic_fetch_sub(&g_live_threads, 1);
+    atomic_fetch_sub(&g_live_queues, 1);
     queue_release(q);
-    return NULL;
+}
+
+/* Moves q on; the caller holds q's token.  `done` is the op that just ran
+ * (popped, q->running), with its status, or NULL.  Runs q's ops until one
+ * goes to an engine, a wait parks, or the queue is empty; then the token is
+ * with the engine, the park list, or nobody (the queue is idle). */
+static void move_on(arsim_queue *q, arsim_op *done, int status)
+{
+    for (;;) {
+        if (done && status != ARSIM_OK)
+            set_pending_err(q, status);
+        pthread_mutex_lock(&q->mu);
+        if (done) {
+            q->running = NULL;
+            arsim_op_free(done);
+            done = NULL;
+            atomic_fetch_add_explicit(&q->completed, 1, memory_order_release);
+            if (q->done_waiters)
+                pthread_cond_broadcast(&q->cv_done);
+            pthread_mutex_unlock(&q->mu);
+            wake_parked(); /* a record, a signal or this completion may satisfy a wait */
+            pthread_mutex_lock(&q->mu);
+        }
+        arsim_op *op = q->head;
+        if (!op) {
+            q->active = 0;
+            int finalize = q->destroyed && !q->finalized;
+            if (finalize)
+                q->finalized = 1;
+            pthread_mutex_unlock(&q->mu);
+            if (finalize)
+                queue_finalize(q);
+            return;
+        }
+        if (is_wait(op)) {
+            /* Left at the head while parked: a queue is in order. */
+            pthread_mutex_unlock(&q->mu);
+            if (!wait_satisfied(op) && park(q, op))
+                return;
+            pthread_mutex_lock(&q->mu);
+        }
+        q->head = op->next;
+        if (!q->head)
+            q->tail = NULL;
+        q->running = op;
+        pthread_mutex_unlock(&q->mu);
+        int engine = engine_of(op);
+        if (engine < 0) {
+            status = execute(q, op);
+            done = op;
+            continue;
+        }
+        if (engine_push(q->device, engine, q, op) == 0)
+            return;
+        /* No thread for the engine: the op fails, and the queue goes on. */
+        status = ARSIM_ERR_OUT_OF_MEMORY;
+        done = op;
+    }
 }
 
 arsim_status arsim_queue_create(int ordinal, int priority, arsim_queue **out)
@@ -2106,11 +2336,10 @@ arsim_status arsim_queue_create(int ordinal, int priority, arsim_queue **out)
     arsim_queue *q = calloc(1, sizeof *q);
     if (!q)
         return ARSIM_ERR_OUT_OF_MEMORY;
-    atomic_init(&q->refs, 2); /* the owner and the thread */
+    atomic_init(&q->refs, 2); /* the owner, and the queue's life on the device */
     q->device = ordinal;
     q->priority = priority;
     pthread_mutex_init(&q->mu, NULL);
-    pthread_cond_init(&q->cv_work, NULL);
     cond_init_monotonic(&q->cv_done);
 
     pthread_mutex_lock(&d->qmu);
@@ -2119,37 +2348,7 @@ arsim_status arsim_queue_create(int ordinal, int priority, arsim_queue **out)
         d->queues->dev_prev = q;
     d->queues = q;
     pthread_mutex_unlock(&d->qmu);
-
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&attr, 2u << 20);
-    /* The queue thread must not take signals meant for the application,
-     * but a kernel's own memory faults must reach it (a blocked synchronous
-     * fault kills the process). */
-    sigset_t all, old;
-    sigfillset(&all);
-    sigdelset(&all, SIGSEGV);
-    sigdelset(&all, SIGBUS);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_t th;
-    atomic_fetch_add(&g_live_threads, 1);
-    int rc = pthread_create(&th, &attr, queue_main, q);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
-    if (rc != 0) {
-        atomic_fetch_sub(&g_live_threads, 1);
-        pthread_mutex_lock(&d->qmu);
-        if (q->dev_prev)
-            q->dev_prev->dev_next = q->dev_next;
-        else
-            d->queues = q->dev_next;
-        if (q->dev_next)
-            q->dev_next->dev_prev = q->dev_prev;
-        pthread_mutex_unlock(&d->qmu);
-        free(q);
-        return ARSIM_ERR_OUT_OF_MEMORY;
-    }
+    atomic_fetch_add(&g_live_queues, 1);
     *out = q;
     return ARSIM_OK;
 }
@@ -2160,11 +2359,14 @@ void arsim_queue_destroy(arsim_queue *q)
         return;
     pthread_mutex_lock(&q->mu);
     q->destroyed = 1;
-    arsim_graph *cap = q->capture;
-    q->capture = NULL;
-    pthread_cond_signal(&q->cv_work);
+    q->capture = NULL; /* the capture graph belongs to whoever began the capture */
+    int finalize = !q->active && !q->finalized;
+    if (finalize)
+        q->finalized = 1;
     pthread_mutex_unlock(&q->mu);
-    (void)cap; /* the capture graph belongs to whoever began the capture */
+    /* Otherwise whoever holds the token finalizes it once the queue drains. */
+    if (finalize)
+        queue_finalize(q);
     queue_release(q);
 }
 
@@ -2206,10 +2408,14 @@ arsim_status arsim_queue_submit(arsim_queue *q, arsim_op *op, uint64_t *seq_out)
         q->head = op;
     q->tail = op;
     uint64_t seq = atomic_fetch_add_explicit(&q->submitted, 1, memory_order_release) + 1;
-    pthread_cond_signal(&q->cv_work);
+    int take_token = !q->active;
+    if (take_token)
+        q->active = 1;
     pthread_mutex_unlock(&q->mu);
     if (seq_out)
         *seq_out = seq;
+    if (take_token)
+        drive(q, NULL, ARSIM_OK);
     return ARSIM_OK;
 }
 

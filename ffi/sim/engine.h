@@ -10,15 +10,24 @@
  *   pointer is "unified".  Each device has a memory limit
  *   (ARUNTIME_SIM_MEMORY_MB, default 4096); allocating past it fails with
  *   ARSIM_ERR_OUT_OF_MEMORY.  Pinned host memory has no limit.
- * - Queues: in-order; each runs its ops on its own pthread.
+ * - Queues: in-order lists of ops; a queue has no thread of its own.
  * - Engines: each device has one compute engine and ARUNTIME_SIM_COPY_ENGINES
  *   copy engines (default 2: host-to-device on one, device-to-host on the
  *   other, like a GPU with two DMA engines; with 1, every copy shares one).
- *   An op holds its engine while it runs (FIFO), so two H2D copies on two
- *   queues serialize while a copy overlaps a kernel on another queue.
- *   D2D copies use the H2D engine; memsets and kernels the compute engine.
- * - Kernels run on the queue thread, or split by contiguous block ranges
- *   over ARUNTIME_SIM_KERNEL_THREADS threads (default 1) for big grids.
+ *   Each engine is one thread, started on first use, that runs the ops
+ *   ready for it in FIFO order, so two H2D copies on two queues serialize
+ *   while a copy overlaps a kernel on another queue.  Among ready ops, those
+ *   of a higher-priority queue (a lower number, as in CUDA) go first; a
+ *   running op is never preempted.  D2D copies use the
+ *   H2D engine; memsets and kernels the compute engine.  Host functions run
+ *   on one more thread per device, in order.  Ops that take no device time
+ *   (markers, event records, signals, resets) run on whichever thread moves
+ *   the queue on: the engine thread that finished the op before, or the
+ *   submitting thread when the queue was idle.  A device-side wait that is
+ *   not yet satisfied parks its queue, holding no thread.  So the sim's
+ *   threads are at most 4 per device, whatever the number of queues.
+ * - Kernels run on the compute engine's thread, or split by contiguous block
+ *   ranges over ARUNTIME_SIM_KERNEL_THREADS threads (default 1) for big grids.
  * - Timing: an engine op (copy, memset, fill, kernel) lasts at least
  *   latency_us + bytes / (gbps * 1e9) seconds (bytes only for copies), taken
  *   from ARUNTIME_SIM_OP_LATENCY_US and ARUNTIME_SIM_COPY_GBPS at load or from
@@ -132,8 +141,12 @@ ARSIM_EXPORT int arsim_last_fault(arsim_fault_info *out);
 /* The last fault as one line of text (empty if none); returns its length,
  * like snprintf. */
 ARSIM_EXPORT int arsim_fault_report(char *buf, size_t n);
-/* Number of live queue threads, all devices (for leak checks in tests). */
-ARSIM_EXPORT int arsim_live_queue_threads(void);
+/* Queues created and not yet gone, all devices: a destroyed queue goes once
+ * its work has drained (for leak checks in tests). */
+ARSIM_EXPORT int arsim_live_queues(void);
+/* Engine threads started so far, all devices: at most 4 per device (compute,
+ * two copy engines, host functions), however many queues there are. */
+ARSIM_EXPORT int arsim_engine_threads(void);
 
 /* ----------------------------------------------------------------- clock */
 
@@ -337,7 +350,9 @@ ARSIM_API arsim_op *arsim_op_fill(void *dst, const void *pattern, size_t pattern
  * at launch.  params: kernel->info->num_params pointers to argument values. */
 ARSIM_API arsim_op *arsim_op_kernel(const arsim_kernel *k, ar_dim3 grid, ar_dim3 block,
                                     uint32_t shared_bytes, void *const *params);
-/* Runs fn(user) on the queue thread.  fn must not block on this queue. */
+/* Runs fn(user) on the device's host-function thread, in order with the
+ * queue's other ops.  fn must not wait for another host function, on any
+ * queue of the device: they share that thread. */
 ARSIM_API arsim_op *arsim_op_host_fn(void (*fn)(void *), void *user);
 /* Like arsim_op_host_fn, but it runs even on a poisoned device: for the
  * driver's own bookkeeping (a stream-ordered free), never user code. */

@@ -127,7 +127,7 @@ void arsim_set_timing(double copy_gbps, double op_latency_us);
 void arsim_get_timing(double *copy_gbps, double *op_latency_us);
 int arsim_inject_fault(int device, int kind, int count);
 void arsim_clear_faults(void);
-int arsim_live_queue_threads(void);
+int arsim_live_queues(void);
 """
 
 CUDA_SUCCESS = 0

@@ -154,7 +154,7 @@ ze_result_t zeKernelSuggestGroupSize(ze_handle, uint32_t, uint32_t, uint32_t, ui
 
 HOOKS_CDEF = """
 int arze_sim_inject_fault(int device, int kind, int count);
-int arze_sim_live_queue_threads(void);
+int arze_sim_live_queues(void);
 void arze_sim_clear_faults(void);
 uint64_t arze_sim_live_handles(int kind);
 void arze_sim_set_timing(double copy_gbps, double op_latency_us);
@@ -1032,9 +1032,9 @@ def sc_no_leaks(env: Env) -> None:
     assert hooks.arze_sim_live_handles(3) == 1, "only the shared context is left"
     # Destroyed queues finish their work and their threads exit.
     deadline = time.monotonic() + 10
-    while hooks.arze_sim_live_queue_threads() and time.monotonic() < deadline:
+    while hooks.arze_sim_live_queues() and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert hooks.arze_sim_live_queue_threads() == 0
+    assert hooks.arze_sim_live_queues() == 0
 
 
 SCENARIOS: dict[str, Callable[[Env], None]] = {

@@ -287,6 +287,27 @@ def test_stream_priorities(cu: Cuda) -> None:
     assert p[0] == -5
 
 
+def test_an_engine_runs_the_higher_priority_streams_op_first(cu: Cuda) -> None:
+    """Ops waiting for a busy engine: the higher-priority stream's goes first."""
+    lib = cu.lib
+    lib.arsim_set_timing(0.0, 30_000.0)  # every memset holds the engine 30 ms
+    busy, low, high = cu.stream(), cu.stream(priority=0), cu.stream(priority=-5)
+    d = cu.alloc(64)
+    start, low_done, high_done = cu.event(), cu.event(), cu.event()
+    cu.check(lib.cuEventRecord(start, busy))
+    cu.check(lib.cuMemsetD8Async(d, 1, 64, busy))
+    # Both are ready while the engine is busy: the low one became ready first.
+    cu.check(lib.cuMemsetD8Async(d, 2, 64, low))
+    cu.check(lib.cuEventRecord(low_done, low))
+    cu.check(lib.cuMemsetD8Async(d, 3, 64, high))
+    cu.check(lib.cuEventRecord(high_done, high))
+    cu.check(lib.cuCtxSynchronize())
+    assert cu.elapsed_ms(start, high_done) < cu.elapsed_ms(start, low_done)
+    out = np.zeros(64, np.uint8)
+    cu.check(lib.cuMemcpyDtoH_v2(_ptr(out), d, 64))
+    assert (out == 2).all()  # the low-priority memset ran last
+
+
 def test_pageable_h2d_is_staged_before_returning(cu: Cuda) -> None:
     """cuMemcpyHtoDAsync from pageable memory returns once the source is
     staged: the caller may overwrite it at once, and the copy still runs later."""
@@ -327,26 +348,26 @@ def test_pageable_d2h_returns_after_the_copy(cu: Cuda) -> None:
     cu.check(lib.cuMemFreeHost(outp))
 
 
-def _settled_thread_count(lib: Any) -> int:
-    """The queue-thread count once earlier tests' destroyed streams have gone."""
+def _settled_queue_count(lib: Any) -> int:
+    """The live-queue count once earlier tests' destroyed streams have gone."""
     last, stable = -1, 0
     while stable < 20:
-        now = lib.arsim_live_queue_threads()
+        now = lib.arsim_live_queues()
         stable = stable + 1 if now == last else 0
         last = now
         time.sleep(0.001)
     return last
 
 
-def test_queue_threads_end_with_their_streams(cu: Cuda) -> None:
+def test_queues_end_with_their_streams(cu: Cuda) -> None:
     lib = cu.lib
-    before = _settled_thread_count(lib)
+    before = _settled_queue_count(lib)
     streams = [cu.stream() for _ in range(8)]
-    assert lib.arsim_live_queue_threads() == before + 8
+    assert lib.arsim_live_queues() == before + 8
     for s in streams:
         cu.check(lib.cuStreamDestroy_v2(s))
-    for _ in range(1000):  # threads exit asynchronously
-        if lib.arsim_live_queue_threads() == before:
+    for _ in range(1000):  # a destroyed queue goes once it has drained
+        if lib.arsim_live_queues() == before:
             break
         time.sleep(0.001)
-    assert lib.arsim_live_queue_threads() == before
+    assert lib.arsim_live_queues() == before

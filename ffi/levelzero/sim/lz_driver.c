@@ -396,5 +396,6 @@ ZE_APIEXPORT void arze_sim_set_timing(double copy_gbps, double op_latency_us) {
     arsim_set_timing(copy_gbps, op_latency_us);
 }
 
-/* The engine's view: number of live queue threads. */
-ZE_APIEXPORT int arze_sim_live_queue_threads(void) { return arsim_live_queue_threads(); }
+/* The engine's view: queues not yet gone, and engine threads started. */
+ZE_APIEXPORT int arze_sim_live_queues(void) { return arsim_live_queues(); }
+ZE_APIEXPORT int arze_sim_engine_threads(void) { return arsim_engine_threads(); }

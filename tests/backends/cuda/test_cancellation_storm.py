@@ -34,7 +34,7 @@ async def test_cancellation_storm() -> None:
     sim = ctypes.CDLL(str(native_library_path("libcuda.so.1")))
     gpu = ar.open_backend("cuda-sim")
     # The context's own (legacy) stream has a queue thread for the process's life.
-    sim_threads_before = sim.arsim_live_queue_threads()
+    sim_threads_before = sim.arsim_live_queues()
     sim.arsim_set_timing(ctypes.c_double(8.0), ctypes.c_double(50.0))
     rng = random.Random(1234)
     streams = [gpu.create_stream() for _ in range(4)]
@@ -82,11 +82,11 @@ async def test_cancellation_storm() -> None:
         gpu.close()
     assert 0 < len(completed) < 300, "the deadlines should cancel some awaits, not all"
     for _ in range(300):  # waiter and sim queue threads end after close, asynchronously
-        if not _our_threads() and sim.arsim_live_queue_threads() <= sim_threads_before:
+        if not _our_threads() and sim.arsim_live_queues() <= sim_threads_before:
             break
         await anyio.sleep(0.01)
     assert not _our_threads()
-    assert sim.arsim_live_queue_threads() <= sim_threads_before
+    assert sim.arsim_live_queues() <= sim_threads_before
 
 
 def _our_threads() -> list[str]:

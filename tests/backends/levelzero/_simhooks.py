@@ -20,7 +20,7 @@ _ffi.cdef(
     int arze_sim_inject_fault(int device, int kind, int count);
     void arze_sim_clear_faults(void);
     void arze_sim_set_timing(double copy_gbps, double op_latency_us);
-    int arze_sim_live_queue_threads(void);
+    int arze_sim_live_queues(void);
     """
 )
 
