@@ -222,14 +222,17 @@ class DeviceArray:
     # -- shape ---------------------------------------------------------------------------
     @property
     def backend(self) -> ArrayOwner:
+        """The backend the memory belongs to."""
         return self._owner
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions (``len(shape)``), as numpy's ``ndim``."""
         return len(self.shape)
 
     @property
     def size(self) -> int:
+        """The number of elements (the product of ``shape``; 1 for a 0-d array)."""
         n = 1
         for d in self.shape:
             n *= d
@@ -237,14 +240,17 @@ class DeviceArray:
 
     @property
     def itemsize(self) -> int:
+        """Bytes per element (``dtype.itemsize``)."""
         return self.dtype.itemsize
 
     @property
     def nbytes(self) -> int:
+        """Bytes of element data (``size * itemsize``); gaps between strided rows not counted."""
         return self.size * self.dtype.itemsize
 
     @property
     def is_c_contiguous(self) -> bool:
+        """Whether the elements lie in C order with no gaps between them."""
         return self.size == 0 or _same_steps(self.shape, self.strides, self.dtype.itemsize)
 
     def __len__(self) -> int:

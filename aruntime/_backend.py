@@ -116,9 +116,11 @@ class Backend(ComputeOps):
 
     @property
     def closed(self) -> bool:
+        """True once :meth:`close` has begun; ops and allocations then raise ClosedResourceError."""
         return self._state.closed
 
     def total_memory(self) -> int:
+        """The device's memory in bytes, as reported at open (it answers after close too)."""
         return self._state.info.total_memory
 
     def free_memory(self) -> int:
@@ -132,6 +134,7 @@ class Backend(ComputeOps):
         return self._driver.mem_get_info()[0]
 
     def sm_count(self) -> int:
+        """The device's compute units: SMs on CUDA, EUs on Level Zero (``device.compute_units``)."""
         return self._state.info.compute_units
 
     def bind_to_thread(self) -> None:
@@ -196,6 +199,11 @@ class Backend(ComputeOps):
         self._alloc.free("free", ptr, ("device", "managed"))
 
     def free_arena(self, ptr: DevicePtr) -> None:
+        """Free an :meth:`alloc_arena` block, after queued work finishes (as :meth:`free`).
+
+        ``ptr`` must be the pointer ``alloc_arena`` returned, not a view into it,
+        and only arena memory is freed here (:class:`InvalidArgumentError`).
+        """
         self._alloc.free("free_arena", ptr, ("arena",))
 
     def alloc_async(self, nbytes: int, stream: Stream | None = None) -> DevicePtr:
@@ -279,9 +287,11 @@ class Backend(ComputeOps):
 
     # ------------------------------------------------------------------ ledger
     def live_bytes(self) -> int:
+        """Bytes the ledger holds: device, managed, arena, async and pinned host memory."""
         return self._ledger.live_bytes()
 
     def live_alloc_count(self) -> int:
+        """How many allocations the ledger holds (views and aliases of them do not count)."""
         return self._ledger.live_count()
 
     def live_allocations(self) -> list[Allocation]:
@@ -323,9 +333,20 @@ class Backend(ComputeOps):
         return self.copy_d2h_async(src, dst).wait()
 
     def copy_d2d(self, src: DevicePtr, dst: DevicePtr, nbytes: int) -> None:
+        """Copy ``nbytes`` bytes between device ranges on the default stream and wait.
+
+        Blocks the calling thread (on a loop, use :meth:`copy_d2d_async`).  The
+        ranges must hold ``nbytes`` and not overlap (:class:`InvalidArgumentError`);
+        a failed op raises its :class:`DriverError`.
+        """
         self.copy_d2d_async(src, dst, nbytes).wait()
 
     def memset(self, ptr: DevicePtr, value: int, nbytes: int) -> None:
+        """Set ``nbytes`` bytes at ``ptr`` to ``value`` (0..255) on the default stream and wait.
+
+        Blocks the calling thread (on a loop, use :meth:`memset_async`).  A bad
+        value or range raises :class:`InvalidArgumentError`, a failed op its DriverError.
+        """
         self.memset_async(ptr, value, nbytes).wait()
 
     # -------------------------------------------------------------- async ops
@@ -527,6 +548,7 @@ class Backend(ComputeOps):
         return self._objects.default_stream()
 
     def stream_is_capturing(self, stream: Stream) -> bool:
+        """Whether ``stream`` is recording its ops into a graph (see :meth:`begin_capture`)."""
         self._state.check_open("stream_is_capturing")
         return self._resolve(stream, "stream_is_capturing").state.capturing
 
@@ -570,6 +592,7 @@ class Backend(ComputeOps):
         return self._objects.builtin_module(name)
 
     def has_module(self, name: str) -> bool:
+        """Whether a module is loaded under ``name`` (a str; ``TypeError`` otherwise)."""
         if not isinstance(name, str):
             raise TypeError(f"has_module: name must be a str, got {type(name).__name__}")
         return name in self._state.modules

@@ -90,6 +90,7 @@ class _Handle:
 
     @property
     def closed(self) -> bool:
+        """True once closed (by ``close()`` or by its backend's close); it is then unusable."""
         return self._closed
 
     def _mark_closed(self) -> bool:
@@ -112,7 +113,8 @@ class _Handle:
 class Stream(_Handle):
     """An in-order queue of device work.
 
-    ``await stream`` is ``await backend.synchronize(stream)``.  ``close()``
+    ``await stream`` is ``await backend.synchronize(stream)``; cancelling
+    that await abandons the wait only, the queued work still runs.  ``close()``
     never blocks: work already queued still runs and its Completions still
     finish; the driver stream is destroyed once it has drained.
     """
@@ -161,7 +163,12 @@ class Stream(_Handle):
         self._closer(self)
 
     def synchronize(self) -> Completion:
-        """Same as ``backend.synchronize(self)``."""
+        """Same as ``backend.synchronize(self)``: a Completion for all work queued so far.
+
+        Awaiting it raises the first unawaited error of an op on this stream.
+        Cancelling the await abandons the wait only; the work still runs.
+        Raises :class:`ClosedResourceError` if the stream or its backend is closed.
+        """
         return self._backend.synchronize(self)
 
     @property
@@ -224,6 +231,7 @@ class Event(_Handle):
 
     @property
     def recorded(self) -> bool:
+        """Whether the event has been recorded at least once (:meth:`record`)."""
         return self._last_stream is not None
 
     def note_recorded(self, stream: Stream) -> None:
@@ -235,12 +243,23 @@ class Event(_Handle):
         self._backend.destroy_event(self)
 
     def record(self, stream: Stream | None = None) -> None:
+        """Same as ``backend.record_event(event, stream)``: mark ``stream``'s current end.
+
+        Never blocks.  Raises :class:`CaptureError` on a capturing stream and
+        :class:`ClosedResourceError` if the event, the stream or the backend is closed.
+        """
         self._backend.record_event(self, stream)
 
     def query(self) -> bool:
+        """Same as ``backend.event_query(event)``: True once the device passed the latest record.
+
+        Never blocks; an event never recorded counts as passed.  Raises
+        :class:`ClosedResourceError` if the event or its backend is closed.
+        """
         return self._backend.event_query(self)
 
     def __await__(self) -> Generator[Any, None, None]:
+        """Wait until the device reaches the latest record; cancelling abandons the wait only."""
         return self._backend.event_synchronize(self).__await__()
 
     def __enter__(self) -> Event:
@@ -277,12 +296,19 @@ class Graph(_Handle):
 
     @property
     def ready(self) -> bool:
+        """True when the capture has ended and the graph is not destroyed: it can be launched."""
         return self.handle is not None and not self._closed
 
     def __repr__(self) -> str:
         return f"<graph 0x{id(self):x} ops={getattr(self, 'op_count', 0)}>"
 
     def launch(self, stream: Stream | None = None) -> Completion:
+        """Same as ``backend.launch_graph(graph, stream)``: enqueue one replay.
+
+        Raises :class:`CaptureError` while the capture is still running and
+        :class:`ClosedResourceError` once the graph is destroyed.  Cancelling
+        the await abandons the wait only: the replay still runs to the end.
+        """
         return self._backend.launch_graph(self, stream)
 
     def close(self) -> None:
@@ -322,6 +348,7 @@ class Kernel:
 
     @property
     def backend(self) -> HandleOwner:
+        """The backend whose module holds this kernel (only it may ``launch`` the kernel)."""
         return self.module.backend
 
     def __repr__(self) -> str:

@@ -34,10 +34,12 @@ class DevicePtr:
 
     @property
     def address(self) -> int:
+        """The device address of the view's first byte (also ``int(ptr)``)."""
         return self._address
 
     @property
     def nbytes(self) -> int:
+        """The view's length in bytes (also ``len(ptr)``); copies and ops are checked against it."""
         return self._nbytes
 
     @property
@@ -138,14 +140,17 @@ class HostBuffer(np.ndarray):
 
     @property
     def backend(self) -> Owner | None:
+        """The backend that pinned the memory; None for an array that is not pinned memory."""
         return self._record.backend if self._record is not None else None
 
     @property
     def address(self) -> int:
+        """The host address of this array's first byte (of the view, for a view)."""
         return int(self.__array_interface__["data"][0])
 
     @property
     def freed(self) -> bool:
+        """True once ``free_host_pinned`` released the memory; backend calls then reject it."""
         return self._record is not None and self._record.freed
 
 

@@ -107,6 +107,7 @@ class TraceSpan:
 
     @property
     def duration_us(self) -> float:
+        """The op's device time in microseconds (``end_us - start_us``)."""
         return self.end_us - self.start_us
 
 
@@ -132,10 +133,12 @@ class Trace:
 
     @property
     def active(self) -> bool:
+        """True until the trace stops (``stop()``, the block's end, or the backend's close)."""
         return not self._stopped
 
     @property
     def written(self) -> bool:
+        """True once the Chrome Trace Event file has been written to :attr:`path`."""
         return self._written
 
     @property

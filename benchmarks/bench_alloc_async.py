@@ -1,13 +1,17 @@
 """Per-request allocation in an async server loop: alloc_async/free_async against alloc/free.
 
 Each request does what examples/async_server does: take a stream from a
-pool, allocate its buffer, upload 64 KiB, run ``scale_f32``, download, free,
+pool, allocate its buffer, upload, run ``scale_f32``, download, free,
 awaiting each step, with one request per stream at a time and all requests
 in flight at once.  The two variants differ only in the allocation:
 ``alloc``/``free`` against ``alloc_async``/``free_async`` on the request's
-stream.  Throughput is requests per second of wall time; rounds alternate
-the two variants and the figure is the median of the rounds' ratios
-(stream-ordered over plain).
+stream.  Two cases: every buffer 64 KiB, and buffer sizes that vary (a fixed
+pseudo-random sequence between 1 KiB and 1 MiB), where a pool that reused
+blocks only for equal sizes would keep allocating; the work stays on the
+first 64 KiB at most, so that the cases differ in the allocations only.
+Throughput is requests per second of wall time; rounds alternate the two
+variants and the figure is the median of the rounds' ratios (stream-ordered
+over plain).
 
 On the sims every op costs ``--latency-us`` of device time (the timing
 model), so requests overlap as on a GPU.  A plain ``free`` reaches
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 
 import anyio
 import numpy as np
@@ -33,6 +38,7 @@ import aruntime as ar
 
 QUICK_ARGV = ["--quick"]
 ELEMENTS = 16 * 1024  # float32: 64 KiB per request
+VARYING = (1 << 10, 1 << 20)  # bytes
 BLOCK = 256
 
 
@@ -47,26 +53,40 @@ def _args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _sizes(varying: bool, count: int = 256) -> list[int]:
+    """The requests' buffer sizes in bytes, used in turn."""
+    if not varying:
+        return [ELEMENTS * 4]
+    rng = np.random.default_rng(20261203)
+    return [int(n) for n in rng.integers(*VARYING, size=count)]
+
+
 async def _serve(
-    gpu: ar.Backend, kernel: ar.Kernel, streams: list[ar.Stream], requests: int, ordered: bool
+    gpu: ar.Backend,
+    kernel: ar.Kernel,
+    streams: list[ar.Stream],
+    sizes: list[int],
+    requests: int,
+    ordered: bool,
 ) -> float:
     """Requests per second of one round."""
     idle_send, idle_receive = anyio.create_memory_object_stream[ar.Stream](len(streams))
     for stream in streams:
         idle_send.send_nowait(stream)
-    values = np.ones(ELEMENTS, np.float32)
-    grid = (ELEMENTS + BLOCK - 1) // BLOCK
+    ones = np.ones(ELEMENTS, np.float32)
 
-    async def request() -> None:
+    async def request(nbytes: int) -> None:
+        values = ones[: min(ELEMENTS, nbytes // 4)]
+        grid = (values.size + BLOCK - 1) // BLOCK
         stream = await idle_receive.receive()
         try:
-            ptr = gpu.alloc_async(values.nbytes, stream) if ordered else gpu.alloc(values.nbytes)
+            ptr = gpu.alloc_async(nbytes, stream) if ordered else gpu.alloc(nbytes)
             try:
                 await gpu.copy_h2d_async(values, ptr, stream=stream)
-                args = [np.uint32(ELEMENTS), np.float32(2), ptr]
+                args = [np.uint32(values.size), np.float32(2), ptr]
                 await gpu.launch(kernel, grid, BLOCK, args, stream=stream)
                 out = await gpu.copy_d2h_async(ptr, np.empty_like(values), stream=stream)
-                assert out[0] == 2.0
+                assert out[-1] == 2.0
             finally:
                 if ordered:
                     gpu.free_async(ptr, stream)
@@ -77,15 +97,17 @@ async def _serve(
 
     start = time.perf_counter()
     async with anyio.create_task_group() as tg:
-        for _ in range(requests):
-            tg.start_soon(request)
+        for i in range(requests):
+            tg.start_soon(request, sizes[i % len(sizes)])
     elapsed = time.perf_counter() - start
     idle_send.close()
     idle_receive.close()
     return requests / elapsed
 
 
-async def _measure(name: str, args: argparse.Namespace) -> tuple[float, float, float]:
+async def _measure(
+    name: str, args: argparse.Namespace, varying: bool
+) -> tuple[float, float, float]:
     """Median requests/s of (alloc/free, alloc_async/free_async) and the median ratio."""
     rounds = args.rounds or (2 if args.quick else 7)
     requests = args.requests or (32 if args.quick else 400)
@@ -93,15 +115,16 @@ async def _measure(name: str, args: argparse.Namespace) -> tuple[float, float, f
     async with ar.open_backend(name, **options) as gpu:
         kernel = gpu.kernel(gpu.builtin_module("vector_ops"), "scale_f32")
         streams = [gpu.create_stream() for _ in range(args.streams)]
+        sizes = _sizes(varying)
         plain: list[float] = []
         ordered: list[float] = []
-        await _serve(gpu, kernel, streams, args.streams, True)  # warm both paths up
-        await _serve(gpu, kernel, streams, args.streams, False)
+        await _serve(gpu, kernel, streams, sizes, args.streams, True)  # warm both paths up
+        await _serve(gpu, kernel, streams, sizes, args.streams, False)
         for r in range(rounds):
             # Alternating order, so that load from elsewhere hits both alike.
             for flag in (r % 2 == 0, r % 2 != 0):
                 (ordered if flag else plain).append(
-                    await _serve(gpu, kernel, streams, requests, flag)
+                    await _serve(gpu, kernel, streams, sizes, requests, flag)
                 )
         for stream in streams:
             stream.close()
@@ -113,8 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _args(argv)
     out = table(
         f"Per-request allocation, {args.streams} requests in flight, "
-        f"{ELEMENTS * 4 // 1024} KiB each, {args.latency_us:g} us device time per op",
-        ["backend", "alloc/free req/s", "alloc_async/free_async req/s", "ratio"],
+        f"{args.latency_us:g} us device time per op",
+        ["backend", "sizes", "alloc/free req/s", "alloc_async/free_async req/s", "ratio"],
     )
     for name in args.backends.split(","):
         try:
@@ -122,12 +145,15 @@ def main(argv: list[str] | None = None) -> int:
         except ar.BackendUnavailableError as exc:
             console.print(f"{name}: unavailable ({exc})")
             continue
-        if name.endswith("-sim"):
-            with timing(name, 0.0, args.latency_us):
-                plain, ordered, ratio = anyio.run(_measure, name, args)
-        else:
-            plain, ordered, ratio = anyio.run(_measure, name, args)
-        out.add_row(name, f"{plain:,.0f}", f"{ordered:,.0f}", f"{ratio:.2f}x")
+        for varying in (False, True):
+            sizes = (
+                f"{VARYING[0] >> 10} KiB - {VARYING[1] >> 20} MiB"
+                if varying
+                else f"{ELEMENTS * 4 >> 10} KiB"
+            )
+            with timing(name, 0.0, args.latency_us) if name.endswith("-sim") else nullcontext():
+                plain, ordered, ratio = anyio.run(_measure, name, args, varying)
+            out.add_row(name, sizes, f"{plain:,.0f}", f"{ordered:,.0f}", f"{ratio:.2f}x")
     console.print(out)
     return 0
 

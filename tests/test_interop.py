@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 
 import aruntime as ar
 from aruntime import _dlpack
+from tests.skip_summary import one_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -321,13 +323,15 @@ def test_levelzero_dlpack_device_and_no_cuda_protocols() -> None:
 # means the sim here, and the real driver cannot be opened next to it.
 
 _GPU_PRELUDE = """
+import json
 import sys
 import anyio
 import numpy as np
 import aruntime as ar
 
 def skip(reason):
-    print("SKIP:", " ".join(str(reason).split()))
+    # JSON keeps the reason's lines (a "tried:" list) for the parent to join.
+    print("SKIP:", json.dumps(str(reason)))
     sys.exit(0)
 
 try:
@@ -399,5 +403,22 @@ def test_gpu_library_interop(library: str) -> None:
     )
     out = done.stdout.strip().splitlines()
     if done.returncode == 0 and out and out[-1].startswith("SKIP:"):
-        pytest.skip(out[-1][len("SKIP: ") :])
+        pytest.skip(_child_skip_reason(out[-1]))
     assert done.returncode == 0 and out[-1:] == ["OK"], done.stdout + done.stderr
+
+
+def _child_skip_reason(line: str) -> str:
+    """The reason a child's ``SKIP: "<json>"`` line gives, on one line that reads whole."""
+    return " ".join(one_line(json.loads(line[len("SKIP: ") :])).split())
+
+
+def test_child_skip_reason_reads_cleanly() -> None:
+    reason = (
+        "no CUDA GPU: the cuda backend is unavailable; tried:\n"
+        "  - libcuda.so.1 cannot be loaded:  no such file\n"
+        "  - /usr/lib/libcuda.so.1 cannot be loaded"
+    )
+    assert _child_skip_reason("SKIP: " + json.dumps(reason)) == (
+        "no CUDA GPU: the cuda backend is unavailable; tried: libcuda.so.1 cannot be "
+        "loaded: no such file; /usr/lib/libcuda.so.1 cannot be loaded"
+    )

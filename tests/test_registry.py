@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 import aruntime as ar
@@ -103,3 +109,54 @@ def test_lazy_import_and_unavailable_backends(monkeypatch: pytest.MonkeyPatch) -
         ar.open_backend("cuda")
     status = {s.name: s for s in ar.probe_backends()}["cuda"]
     assert not status.available and "simulated" in status.reason
+
+
+#: Imported by a process that only opens the mock, the first open would block its caller
+#: for them: the other backends (probing, cffi, native-library builds) and the
+#: threaded mock, which only ``latency=`` needs.
+_NOT_FOR_THE_MOCK = (
+    "aruntime.backends.cuda",
+    "aruntime.backends.levelzero",
+    "aruntime.backends.mock._threaded",
+    "aruntime._native",
+    "cffi",
+)
+
+_FIRST_OPEN = """
+import json, sys
+import aruntime as ar
+before = set(sys.modules)
+ar.open_backend(*sys.argv[1:2], **json.loads(sys.argv[2])).close()
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+
+
+def _imported_by_first_open(name: str, env: dict[str, str], **options: object) -> list[str]:
+    """The modules a fresh process imports in its first ``open_backend(name, **options)``."""
+    root = str(Path(__file__).resolve().parent.parent)
+    done = subprocess.run(
+        [sys.executable, "-c", _FIRST_OPEN, name, json.dumps(options)],
+        env={**os.environ, "PYTHONPATH": root, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    imported: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return imported
+
+
+def _heavy(modules: list[str]) -> list[str]:
+    return [m for m in modules if m.startswith(_NOT_FOR_THE_MOCK)]
+
+
+@pytest.mark.parametrize(("name", "env"), [("mock", {}), ("auto", {"ARUNTIME_BACKEND": "mock"})])
+def test_first_mock_open_loads_only_the_mock(name: str, env: dict[str, str]) -> None:
+    imported = _imported_by_first_open(name, env)
+    assert "aruntime.backends.mock._driver" in imported  # the walk sees the lazy import
+    assert _heavy(imported) == []
+
+
+def test_the_threaded_mock_is_loaded_when_asked_for() -> None:
+    imported = _imported_by_first_open("mock", {}, latency=0.001)
+    assert _heavy(imported) == ["aruntime.backends.mock._threaded"]

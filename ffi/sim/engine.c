@@ -463,7 +463,7 @@ arsim_status arsim_mem_alloc(int ordinal, size_t size, arsim_mem_kind kind, uint
             return ARSIM_ERR_OUT_OF_MEMORY;
         }
     }
-    arsim_alloc a = {NULL, size, kind, counted ? ordinal : -1, owner, flags, NULL, 0};
+    arsim_alloc a = {NULL, size, kind, counted ? ordinal : -1, owner, flags, NULL, 0, size};
     if (map_alloc(size, &a) != 0) {
         if (counted)
             atomic_fetch_sub(&d->used, size);
@@ -485,8 +485,47 @@ static void release_alloc(const arsim_alloc *a)
     if (a->kind == ARSIM_MEM_REGISTERED)
         return; /* the caller's memory */
     if (a->device >= 0)
-        atomic_fetch_sub(&g_dev[a->device].used, a->size);
+        atomic_fetch_sub(&g_dev[a->device].used, a->charged);
     unmap_alloc(a);
+}
+
+int arsim_mem_sanitizing(void)
+{
+    ensure_init();
+    return g_sanitize;
+}
+
+arsim_status arsim_mem_refit(void *p, size_t n, int protect, void **out)
+{
+    ensure_init();
+    if (!p || !out || n == 0)
+        return ARSIM_ERR_INVALID_VALUE;
+    pthread_rwlock_wrlock(&g_mem_lock);
+    ptrdiff_t i = alloc_floor(p);
+    if (i < 0 || g_allocs[i].base != p || !g_allocs[i].map || n > g_allocs[i].charged) {
+        pthread_rwlock_unlock(&g_mem_lock);
+        return ARSIM_ERR_INVALID_VALUE;
+    }
+    arsim_alloc *a = &g_allocs[i];
+    char *m = a->map;
+    size_t data = a->map_len - g_page;
+    size_t need = (n + g_page - 1) & ~(g_page - 1);
+    /* The fit's pages: the first ones, or with the sanitizer the last ones
+     * (the base stays inside the mapping, so the registry stays sorted). */
+    char *lo = g_sanitize ? m + data - need : m;
+    int bad = mprotect(lo, need, PROT_READ | PROT_WRITE) != 0;
+    if (!bad && protect && need < data)
+        bad = mprotect(g_sanitize ? m : m + need, data - need, PROT_NONE) != 0;
+    if (bad) {
+        pthread_rwlock_unlock(&g_mem_lock);
+        return ARSIM_ERR_OUT_OF_MEMORY;
+    }
+    a->base = g_sanitize ? m + data - n : m;
+    a->size = n;
+    *out = a->base;
+    atomic_fetch_add_explicit(&g_mem_epoch, 1, memory_order_release);
+    pthread_rwlock_unlock(&g_mem_lock);
+    return ARSIM_OK;
 }
 
 arsim_status arsim_mem_free(void *p, unsigned kind_mask)
@@ -696,7 +735,7 @@ arsim_status arsim_mem_register(void *p, size_t size, uint64_t owner, unsigned f
 {
     if (!p || size == 0)
         return ARSIM_ERR_INVALID_VALUE;
-    arsim_alloc a = {p, size, ARSIM_MEM_REGISTERED, -1, owner, flags, NULL, 0};
+    arsim_alloc a = {p, size, ARSIM_MEM_REGISTERED, -1, owner, flags, NULL, 0, 0};
     return registry_insert(&a);
 }
 

@@ -190,6 +190,7 @@ typedef struct arsim_alloc {
     unsigned flags; /* flags given at allocation, kept for the front end */
     void *map;      /* engine's own: the mapping behind it (NULL: registered) */
     size_t map_len;
+    size_t charged; /* engine's own: bytes counted against the device */
 } arsim_alloc;
 
 /* Zero-byte allocations are rejected (ARSIM_ERR_INVALID_VALUE). */
@@ -218,6 +219,19 @@ ARSIM_API arsim_status arsim_check_access(const void *p, size_t n, int is_write)
  * not, or if p is in no allocation.  For drivers whose free of memory in
  * use is an error (zeMemFree). */
 ARSIM_API int arsim_mem_in_use(const void *p);
+/* For pools, which reuse an allocation for a request of another size: fits
+ * the live allocation based at p (made by arsim_mem_alloc) to n bytes,
+ * 1 <= n <= the size it was allocated with, as if it had been allocated with
+ * n: lookups and bounds checks see n bytes and, with the sanitizer, the base
+ * moves so that the last byte sits against the guard page.  *out: the new
+ * base.  Contents stay; the device keeps counting the size allocated.  The
+ * pages the fit needs are opened; with `protect`, every other page of the
+ * mapping is closed, so that host code running past the fit faults as past
+ * a fresh allocation.  The caller guarantees that no op still in a queue
+ * uses bytes the new fit leaves out (and, with `protect`, pages). */
+ARSIM_API arsim_status arsim_mem_refit(void *p, size_t n, int protect, void **out);
+/* 1 if ARUNTIME_SIM_SANITIZE is on (allocations end at their guard page). */
+ARSIM_API int arsim_mem_sanitizing(void);
 /* Frees every allocation with this owner tag; returns how many. */
 ARSIM_API size_t arsim_mem_free_owner(uint64_t owner);
 /* Registers existing host memory as pinned (ARSIM_MEM_REGISTERED). */

@@ -110,6 +110,35 @@ async def test_free_takes_effect_after_earlier_work(
     second.close()
 
 
+async def test_freeing_stream_reuses_memory_for_a_smaller_request(
+    backend: ar.Backend, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Reused at once in stream order, for less; the work before the free keeps all of it."""
+    start = _hold(backend, tmp_path_factory)
+    stream = backend.create_stream()
+    scale = backend.kernel(backend.builtin_module("vector_ops"), "scale_f32")
+    big = 64 * N  # float32 elements: 1 MiB
+    p1 = backend.alloc_async(4 * big, stream)
+    backend.copy_h2d_async(np.ones(big, np.float32), p1, stream=stream)
+    held, release = start(stream)
+    backend.launch(scale, big // 256, 256, [np.uint32(big), np.float32(3), p1], stream=stream)
+    whole = backend.copy_d2h_async(p1, np.empty(big, np.float32), stream=stream)
+    backend.free_async(p1, stream)
+    p2 = backend.alloc_async(NBYTES, stream)
+    if backend.name != "cuda":  # a GPU's pool is free to choose another block
+        assert int(p2) == int(p1)
+    backend.memset_async(p2, 0, NBYTES, stream=stream)
+    part = backend.copy_d2h_async(p2, np.empty(N, np.float32), stream=stream)
+    if release is not None:
+        release()
+    np.testing.assert_array_equal(await whole, np.full(big, 3, np.float32))
+    np.testing.assert_array_equal(await part, np.zeros(N, np.float32))
+    await held
+    backend.free_async(p2, stream)
+    await backend.synchronize(stream)
+    stream.close()
+
+
 async def test_ledger_and_misuse(backend: ar.Backend) -> None:
     stream = backend.create_stream()
     ptr = backend.alloc_async(NBYTES, stream)

@@ -1,5 +1,6 @@
 /* A multi-threaded stress of the software CUDA driver: streams, events,
- * kernels, host functions, capture and graph replay from several threads at
+ * kernels, host functions, capture and graph replay, and stream-ordered
+ * allocations of varying sizes from one shared pool, from several threads at
  * once, without data races of its own.  tests/ffi/test_cuda_sim_sanitizers.py
  * builds it with the driver's sources under ThreadSanitizer and under
  * AddressSanitizer.  Argument: the host-kernel shared object. */
@@ -24,6 +25,7 @@
 
 static CUcontext g_ctx;
 static void *g_image;
+static CUmemoryPool g_pool;
 
 static void count(void *p) { __atomic_fetch_add((int *)p, 1, __ATOMIC_RELAXED); }
 
@@ -55,6 +57,15 @@ static void *worker(void *arg)
         CK(cuEventRecord(e, s));
         CK(cuStreamWaitEvent(other, e, 0));
         CK(cuMemcpyDtoHAsync_v2(host, d, 4096, other));
+        /* Pool memory: blocks freed here are refitted for other sizes, by
+         * this stream at once and by the other threads' once the free ran. */
+        CUdeviceptr pd;
+        unsigned pn = 256u * (unsigned)(1 + (i * 7) % 13);
+        CK(cuMemAllocFromPoolAsync(&pd, pn * sizeof(float), g_pool, i % 2 ? other : s));
+        void *pargs[] = {&pn, &v, &pd};
+        CK(cuLaunchKernel(fill, (pn + 255) / 256, 1, 1, 256, 1, 1, 0, i % 2 ? other : s, pargs,
+                          NULL));
+        CK(cuMemFreeAsync(pd, i % 2 ? other : s));
         if (i % GRAPH_EVERY == 0) {
             CUgraph g;
             CUgraphExec x;
@@ -103,6 +114,12 @@ int main(int argc, char **argv)
     fclose(f);
     CK(cuInit(0));
     CK(cuDevicePrimaryCtxRetain(&g_ctx, 0));
+    CUmemPoolProps props = {0};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CK(cuMemPoolCreate(&g_pool, &props));
+    cuuint64_t keep = 64u << 20;
+    CK(cuMemPoolSetAttribute(g_pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep));
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++)
         pthread_create(&t[i], NULL, worker, NULL);
@@ -110,6 +127,7 @@ int main(int argc, char **argv)
         pthread_join(t[i], NULL);
     CK(cuCtxSetCurrent(g_ctx));
     CK(cuCtxSynchronize());
+    CK(cuMemPoolDestroy(g_pool));
     CK(cuDevicePrimaryCtxRelease_v2(0));
     free(g_image);
     puts("ok");

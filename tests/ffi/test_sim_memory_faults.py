@@ -219,3 +219,52 @@ def test_faults_outside_kernels_still_crash() -> None:
     assert proc.stdout.splitlines() == ["kernel ok"], proc.stdout
     assert proc.returncode == -11, (proc.returncode, proc.stderr)  # SIGSEGV
     assert "Fatal Python error: Segmentation fault" in proc.stderr, proc.stderr
+
+
+REUSED_BLOCK_OVERRUN = textwrap.dedent(
+    """
+    import anyio
+    import numpy as np
+    import aruntime as ar
+
+    async def main() -> None:
+        try:
+            async with ar.open_backend("cuda-sim") as gpu:
+                s = gpu.create_stream()
+                big = gpu.alloc_async(1 << 20, s)
+                gpu.free_async(big, s)
+                await s.synchronize()
+                x = gpu.alloc_async(4000, s)  # the pool's idle 1 MiB block, fitted to 4000
+                y = gpu.alloc_async(8000, s)
+                print("REUSED", int(x) in range(int(big), int(big) + (1 << 20)))
+                print("X", hex(int(x)))
+                gpu.copy_h2d(np.ones(1000, np.float32), x)
+                saxpy = gpu.kernel(gpu.builtin_module("vector_ops"), "saxpy")
+                try:
+                    gpu.launch(saxpy, 4, 256, [np.uint32(1001), np.float32(2), x, y], stream=s)
+                    await s.synchronize()
+                    print("FIRST ok")
+                except ar.AruntimeError as e:
+                    print("FIRST", type(e).__name__, e)
+        except ar.AruntimeError as e:
+            print("CLOSE", type(e).__name__)
+        async with ar.open_backend("mock") as other:
+            other.free(other.alloc(64))
+        print("OTHER ok")
+
+    anyio.run(main)
+    """
+)
+
+
+def test_sanitizer_catches_an_overrun_of_a_reused_pool_block() -> None:
+    """A pool block reused for a smaller request faults one byte past the request."""
+    plain = _check_survived(_run(REUSED_BLOCK_OVERRUN, host_kernels=True))
+    assert "REUSED True" in plain and "FIRST ok" in plain, plain  # in the last page: unseen
+    proc = _run(REUSED_BLOCK_OVERRUN, sanitize=True, host_kernels=True)
+    lines = _check_survived(proc)
+    assert "REUSED True" in lines, lines
+    x = next(line for line in lines if line.startswith("X ")).split()[1]
+    first = next(line for line in lines if line.startswith("FIRST"))
+    assert first.startswith("FIRST DeviceLostError"), lines
+    assert f"offset 4000 of the allocation {x} (4000 bytes)" in first, first

@@ -9,13 +9,15 @@ stream running its ops on a worker thread (see ``_threaded``).  The driver
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..._backend_package import check_options
 from ..._driver import DeviceInfo, Driver
 from ..._exceptions import BackendUnavailableError
 from ._driver import FAULT_KINDS, MockCall, MockDriver
-from ._threaded import ThreadedMockDriver
+
+if TYPE_CHECKING:
+    from ._threaded import ThreadedMockDriver
 
 __all__ = [
     "FAULT_KINDS",
@@ -40,8 +42,21 @@ def open_driver(device: int, *, sim: bool, **options: Any) -> Driver:
     if "device_name" in options:
         options["name"] = options.pop("device_name")
     if "latency" in options:
+        # Imported here: the plain mock, the one most processes open, need not
+        # pay for the threaded variant's module on its first open.
+        from ._threaded import ThreadedMockDriver
+
         return ThreadedMockDriver(**options)
     return MockDriver(**options)
+
+
+def __getattr__(name: str) -> Any:
+    """``ThreadedMockDriver`` on first access (see open_driver)."""
+    if name == "ThreadedMockDriver":
+        from ._threaded import ThreadedMockDriver
+
+        return ThreadedMockDriver
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def list_devices(*, sim: bool) -> list[DeviceInfo]:

@@ -14,9 +14,33 @@
  * after the free), an IDLE block by anyone (CUDA's opportunistic reuse).  The
  * sim never adds dependencies between streams, so the event-dependency and
  * internal-dependency attributes are stored and reported but change nothing;
- * that is allowed, as they only permit more reuse.  Blocks are reused for
- * allocations of exactly their size, so the bounds checks keep seeing exact
- * allocation sizes.
+ * that is allowed, as they only permit more reuse.
+ *
+ * Sizes: a block serves any request that fits it with at most max(request,
+ * 1 MiB) to spare, best fit first (the smallest such block).  Blocks are not
+ * split: each is one engine allocation with its own guard page, which is
+ * what the bounds checks and the sanitizer rest on; a GPU reserves pool
+ * memory in chunks of 2 MiB and more, so the slack holds no more memory than
+ * a GPU would.  The block's capacity (the size it was allocated with) is
+ * what the pool's counters and the device count; the bounds checks see the
+ * request: the block is refitted (arsim_mem_refit) to exactly the requested
+ * size, so lookups, copies, the interpreters' checks and
+ * CU_POINTER_ATTRIBUTE_RANGE_SIZE see what was asked for, and with
+ * ARUNTIME_SIM_SANITIZE the base moves so that the last requested byte
+ * sits against the guard page: a byte past the request faults, as for a
+ * fresh allocation.  When a refit happens:
+ *   - an IDLE block (nothing queued may use it): at once, and every page
+ *     outside the new fit is closed, so that host kernels fault there too;
+ *   - a FREEING block for a request no smaller than its fit: at once (it
+ *     only grows, so work still queued keeps every byte it had);
+ *   - a FREEING block for a smaller request: the work queued before the free
+ *     may still use the bytes the smaller fit leaves out, so the free's op,
+ *     which runs after that work and before the new allocation's, applies
+ *     it (pages are not closed then: a copy enqueued meanwhile was checked
+ *     against the larger fit).  Under the sanitizer the base would have to
+ *     move under that queued work, so there a FREEING block serves only
+ *     requests no smaller than its fit.
+ * Each refit is numbered, so a deferred one never undoes a later one.
  *
  * Release threshold: when a free executes and the pool holds more than the
  * threshold, idle blocks go back to the device until it holds no more than
@@ -37,15 +61,23 @@
 
 enum { BLOCK_USED = 1, BLOCK_FREEING, BLOCK_IDLE };
 
+/* A request may leave up to max(request, REUSE_SLACK) of a block unused. */
+#define REUSE_SLACK ((size_t)1 << 20)
+
 typedef struct cu_pool cu_pool;
+typedef struct pool_free_op pool_free_op;
 
 typedef struct pool_block {
-    void *base;
-    size_t size;
+    void *base; /* the engine allocation's base for the current fit */
+    size_t cap; /* the size it was allocated with: what it reserves */
+    size_t fit; /* the size the engine's bounds checks give it now */
     int state;
+    int loose; /* pages past the fit may be open (a deferred refit) */
     int pending; /* free ops queued that still point at this block */
     uint64_t gen; /* bumped by each free, so a stale completion is ignored */
     uint64_t free_ctx, free_stream; /* the stream whose order the free follows */
+    pool_free_op *last_free; /* the latest free's op, until it runs */
+    uint64_t fit_seq, fit_done; /* refits decided; the latest one applied */
     struct pool_block *next;
 } pool_block;
 
@@ -61,12 +93,16 @@ struct cu_pool {
     int reuse_follow, reuse_opportunistic, reuse_internal;
 };
 
-/* One queued free: the block and the generation it freed. */
-typedef struct pool_free_op {
+/* One queued free: the block and the generation it freed, and the refit
+ * (fit bytes, numbered fit_seq; 0: none) that the block's next allocation on
+ * the same stream left for it to apply. */
+struct pool_free_op {
     cu_pool *pool;
     pool_block *block;
     uint64_t gen;
-} pool_free_op;
+    size_t fit;
+    uint64_t fit_seq;
+};
 
 #define MAX_DEVICES 64
 static pthread_mutex_t g_pools_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -152,7 +188,7 @@ static pool_block *take_idle_locked(cu_pool *p, uint64_t keep)
         pool_block *b = *link;
         if (b->state == BLOCK_IDLE && b->pending == 0) {
             *link = b->next;
-            p->reserved -= b->size;
+            p->reserved -= b->cap;
             b->next = out;
             out = b;
         } else {
@@ -202,8 +238,21 @@ static void pool_free_done(void *arg)
     pthread_mutex_lock(&p->mu);
     pool_block *b = f->block;
     b->pending--;
+    if (b->last_free == f)
+        b->last_free = NULL;
     if (b->state == BLOCK_FREEING && b->gen == f->gen)
         b->state = BLOCK_IDLE;
+    if (f->fit && f->fit_seq > b->fit_done) {
+        /* The work before the free is done and the allocation that took the
+         * block on this stream comes next: its smaller fit applies now. */
+        void *base;
+        if (arsim_mem_refit(b->base, f->fit, 0, &base) == ARSIM_OK) {
+            b->base = base;
+            b->fit = f->fit;
+            b->fit_done = f->fit_seq;
+            b->loose = 1;
+        }
+    }
     pool_block *gone = take_idle_locked(p, p->threshold);
     int finished = pool_finished_locked(p);
     pthread_mutex_unlock(&p->mu);
@@ -223,24 +272,67 @@ static int stream_capturing(cu_stream *s)
     return cap;
 }
 
+/* Whether block b may serve a request of n bytes (whatever its state). */
+static int block_fits(const pool_block *b, size_t n)
+{
+    return n <= b->cap && b->cap - n <= (n > REUSE_SLACK ? n : REUSE_SLACK);
+}
+
+/* Whether stream (ctx, sid) may take block b now, stream order permitting. */
+static int block_reusable(const cu_pool *p, const pool_block *b, size_t n, uint64_t ctx,
+                          uint64_t sid)
+{
+    if (b->state == BLOCK_IDLE)
+        return p->reuse_opportunistic;
+    if (b->state != BLOCK_FREEING || b->free_ctx != ctx || b->free_stream != sid)
+        return 0;
+    /* A smaller fit is left to the free's op, except under the sanitizer
+     * (see the header comment). */
+    return n >= b->fit || (b->last_free && !arsim_mem_sanitizing());
+}
+
+/* Fits block b, taken for a request of n bytes, to n (see the header
+ * comment).  Caller holds p->mu. */
+static arsim_status refit_locked(pool_block *b, size_t n)
+{
+    uint64_t seq = ++b->fit_seq;
+    int idle = b->state == BLOCK_IDLE;
+    if (!idle && n < b->fit) {
+        b->last_free->fit = n;
+        b->last_free->fit_seq = seq;
+        return ARSIM_OK;
+    }
+    if (n != b->fit || (idle && b->loose)) {
+        void *base;
+        arsim_status st = arsim_mem_refit(b->base, n, idle, &base);
+        if (st != ARSIM_OK)
+            return st;
+        b->base = base;
+        b->fit = n;
+        if (idle)
+            b->loose = 0;
+    }
+    /* Even unchanged: a refit still queued for an earlier allocation must
+     * not shrink this one. */
+    b->fit_done = seq;
+    return ARSIM_OK;
+}
+
 static CUresult pool_alloc(cu_pool *p, size_t size, cu_stream *s, CUdeviceptr *out)
 {
     uint64_t ctx = s->ctx->handle, sid = s->handle;
     pthread_mutex_lock(&p->mu);
     pool_block *hit = NULL;
     for (pool_block *b = p->blocks; b; b = b->next) {
-        if (b->size != size)
+        /* Best fit; among equals, the freeing stream's own block first. */
+        if (!block_fits(b, size) || !block_reusable(p, b, size, ctx, sid))
             continue;
-        if (b->state == BLOCK_FREEING && b->free_ctx == ctx && b->free_stream == sid) {
-            hit = b; /* stream order: this stream's later work runs after the free */
-            break;
-        }
-        if (b->state == BLOCK_IDLE && p->reuse_opportunistic && !hit)
+        if (!hit || b->cap < hit->cap || (b->cap == hit->cap && b->state == BLOCK_FREEING))
             hit = b;
     }
-    if (hit) {
+    if (hit && refit_locked(hit, size) == ARSIM_OK) {
         hit->state = BLOCK_USED;
-        note_used(p, size);
+        note_used(p, hit->cap);
         *out = (CUdeviceptr)(uintptr_t)hit->base;
         pthread_mutex_unlock(&p->mu);
         return CUDA_SUCCESS;
@@ -279,7 +371,7 @@ static CUresult pool_alloc(cu_pool *p, size_t size, cu_stream *s, CUdeviceptr *o
         return cusim_status(st);
     }
     b->base = mem;
-    b->size = size;
+    b->cap = b->fit = size;
     b->state = BLOCK_USED;
     pthread_mutex_lock(&p->mu);
     b->next = p->blocks;
@@ -332,7 +424,8 @@ CUresult cusim_pool_free_now(void *ptr)
     }
     b->state = BLOCK_IDLE;
     b->gen++;
-    p->used -= b->size;
+    b->last_free = NULL;
+    p->used -= b->cap;
     pool_block *gone = take_idle_locked(p, p->threshold);
     int finished = pool_finished_locked(p);
     pthread_mutex_unlock(&p->mu);
@@ -646,10 +739,13 @@ CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
     b->pending++;
     b->free_ctx = s->ctx->handle;
     b->free_stream = s->handle;
-    p->used -= b->size;
+    b->last_free = f;
+    p->used -= b->cap;
     f->pool = p;
     f->block = b;
     f->gen = b->gen;
+    f->fit = 0;
+    f->fit_seq = 0;
     pthread_mutex_unlock(&p->mu);
     r = cusim_submit(s, arsim_op_release_fn(pool_free_done, f), NULL);
     if (r != CUDA_SUCCESS)

@@ -4,7 +4,7 @@
  * pointer: ids are never reused, so a destroyed or foreign handle is always
  * recognised and rejected instead of being dereferenced.  Objects are
  * reference counted: a lookup takes a reference, so an object stays alive
- * while a queue thread or another API call still uses it, even if the
+ * while an engine thread or another API call still uses it, even if the
  * application destroys its handle meanwhile. */
 #ifndef ARZE_LZ_REGISTRY_H
 #define ARZE_LZ_REGISTRY_H

@@ -331,3 +331,185 @@ def test_alloc_async_during_capture_is_refused(sim: Sim) -> None:
     g = sim.ffi.new("CUgraph *")
     assert sim.lib.cuStreamEndCapture(s, g) == 901  # invalidated
     sim.ok(sim.lib.cuStreamDestroy_v2(s))
+
+
+POINTER_ATTRIBUTE_RANGE_START = 11
+POINTER_ATTRIBUTE_RANGE_SIZE = 12
+KiB, MiB = 1 << 10, 1 << 20
+
+
+def _range(sim: Sim, ptr: int) -> tuple[int, int]:
+    """(start, size) of the allocation holding ``ptr``, as the driver's bounds checks see it."""
+    start, size = sim.ffi.new("CUdeviceptr *"), sim.ffi.new("size_t *")
+    sim.ok(sim.lib.cuPointerGetAttribute(start, POINTER_ATTRIBUTE_RANGE_START, ptr))
+    sim.ok(sim.lib.cuPointerGetAttribute(size, POINTER_ATTRIBUTE_RANGE_SIZE, ptr))
+    return int(start[0]), int(size[0])
+
+
+def _keeping_pool(sim: Sim) -> Any:
+    pool = sim.new_pool()
+    assert sim.set_attr(pool, ATTR_RELEASE_THRESHOLD, 1 << 40) == SUCCESS
+    return pool
+
+
+def test_a_freed_block_serves_smaller_requests_best_fit_first(sim: Sim) -> None:
+    s = sim.stream()
+    pool = _keeping_pool(sim)
+    small, mid, big = (sim.alloc(n, s, pool) for n in (256 * KiB, 512 * KiB, 3 * MiB))
+    for ptr in (small, mid, big):
+        sim.ok(sim.lib.cuMemFreeAsync(ptr, s))
+    sim.ok(sim.lib.cuStreamSynchronize(s))
+    reserved = sim.attr(pool, ATTR_RESERVED_MEM_CURRENT)
+    assert reserved == 256 * KiB + 512 * KiB + 3 * MiB
+    # 300 KiB: the 512 KiB block is the smallest that fits.
+    a = sim.alloc(300 * KiB, s, pool)
+    assert a == mid
+    # Bounds checks see the request, not the block: a byte past it is refused.
+    assert _range(sim, a) == (a, 300 * KiB)
+    sim.ok(sim.lib.cuMemsetD8Async(a, 1, 300 * KiB, s))
+    assert sim.lib.cuMemsetD8Async(a, 1, 300 * KiB + 1, s) == INVALID_VALUE
+    # The counters count blocks: what is reserved, and what is in use.
+    assert sim.attr(pool, ATTR_USED_MEM_CURRENT) == 512 * KiB
+    # 2 MiB leaves 1 MiB of the 3 MiB block unused: within max(2 MiB, 1 MiB).
+    b = sim.alloc(2 * MiB, s, pool)
+    assert b == big and _range(sim, b) == (b, 2 * MiB)
+    # 1 KiB takes the 256 KiB block; 100 KiB then finds none left: a new block.
+    c = sim.alloc(KiB, s, pool)
+    assert c == small and _range(sim, c) == (c, KiB)
+    d = sim.alloc(100 * KiB, s, pool)
+    assert d not in (small, mid, big)
+    assert sim.attr(pool, ATTR_RESERVED_MEM_CURRENT) == reserved + 100 * KiB
+    for ptr in (a, b, c, d):
+        sim.ok(sim.lib.cuMemFreeAsync(ptr, s))
+    sim.ok(sim.lib.cuStreamSynchronize(s))
+    # A block reused for a larger request again (up to its size) fits it again.
+    e = sim.alloc(512 * KiB, s, pool)
+    assert e == mid and _range(sim, e) == (e, 512 * KiB)
+    sim.ok(sim.lib.cuMemsetD8Async(e, 2, 512 * KiB, s))
+    sim.ok(sim.lib.cuMemFreeAsync(e, s))
+    # Too much to spare: an 8 MiB block is not handed out for 2 MiB.
+    f = sim.alloc(8 * MiB, s, pool)
+    sim.ok(sim.lib.cuMemFreeAsync(f, s))
+    sim.ok(sim.lib.cuStreamSynchronize(s))
+    g = sim.alloc(2 * MiB, s, pool)
+    assert g == big
+    h = sim.alloc(2 * MiB, s, pool)
+    assert h != f
+    for ptr in (g, h):
+        sim.ok(sim.lib.cuMemFreeAsync(ptr, s))
+    sim.ok(sim.lib.cuStreamSynchronize(s))
+    sim.ok(sim.lib.cuMemPoolDestroy(pool))
+    sim.ok(sim.lib.cuStreamDestroy_v2(s))
+
+
+@pytest.mark.parametrize("held", [False, True], ids=["running", "held"])
+def test_varying_sizes_keep_reserved_memory_bounded(sim: Sim, held: bool) -> None:
+    """1,000 alloc/free pairs of random sizes in [1 KiB, 1 MiB] on one stream.
+
+    Held: the stream never reaches a free, so only the freeing stream's own
+    reuse (in stream order) is at work; running: frees execute meanwhile.
+    """
+    s = sim.stream()
+    pool = _keeping_pool(sim)
+    gate = sim.hold(s) if held else None
+    rng = np.random.default_rng(1234)
+    sizes = [int(n) for n in rng.integers(KiB, MiB, size=1000, endpoint=True)]
+    for n in sizes:
+        p = sim.alloc(n, s, pool)
+        # Exactly n once the stream reaches the previous free (tested below).
+        assert _range(sim, p)[1] >= n
+        sim.ok(sim.lib.cuMemFreeAsync(p, s))
+    # A pool reusing blocks for equal sizes only would hold one per size
+    # (~500 MiB); here a new block is needed only for a request larger than
+    # every block so far, a handful of times.
+    high = sim.attr(pool, ATTR_RESERVED_MEM_HIGH)
+    assert max(sizes) <= high <= 16 * MiB, high
+    if gate is not None:
+        gate.set()
+    sim.ok(sim.lib.cuStreamSynchronize(s))
+    assert sim.attr(pool, ATTR_USED_MEM_CURRENT) == 0
+    # Trim gives every idle block back.
+    free_before, total = sim.ffi.new("size_t *"), sim.ffi.new("size_t *")
+    sim.ok(sim.lib.cuMemGetInfo_v2(free_before, total))
+    reserved = sim.attr(pool, ATTR_RESERVED_MEM_CURRENT)
+    sim.ok(sim.lib.cuMemPoolTrimTo(pool, 0))
+    assert sim.attr(pool, ATTR_RESERVED_MEM_CURRENT) == 0
+    free_after = sim.ffi.new("size_t *")
+    sim.ok(sim.lib.cuMemGetInfo_v2(free_after, total))
+    assert free_after[0] == free_before[0] + reserved
+    sim.ok(sim.lib.cuMemPoolDestroy(pool))
+    sim.ok(sim.lib.cuStreamDestroy_v2(s))
+
+
+def test_no_block_is_handed_out_twice_while_in_use(sim: Sim) -> None:
+    """Random allocations and frees on three streams, one held: live ranges never overlap."""
+    streams = [sim.stream() for _ in range(3)]
+    pool = _keeping_pool(sim)
+    gate = sim.hold(streams[0])
+    rng = np.random.default_rng(99)
+    live: dict[int, tuple[int, int, int]] = {}  # ptr -> (size, stream index, fill)
+    for step in range(600):
+        if live and (len(live) > 12 or rng.random() < 0.45):
+            ptr = list(live)[int(rng.integers(len(live)))]
+            _, si, _ = live.pop(ptr)
+            sim.ok(sim.lib.cuMemFreeAsync(ptr, streams[si]))  # after its memset
+            continue
+        n = int(rng.integers(KiB, MiB, endpoint=True))
+        si = int(rng.integers(3))
+        ptr = sim.alloc(n, streams[si], pool)
+        start, size = _range(sim, ptr)
+        assert start == ptr and size >= n  # n once the stream reaches an earlier free
+        for other, (m, _, _) in live.items():
+            assert ptr + n <= other or other + m <= ptr, f"step {step}: overlap"
+        fill = step % 251
+        live[ptr] = (n, si, fill)
+        sim.ok(sim.lib.cuMemsetD8Async(ptr, fill, n, streams[si]))
+    gate.set()
+    for st in streams:
+        sim.ok(sim.lib.cuStreamSynchronize(st))
+    # Every live allocation still holds what its own stream wrote.
+    for ptr, (n, _, fill) in live.items():
+        out = np.empty(n, np.uint8)
+        sim.ok(sim.lib.cuMemcpyDtoH_v2(sim.ffi.cast("void *", out.ctypes.data), ptr, n))
+        assert (out == fill).all()
+        sim.ok(sim.lib.cuMemFreeAsync(ptr, streams[0]))
+    sim.ok(sim.lib.cuStreamSynchronize(streams[0]))
+    sim.ok(sim.lib.cuMemPoolDestroy(pool))
+    for st in streams:
+        sim.ok(sim.lib.cuStreamDestroy_v2(st))
+
+
+def test_a_smaller_fit_waits_for_the_work_before_the_free(sim: Sim) -> None:
+    """The freeing stream reuses a block for less at once; the bounds shrink in stream order."""
+    a, b = sim.stream(), sim.stream()
+    pool = _keeping_pool(sim)
+    gate = sim.hold(a)
+    p = sim.alloc(MiB, a, pool)
+    sim.ok(sim.lib.cuMemsetD8Async(p, 7, MiB, a))  # queued behind the gate: all of it
+    sim.ok(sim.lib.cuMemFreeAsync(p, a))
+    q = sim.alloc(64 * KiB, a, pool)
+    assert q == p
+    # Another stream gets no part of it meanwhile, of any size.
+    r = sim.alloc(64 * KiB, b, pool)
+    assert r != p
+    # Until the stream reaches the free, the queued memset's bytes stay valid.
+    assert _range(sim, q) == (p, MiB)
+    gate.set()
+    sim.ok(sim.lib.cuStreamSynchronize(a))
+    assert _range(sim, q) == (q, 64 * KiB)
+    assert sim.lib.cuMemsetD8Async(q, 1, 64 * KiB + 1, a) == INVALID_VALUE
+    out = np.empty(64 * KiB, np.uint8)
+    sim.ok(sim.lib.cuMemcpyDtoH_v2(sim.ffi.cast("void *", out.ctypes.data), q, out.size))
+    assert (out == 7).all()
+    # Growing back within the block happens at once, even behind a held free.
+    gate = sim.hold(a)
+    sim.ok(sim.lib.cuMemFreeAsync(q, a))
+    t = sim.alloc(MiB, a, pool)
+    assert t == p and _range(sim, t) == (p, MiB)
+    gate.set()
+    for ptr, st in ((t, a), (r, b)):
+        sim.ok(sim.lib.cuMemFreeAsync(ptr, st))
+        sim.ok(sim.lib.cuStreamSynchronize(st))
+    sim.ok(sim.lib.cuMemPoolDestroy(pool))
+    for st in (a, b):
+        sim.ok(sim.lib.cuStreamDestroy_v2(st))
