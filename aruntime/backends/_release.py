@@ -23,7 +23,6 @@ import threading
 from collections.abc import Callable
 
 from .._exceptions import AruntimeError
-from ._staging import WORKER_IDLE_EXIT_S
 from ._worker import HostWorker
 
 __all__ = ["DeferredReleases"]
@@ -59,7 +58,7 @@ class DeferredReleases:
 
         with self._lock:
             if self._worker is None:
-                self._worker = HostWorker(self._name, idle_exit_s=WORKER_IDLE_EXIT_S)
+                self._worker = HostWorker(self._name)
             self._pending += 1
             worker = self._worker
         worker.submit(run)

@@ -24,7 +24,6 @@ __all__ = [
     "DIRECT_PAGEABLE_H2D_MAX",
     "STAGING_CHUNK",
     "STAGING_POOL_MAX",
-    "WORKER_IDLE_EXIT_S",
     "StagingPool",
     "chunks",
 ]
@@ -36,9 +35,6 @@ DIRECT_PAGEABLE_H2D_MAX = 64 * 1024
 STAGING_CHUNK = 4 * 1024 * 1024
 #: Free staging buffers a driver keeps for reuse; more go back to the driver.
 STAGING_POOL_MAX = 8
-#: Seconds a stream's staging thread waits for another copy before it ends
-#: (the next copy starts a new one): threads for the streams in use only.
-WORKER_IDLE_EXIT_S = 1.0
 
 Buffer = TypeVar("Buffer")
 

@@ -21,7 +21,9 @@
  *   running op is never preempted.  D2D copies use the
  *   H2D engine; memsets and kernels the compute engine.  Host functions run
  *   on one more thread per device, in order.  An engine's thread ends after
- *   a second without work and starts again when work comes.  Ops that take no device time
+ *   a second without work and starts again when work comes.  Engine threads
+ *   run 5 nice levels below the process, so that the application's threads
+ *   (an event loop) get a core first: a GPU's engines take no host CPU.  Ops that take no device time
  *   (markers, event records, signals, resets) run on whichever thread moves
  *   the queue on: the engine thread that finished the op before, or the
  *   submitting thread when the queue was idle.  A device-side wait that is

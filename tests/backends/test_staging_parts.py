@@ -54,33 +54,3 @@ def test_worker_runs_jobs_in_order_survives_a_failing_job_and_stops() -> None:
     worker.stop()
     assert seen == list(range(50))
     assert not any(t.name == "test-staging" for t in threading.enumerate())
-
-
-def test_idle_worker_ends_its_thread_and_the_next_job_starts_one() -> None:
-    import time
-
-    seen: list[int] = []
-    worker = HostWorker("test-idle-worker", idle_exit_s=0.02)
-
-    def alive() -> bool:
-        return any(t.name == "test-idle-worker" for t in threading.enumerate())
-
-    worker.submit(lambda: seen.append(1))
-    for _ in range(500):  # bounded: it ends 20 ms after its last job
-        if not worker.running and not alive():
-            break
-        time.sleep(0.01)
-    assert not worker.running and not alive()
-    done = threading.Event()
-    worker.submit(lambda: seen.append(2))
-    worker.submit(done.set)
-    assert done.wait(30)
-    assert seen == [1, 2]
-    worker.stop()
-    assert not alive()
-    worker.stop()  # idempotent, and after an idle exit too
-
-
-def test_worker_rejects_a_bad_idle_exit() -> None:
-    with pytest.raises(ValueError, match="idle_exit_s must be > 0"):
-        HostWorker("test-bad", idle_exit_s=0)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import random
 import time
+from typing import Any
 
 import numpy as np
 from _cudasim_support import CU_EVENT_DISABLE_TIMING, Cuda, Gate, ffi
@@ -49,11 +50,23 @@ def test_parked_waits_honour_every_cross_stream_dependency(cu: Cuda) -> None:
     assert (_read_u32(cu, dst, pairs) == np.arange(1, pairs + 1)).all()
 
 
+def _settled_queues(lib: Any) -> int:
+    """The live-queue count once earlier tests' destroyed streams have drained."""
+    last, stable = -1, 0
+    while stable < 20:
+        now = lib.arsim_live_queues()
+        stable = stable + 1 if now == last else 0
+        last = now
+        time.sleep(0.001)
+    return int(last)
+
+
 def test_queues_cost_no_threads(cu: Cuda) -> None:
     lib = cu.lib
     d = cu.alloc(64)
     cu.check(lib.cuMemsetD8_v2(d, 0, 64))  # the compute engine's thread exists now
-    before_threads, before_queues = _threads(), lib.arsim_live_queues()
+    before_queues = _settled_queues(lib)
+    before_threads = _threads()
     streams = [cu.stream() for _ in range(64)]
     for s in streams:
         cu.check(lib.cuMemsetD8Async(d, 1, 64, s))
@@ -109,3 +122,26 @@ def test_idle_engine_threads_end_and_come_back(cu: Cuda) -> None:
         assert (out == 2).all()
     finally:
         lib.arsim_set_engine_idle_ms(0)  # the default
+
+
+def _nice_of_threads_named(prefix: str) -> list[int]:
+    found = []
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/comm") as f:
+                comm = f.read().strip()
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the thread ended meanwhile
+        if comm.startswith(prefix):
+            found.append(int(fields[16]))  # field 19 of stat: nice
+    return found
+
+
+def test_engine_threads_give_way_to_the_applications_threads(cu: Cuda) -> None:
+    lib = cu.lib
+    d = cu.alloc(64)
+    cu.check(lib.cuMemsetD8_v2(d, 1, 64))
+    process_nice = os.getpriority(os.PRIO_PROCESS, 0)
+    assert _nice_of_threads_named("arsim-compute") == [min(process_nice + 5, 19)]

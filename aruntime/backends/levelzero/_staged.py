@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..._native import native_library_path
-from .._staging import DIRECT_PAGEABLE_H2D_MAX, WORKER_IDLE_EXIT_S, chunks
+from .._staging import DIRECT_PAGEABLE_H2D_MAX, chunks
 from .._worker import HostWorker
 from . import _errors
 from ._base import _LevelZeroBase
@@ -84,9 +84,7 @@ class _StagedCopyOps(_LevelZeroBase):
             except BaseException:
                 self._staging.give(first)
                 raise
-            worker = HostWorker(
-                f"aruntime-{self.backend_name}-staging", idle_exit_s=WORKER_IDLE_EXIT_S
-            )
+            worker = HostWorker(f"aruntime-{self.backend_name}-staging")
             s.stager = _Stager(worker, (first, second))
         return s.stager
 
