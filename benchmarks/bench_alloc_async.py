@@ -11,7 +11,8 @@ blocks only for equal sizes would keep allocating; the work stays on the
 first 64 KiB at most, so that the cases differ in the allocations only.
 Throughput is requests per second of wall time; rounds alternate the two
 variants and the figure is the median of the rounds' ratios (stream-ordered
-over plain).
+over plain).  "held" is the most device memory that the stream-ordered
+rounds left taken (in use or kept idle by the pool) at their end.
 
 On the sims every op costs ``--latency-us`` of device time (the timing
 model), so requests overlap as on a GPU.  A plain ``free`` reaches
@@ -107,8 +108,9 @@ async def _serve(
 
 async def _measure(
     name: str, args: argparse.Namespace, varying: bool
-) -> tuple[float, float, float]:
-    """Median requests/s of (alloc/free, alloc_async/free_async) and the median ratio."""
+) -> tuple[float, float, float, int]:
+    """Median requests/s of (alloc/free, alloc_async/free_async), the median ratio,
+    and the most device memory the stream-ordered rounds left held (the pool's)."""
     rounds = args.rounds or (2 if args.quick else 7)
     requests = args.requests or (32 if args.quick else 400)
     options = {"latency": args.latency_us / 1e6} if name == "mock" else {}
@@ -116,6 +118,8 @@ async def _measure(
         kernel = gpu.kernel(gpu.builtin_module("vector_ops"), "scale_f32")
         streams = [gpu.create_stream() for _ in range(args.streams)]
         sizes = _sizes(varying)
+        free_at_start = gpu.device_free_memory()
+        held = 0
         plain: list[float] = []
         ordered: list[float] = []
         await _serve(gpu, kernel, streams, sizes, args.streams, True)  # warm both paths up
@@ -126,10 +130,12 @@ async def _measure(
                 (ordered if flag else plain).append(
                     await _serve(gpu, kernel, streams, sizes, requests, flag)
                 )
+                if flag:
+                    held = max(held, free_at_start - gpu.device_free_memory())
         for stream in streams:
             stream.close()
     ratios = [o / p for o, p in zip(ordered, plain, strict=True)]
-    return median(plain), median(ordered), median(ratios)
+    return median(plain), median(ordered), median(ratios), held
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,7 +143,14 @@ def main(argv: list[str] | None = None) -> int:
     out = table(
         f"Per-request allocation, {args.streams} requests in flight, "
         f"{args.latency_us:g} us device time per op",
-        ["backend", "sizes", "alloc/free req/s", "alloc_async/free_async req/s", "ratio"],
+        [
+            "backend",
+            "sizes",
+            "alloc/free req/s",
+            "alloc_async req/s",
+            "ratio",
+            "held MiB",
+        ],
     )
     for name in args.backends.split(","):
         try:
@@ -152,8 +165,15 @@ def main(argv: list[str] | None = None) -> int:
                 else f"{ELEMENTS * 4 >> 10} KiB"
             )
             with timing(name, 0.0, args.latency_us) if name.endswith("-sim") else nullcontext():
-                plain, ordered, ratio = anyio.run(_measure, name, args, varying)
-            out.add_row(name, sizes, f"{plain:,.0f}", f"{ordered:,.0f}", f"{ratio:.2f}x")
+                plain, ordered, ratio, held = anyio.run(_measure, name, args, varying)
+            out.add_row(
+                name,
+                sizes,
+                f"{plain:,.0f}",
+                f"{ordered:,.0f}",
+                f"{ratio:.2f}x",
+                f"{held / (1 << 20):,.1f}",
+            )
     console.print(out)
     return 0
 

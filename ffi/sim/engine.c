@@ -113,7 +113,8 @@ static uint32_t g_kernel_threads = 1; /* ARUNTIME_SIM_KERNEL_THREADS */
 static _Atomic double g_gbps;       /* <= 0: unlimited */
 static _Atomic double g_latency_us; /* <= 0: none */
 static _Atomic int g_live_queues;   /* created, not yet drained after destroy */
-static _Atomic int g_engine_threads; /* engine threads started, all devices */
+static _Atomic int g_engine_threads; /* engine threads alive, all devices */
+static _Atomic int g_engine_idle_ms = 1000; /* an engine thread idle this long ends */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static double env_double(const char *name, double dflt)
@@ -155,7 +156,7 @@ static void init_once(void)
         for (int e = 0; e < ENGINE_COUNT; e++) {
             sim_engine *eng = &g_dev[i].engines[e];
             pthread_mutex_init(&eng->mu, NULL);
-            pthread_cond_init(&eng->cv, NULL);
+            cond_init_monotonic(&eng->cv);
             eng->device = i;
             eng->index = e;
         }
@@ -224,6 +225,8 @@ void arsim_clear_faults(void)
 
 int arsim_live_queues(void) { return atomic_load(&g_live_queues); }
 int arsim_engine_threads(void) { return atomic_load(&g_engine_threads); }
+
+void arsim_set_engine_idle_ms(int ms) { atomic_store(&g_engine_idle_ms, ms > 0 ? ms : 1000); }
 
 int arsim_device_count(void)
 {
@@ -2269,8 +2272,22 @@ static void *engine_main(void *arg)
     pthread_setname_np(pthread_self(), name);
     for (;;) {
         pthread_mutex_lock(&eng->mu);
-        while (!eng->head)
-            pthread_cond_wait(&eng->cv, &eng->mu);
+        if (!eng->head) {
+            /* Idle: end after a while, so that a process that stopped using
+             * the device holds none of its threads; engine_push starts
+             * another. */
+            struct timespec until;
+            abs_deadline(&until, (int64_t)atomic_load(&g_engine_idle_ms) * 1000000);
+            while (!eng->head) {
+                if (pthread_cond_timedwait(&eng->cv, &eng->mu, &until) == ETIMEDOUT &&
+                    !eng->head) {
+                    eng->started = 0;
+                    atomic_fetch_sub(&g_engine_threads, 1);
+                    pthread_mutex_unlock(&eng->mu);
+                    return NULL;
+                }
+            }
+        }
         /* The ready op of the highest-priority queue (lowest number, as in
          * CUDA and as the front ends map Level Zero's), the oldest among
          * equals.  At most one op per queue is here, so the scan is short. */

@@ -20,7 +20,8 @@
  *   of a higher-priority queue (a lower number, as in CUDA) go first; a
  *   running op is never preempted.  D2D copies use the
  *   H2D engine; memsets and kernels the compute engine.  Host functions run
- *   on one more thread per device, in order.  Ops that take no device time
+ *   on one more thread per device, in order.  An engine's thread ends after
+ *   a second without work and starts again when work comes.  Ops that take no device time
  *   (markers, event records, signals, resets) run on whichever thread moves
  *   the queue on: the engine thread that finished the op before, or the
  *   submitting thread when the queue was idle.  A device-side wait that is
@@ -144,9 +145,13 @@ ARSIM_EXPORT int arsim_fault_report(char *buf, size_t n);
 /* Queues created and not yet gone, all devices: a destroyed queue goes once
  * its work has drained (for leak checks in tests). */
 ARSIM_EXPORT int arsim_live_queues(void);
-/* Engine threads started so far, all devices: at most 4 per device (compute,
- * two copy engines, host functions), however many queues there are. */
+/* Engine threads alive now, all devices: at most 4 per device (compute, two
+ * copy engines, host functions), however many queues there are.  Each starts
+ * when its engine is first needed and ends after a second idle. */
 ARSIM_EXPORT int arsim_engine_threads(void);
+/* How long an idle engine thread waits for work before it ends, in ms
+ * (default 1000; <= 0 restores it).  For tests. */
+ARSIM_EXPORT void arsim_set_engine_idle_ms(int ms);
 
 /* ----------------------------------------------------------------- clock */
 

@@ -53,6 +53,7 @@ CUresult cuCtxCreate_v4(CUcontext *, void *, unsigned int, CUdevice);
 CUresult cuCtxDestroy_v2(CUcontext);
 CUresult cuGetProcAddress(const char *, void **, int, cuuint64_t);
 CUresult cuMemsetD32Async(CUdeviceptr, unsigned int, size_t, CUstream);
+CUresult cuMemsetD32_v2(CUdeviceptr, unsigned int, size_t);
 CUresult cuCtxSetCurrent(CUcontext);
 CUresult cuCtxGetCurrent(CUcontext *);
 CUresult cuCtxPushCurrent_v2(CUcontext);
@@ -128,6 +129,8 @@ void arsim_get_timing(double *copy_gbps, double *op_latency_us);
 int arsim_inject_fault(int device, int kind, int count);
 void arsim_clear_faults(void);
 int arsim_live_queues(void);
+int arsim_engine_threads(void);
+void arsim_set_engine_idle_ms(int);
 """
 
 CUDA_SUCCESS = 0

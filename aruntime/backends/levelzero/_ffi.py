@@ -16,7 +16,7 @@ from typing import Any
 
 import cffi
 
-__all__ = ["DECL_ORDER", "HELPERS_DECL", "decl_dir", "decl_source", "ffi"]
+__all__ = ["DECL_ORDER", "HELPERS_DECL", "TYPES", "decl_dir", "decl_source", "ffi", "types_decl"]
 
 #: Declaration files in the order cffi must see them.
 DECL_ORDER = (
@@ -67,19 +67,135 @@ ze_result_t ar_ze_run_steps(const ar_ze_step *steps, size_t count, ze_event_hand
 """
 
 
+#: Every C type the backend names by string in ``ffi.new``, ``ffi.cast``,
+#: ``ffi.sizeof`` or ``ffi.from_buffer`` (a test keeps the list complete).
+#: cffi parses a type string with pycparser the first time it meets it, and
+#: re-reads one line per declared typedef to do so: 2 to 7 ms per string, on
+#: the thread of the first call, for most of these an op on an event loop
+#: (the first staged copy parsed four and stalled the loop for 30 ms).  So
+#: they are declared as the fields of one struct in the same ``cdef`` as the
+#: helpers, and :class:`_LazyFFI` hands cffi the resolved types.
+TYPES = (
+    "ar_ze_step[]",
+    "char[]",
+    "size_t*",
+    "uint32_t*",
+    "uint64_t*",
+    "uint8_t[256]",
+    "uint8_t[]",
+    "uintptr_t",
+    "void*",
+    "void**",
+    "ze_api_version_t*",
+    "ze_command_list_desc_t*",
+    "ze_command_list_handle_t*",
+    "ze_command_list_handle_t[1]",
+    "ze_command_queue_desc_t*",
+    "ze_command_queue_group_properties_t[]",
+    "ze_command_queue_handle_t*",
+    "ze_context_desc_t*",
+    "ze_context_handle_t*",
+    "ze_copy_region_t*",
+    "ze_device_handle_t[1]",
+    "ze_device_handle_t[]",
+    "ze_device_mem_alloc_desc_t*",
+    "ze_device_memory_properties_t[]",
+    "ze_device_properties_t*",
+    "ze_driver_handle_t[]",
+    "ze_driver_properties_t*",
+    "ze_event_desc_t*",
+    "ze_event_handle_t*",
+    "ze_event_handle_t[]",
+    "ze_event_pool_desc_t*",
+    "ze_event_pool_handle_t*",
+    "ze_fence_desc_t*",
+    "ze_fence_handle_t*",
+    "ze_group_count_t*",
+    "ze_host_mem_alloc_desc_t*",
+    "ze_kernel_desc_t*",
+    "ze_kernel_handle_t*",
+    "ze_kernel_properties_t*",
+    "ze_kernel_timestamp_result_t*",
+    "ze_memory_allocation_properties_t*",
+    "ze_module_build_log_handle_t*",
+    "ze_module_desc_t*",
+    "ze_module_handle_t*",
+    "zel_component_version_t[]",
+)
+
+
+def types_decl(types: tuple[str, ...] = TYPES) -> str:
+    """C declarations with one field per type: ``ar_ze_types`` (see :data:`TYPES`).
+
+    An open array ``T[]`` cannot be a field, so it is the flexible last
+    member of a struct of its own, reached through a pointer field.
+    """
+    lines = []
+    fields = []
+    for index, name in enumerate(types):
+        base, bracket, length = name.partition("[")
+        if length == "]":
+            lines.append(f"typedef struct {{ char head; {base} items[]; }} ar_ze_open_{index};")
+            fields.append(f"ar_ze_open_{index} *t{index};")
+        else:
+            fields.append(f"{base} t{index}{bracket}{length};")
+    lines.append("typedef struct { " + " ".join(fields) + " } ar_ze_types;")
+    return "\n".join(lines)
+
+
+_NO_BUFFER: Any = object()
+
+
 @functools.cache
-def _build() -> Any:
+def _build() -> tuple[Any, dict[str, Any]]:
+    """The FFI, and :data:`TYPES` resolved to cffi types (one parse for all of them)."""
     built = cffi.FFI()
     built.cdef(decl_source())
-    built.cdef(HELPERS_DECL)
-    return built
+    built.cdef(HELPERS_DECL + types_decl())
+    table = {}
+    for name, (_, field) in zip(TYPES, built.typeof("ar_ze_types").fields, strict=True):
+        ctype = field.type
+        if name.endswith("[]"):
+            ctype = ctype.item.fields[-1][1].type
+        table[name] = ctype
+    return built, table
 
 
 class _LazyFFI:
-    """Parses the declarations on first use, so importing the backend stays cheap."""
+    """Parses the declarations on first use, so importing the backend stays cheap.
+
+    ``new``, ``cast``, ``sizeof`` and ``from_buffer`` take the types of
+    :data:`TYPES` from the table, never from cffi's parser.
+    """
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(_build(), name)
+        return getattr(_build()[0], name)
+
+    def new(self, cdecl: Any, init: Any = None) -> Any:
+        built, table = _build()
+        return built.new(_resolve(table, cdecl), init)
+
+    def cast(self, cdecl: Any, source: Any) -> Any:
+        built, table = _build()
+        return built.cast(_resolve(table, cdecl), source)
+
+    def sizeof(self, cdecl: Any) -> int:
+        built, table = _build()
+        size: int = built.sizeof(_resolve(table, cdecl))
+        return size
+
+    def from_buffer(
+        self, cdecl: Any, python_buffer: Any = _NO_BUFFER, require_writable: bool = False
+    ) -> Any:
+        if python_buffer is _NO_BUFFER:  # from_buffer(buffer): cffi's default type
+            cdecl, python_buffer = "char[]", cdecl
+        built, table = _build()
+        return built.from_buffer(_resolve(table, cdecl), python_buffer, require_writable)
+
+
+def _resolve(table: dict[str, Any], cdecl: Any) -> Any:
+    """A type from the table if ``cdecl`` names one of :data:`TYPES`, else ``cdecl``."""
+    return table.get(cdecl, cdecl) if isinstance(cdecl, str) else cdecl
 
 
 #: The shared FFI object (``ffi.new``, ``ffi.dlopen``...).

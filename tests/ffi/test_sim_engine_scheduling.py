@@ -1,0 +1,111 @@
+"""cuda-sim's engine scheduler: queues without threads, waits that park.
+
+The engine runs every queue of a device on one thread per engine; a
+device-side wait that is not yet satisfied parks its queue, and whatever
+satisfies it (a record on another queue, a queue draining) moves the queue
+on.  These tests hold one stream behind a host function (a Gate) so that
+many waits park at once, then check that every dependency was honoured and
+that no queue or thread is left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+
+import numpy as np
+from _cudasim_support import CU_EVENT_DISABLE_TIMING, Cuda, Gate, ffi
+
+
+def _threads() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def _read_u32(cu: Cuda, ptr: int, n: int) -> np.ndarray:
+    out = np.zeros(n, np.uint32)
+    cu.check(cu.lib.cuMemcpyDtoH_v2(ffi.cast("void *", out.ctypes.data), ptr, 4 * n))
+    return out
+
+
+def test_parked_waits_honour_every_cross_stream_dependency(cu: Cuda) -> None:
+    lib = cu.lib
+    rng = random.Random(7)
+    streams = [cu.stream() for _ in range(12)]
+    pairs = 400
+    src, dst = cu.alloc(4 * pairs), cu.alloc(4 * pairs)
+    cu.check(lib.cuMemsetD32_v2(dst, 0, pairs))
+    events = [cu.event(CU_EVENT_DISABLE_TIMING) for _ in range(pairs)]
+    gate = Gate(cu, streams[0])  # stream 0 holds still: waits on it park
+    for i in range(pairs):
+        producer, consumer = rng.sample(streams, 2)
+        cu.check(lib.cuMemsetD32Async(src + 4 * i, i + 1, 1, producer))
+        cu.check(lib.cuEventRecord(events[i], producer))
+        cu.check(lib.cuStreamWaitEvent(consumer, events[i], 0))
+        cu.check(lib.cuMemcpyDtoDAsync_v2(dst + 4 * i, src + 4 * i, 4, consumer))
+    gate.release()
+    cu.check(lib.cuCtxSynchronize())
+    # Each copy ran after its producer's memset, whichever queues they were on.
+    assert (_read_u32(cu, dst, pairs) == np.arange(1, pairs + 1)).all()
+
+
+def test_queues_cost_no_threads(cu: Cuda) -> None:
+    lib = cu.lib
+    d = cu.alloc(64)
+    cu.check(lib.cuMemsetD8_v2(d, 0, 64))  # the compute engine's thread exists now
+    before_threads, before_queues = _threads(), lib.arsim_live_queues()
+    streams = [cu.stream() for _ in range(64)]
+    for s in streams:
+        cu.check(lib.cuMemsetD8Async(d, 1, 64, s))
+    cu.check(lib.cuCtxSynchronize())
+    assert lib.arsim_live_queues() == before_queues + 64
+    # At most the engines not started yet (two copy engines, host functions).
+    assert _threads() - before_threads <= 3
+    assert 1 <= lib.arsim_engine_threads() <= 4
+    for s in streams:
+        cu.check(lib.cuStreamDestroy_v2(s))
+
+
+def test_a_stream_destroyed_while_parked_still_runs_its_work(cu: Cuda) -> None:
+    lib = cu.lib
+    held, parked = cu.stream(), cu.stream()
+    src, dst = cu.alloc(4), cu.alloc(4)
+    cu.check(lib.cuMemsetD32_v2(dst, 0, 1))
+    event = cu.event(CU_EVENT_DISABLE_TIMING)
+    queues = lib.arsim_live_queues()
+    gate = Gate(cu, held)
+    cu.check(lib.cuMemsetD32Async(src, 77, 1, held))
+    cu.check(lib.cuEventRecord(event, held))
+    cu.check(lib.cuStreamWaitEvent(parked, event, 0))
+    cu.check(lib.cuMemcpyDtoDAsync_v2(dst, src, 4, parked))
+    cu.check(lib.cuStreamDestroy_v2(parked))  # returns at once; the work still runs
+    # Device memory is host memory in the sim: peek without a synchronous
+    # copy (which would wait for `held`, as the legacy stream does).
+    assert ffi.cast("uint32_t *", dst)[0] == 0
+    gate.release()
+    cu.check(lib.cuCtxSynchronize())
+    assert (_read_u32(cu, dst, 1) == 77).all()
+    for _ in range(2000):  # bounded: a destroyed queue goes once it has drained
+        if lib.arsim_live_queues() == queues - 1:
+            break
+        time.sleep(0.001)
+    assert lib.arsim_live_queues() == queues - 1  # `parked` is gone; `held` lives
+
+
+def test_idle_engine_threads_end_and_come_back(cu: Cuda) -> None:
+    lib = cu.lib
+    d = cu.alloc(64)
+    lib.arsim_set_engine_idle_ms(20)
+    try:
+        cu.check(lib.cuMemsetD8_v2(d, 1, 64))
+        for _ in range(2000):  # bounded: each ends 20 ms after its last op
+            if lib.arsim_engine_threads() == 0:
+                break
+            time.sleep(0.001)
+        assert lib.arsim_engine_threads() == 0
+        cu.check(lib.cuMemsetD8_v2(d, 2, 64))  # starts the compute engine again
+        out = np.zeros(64, np.uint8)
+        cu.check(lib.cuMemcpyDtoH_v2(ffi.cast("void *", out.ctypes.data), d, 64))
+        assert (out == 2).all()
+    finally:
+        lib.arsim_set_engine_idle_ms(0)  # the default
