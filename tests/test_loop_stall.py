@@ -12,8 +12,17 @@ rather than ``ARUNTIME_SIM_OP_LATENCY_US``: that knob makes every op cost
 A call that waits for the device on the loop thread shows as a gap of about
 300 ms.  The target is 10 ms; the assertion allows 100 ms (the machine may be
 shared), and a cell over it is measured twice more before it counts, since a
-real stall comes back every time and a scheduling hiccup does not.  The
-table (call x backend, longest gap in ms) prints in the run's summary.
+real stall comes back every time and a scheduling hiccup does not.
+
+A gap also holds the time the loop thread waited for a CPU, which on a busy
+machine is most of it.  So the probe also records the loop thread's own CPU
+time within each gap (``time.thread_time``, less the garbage collector's):
+the longest stretch of work the loop did between two ticks, which other
+processes cannot lengthen.  That one is held to the 10 ms target itself,
+under the same re-measure rule, so a call that computes on the loop for
+tens of milliseconds fails here even where the 100 ms bound lets it
+through.  The table (call x backend: longest gap / most loop CPU within
+one gap, in ms) prints in the run's summary.
 
 Cells that stall today, until their fixes land, are listed in KNOWN_STALLS:
 the test then ends as xfail naming them, and any other cell over the bound
@@ -22,6 +31,8 @@ fails it.
 
 from __future__ import annotations
 
+import gc
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -42,6 +53,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(300)]
 BUSY_US = 300_000
 BOUND_MS = 100.0
 TARGET_MS = 10.0
+#: The bound on the loop thread's own CPU time within one gap.
+CPU_BOUND_MS = TARGET_MS
 BIG = 96 << 20
 SMALL = 1 << 20
 
@@ -52,8 +65,23 @@ KNOWN_STALLS: dict[str, dict[str, str]] = {
     "levelzero-sim": {},
 }
 
-#: (backend, async library) -> cell -> longest gap in ms; printed at the end.
-RESULTS: dict[tuple[str, str], dict[str, float]] = {}
+
+@dataclass(frozen=True)
+class Gap:
+    """One measurement, in ms: the longest tick gap, and the most loop CPU within one gap."""
+
+    wall: float
+    cpu: float
+
+    def over(self) -> bool:
+        return not (self.wall < BOUND_MS and self.cpu < CPU_BOUND_MS)
+
+    def __str__(self) -> str:
+        return f"{self.wall:.1f}/{self.cpu:.1f}"
+
+
+#: (backend, async library) -> cell -> what was measured; printed at the end.
+RESULTS: dict[tuple[str, str], dict[str, Gap]] = {}
 
 
 def _sleep_us(launch: Any, us: Any) -> None:
@@ -61,20 +89,40 @@ def _sleep_us(launch: Any, us: Any) -> None:
 
 
 class Probe:
-    """A 1 ms ticker on the event loop, and the longest gap between its ticks."""
+    """A 1 ms ticker on the event loop: the longest gap between its ticks, and
+    the most CPU time the loop thread spent within one gap (garbage collection
+    excluded)."""
 
     def __init__(self) -> None:
         self.worst = 0.0
+        self.worst_cpu = 0.0
         self.ticks = 0
+        self._thread = threading.get_ident()
+        self._gc_cpu = 0.0
+        self._gc_start = 0.0
+
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        if threading.get_ident() != self._thread:
+            return
+        if phase == "start":
+            self._gc_start = time.thread_time()
+        else:
+            self._gc_cpu += time.thread_time() - self._gc_start
 
     async def run(self) -> None:
-        last = time.perf_counter()
-        while True:
-            await anyio.sleep(0.001)
-            now = time.perf_counter()
-            self.worst = max(self.worst, now - last)
-            self.ticks += 1
-            last = now
+        self._thread = threading.get_ident()
+        gc.callbacks.append(self._on_gc)
+        try:
+            last, last_cpu = time.perf_counter(), time.thread_time() - self._gc_cpu
+            while True:
+                await anyio.sleep(0.001)
+                now, cpu = time.perf_counter(), time.thread_time() - self._gc_cpu
+                self.worst = max(self.worst, now - last)
+                self.worst_cpu = max(self.worst_cpu, cpu - last_cpu)
+                self.ticks += 1
+                last, last_cpu = now, cpu
+        finally:
+            gc.callbacks.remove(self._on_gc)
 
     async def _next_tick(self) -> None:
         seen = self.ticks
@@ -82,15 +130,15 @@ class Probe:
             await anyio.sleep(0.0005)
 
     @asynccontextmanager
-    async def measure(self, out: list[float]) -> AsyncIterator[None]:
-        """Append the longest gap (ms) seen while the body ran."""
+    async def measure(self, out: list[Gap]) -> AsyncIterator[None]:
+        """Append what was measured while the body ran."""
         await self._next_tick()
-        self.worst = 0.0
+        self.worst = self.worst_cpu = 0.0
         yield
         # The gap that spans the end of the body is recorded at the next tick.
         await self._next_tick()
         await self._next_tick()
-        out.append(self.worst * 1000)
+        out.append(Gap(self.worst * 1000, self.worst_cpu * 1000))
 
 
 @dataclass
@@ -113,82 +161,82 @@ class Env:
             self.busy.append(self.gpu.launch(self.busy_kernel, 1, 1, args, stream=self.busy_stream))
 
 
-Cell = Callable[[Env, list[float]], Awaitable[None]]
+Cell = Callable[[Env, list[Gap]], Awaitable[None]]
 
 
-async def _alloc(env: Env, out: list[float]) -> None:
+async def _alloc(env: Env, out: list[Gap]) -> None:
     async with env.probe.measure(out):
         ptr = env.gpu.alloc(SMALL)
     env.gpu.free(ptr)
 
 
-async def _free(env: Env, out: list[float]) -> None:
+async def _free(env: Env, out: list[Gap]) -> None:
     ptr = env.gpu.alloc(SMALL)
     env.gpu.memset_async(ptr, 1, SMALL, stream=env.stream)  # queued work that uses it
     async with env.probe.measure(out):
         env.gpu.free(ptr)
 
 
-async def _alloc_host_pinned(env: Env, out: list[float]) -> None:
+async def _alloc_host_pinned(env: Env, out: list[Gap]) -> None:
     async with env.probe.measure(out):
         buf = env.gpu.alloc_host_pinned(SMALL)
     env.gpu.free_host_pinned(buf)
 
 
-async def _free_host_pinned(env: Env, out: list[float]) -> None:
+async def _free_host_pinned(env: Env, out: list[Gap]) -> None:
     buf = env.gpu.alloc_host_pinned(SMALL)
     async with env.probe.measure(out):
         env.gpu.free_host_pinned(buf)
 
 
-async def _alloc_async(env: Env, out: list[float]) -> None:
+async def _alloc_async(env: Env, out: list[Gap]) -> None:
     async with env.probe.measure(out):
         ptr = env.gpu.alloc_async(SMALL, stream=env.stream)
     env.gpu.free_async(ptr, stream=env.stream)
 
 
-async def _free_async(env: Env, out: list[float]) -> None:
+async def _free_async(env: Env, out: list[Gap]) -> None:
     ptr = env.gpu.alloc_async(SMALL, stream=env.stream)
     env.gpu.memset_async(ptr, 1, SMALL, stream=env.stream)
     async with env.probe.measure(out):
         env.gpu.free_async(ptr, stream=env.stream)
 
 
-async def _create_stream(env: Env, out: list[float]) -> None:
+async def _create_stream(env: Env, out: list[Gap]) -> None:
     async with env.probe.measure(out):
         stream = env.gpu.create_stream()
     stream.close()
 
 
-async def _close_stream(env: Env, out: list[float]) -> None:
+async def _close_stream(env: Env, out: list[Gap]) -> None:
     stream = env.gpu.create_stream()
     env.gpu.memset_async(env.busy_ptr, 0, 4, stream=stream)  # still queued at close
     async with env.probe.measure(out):
         stream.close()
 
 
-async def _create_event(env: Env, out: list[float]) -> None:
+async def _create_event(env: Env, out: list[Gap]) -> None:
     async with env.probe.measure(out):
         event = env.gpu.create_event()
     env.gpu.destroy_event(event)
 
 
-async def _close_event(env: Env, out: list[float]) -> None:
+async def _close_event(env: Env, out: list[Gap]) -> None:
     event = env.gpu.create_event()
     env.gpu.record_event(event, env.busy_stream)  # recorded behind the busy kernels
     async with env.probe.measure(out):
         env.gpu.destroy_event(event)
 
 
-async def _load_module(env: Env, out: list[float]) -> None:
+async def _load_module(env: Env, out: list[Gap]) -> None:
     env.modules += 1
     async with env.probe.measure(out):
         env.gpu.load_module(f"stall_probe_{env.modules}", env.image)
 
 
-async def _graph(env: Env, out: list[float], measured: str) -> None:
+async def _graph(env: Env, out: list[Gap], measured: str) -> None:
     ptr = env.gpu.alloc(SMALL)
-    gaps: dict[str, list[float]] = {"capture": [], "launch_graph": [], "destroy_graph": []}
+    gaps: dict[str, list[Gap]] = {"capture": [], "launch_graph": [], "destroy_graph": []}
     async with env.probe.measure(gaps["capture"]):
         with env.gpu.capture(env.stream) as graph:
             env.gpu.memset_async(ptr, 2, SMALL, stream=env.stream)
@@ -201,7 +249,7 @@ async def _graph(env: Env, out: list[float], measured: str) -> None:
     out.extend(gaps[measured])
 
 
-async def _copy_h2d(env: Env, out: list[float]) -> None:
+async def _copy_h2d(env: Env, out: list[Gap]) -> None:
     host = np.full(BIG, 3, dtype=np.uint8)
     dptr = env.gpu.alloc(BIG)
     async with env.probe.measure(out):
@@ -209,7 +257,7 @@ async def _copy_h2d(env: Env, out: list[float]) -> None:
     env.gpu.free(dptr)
 
 
-async def _copy_d2h(env: Env, out: list[float]) -> None:
+async def _copy_d2h(env: Env, out: list[Gap]) -> None:
     host = np.zeros(BIG, dtype=np.uint8)
     dptr = env.gpu.alloc(BIG)
     env.gpu.memset_async(dptr, 4, BIG, stream=env.stream)
@@ -251,7 +299,7 @@ def _open(name: str) -> ar.Backend:
         pytest.skip(f"{name} unavailable: {exc}")
 
 
-async def _measure_all(gpu: ar.Backend, image: Any, known: dict[str, str]) -> dict[str, float]:
+async def _measure_all(gpu: ar.Backend, image: Any, known: dict[str, str]) -> dict[str, Gap]:
     probe = Probe()
     kernel = gpu.kernel(gpu.load_module("sleep", image), "sleep_us")
     busy_ptr = gpu.alloc(64)
@@ -264,18 +312,18 @@ async def _measure_all(gpu: ar.Backend, image: Any, known: dict[str, str]) -> di
         busy_ptr,
         gpu.driver.builtin_module_image("vector_ops"),
     )
-    gaps: dict[str, float] = {}
+    gaps: dict[str, Gap] = {}
     async with anyio.create_task_group() as tg:
         tg.start_soon(probe.run)
         for name, cell in CELLS.items():
             attempts = 1 if name in known else 3
-            seen: list[float] = []
+            seen: list[Gap] = []
             for _ in range(attempts):
                 env.keep_busy()
                 await cell(env, seen)
-                if seen[-1] < BOUND_MS:
+                if not seen[-1].over():
                     break
-            gaps[name] = min(seen)
+            gaps[name] = Gap(min(g.wall for g in seen), min(g.cpu for g in seen))
         tg.cancel_scope.cancel()
     await ar.gather(*env.busy)
     await gpu.synchronize(env.stream)
@@ -292,14 +340,16 @@ def write_table(reporter: Any) -> None:
     columns = sorted(RESULTS)
     width = max(len(c) for c in CELLS)
     reporter.write_sep(
-        "-", f"loop stalls: longest tick gap (ms) beside a 300 ms kernel; target {TARGET_MS:g}"
+        "-",
+        "loop stalls beside a 300 ms kernel: longest tick gap / most loop CPU in one gap "
+        f"(ms); target {TARGET_MS:g}",
     )
     reporter.write_line(" ".join([" " * width, *(f"{f'{b} {lib}':>20}" for b, lib in columns)]))
     for cell in CELLS:
         row = []
         for column in columns:
-            ms = RESULTS[column].get(cell)
-            text = "-" if ms is None else f"{ms:.1f}"
+            gap = RESULTS[column].get(cell)
+            text = "-" if gap is None else str(gap)
             if cell in KNOWN_STALLS.get(column[0], {}):
                 text += " (xfail)"
             row.append(f"{text:>20}")
@@ -318,14 +368,14 @@ async def test_no_call_blocks_the_loop(
     finally:
         gpu.close()
     RESULTS[(name, anyio_backend_name)] = gaps
-    stalls = {cell: ms for cell, ms in gaps.items() if not ms < BOUND_MS and cell not in known}
+    stalls = {cell: str(gap) for cell, gap in gaps.items() if gap.over() and cell not in known}
     assert not stalls, (
-        f"{name}: these calls blocked the event loop (longest tick gap, ms, bound "
-        f"{BOUND_MS:g}): {stalls}"
+        f"{name}: these calls blocked the event loop (longest tick gap / most loop CPU in "
+        f"one gap, ms; bounds {BOUND_MS:g} / {CPU_BOUND_MS:g}): {stalls}"
     )
-    still = sorted(cell for cell in known if not gaps[cell] < BOUND_MS)
+    still = sorted(cell for cell in known if gaps[cell].over())
     if still:
         pytest.xfail(
             f"{name}: known stalls until their fixes land: "
-            + "; ".join(f"{cell} ({gaps[cell]:.0f} ms: {known[cell]})" for cell in still)
+            + "; ".join(f"{cell} ({gaps[cell]} ms: {known[cell]})" for cell in still)
         )
