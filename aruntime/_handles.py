@@ -90,7 +90,7 @@ class _Handle:
 
     @property
     def closed(self) -> bool:
-        """True once closed (by ``close()`` or by its backend's close); it is then unusable."""
+        """True once released (by ``close()`` where it has one, or when its backend closes)."""
         return self._closed
 
     def _mark_closed(self) -> bool:
