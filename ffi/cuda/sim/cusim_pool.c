@@ -40,7 +40,10 @@
  *     against the larger fit).  Under the sanitizer the base would have to
  *     move under that queued work, so there a FREEING block serves only
  *     requests no smaller than its fit.
- * Each refit is numbered, so a deferred one never undoes a later one.
+ * Each refit is numbered, so a deferred one never undoes a later one, and
+ * one applied while a later allocation already holds the block fits the
+ * larger of the two requests (the later one's enqueues are checked on the
+ * host meanwhile), leaving the earlier allocation's work that much slack.
  *
  * Release threshold: when a free executes and the pool holds more than the
  * threshold, idle blocks go back to the device until it holds no more than
@@ -78,6 +81,7 @@ typedef struct pool_block {
     uint64_t free_ctx, free_stream; /* the stream whose order the free follows */
     pool_free_op *last_free; /* the latest free's op, until it runs */
     uint64_t fit_seq, fit_done; /* refits decided; the latest one applied */
+    size_t req; /* the latest allocation's request (refit number fit_seq) */
     struct pool_block *next;
 } pool_block;
 
@@ -244,11 +248,18 @@ static void pool_free_done(void *arg)
         b->state = BLOCK_IDLE;
     if (f->fit && f->fit_seq > b->fit_done) {
         /* The work before the free is done and the allocation that took the
-         * block on this stream comes next: its smaller fit applies now. */
+         * block on this stream comes next: its smaller fit applies now.  If
+         * a later allocation has the block already (freed and taken again,
+         * its own smaller fit deferred to its free's op), its request must
+         * stay valid for what the host enqueues meanwhile: the fit is the
+         * larger of the two until that op runs. */
+        size_t want = f->fit;
+        if (b->fit_seq > f->fit_seq && b->req > want)
+            want = b->req;
         void *base;
-        if (arsim_mem_refit(b->base, f->fit, 0, &base) == ARSIM_OK) {
+        if (arsim_mem_refit(b->base, want, 0, &base) == ARSIM_OK) {
             b->base = base;
-            b->fit = f->fit;
+            b->fit = want;
             b->fit_done = f->fit_seq;
             b->loose = 1;
         }
@@ -296,6 +307,7 @@ static int block_reusable(const cu_pool *p, const pool_block *b, size_t n, uint6
 static arsim_status refit_locked(pool_block *b, size_t n)
 {
     uint64_t seq = ++b->fit_seq;
+    b->req = n;
     int idle = b->state == BLOCK_IDLE;
     if (!idle && n < b->fit) {
         b->last_free->fit = n;
@@ -371,7 +383,7 @@ static CUresult pool_alloc(cu_pool *p, size_t size, cu_stream *s, CUdeviceptr *o
         return cusim_status(st);
     }
     b->base = mem;
-    b->cap = b->fit = size;
+    b->cap = b->fit = b->req = size;
     b->state = BLOCK_USED;
     pthread_mutex_lock(&p->mu);
     b->next = p->blocks;

@@ -513,3 +513,40 @@ def test_a_smaller_fit_waits_for_the_work_before_the_free(sim: Sim) -> None:
     sim.ok(sim.lib.cuMemPoolDestroy(pool))
     for st in (a, b):
         sim.ok(sim.lib.cuStreamDestroy_v2(st))
+
+
+def test_an_earlier_deferred_fit_never_shrinks_a_later_allocation(sim: Sim) -> None:
+    """Freed, taken for less, freed, taken for a little more: the first free's
+    deferred fit runs while the second allocation holds the block, and must
+    leave its request valid for what the host enqueues meanwhile."""
+    s = sim.stream()
+    pool = _keeping_pool(sim)
+    p1 = sim.alloc(MiB, s, pool)
+    first = sim.hold(s)
+    sim.ok(sim.lib.cuMemFreeAsync(p1, s))
+    p2 = sim.alloc(256 * KiB, s, pool)  # the same block; its fit waits for that free
+    assert p2 == p1
+    reached, second = threading.Event(), threading.Event()
+
+    @sim.ffi.callback("void(void *)")
+    def hold_after_first_free(_user: Any) -> None:
+        reached.set()
+        second.wait()
+
+    sim.keep.append(hold_after_first_free)
+    sim.gates.append(second)
+    sim.ok(sim.lib.cuLaunchHostFunc(s, hold_after_first_free, sim.ffi.NULL))
+    sim.ok(sim.lib.cuMemFreeAsync(p2, s))
+    p3 = sim.alloc(512 * KiB, s, pool)  # the same block again, its fit deferred too
+    assert p3 == p1
+    first.set()
+    assert reached.wait(30)  # the first free has run; the second has not
+    assert _range(sim, p3)[1] >= 512 * KiB
+    sim.ok(sim.lib.cuMemsetD8Async(p3, 7, 512 * KiB, s))
+    second.set()
+    sim.ok(sim.lib.cuStreamSynchronize(s))
+    assert _range(sim, p3) == (p3, 512 * KiB)  # exactly the request once its free ran
+    sim.ok(sim.lib.cuMemFreeAsync(p3, s))
+    sim.ok(sim.lib.cuStreamSynchronize(s))
+    sim.ok(sim.lib.cuMemPoolDestroy(pool))
+    sim.ok(sim.lib.cuStreamDestroy_v2(s))
