@@ -326,6 +326,20 @@ def failed(completion: Completion, error: BaseException) -> Completion:
     return completion
 
 
+def failed_queued(completion: Completion, error: BaseException) -> tuple[Any, ...]:
+    """Fail a Completion whose op reached the driver but has no marker behind it.
+
+    Returns the op's buffers (its keepalive and views, the views not
+    released): the op may still use them, so the caller holds them until the
+    stream is past it.
+    """
+    with completion._lock:
+        held = (*completion._keepalive, *completion._views)
+        completion._views = ()
+    completion._finish(error)
+    return held
+
+
 def born_captured(op: str) -> Completion:
     """The Completion of an op recorded into a graph: it never runs."""
     return born_done(op, None, _CAPTURED)

@@ -87,6 +87,10 @@ class StreamState:
         self._capture_ops = 0
         self._failures = FailureList()
         self._orphans = orphans  # where errors go once the stream is closed
+        # Buffers of ops that reached the driver without a marker behind them
+        # (the marker failed): they stay alive until a later op's Completion
+        # finishes, which the stream reaches only after them.  Guarded by lock.
+        self.stranded: list[Any] = []
 
     # -- waiter --------------------------------------------------------------------
     def started_waiter(self) -> StreamWaiter:

@@ -29,6 +29,7 @@ from ._completion import (
     born_done,
     done_none,
     failed,
+    failed_queued,
     finish,
 )
 from ._driver import DriverEvent, DriverStream
@@ -269,6 +270,9 @@ class _AsyncSubmitter(Submitter):
                 call(*args, handle)
                 state.captured((*views, *keepalive))
                 return born_captured(op)
+            if state.stranded:  # finishes only once the stream is past them
+                keepalive = (*keepalive, *state.stranded)
+                state.stranded.clear()
             completion = Completion(op, state, result, keepalive, views)
             recorder = self._tracing.recorder
             span = None if recorder is None else recorder.span(op, st, nbytes, kernel)
@@ -278,25 +282,40 @@ class _AsyncSubmitter(Submitter):
                 else:
                     span.enqueue(call, args, handle)  # drops the span if the op raises
             except DriverError as exc:
-                return failed(completion, exc)
-            markers = self.markers
+                # A staged copy may have queued some of its pieces before failing.
+                state.stranded.extend(failed_queued(completion, exc))
+                return completion
+            # From here the op is queued: its buffers must outlive it even if
+            # no marker can follow it (say, the backend closing under another
+            # thread), so on any failure they wait for the stream's next op.
             try:
-                marker = markers.acquire()
-            except DriverError as exc:  # e.g. a sticky error surfacing at event creation
-                if span is not None:
-                    span.abandon()
-                return failed(completion, exc)
-            try:
-                self._driver.event_record(marker, handle)
+                self._follow_with_marker(completion, handle, state, span)
             except DriverError as exc:
-                markers.release(marker)
                 if span is not None:
                     span.abandon()
-                return failed(completion, exc)
-            if span is not None:
-                span.follow(completion, handle)
-            state.started_waiter().submit(marker, completion, markers.release)
+                state.stranded.extend(failed_queued(completion, exc))
+                return completion
+            except BaseException:
+                state.stranded.extend((*keepalive, *views))
+                if span is not None:
+                    span.abandon()
+                raise
         return completion
+
+    def _follow_with_marker(
+        self, completion: Completion, handle: DriverStream, state: Any, span: Any
+    ) -> None:
+        """Record a marker behind the op just queued and hand it to the stream's waiter."""
+        markers = self.markers
+        marker = markers.acquire()  # may raise: a sticky error surfacing at event creation
+        try:
+            self._driver.event_record(marker, handle)
+        except BaseException:
+            markers.release(marker)
+            raise
+        if span is not None:
+            span.follow(completion, handle)
+        state.started_waiter().submit(marker, completion, markers.release)
 
     def drained(self, op: str, st: Stream) -> Completion:
         return self.submit(op, st, _nothing, ())

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../decl/90_aruntime_helpers.h"
 
@@ -16,6 +17,10 @@
  * nothing, because the Python objects owning the pageable buffers may
  * already be gone while the driver is still running queued work. */
 static atomic_int shutting_down;
+/* Host functions between their look at shutting_down and the end of their
+ * copy (sequentially consistent with it, so ar_helpers_shutdown either sees
+ * one here or that one sees the flag). */
+static atomic_int copying;
 
 AR_EXPORT struct ar_copy_job *ar_copy_job_new(void *dst, const void *src, size_t nbytes,
                                               int free_after) {
@@ -32,15 +37,24 @@ AR_EXPORT void ar_copy_job_free(struct ar_copy_job *job) { free(job); }
 
 AR_EXPORT void ar_hostfn_copy(void *user_data) {
     struct ar_copy_job *job = user_data;
-    if (!atomic_load_explicit(&shutting_down, memory_order_acquire))
+    atomic_fetch_add(&copying, 1);
+    if (!atomic_load(&shutting_down))
         memcpy(job->dst, job->src, job->nbytes);
+    atomic_fetch_sub(&copying, 1);
     /* A job enqueued once frees itself; a job captured into a graph runs on
      * every replay and is freed with the graph. */
     if (job->free_after) free(job);
 }
 
 AR_EXPORT void ar_helpers_shutdown(void) {
-    atomic_store_explicit(&shutting_down, 1, memory_order_release);
+    atomic_store(&shutting_down, 1);
+    /* A host function that looked before the flag was set may still be
+     * copying, from or into a pageable buffer whose Python owner is freed
+     * once this returns: wait for it (one staging chunk, milliseconds; at
+     * most 2 s, for a driver thread that is itself stuck). */
+    const struct timespec pause = {0, 100 * 1000};
+    for (int i = 0; i < 20000 && atomic_load(&copying); i++)
+        nanosleep(&pause, NULL);
 }
 
 AR_EXPORT int ar_helpers_is_shutdown(void) {
