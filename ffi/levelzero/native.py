@@ -7,6 +7,7 @@ aruntime can also load it directly (``ARUNTIME_LEVELZERO_LIBRARY=<path>``).
 from __future__ import annotations
 
 from ffi.build import NativeLibrary
+from ffi.sim.native import ENGINE_HEADERS, ENGINE_SOURCES
 
 _SIM = (
     "levelzero/sim/lz_registry.c",
@@ -25,17 +26,16 @@ _HEADERS = (
     "levelzero/sim/lz_api.h",
     "levelzero/sim/lz_internal.h",
     "levelzero/sim/lz_registry.h",
-    "sim/engine.h",
     "sim/spirv/spv.h",
     "sim/spirv/spv_internal.h",
     "sim/spirv/spv_names.h",
-    "kernels/ar_host_abi.h",
+    *ENGINE_HEADERS,
 )
 
 LIBRARIES = [
     NativeLibrary(
         filename="libze_aruntime_sim.so",
-        sources=(*_SIM, "sim/engine.c"),
+        sources=(*_SIM, *ENGINE_SOURCES),
         soname="libze_aruntime_sim.so",
         # Hidden by default: only the Level Zero entry points, the DDI getters
         # and the test hooks are exported.  -Bsymbolic keeps the driver's own

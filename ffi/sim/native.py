@@ -8,8 +8,24 @@ from __future__ import annotations
 
 from ffi.build import NativeLibrary
 
-ENGINE_SOURCES = ("sim/engine.c",)
-ENGINE_HEADERS = ("sim/engine.h", "kernels/ar_host_abi.h")
+# The engine, linked into each software driver; ffi/sim/engine_internal.h
+# says what each file holds.
+ENGINE_SOURCES = (
+    "sim/engine_config.c",
+    "sim/engine_mappings.c",
+    "sim/engine_memory.c",
+    "sim/engine_faults.c",
+    "sim/engine_handles.c",
+    "sim/engine_events.c",
+    "sim/engine_modules.c",
+    "sim/engine_ops.c",
+    "sim/engine_graphs.c",
+    "sim/engine_queues.c",
+    "sim/engine_exec.c",
+    "sim/engine_kernels.c",
+    "sim/engine_threads.c",
+)
+ENGINE_HEADERS = ("sim/engine.h", "sim/engine_internal.h", "kernels/ar_host_abi.h")
 
 LIBRARIES = [
     NativeLibrary(

@@ -1,0 +1,174 @@
+/* Running one op: what it does, and when it starts and ends in device time. */
+#include "engine_internal.h"
+
+#include <string.h>
+
+/* The device clock.  Timestamps and the timing model use "device time":
+ * an op starts when it was submitted, its queue's previous op ended, and its
+ * engine's previous op ended, whichever is last; it ends after the longer of
+ * its modeled duration and its real CPU work.  Threads sleep until device
+ * time, but a late wake-up (sleep overshoot, a loaded CPU) does not push
+ * later ops back, so modeled timelines stay exact under load and events
+ * measure them.  Without a timing model, device time is the real clock. */
+static uint64_t ready_time(const arsim_queue *q, const arsim_op *op)
+{
+    uint64_t t = atomic_load_explicit(&q->model_time, memory_order_relaxed);
+    return op->submit_ns > t ? op->submit_ns : t;
+}
+
+static void advance(arsim_queue *q, uint64_t t)
+{
+    if (t > atomic_load_explicit(&q->model_time, memory_order_relaxed))
+        atomic_store_explicit(&q->model_time, t, memory_order_relaxed);
+}
+
+/* Where an op runs: on an engine's thread (copies, memsets, fills, kernels:
+ * they take device time), on the host-function thread, or, for ops that
+ * take no time (markers, records, signals, resets, waits once satisfied),
+ * right where the queue is moved on (see engine_threads.c). */
+int eng_op_engine(const arsim_op *op)
+{
+    switch (op->kind) {
+    case OP_COPY:
+    case OP_COPY2D:
+        return eng_copy_engine(op->dir);
+    case OP_MEMSET8:
+    case OP_FILL:
+    case OP_KERNEL:
+        return ENGINE_COMPUTE;
+    case OP_HOST_FN:
+    case OP_RELEASE_FN:
+        return ENGINE_HOST;
+    default:
+        return -1;
+    }
+}
+
+/* An engine op's work, on its engine's thread; returns its status. */
+static int do_work(const arsim_queue *q, const arsim_op *op, sim_device *d)
+{
+    switch (op->kind) {
+    case OP_COPY:
+        memmove(op->dst, op->src, op->n);
+        return ARSIM_OK;
+    case OP_COPY2D:
+        for (size_t r = 0; r < op->height; r++)
+            memmove((char *)op->dst + r * op->dst_pitch,
+                    (const char *)op->src + r * op->src_pitch, op->width);
+        return ARSIM_OK;
+    case OP_MEMSET8:
+        memset(op->dst, op->value, op->n);
+        return ARSIM_OK;
+    case OP_FILL: {
+        size_t ps = op->width;
+        for (size_t off = 0; off < op->n; off += ps) {
+            size_t c = op->n - off < ps ? op->n - off : ps;
+            memcpy((char *)op->dst + off, op->owned, c);
+        }
+        return ARSIM_OK;
+    }
+    default: {
+        int rc = eng_run_kernel(op, q->device);
+        if (rc == ARSIM_ERR_ILLEGAL_ADDRESS) {
+            atomic_store_explicit(&d->sticky, ARSIM_ERR_ILLEGAL_ADDRESS, memory_order_release);
+            return ARSIM_ERR_ILLEGAL_ADDRESS;
+        }
+        return rc != 0 ? ARSIM_ERR_LAUNCH_FAILED : ARSIM_OK;
+    }
+    }
+}
+
+/* A copy, memset, fill or kernel: takes device time on its engine. */
+static int run_on_engine(arsim_queue *q, const arsim_op *op, sim_device *d, int sticky)
+{
+    if (sticky)
+        return sticky;
+    int is_copy = op->kind == OP_COPY || op->kind == OP_COPY2D;
+    if (op->kind == OP_KERNEL) {
+        if (eng_take_fault(&d->fault_illegal)) {
+            atomic_store_explicit(&d->sticky, ARSIM_ERR_ILLEGAL_ADDRESS, memory_order_release);
+            return ARSIM_ERR_ILLEGAL_ADDRESS;
+        }
+        if (eng_take_fault(&d->fault_launch))
+            return ARSIM_ERR_LAUNCH_FAILED;
+    }
+    /* Runs on the engine's own thread: the engine is ours until we return. */
+    sim_engine *eng = &d->engines[eng_op_engine(op)];
+    uint64_t duration = eng_modeled_ns(op->n, is_copy);
+    uint64_t ready = ready_time(q, op);
+    uint64_t t_acquired = arsim_now_ns();
+    int st = do_work(q, op, d);
+    uint64_t t_done = arsim_now_ns();
+    uint64_t end;
+    if (duration == 0) {
+        end = t_done; /* no model: device time is real time */
+    } else {
+        uint64_t t0 = ready > eng->model_end ? ready : eng->model_end;
+        uint64_t work = t_done - t_acquired;
+        end = t0 + (work > duration ? work : duration);
+        if (t_done < end)
+            eng_sleep_until_ns(end);
+    }
+    eng->model_end = end;
+    advance(q, end);
+    return st;
+}
+
+int eng_execute(arsim_queue *q, arsim_op *op)
+{
+    sim_device *d = &eng_dev[q->device];
+    int sticky = atomic_load_explicit(&d->sticky, memory_order_acquire);
+    switch (op->kind) {
+    case OP_COPY:
+    case OP_COPY2D:
+    case OP_MEMSET8:
+    case OP_FILL:
+    case OP_KERNEL:
+        return run_on_engine(q, op, d, sticky);
+    case OP_HOST_FN: {
+        /* Costs what the function takes, in device time too. */
+        uint64_t start = ready_time(q, op), t = arsim_now_ns();
+        if (!sticky && op->fn)
+            op->fn(op->user);
+        advance(q, start + (arsim_now_ns() - t));
+        return sticky;
+    }
+    case OP_RELEASE_FN:
+        advance(q, ready_time(q, op));
+        op->fn(op->user);
+        return sticky;
+    case OP_MARKER:
+        advance(q, ready_time(q, op));
+        return sticky;
+    case OP_EVENT_RECORD: {
+        int err = sticky ? sticky : atomic_exchange(&q->pending_err, 0);
+        uint64_t when = ready_time(q, op);
+        advance(q, when);
+        eng_event_complete_record(op->event, op->target, err, when);
+        return ARSIM_OK; /* reported through the event */
+    }
+    case OP_EVENT_SIGNAL: {
+        int err = sticky ? sticky : atomic_exchange(&q->pending_err, 0);
+        uint64_t when = ready_time(q, op);
+        advance(q, when);
+        eng_event_set_signaled(op->event, err, when);
+        return ARSIM_OK;
+    }
+    case OP_EVENT_RESET:
+        advance(q, ready_time(q, op));
+        arsim_event_host_reset(op->event);
+        return ARSIM_OK;
+    /* Waits run once wait_satisfied() held (the queue was parked until
+     * then): never block here, the thread is shared by every queue. */
+    case OP_EVENT_WAIT:
+    case OP_EVENT_WAIT_SIGNALED:
+        advance(q, ready_time(q, op));
+        advance(q, eng_event_model_ts(op->event));
+        return ARSIM_OK;
+    case OP_QUEUE_WAIT:
+        advance(q, ready_time(q, op));
+        advance(q, atomic_load(&op->other->model_time));
+        return ARSIM_OK;
+    }
+    return ARSIM_OK;
+}

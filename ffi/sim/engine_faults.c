@@ -1,0 +1,156 @@
+/* The last memory fault a kernel made (for arsim_last_fault and
+ * arsim_fault_report), and the bounds check the interpreters make before
+ * each load and store. */
+#define _GNU_SOURCE
+#include "engine_internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The kernel running on this thread (set around each slice), for fault reports. */
+static __thread const char *tls_kernel_name;
+static __thread int tls_kernel_device = -1;
+
+static pthread_mutex_t g_fault_mu = PTHREAD_MUTEX_INITIALIZER;
+static arsim_fault_info g_fault;
+static int g_has_fault;
+static _Atomic uint64_t g_fault_seq; /* faults recorded so far */
+
+static __thread uintptr_t tls_hit_lo, tls_hit_hi;
+static __thread uint64_t tls_hit_epoch;
+
+void eng_fault_set_kernel(const char *name, int device)
+{
+    tls_kernel_name = name;
+    tls_kernel_device = device;
+}
+
+static void place_in(arsim_fault_info *f, uintptr_t addr, const arsim_alloc *a)
+{
+    f->alloc_base = (uintptr_t)a->base;
+    f->alloc_size = a->size;
+    f->offset = (int64_t)(addr - (uintptr_t)a->base);
+}
+
+/* Fills the allocation nearest to addr (live, or else recently freed). */
+static void describe_address(uintptr_t addr, arsim_fault_info *f)
+{
+    arsim_alloc a;
+    uintptr_t dist;
+    if (eng_mem_nearest(addr, &a, &dist))
+        place_in(f, addr, &a);
+    if (dist != 0 && eng_quarantine_find(addr, &a)) {
+        place_in(f, addr, &a);
+        f->freed = 1;
+    }
+}
+
+void eng_record_fault(uintptr_t addr, int access, int size)
+{
+    arsim_fault_info f;
+    memset(&f, 0, sizeof f);
+    f.address = addr;
+    f.access = access;
+    f.size = size;
+    f.device = tls_kernel_device;
+    snprintf(f.kernel, sizeof f.kernel, "%s", tls_kernel_name ? tls_kernel_name : "?");
+    if (addr)
+        describe_address(addr, &f);
+    pthread_mutex_lock(&g_fault_mu);
+    g_fault = f;
+    g_has_fault = 1;
+    atomic_fetch_add(&g_fault_seq, 1);
+    pthread_mutex_unlock(&g_fault_mu);
+    if (eng_sanitize) {
+        char line[512];
+        arsim_fault_report(line, sizeof line);
+        fprintf(stderr, "aruntime sim sanitizer: %s\n", line);
+    }
+}
+
+uint64_t eng_fault_count(void) { return atomic_load(&g_fault_seq); }
+
+void eng_fault_after_kernel(uint64_t before, const char *name, int device)
+{
+    pthread_mutex_lock(&g_fault_mu);
+    int recorded = atomic_load(&g_fault_seq) != before;
+    /* An executor's own threads do not know the kernel's name. */
+    if (recorded && strcmp(g_fault.kernel, "?") == 0) {
+        snprintf(g_fault.kernel, sizeof g_fault.kernel, "%s", name);
+        g_fault.device = device;
+    }
+    pthread_mutex_unlock(&g_fault_mu);
+    if (!recorded)
+        eng_record_fault(0, -1, 0); /* an executor that did not say where */
+}
+
+int arsim_last_fault(arsim_fault_info *out)
+{
+    pthread_mutex_lock(&g_fault_mu);
+    int has = g_has_fault;
+    if (has && out)
+        *out = g_fault;
+    pthread_mutex_unlock(&g_fault_mu);
+    return has;
+}
+
+int arsim_fault_report(char *buf, size_t n)
+{
+    arsim_fault_info f;
+    if (!arsim_last_fault(&f)) {
+        if (buf && n)
+            buf[0] = 0;
+        return 0;
+    }
+    const char *what = f.access == 1 ? "write" : f.access == 0 ? "read" : "access";
+    char size[32] = "";
+    if (f.size > 0)
+        snprintf(size, sizeof size, " of %d bytes", (int)f.size);
+    if (!f.address)
+        return snprintf(buf, n, "kernel %s: illegal address on device %d (no address known)",
+                        f.kernel, (int)f.device);
+    if (!f.alloc_base)
+        return snprintf(buf, n,
+                        "kernel %s: invalid %s%s at 0x%llx on device %d, outside any allocation",
+                        f.kernel, what, size, (unsigned long long)f.address, (int)f.device);
+    return snprintf(buf, n,
+                    "kernel %s: invalid %s%s at 0x%llx on device %d, offset %lld of %s "
+                    "allocation 0x%llx (%llu bytes)%s",
+                    f.kernel, what, size, (unsigned long long)f.address, (int)f.device,
+                    (long long)f.offset, f.freed ? "freed" : "the", (unsigned long long)f.alloc_base,
+                    (unsigned long long)f.alloc_size,
+                    f.freed ? ": use after free"
+                    : f.offset < 0 ? ": before its start"
+                    : (uint64_t)f.offset >= f.alloc_size ? ": past its end"
+                                                         : "");
+}
+
+void arsim_clear_faults(void)
+{
+    eng_ensure_init();
+    pthread_mutex_lock(&g_fault_mu);
+    g_has_fault = 0;
+    pthread_mutex_unlock(&g_fault_mu);
+    for (int i = 0; i < eng_ndev; i++)
+        arsim_device_reset(i);
+}
+
+arsim_status arsim_check_access(const void *p, size_t n, int is_write)
+{
+    uintptr_t lo = (uintptr_t)p, hi = lo + n;
+    if (hi < lo)
+        goto bad;
+    uint64_t epoch = atomic_load_explicit(&eng_mem_epoch, memory_order_acquire);
+    if (tls_hit_epoch == epoch && lo >= tls_hit_lo && hi <= tls_hit_hi)
+        return ARSIM_OK;
+    arsim_alloc a;
+    if (arsim_mem_lookup(p, &a) == ARSIM_OK && n <= (uintptr_t)a.base + a.size - lo) {
+        tls_hit_lo = (uintptr_t)a.base;
+        tls_hit_hi = (uintptr_t)a.base + a.size;
+        tls_hit_epoch = epoch;
+        return ARSIM_OK;
+    }
+bad:
+    eng_record_fault(lo, is_write < 0 ? -1 : is_write ? 1 : 0, n > INT32_MAX ? INT32_MAX : (int)n);
+    return ARSIM_ERR_ILLEGAL_ADDRESS;
+}
