@@ -68,7 +68,6 @@ arsim_status arsim_event_query(const arsim_event *e)
     return (arsim_status)atomic_load_explicit(&e->rec_status, memory_order_acquire);
 }
 
-/* Blocks (or spins) until pred(e, arg) holds.  Returns 0, or -1 on timeout. */
 typedef int (*event_pred)(arsim_event *e, uint64_t arg);
 
 static int pred_signaled(arsim_event *e, uint64_t unused)
@@ -77,22 +76,22 @@ static int pred_signaled(arsim_event *e, uint64_t unused)
     return atomic_load_explicit(&e->signaled, memory_order_acquire) != 0;
 }
 
-static int event_block(arsim_event *e, event_pred pred, uint64_t arg, arsim_wait_mode mode,
-                       int64_t timeout_ns)
+/* Yields until pred(e, arg) holds.  Returns 0, or -1 past the timeout (< 0: none). */
+static int spin_until(arsim_event *e, event_pred pred, uint64_t arg, int64_t timeout_ns)
 {
-    if (pred(e, arg))
-        return 0;
-    if (timeout_ns == 0)
-        return -1; /* a query (zeEventQueryStatus): never yield the caller's thread */
-    if (mode == ARSIM_WAIT_SPIN) {
-        uint64_t deadline = timeout_ns < 0 ? UINT64_MAX : arsim_now_ns() + (uint64_t)timeout_ns;
-        for (unsigned i = 0; !pred(e, arg); i++) {
-            if ((i & 63) == 63 && arsim_now_ns() >= deadline)
-                return -1;
-            sched_yield();
-        }
-        return 0;
+    uint64_t deadline = timeout_ns < 0 ? UINT64_MAX : arsim_now_ns() + (uint64_t)timeout_ns;
+    for (unsigned i = 0; !pred(e, arg); i++) {
+        if ((i & 63) == 63 && arsim_now_ns() >= deadline)
+            return -1;
+        sched_yield();
     }
+    return 0;
+}
+
+/* Sleeps until pred(e, arg), called with e->mu held, holds.  Returns 0, or
+ * -1 past the timeout (< 0: none). */
+static int block_until(arsim_event *e, event_pred pred, uint64_t arg, int64_t timeout_ns)
+{
     struct timespec ts;
     if (timeout_ns >= 0)
         eng_abs_deadline(&ts, timeout_ns);
@@ -112,6 +111,19 @@ static int event_block(arsim_event *e, event_pred pred, uint64_t arg, arsim_wait
     return rc;
 }
 
+/* Blocks (or spins) until pred(e, arg) holds.  Returns 0, or -1 on timeout. */
+static int event_block(arsim_event *e, event_pred pred, uint64_t arg, arsim_wait_mode mode,
+                       int64_t timeout_ns)
+{
+    if (pred(e, arg))
+        return 0;
+    if (timeout_ns == 0)
+        return -1; /* a query (zeEventQueryStatus): never yield the caller's thread */
+    if (mode == ARSIM_WAIT_SPIN)
+        return spin_until(e, pred, arg, timeout_ns);
+    return block_until(e, pred, arg, timeout_ns);
+}
+
 static void event_wake(arsim_event *e)
 {
     pthread_mutex_lock(&e->mu);
@@ -120,7 +132,7 @@ static void event_wake(arsim_event *e)
     pthread_mutex_unlock(&e->mu);
 }
 
-static int record_executed_locked(const arsim_event *e, uint64_t seq);
+static int record_executed_locked(arsim_event *e, uint64_t seq);
 
 /* A later record executing first, on another queue, does not count. */
 int eng_event_record_done(arsim_event *e, uint64_t seq)
@@ -140,33 +152,10 @@ arsim_status arsim_event_wait(arsim_event *e, arsim_wait_mode mode, int64_t time
     uint64_t target = atomic_load_explicit(&e->rec_submitted, memory_order_acquire);
     if (target == 0 || eng_event_record_done(e, target))
         return (arsim_status)atomic_load_explicit(&e->rec_status, memory_order_acquire);
-    uint64_t deadline = timeout_ns < 0 ? UINT64_MAX : arsim_now_ns() + (uint64_t)timeout_ns;
-    if (mode == ARSIM_WAIT_SPIN) {
-        for (unsigned i = 0; !eng_event_record_done(e, target); i++) {
-            if ((i & 63) == 63 && arsim_now_ns() >= deadline)
-                return ARSIM_ERR_TIMEOUT;
-            sched_yield();
-        }
-    } else {
-        struct timespec ts;
-        if (timeout_ns >= 0)
-            eng_abs_deadline(&ts, timeout_ns);
-        int timed_out = 0;
-        pthread_mutex_lock(&e->mu);
-        e->waiters++;
-        while (!record_executed_locked(e, target)) {
-            if (timeout_ns < 0) {
-                pthread_cond_wait(&e->cv, &e->mu);
-            } else if (pthread_cond_timedwait(&e->cv, &e->mu, &ts) == ETIMEDOUT) {
-                timed_out = !record_executed_locked(e, target);
-                break;
-            }
-        }
-        e->waiters--;
-        pthread_mutex_unlock(&e->mu);
-        if (timed_out)
-            return ARSIM_ERR_TIMEOUT;
-    }
+    int rc = mode == ARSIM_WAIT_SPIN ? spin_until(e, eng_event_record_done, target, timeout_ns)
+                                     : block_until(e, record_executed_locked, target, timeout_ns);
+    if (rc != 0)
+        return ARSIM_ERR_TIMEOUT;
     return (arsim_status)atomic_load_explicit(&e->rec_status, memory_order_acquire);
 }
 
@@ -217,7 +206,7 @@ arsim_status arsim_event_wait_signaled(arsim_event *e, arsim_wait_mode mode, int
 }
 
 /* Caller holds e->mu. */
-static int record_executed_locked(const arsim_event *e, uint64_t seq)
+static int record_executed_locked(arsim_event *e, uint64_t seq)
 {
     if (atomic_load_explicit(&e->rec_floor, memory_order_acquire) >= seq)
         return 1;

@@ -114,17 +114,43 @@ arsim_status arsim_module_load(const void *image, size_t size, arsim_module **ou
     return module_wrap(dl, fd, out);
 }
 
+/* The module's kernel of that name, or NULL.  Caller holds m->mu. */
+static struct kernel_node *find_kernel(const arsim_module *m, const char *name)
+{
+    for (struct kernel_node *n = m->kernels; n; n = n->next)
+        if (strcmp(n->k.name, name) == 0)
+            return n;
+    return NULL;
+}
+
+/* A new kernel of that name, added to the module; NULL if out of memory.
+ * Caller holds m->mu and fills in how it runs. */
+static struct kernel_node *add_kernel(arsim_module *m, const char *name)
+{
+    struct kernel_node *n = calloc(1, sizeof *n);
+    char *copy = strdup(name);
+    if (!n || !copy) {
+        free(n);
+        free(copy);
+        return NULL;
+    }
+    n->k.module = m;
+    n->k.name = copy;
+    n->next = m->kernels;
+    m->kernels = n;
+    return n;
+}
+
 arsim_status arsim_module_get_kernel(arsim_module *m, const char *name, const arsim_kernel **out)
 {
     if (!m || !name || !out)
         return ARSIM_ERR_INVALID_VALUE;
     pthread_mutex_lock(&m->mu);
-    for (struct kernel_node *n = m->kernels; n; n = n->next) {
-        if (strcmp(n->k.name, name) == 0) {
-            *out = &n->k;
-            pthread_mutex_unlock(&m->mu);
-            return ARSIM_OK;
-        }
+    struct kernel_node *found = find_kernel(m, name);
+    if (found) {
+        *out = &found->k;
+        pthread_mutex_unlock(&m->mu);
+        return ARSIM_OK;
     }
     size_t len = strlen(name);
     char *info_name = malloc(len + sizeof AR_KINFO_PREFIX);
@@ -147,20 +173,13 @@ arsim_status arsim_module_get_kernel(arsim_module *m, const char *name, const ar
         pthread_mutex_unlock(&m->mu);
         return ARSIM_ERR_NOT_FOUND;
     }
-    struct kernel_node *n = calloc(1, sizeof *n);
-    char *copy = strdup(name);
-    if (!n || !copy) {
-        free(n);
-        free(copy);
+    struct kernel_node *n = add_kernel(m, name);
+    if (!n) {
         pthread_mutex_unlock(&m->mu);
         return ARSIM_ERR_OUT_OF_MEMORY;
     }
     n->k.entry = (ar_kernel_entry)entry;
     n->k.info = info;
-    n->k.module = m;
-    n->k.name = copy;
-    n->next = m->kernels;
-    m->kernels = n;
     *out = &n->k;
     pthread_mutex_unlock(&m->mu);
     return ARSIM_OK;
@@ -194,17 +213,12 @@ arsim_status arsim_module_add_foreign_kernel(arsim_module *m, const char *name,
     if (!m || m->dl || !name || !info || !run || info->num_params > AR_KERNEL_MAX_PARAMS)
         return ARSIM_ERR_INVALID_VALUE;
     pthread_mutex_lock(&m->mu);
-    for (struct kernel_node *n = m->kernels; n; n = n->next) {
-        if (strcmp(n->k.name, name) == 0) {
-            pthread_mutex_unlock(&m->mu);
-            return ARSIM_ERR_INVALID_VALUE;
-        }
+    if (find_kernel(m, name)) {
+        pthread_mutex_unlock(&m->mu);
+        return ARSIM_ERR_INVALID_VALUE;
     }
-    struct kernel_node *n = calloc(1, sizeof *n);
-    char *copy = strdup(name);
-    if (!n || !copy) {
-        free(n);
-        free(copy);
+    struct kernel_node *n = add_kernel(m, name);
+    if (!n) {
         pthread_mutex_unlock(&m->mu);
         return ARSIM_ERR_OUT_OF_MEMORY;
     }
@@ -213,10 +227,6 @@ arsim_status arsim_module_add_foreign_kernel(arsim_module *m, const char *name,
     n->k.run = run;
     n->k.ctx = kernel_ctx;
     n->k.info = &n->info_copy;
-    n->k.module = m;
-    n->k.name = copy;
-    n->next = m->kernels;
-    m->kernels = n;
     pthread_mutex_unlock(&m->mu);
     return ARSIM_OK;
 }
