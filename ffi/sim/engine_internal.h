@@ -3,22 +3,8 @@
  * engine.h is the engine's interface to the front ends; this header is not
  * for them.  Every function and variable declared here is named eng_* and is
  * hidden, so the drivers export exactly engine.h's test hooks, whichever
- * file of the engine defines a thing.
- *
- * The files:
- *   engine_config.c    knobs, devices, the clock and the timing model
- *   engine_mappings.c  the mapping (and guard page) behind each allocation
- *   engine_memory.c    the allocation registry and the memory API
- *   engine_faults.c    the last memory fault, and executors' bounds checks
- *   engine_handles.c   the handle registry
- *   engine_events.c    events: records, signals, waits
- *   engine_modules.c   modules and their kernels
- *   engine_ops.c       building, cloning and freeing ops
- *   engine_graphs.c    graphs: captured op lists, replayed onto a queue
- *   engine_queues.c    queues: submit, capture, synchronize
- *   engine_exec.c      running one op, in device time
- *   engine_kernels.c   running a kernel's blocks, catching its memory faults
- *   engine_threads.c   the engines' threads and moving queues on
+ * file of the engine defines a thing (tests/ffi/test_sim_engine_files.py).
+ * ffi/sim/README.md says what each file holds.
  */
 #ifndef ARSIM_ENGINE_INTERNAL_H
 #define ARSIM_ENGINE_INTERNAL_H

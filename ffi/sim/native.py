@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from ffi.build import NativeLibrary
 
-# The engine, linked into each software driver; ffi/sim/engine_internal.h
-# says what each file holds.
+# The engine, linked into each software driver (ffi/sim/README.md says what
+# each file holds).
 ENGINE_SOURCES = (
     "sim/engine_config.c",
     "sim/engine_mappings.c",
