@@ -31,6 +31,7 @@ from ._exceptions import (
 from ._gather import gather
 from ._handles import Event, Graph, Kernel, Module, Stream
 from ._memory import Allocation, DevicePtr, HostBuffer
+from ._pool import DevicePool, open_pool
 from ._registry import (
     BACKEND_NAMES,
     BackendStatus,
@@ -57,11 +58,12 @@ __all__ = [
     "DeviceArray",
     "DeviceInfo",
     "DeviceLostError",
+    "DevicePool",
     "DevicePtr",
     "DriverError",
-    "HazardError",
     "Event",
     "Graph",
+    "HazardError",
     "HostBuffer",
     "InvalidArgumentError",
     "Kernel",
@@ -76,5 +78,6 @@ __all__ = [
     "available_backends",
     "gather",
     "open_backend",
+    "open_pool",
     "probe_backends",
 ]
