@@ -12,7 +12,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import aruntime as ar
@@ -161,4 +160,3 @@ def test_least_busy_prefers_the_device_with_less_queued() -> None:
         busy.free(ptr)
     finally:
         pool.close()
-
