@@ -18,12 +18,19 @@ PTX_SOURCES = (
     "sim/ptx/ptx_insn.c",
     "sim/ptx/ptx_parse.c",
     "sim/ptx/ptx_exec.c",
+    "sim/ptx/ptx_exec_data.c",
+    "sim/ptx/ptx_exec_int.c",
+    "sim/ptx/ptx_exec_float.c",
+    "sim/ptx/ptx_exec_cvt.c",
+    "sim/ptx/ptx_exec_mem.c",
+    "sim/ptx/ptx_exec_warp.c",
 )
 PTX_HEADERS = (
     "sim/ptx/ptx.h",
     "sim/ptx/ptx_internal.h",
     "sim/ptx/ptx_opcodes.def",
     "sim/ptx/ptx_parse.h",
+    "sim/ptx/ptx_exec.h",
 )
 
 LIBRARIES = [
