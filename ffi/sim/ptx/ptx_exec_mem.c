@@ -19,7 +19,7 @@
 static int global_ok(block_ctx *b, uintptr_t p, size_t n, int wr)
 {
     for (int i = 0; i < 8; i++)
-        if (p >= b->cache[i].lo && p + n <= b->cache[i].hi && p + n >= p)
+        if (sim_inside(p, n, b->cache[i].lo, b->cache[i].hi))
             return 1;
     uintptr_t lo = 0, hi = 0;
     for (uint32_t i = 0; i < b->mod->nvars; i++) {
@@ -39,7 +39,7 @@ static int global_ok(block_ctx *b, uintptr_t p, size_t n, int wr)
         lo = (uintptr_t)a.base;
         hi = lo + a.size;
     }
-    if (p + n > hi || p + n < p)
+    if (!sim_inside(p, n, lo, hi))
         return 0;
     b->cache[b->cache_next++ & 7] = (range){lo, hi};
     return 1;
@@ -53,21 +53,21 @@ static inline uint8_t *mem_at(block_ctx *b, warp *w, frame *fr, int space, uint6
         return NULL; /* misaligned */
     switch (space) {
     case S_SHARED:
-        return addr + n <= b->shared_size ? b->shared + addr : NULL;
+        return sim_inside(addr, n, 0, b->shared_size) ? b->shared + addr : NULL;
     case S_LOCAL:
-        return addr + n <= b->stack ? w->local + (size_t)l * b->stack + addr : NULL;
+        return sim_inside(addr, n, 0, b->stack) ? w->local + (size_t)l * b->stack + addr : NULL;
     case S_PARAM:
-        return addr + n <= fr->f->param_bytes ? b->params + addr : NULL;
+        return sim_inside(addr, n, 0, fr->f->param_bytes) ? b->params + addr : NULL;
     case S_FRAME:
-        return addr + n <= fr->f->frame_bytes ? fr->pf + (size_t)l * fr->f->frame_bytes + addr : NULL;
+        if (!sim_inside(addr, n, 0, fr->f->frame_bytes))
+            return NULL;
+        return fr->pf + (size_t)l * fr->f->frame_bytes + addr;
     case S_GENERIC: {
         uintptr_t p = (uintptr_t)addr;
-        if (p >= (uintptr_t)b->shared && p + n <= (uintptr_t)b->shared + b->shared_size)
-            return (uint8_t *)p;
-        uintptr_t lb = (uintptr_t)w->local + (size_t)l * b->stack;
-        if (p >= lb && p + n <= lb + b->stack)
-            return (uint8_t *)p;
-        if (fr->f->is_entry && p >= (uintptr_t)b->params && p + n <= (uintptr_t)b->params + fr->f->param_bytes)
+        uintptr_t sh = (uintptr_t)b->shared, lb = (uintptr_t)w->local + (size_t)l * b->stack;
+        uintptr_t pb = (uintptr_t)b->params;
+        if (sim_inside(p, n, sh, sh + b->shared_size) || sim_inside(p, n, lb, lb + b->stack) ||
+            (fr->f->is_entry && sim_inside(p, n, pb, pb + fr->f->param_bytes)))
             return (uint8_t *)p;
         return global_ok(b, p, n, wr) ? (uint8_t *)p : NULL;
     }
@@ -76,24 +76,17 @@ static inline uint8_t *mem_at(block_ctx *b, warp *w, frame *fr, int space, uint6
     }
 }
 
+/* A value of type t from memory, sign-extended for the signed types. */
 static inline uint64_t load_bytes(const uint8_t *p, int t)
 {
-    switch (ptx_type_size(t)) {
-    case 1: return is_signed(t) ? (uint64_t)(int64_t)*(const int8_t *)p : *p;
-    case 2: { uint16_t v; memcpy(&v, p, 2); return is_signed(t) ? (uint64_t)(int64_t)(int16_t)v : v; }
-    case 4: { uint32_t v; memcpy(&v, p, 4); return is_signed(t) ? (uint64_t)(int64_t)(int32_t)v : v; }
-    default: { uint64_t v; memcpy(&v, p, 8); return v; }
-    }
+    uint32_t size = (uint32_t)ptx_type_size(t);
+    uint64_t v = sim_load_n(p, size);
+    return is_signed(t) ? (uint64_t)sim_sext(v, size * 8) : v;
 }
 
 static inline void store_bytes(uint8_t *p, int t, uint64_t v)
 {
-    switch (ptx_type_size(t)) {
-    case 1: *p = (uint8_t)v; break;
-    case 2: { uint16_t x = (uint16_t)v; memcpy(p, &x, 2); break; }
-    case 4: { uint32_t x = (uint32_t)v; memcpy(p, &x, 4); break; }
-    default: memcpy(p, &v, 8); break;
-    }
+    sim_store_n(p, (uint32_t)ptx_type_size(t), v);
 }
 
 static uint64_t atomic_op(uint8_t *p, int t, int op, uint64_t b, uint64_t c)
@@ -182,10 +175,9 @@ static int warp_in_one_range(block_ctx *b, const uint64_t *A, int64_t imm, size_
     });
     if ((n & (n - 1)) == 0 && (bits & (n - 1)))
         return 0;
-    if (hi + n < hi)
-        return 0;
     for (int i = 0; i < 8; i++)
-        if (lo >= b->cache[i].lo && hi + n <= b->cache[i].hi)
+        if (sim_inside(lo, 0, b->cache[i].lo, b->cache[i].hi) &&
+            sim_inside(hi, n, b->cache[i].lo, b->cache[i].hi))
             return 1;
     return 0;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../sim_bits.h"
 #include "ptx_parse.h"
 
 /* ------------------------------------------------------------- types */
@@ -239,7 +240,7 @@ int ptx_parse_number(parser *ps, int negate, opnd *o)
         if (negate)
             d = -d;
         o->kind = O_F64;
-        memcpy(&o->bits, &d, 8);
+        o->bits = sim_f64_bits(d);
         return 0;
     }
     char *end;
@@ -344,45 +345,26 @@ int ptx_parse_operand(parser *ps, opnd *o)
 
 int ptx_is_float_type(int t) { return t == T_F32 || t == T_F64 || t == T_F16 || t == T_BF16; }
 
-static uint64_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
 /* The value of an immediate as an operand of the given type. */
 uint64_t ptx_imm_value(const opnd *o, int type)
 {
     if (o->kind == O_F32) {
         if (type == T_F64) {
-            uint32_t u = (uint32_t)o->bits;
-            float f;
-            memcpy(&f, &u, 4);
-            double d = f;
-            uint64_t b;
-            memcpy(&b, &d, 8);
-            return b;
+            return sim_f64_bits((double)sim_f32(o->bits));
         }
         return o->bits;
     }
     if (o->kind == O_F64) {
         if (type == T_F32) {
-            double d;
-            memcpy(&d, &o->bits, 8);
-            return f32_bits((float)d);
+            return sim_f32_bits((float)sim_f64(o->bits));
         }
         return o->bits;
     }
     /* integer literal */
     if (type == T_F32)
-        return f32_bits((float)(int64_t)o->bits);
-    if (type == T_F64) {
-        double d = (double)(int64_t)o->bits;
-        uint64_t b;
-        memcpy(&b, &d, 8);
-        return b;
-    }
+        return sim_f32_bits((float)(int64_t)o->bits);
+    if (type == T_F64)
+        return sim_f64_bits((double)(int64_t)o->bits);
     return o->bits;
 }
 
