@@ -35,15 +35,20 @@ def _symbols(obj: Path) -> tuple[set[str], set[str]]:
 
 
 @pytest.mark.skipif(shutil.which("cc") is None or shutil.which("nm") is None, reason="no cc/nm")
-@pytest.mark.parametrize("folder", [SIM, PTX], ids=["cuda-sim", "ptx"])
-def test_cuda_sim_files_form_no_cycle(tmp_path: Path, folder: Path) -> None:
-    sources = sorted(folder.glob("*.c"))
+def _objects(folder: Path, tmp_path: Path) -> dict[str, tuple[set[str], set[str]]]:
+    """Each C file of folder: (symbols it defines, symbols it uses)."""
     table: dict[str, tuple[set[str], set[str]]] = {}
-    for src in sources:
+    for src in sorted(folder.glob("*.c")):
         obj = tmp_path / (src.stem + ".o")
         cmd = ["cc", "-c", "-std=gnu11", "-fPIC", "-fvisibility=hidden", str(src), "-o", str(obj)]
         subprocess.run(cmd, check=True, cwd=folder)
         table[src.stem] = _symbols(obj)
+    return table
+
+
+@pytest.mark.parametrize("folder", [SIM, PTX], ids=["cuda-sim", "ptx"])
+def test_cuda_sim_files_form_no_cycle(tmp_path: Path, folder: Path) -> None:
+    table = _objects(folder, tmp_path)
     deps = {
         a: {b for b, (defined, _) in table.items() if b != a and used & defined}
         for a, (_, used) in table.items()
@@ -63,6 +68,16 @@ def test_cuda_sim_files_form_no_cycle(tmp_path: Path, folder: Path) -> None:
 
     for node in sorted(deps):
         visit(node, [])
+
+
+@pytest.mark.skipif(shutil.which("cc") is None or shutil.which("nm") is None, reason="no cc/nm")
+def test_ptx_interpreter_starts_no_threads(tmp_path: Path) -> None:
+    # Only the engine splits a grid over threads; an executor that split its
+    # range again would nest threads under ARUNTIME_SIM_KERNEL_THREADS > 1.
+    starters = {
+        name for name, (_, used) in _objects(PTX, tmp_path).items() if "pthread_create" in used
+    }
+    assert not starters
 
 
 def _function_lengths(text: str) -> list[tuple[int, int]]:

@@ -363,33 +363,35 @@ static int parse_shf(parser *ps, insn *x)
     return 0;
 }
 
-static int parse_bitfield(parser *ps, insn *x)
+static int parse_fns(parser *ps, insn *x)
 {
-    switch (x->in.op) {
-    case OP_FNS:
-        NEEDS(4, 4);
-        DST(0, d); SRC(1, a, T_B32); SRC(2, b, T_U32); SRC(3, c, T_S32);
-        return 0;
-    case OP_BFE:
-        NEEDS(4, 4);
-        DST(0, d); SRC(1, a, x->ty); SRC(2, b, T_U32); SRC(3, c, T_U32);
-        return 0;
-    case OP_BFI:
-        NEEDS(5, 5);
-        DST(0, d); SRC(1, a, x->ty); SRC(2, b, x->ty); SRC(3, c, T_U32); SRC(4, e, T_U32);
-        return 0;
-    case OP_PRMT:
-        return parse_prmt(ps, x);
-    case OP_SHF:
-        return parse_shf(ps, x);
-    default: /* lop3 */
-        NEEDS(5, 5);
-        if (x->ops[4].kind != O_INT)
-            return REFUSE("lop3: the table must be an immediate");
-        x->in.imm = (int64_t)(x->ops[4].bits & 0xff);
-        DST(0, d); SRC(1, a, T_B32); SRC(2, b, T_B32); SRC(3, c, T_B32);
-        return 0;
-    }
+    NEEDS(4, 4);
+    DST(0, d); SRC(1, a, T_B32); SRC(2, b, T_U32); SRC(3, c, T_S32);
+    return 0;
+}
+
+static int parse_bfe(parser *ps, insn *x)
+{
+    NEEDS(4, 4);
+    DST(0, d); SRC(1, a, x->ty); SRC(2, b, T_U32); SRC(3, c, T_U32);
+    return 0;
+}
+
+static int parse_bfi(parser *ps, insn *x)
+{
+    NEEDS(5, 5);
+    DST(0, d); SRC(1, a, x->ty); SRC(2, b, x->ty); SRC(3, c, T_U32); SRC(4, e, T_U32);
+    return 0;
+}
+
+static int parse_lop3(parser *ps, insn *x)
+{
+    NEEDS(5, 5);
+    if (x->ops[4].kind != O_INT)
+        return REFUSE("lop3: the table must be an immediate");
+    x->in.imm = (int64_t)(x->ops[4].bits & 0xff);
+    DST(0, d); SRC(1, a, T_B32); SRC(2, b, T_B32); SRC(3, c, T_B32);
+    return 0;
 }
 
 static int parse_setp(parser *ps, insn *x)
@@ -574,20 +576,11 @@ static int parse_match(parser *ps, insn *x)
     return 0;
 }
 
-static int parse_warp(parser *ps, insn *x)
+static int parse_activemask(parser *ps, insn *x)
 {
-    switch (x->in.op) {
-    case OP_VOTE:
-        return parse_vote(ps, x);
-    case OP_REDUX:
-        return parse_redux(ps, x);
-    case OP_MATCH:
-        return parse_match(ps, x);
-    default: /* activemask */
-        NEEDS(1, 1);
-        DST(0, d);
-        return 0;
-    }
+    NEEDS(1, 1);
+    DST(0, d);
+    return 0;
 }
 
 /* call has its own operand syntax: [(rets),] name[, (args)];  It is parsed
