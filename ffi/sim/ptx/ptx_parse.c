@@ -1,12 +1,11 @@
-/* PTX text -> decoded program (ptx_internal.h).
+/* PTX text -> decoded program (ptx_internal.h): the statements.
  *
- * A hand-written tokenizer and a statement parser for the PTX that nvcc and
- * NVRTC write: module directives, .entry/.func bodies, register and variable
- * declarations, labels and instructions.  Everything is resolved here, once:
- * register names to slots, labels to instruction indices, symbols to
- * addresses, immediates to constant slots.  Whatever is not understood stops
- * the load with a message naming the line and the construct; nothing is
- * skipped silently.
+ * The statement parser for the PTX that nvcc and NVRTC write: module
+ * directives, .entry/.func headers and bodies, register and variable
+ * declarations and labels; instructions go to ptx_insn.c.  Everything is
+ * resolved here, once: labels to instruction indices, calls to functions,
+ * symbols to addresses.  Whatever is not understood stops the load with a
+ * message naming the line and the construct; nothing is skipped silently.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
