@@ -42,12 +42,10 @@ uint32_t ptx_new_slots(parser *ps, uint32_t n)
     return s;
 }
 
-uint32_t ptx_const_slot(parser *ps, uint64_t v)
+/* A new constant slot holding v (0 when out of memory: the error is set). */
+static uint32_t add_const(parser *ps, uint64_t v)
 {
     pfunc *f = ps->f;
-    for (uint32_t i = 0; i < f->nconsts; i++)
-        if (f->consts[i].value == v)
-            return f->consts[i].slot;
     if (!GROW(f->consts, f->nconsts, f->cap_consts)) {
         ptx_nomem(ps);
         return 0;
@@ -59,25 +57,32 @@ uint32_t ptx_const_slot(parser *ps, uint64_t v)
     return s;
 }
 
-/* A constant slot that gets the dynamic shared base added at the end. */
-uint32_t ptx_dyn_const_slot(parser *ps, uint64_t v)
+uint32_t ptx_const_slot(parser *ps, uint64_t v)
 {
     pfunc *f = ps->f;
-    if (!GROW(f->consts, f->nconsts, f->cap_consts) || !GROW(ps->dyn, ps->ndyn, ps->cap_dyn)) {
+    for (uint32_t i = 0; i < f->nconsts; i++)
+        if (f->consts[i].value == v)
+            return f->consts[i].slot;
+    return add_const(ps, v);
+}
+
+/* A constant slot that gets the dynamic shared base added at the end. */
+static uint32_t dyn_const_slot(parser *ps, uint64_t v)
+{
+    if (!GROW(ps->dyn, ps->ndyn, ps->cap_dyn)) {
         ptx_nomem(ps);
         return 0;
     }
-    uint32_t s = ptx_new_slots(ps, 1);
-    f->consts[f->nconsts].slot = s;
-    f->consts[f->nconsts].value = v;
+    uint32_t cidx = ps->f->nconsts, s = add_const(ps, v);
+    if (ps->err != PTX_OK)
+        return 0;
     ps->dyn[ps->ndyn].func = ps->fidx;
-    ps->dyn[ps->ndyn].cidx = f->nconsts;
+    ps->dyn[ps->ndyn].cidx = cidx;
     ps->ndyn++;
-    f->nconsts++;
     return s;
 }
 
-uint32_t ptx_special_slot(parser *ps, uint32_t kind)
+static uint32_t special_slot(parser *ps, uint32_t kind)
 {
     pfunc *f = ps->f;
     for (uint32_t i = 0; i < f->nspecials; i++)
@@ -175,13 +180,13 @@ int ptx_reg_lookup(parser *ps, const char *name, uint32_t *slot)
 
 /* The slot holding the value of a name used as an operand: a register, a
  * special register, or a symbol's address in its state space. */
-int ptx_name_slot(parser *ps, const char *name, int line, uint32_t *slot)
+static int name_slot(parser *ps, const char *name, int line, uint32_t *slot)
 {
     if (ptx_reg_lookup(ps, name, slot))
         return 0;
     for (size_t i = 0; i < sizeof g_specials / sizeof g_specials[0]; i++) {
         if (strcmp(name, g_specials[i].name) == 0) {
-            *slot = ptx_special_slot(ps, (uint32_t)g_specials[i].kind);
+            *slot = special_slot(ps, (uint32_t)g_specials[i].kind);
             return 0;
         }
     }
@@ -200,10 +205,10 @@ int ptx_name_slot(parser *ps, const char *name, int line, uint32_t *slot)
         /* Frame-relative: the depot's base differs with the call depth. */
         if (s->value != 0)
             return ptx_fail(ps, line, PTX_ERR_INVALID, "several .local variables in one function");
-        *slot = ptx_special_slot(ps, SP_LOCAL_BASE);
+        *slot = special_slot(ps, SP_LOCAL_BASE);
         return 0;
     case SYM_DYNSHARED:
-        *slot = ptx_dyn_const_slot(ps, s->value);
+        *slot = dyn_const_slot(ps, s->value);
         return 0;
     case SYM_FUNC:
         return ptx_fail(ps, line, PTX_ERR_INVALID, "function address '%s' (indirect calls are not supported)", name);
@@ -373,7 +378,7 @@ int ptx_src_slot(parser *ps, const opnd *o, int type, int line, uint32_t *slot)
 {
     switch (o->kind) {
     case O_NAME:
-        return ptx_name_slot(ps, o->name, line, slot);
+        return name_slot(ps, o->name, line, slot);
     case O_INT:
     case O_F32:
     case O_F64:
@@ -424,5 +429,5 @@ int ptx_addr_operand(parser *ps, const opnd *o, int line, pinsn *in)
         in->a = ptx_const_slot(ps, 0);
         return 0;
     }
-    return ptx_name_slot(ps, o->name, line, &in->a);
+    return name_slot(ps, o->name, line, &in->a);
 }
