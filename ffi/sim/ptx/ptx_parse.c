@@ -217,11 +217,9 @@ static int parse_var(parser *ps, int space, int module_scope, int is_extern)
             if (!v->name || ptx_add_sym(ps, 1, name, SYM_VAR, (uint64_t)(uintptr_t)data, (uint32_t)size))
                 return ptx_nomem(ps);
         }
-        if (is_p(cur(ps), ',')) {
-            ps->i++;
-            continue;
-        }
-        break;
+        if (!is_p(cur(ps), ','))
+            break;
+        ps->i++;
     }
     return ptx_expect(ps, ';');
 }
@@ -249,11 +247,9 @@ static int parse_reg_decl(parser *ps)
         r->count = angle ? (int)count : 0;
         r->type = d.type;
         r->base = ptx_new_slots(ps, angle ? (uint32_t)count : 1);
-        if (is_p(cur(ps), ',')) {
-            ps->i++;
-            continue;
-        }
-        break;
+        if (!is_p(cur(ps), ','))
+            break;
+        ps->i++;
     }
     return ptx_expect(ps, ';');
 }
