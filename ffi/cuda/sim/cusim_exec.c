@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cusim.h"
-#include "ptx.h"
+#include "../../sim/ptx/ptx.h"
 
 /* ------------------------------------------------------------- streams */
 
