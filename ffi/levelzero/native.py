@@ -26,6 +26,8 @@ _SIM = (
     "sim/spirv/spv_compile_ext.c",
     "sim/spirv/spv_module.c",
     "sim/spirv/spv_exec.c",
+    "sim/spirv/spv_math.c",
+    "sim/spirv/spv_group.c",
 )
 _HEADERS = (
     "levelzero/sim/ze_abi.h",
@@ -36,6 +38,8 @@ _HEADERS = (
     "sim/spirv/spv.h",
     "sim/spirv/spv_internal.h",
     "sim/spirv/spv_load.h",
+    "sim/spirv/spv_exec.h",
+    "sim/spirv/spv_bits.h",
     "sim/spirv/spv_opcodes.h",
     "sim/spirv/spv_opcodes.def",
     "kernels/ar_host_abi.h",
