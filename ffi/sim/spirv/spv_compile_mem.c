@@ -31,7 +31,7 @@ void spvl_c_variable(loader *L, fnctx *c)
         if (it->kind == T_ARRAY || it->kind == T_STRUCT)
             UNSUPPORTED("aggregate initializers of function variables are not supported");
         spvl_emit(L, X_STORE, (uint8_t)comps(L, value_type(L, init)),
-             (uint8_t)scalar(L, value_type(L, init))->size, 0, d, spvl_slot(L, init), 0, 0);
+                  (uint8_t)scalar(L, value_type(L, init))->size, 0, d, spvl_slot(L, init), 0, 0);
     }
 }
 
@@ -69,7 +69,7 @@ void spvl_c_store(loader *L, fnctx *c)
         return;
     }
     spvl_emit(L, X_STORE, (uint8_t)comps(L, ot), (uint8_t)s->size, 0, spvl_slot(L, ptr), spvl_slot(L, obj), 0,
-         0);
+              0);
 }
 
 void spvl_c_copymemory(loader *L, fnctx *c)
@@ -84,7 +84,7 @@ void spvl_c_copymemorysized(loader *L, fnctx *c)
 {
     uint32_t dst = word(L, c->at, 1), src = word(L, c->at, 2), sz = word(L, c->at, 3);
     spvl_emit(L, X_MEMCPY, 1, (uint8_t)scalar(L, value_type(L, sz))->width, 0, spvl_slot(L, dst),
-         spvl_slot(L, src), spvl_slot(L, sz), 0);
+              spvl_slot(L, src), spvl_slot(L, sz), 0);
 }
 
 /* Pointer arithmetic of the access-chain family. */
@@ -173,6 +173,6 @@ void spvl_c_atomic(loader *L, fnctx *c)
         kind != A_FADD && kind != A_FMIN && kind != A_FMAX)
         UNSUPPORTED("this atomic operation needs an integer");
     spvl_emit(L, X_ATOMIC, 1, (uint8_t)s->width, rid ? spvl_slot(L, rid) : SPV_NONE, spvl_slot(L, ptr), value,
-         kind, cmp);
+              kind, cmp);
 }
 

@@ -5,7 +5,7 @@
 #include "spv_load.h"
 
 spv_ins *spvl_emit(loader *L, uint16_t op, uint8_t n, uint8_t w, uint32_t d, uint32_t a,
-                     uint32_t b, uint32_t c, uint32_t e)
+                   uint32_t b, uint32_t c, uint32_t e)
 {
     spv_program *p = L->p;
     p->code = spvl_grow(L, p->code, &L->capcode, p->ncode + 1, sizeof *p->code);
@@ -105,7 +105,7 @@ uint64_t spvl_const_value(loader *L, uint32_t v, const char *what)
 }
 
 void spvl_branch_to(loader *L, fnstate *fs, uint32_t at, uint8_t field, uint8_t in_aux,
-                      uint32_t from, uint32_t to)
+                    uint32_t from, uint32_t to)
 {
     idrec *t = id(L, to);
     if (t->kind != K_LABEL)
@@ -115,9 +115,9 @@ void spvl_branch_to(loader *L, fnstate *fs, uint32_t at, uint8_t field, uint8_t 
 }
 
 void spvl_emit_map(loader *L, uint16_t xop, uint32_t n, uint8_t w, uint32_t d, uint32_t a,
-                     uint32_t b, uint32_t c, uint32_t e, int a_vec, int b_vec, int e_vec)
+                   uint32_t b, uint32_t c, uint32_t e, int a_vec, int b_vec, int e_vec)
 {
     for (uint32_t k = 0; k < n; k++)
         spvl_emit(L, xop, 1, w, d + k, a == SPV_NONE ? a : a + (a_vec ? k : 0),
-             b == SPV_NONE ? b : b + (b_vec ? k : 0), c, e == SPV_NONE ? e : e + (e_vec ? k : 0));
+                  b == SPV_NONE ? b : b + (b_vec ? k : 0), c, e == SPV_NONE ? e : e + (e_vec ? k : 0));
 }

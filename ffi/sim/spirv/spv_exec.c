@@ -407,10 +407,10 @@ int spvx_run_item(group *g, item *it)
         case X_EXT:
             if (I->c >= 141)
                 R_(I->d) = spvx_ext_int(I->c, I->w, R_(I->a), I->b == SPV_NONE ? 0 : R_(I->b),
-                                   I->e == SPV_NONE ? 0 : R_(I->e));
+                                        I->e == SPV_NONE ? 0 : R_(I->e));
             else
                 R_(I->d) = spvx_ext_float(I->c, I->w, R_(I->a), I->b == SPV_NONE ? 0 : R_(I->b),
-                                     I->e == SPV_NONE ? 0 : R_(I->e));
+                                          I->e == SPV_NONE ? 0 : R_(I->e));
             break;
         default:
             it->pc = pc - 1;

@@ -118,123 +118,74 @@ uint64_t spvx_atomic(void *p, uint32_t w, uint32_t kind, uint64_t v, uint64_t cm
 static double fsign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0 * x; }
 
 /* Float instructions of OpenCL.std, computed in the operand's own width so
- * that results match the host library's float functions. */
+ * that results match the host library's float functions: one body for both
+ * widths, T the type, GET its bits-to-value, S its libm suffix (f or none). */
+#define EXT_FLOAT(name, T, GET, S)                                                 \
+    static T name(uint32_t e, uint64_t ua, uint64_t ub, uint64_t uc)              \
+    {                                                                              \
+        T a = GET(ua), b = GET(ub), c = GET(uc);                                   \
+        switch (e) {                                                               \
+        case 0: return acos##S(a);                                                 \
+        case 1: return acosh##S(a);                                                \
+        case 3: return asin##S(a);                                                 \
+        case 4: return asinh##S(a);                                                \
+        case 6: return atan##S(a);                                                 \
+        case 7: return atan2##S(a, b);                                             \
+        case 8: return atanh##S(a);                                                \
+        case 11: return cbrt##S(a);                                                \
+        case 12: return ceil##S(a);                                                \
+        case 13: return copysign##S(a, b);                                         \
+        case 14: case 67: case 81: return cos##S(a);                               \
+        case 15: return cosh##S(a);                                                \
+        case 17: return erfc##S(a);                                                \
+        case 18: return erf##S(a);                                                 \
+        case 19: case 69: case 83: return exp##S(a);                               \
+        case 20: case 70: case 84: return exp2##S(a);                              \
+        case 21: case 71: case 85: return exp10##S(a);                             \
+        case 22: return expm1##S(a);                                               \
+        case 23: return fabs##S(a);                                                \
+        case 24: return fdim##S(a, b);                                             \
+        case 25: return floor##S(a);                                               \
+        case 26: return fma##S(a, b, c);                                           \
+        case 27: case 97: return fmax##S(a, b);                                    \
+        case 28: case 98: return fmin##S(a, b);                                    \
+        case 29: return fmod##S(a, b);                                             \
+        case 32: return hypot##S(a, b);                                            \
+        case 37: case 72: case 86: return log##S(a);                               \
+        case 38: case 73: case 87: return log2##S(a);                              \
+        case 39: case 74: case 88: return log10##S(a);                             \
+        case 40: return log1p##S(a);                                               \
+        case 42: return a * b + c; /* mad: two roundings, as the host build */     \
+        case 48: case 50: case 75: case 89: return pow##S(a, b);                   \
+        case 49: return pow##S(a, (T)(int32_t)(uint32_t)ub);                       \
+        case 51: return remainder##S(a, b);                                        \
+        case 53: return rint##S(a);                                                \
+        case 55: return round##S(a);                                               \
+        case 56: case 77: case 91: return (T)1 / sqrt##S(a);                       \
+        case 57: case 78: case 92: return sin##S(a);                               \
+        case 59: return sinh##S(a);                                                \
+        case 61: case 79: case 93: return sqrt##S(a);                              \
+        case 62: case 80: case 94: return tan##S(a);                               \
+        case 63: return tanh##S(a);                                                \
+        case 66: return trunc##S(a);                                               \
+        case 68: case 82: return a / b;                                            \
+        case 76: case 90: return (T)1 / a;                                         \
+        case 95: return fmin##S(fmax##S(a, b), c);                                 \
+        case 96: return a * (T)(180.0 / PI_D);                                     \
+        case 99: return a + (b - a) * c;                                           \
+        case 100: return a * (T)(PI_D / 180.0);                                    \
+        case 101: return b < a ? (T)0 : (T)1;                                      \
+        case 103: return (T)fsign(a);                                              \
+        default: return NAN;                                                       \
+        }                                                                          \
+    }
+
+EXT_FLOAT(ext_f32, float, f32, f)
+EXT_FLOAT(ext_f64, double, f64, )
+
 uint64_t spvx_ext_float(uint32_t e, uint32_t w, uint64_t ua, uint64_t ub, uint64_t uc)
 {
-    if (w == 32) {
-        float a = f32(ua), b = f32(ub), c = f32(uc), r;
-        switch (e) {
-        case 0: r = acosf(a); break;
-        case 1: r = acoshf(a); break;
-        case 3: r = asinf(a); break;
-        case 4: r = asinhf(a); break;
-        case 6: r = atanf(a); break;
-        case 7: r = atan2f(a, b); break;
-        case 8: r = atanhf(a); break;
-        case 11: r = cbrtf(a); break;
-        case 12: r = ceilf(a); break;
-        case 13: r = copysignf(a, b); break;
-        case 14: case 67: case 81: r = cosf(a); break;
-        case 15: r = coshf(a); break;
-        case 17: r = erfcf(a); break;
-        case 18: r = erff(a); break;
-        case 19: case 69: case 83: r = expf(a); break;
-        case 20: case 70: case 84: r = exp2f(a); break;
-        case 21: case 71: case 85: r = exp10f(a); break;
-        case 22: r = expm1f(a); break;
-        case 23: r = fabsf(a); break;
-        case 24: r = fdimf(a, b); break;
-        case 25: r = floorf(a); break;
-        case 26: r = fmaf(a, b, c); break;
-        case 27: case 97: r = fmaxf(a, b); break;
-        case 28: case 98: r = fminf(a, b); break;
-        case 29: r = fmodf(a, b); break;
-        case 32: r = hypotf(a, b); break;
-        case 37: case 72: case 86: r = logf(a); break;
-        case 38: case 73: case 87: r = log2f(a); break;
-        case 39: case 74: case 88: r = log10f(a); break;
-        case 40: r = log1pf(a); break;
-        case 42: r = a * b + c; break; /* mad: two roundings, as the host build */
-        case 48: case 50: case 75: case 89: r = powf(a, b); break;
-        case 49: r = powf(a, (float)(int32_t)(uint32_t)ub); break;
-        case 51: r = remainderf(a, b); break;
-        case 53: r = rintf(a); break;
-        case 55: r = roundf(a); break;
-        case 56: case 77: case 91: r = 1.0f / sqrtf(a); break;
-        case 57: case 78: case 92: r = sinf(a); break;
-        case 59: r = sinhf(a); break;
-        case 61: case 79: case 93: r = sqrtf(a); break;
-        case 62: case 80: case 94: r = tanf(a); break;
-        case 63: r = tanhf(a); break;
-        case 66: r = truncf(a); break;
-        case 68: case 82: r = a / b; break;
-        case 76: case 90: r = 1.0f / a; break;
-        case 95: r = fminf(fmaxf(a, b), c); break;
-        case 96: r = a * (float)(180.0 / PI_D); break;
-        case 99: r = a + (b - a) * c; break;
-        case 100: r = a * (float)(PI_D / 180.0); break;
-        case 101: r = b < a ? 0.0f : 1.0f; break;
-        case 103: r = (float)fsign(a); break;
-        default: r = NAN; break;
-        }
-        return uf32(r);
-    }
-    double a = f64(ua), b = f64(ub), c = f64(uc), r;
-    switch (e) {
-    case 0: r = acos(a); break;
-    case 1: r = acosh(a); break;
-    case 3: r = asin(a); break;
-    case 4: r = asinh(a); break;
-    case 6: r = atan(a); break;
-    case 7: r = atan2(a, b); break;
-    case 8: r = atanh(a); break;
-    case 11: r = cbrt(a); break;
-    case 12: r = ceil(a); break;
-    case 13: r = copysign(a, b); break;
-    case 14: case 67: case 81: r = cos(a); break;
-    case 15: r = cosh(a); break;
-    case 17: r = erfc(a); break;
-    case 18: r = erf(a); break;
-    case 19: case 69: case 83: r = exp(a); break;
-    case 20: case 70: case 84: r = exp2(a); break;
-    case 21: case 71: case 85: r = exp10(a); break;
-    case 22: r = expm1(a); break;
-    case 23: r = fabs(a); break;
-    case 24: r = fdim(a, b); break;
-    case 25: r = floor(a); break;
-    case 26: r = fma(a, b, c); break;
-    case 27: case 97: r = fmax(a, b); break;
-    case 28: case 98: r = fmin(a, b); break;
-    case 29: r = fmod(a, b); break;
-    case 32: r = hypot(a, b); break;
-    case 37: case 72: case 86: r = log(a); break;
-    case 38: case 73: case 87: r = log2(a); break;
-    case 39: case 74: case 88: r = log10(a); break;
-    case 40: r = log1p(a); break;
-    case 42: r = a * b + c; break;
-    case 48: case 50: case 75: case 89: r = pow(a, b); break;
-    case 49: r = pow(a, (double)(int32_t)(uint32_t)ub); break;
-    case 51: r = remainder(a, b); break;
-    case 53: r = rint(a); break;
-    case 55: r = round(a); break;
-    case 56: case 77: case 91: r = 1.0 / sqrt(a); break;
-    case 57: case 78: case 92: r = sin(a); break;
-    case 59: r = sinh(a); break;
-    case 61: case 79: case 93: r = sqrt(a); break;
-    case 62: case 80: case 94: r = tan(a); break;
-    case 63: r = tanh(a); break;
-    case 66: r = trunc(a); break;
-    case 68: case 82: r = a / b; break;
-    case 76: case 90: r = 1.0 / a; break;
-    case 95: r = fmin(fmax(a, b), c); break;
-    case 96: r = a * (180.0 / PI_D); break;
-    case 99: r = a + (b - a) * c; break;
-    case 100: r = a * (PI_D / 180.0); break;
-    case 101: r = b < a ? 0.0 : 1.0; break;
-    case 103: r = fsign(a); break;
-    default: r = NAN; break;
-    }
-    return uf64(r);
+    return w == 32 ? uf32(ext_f32(e, ua, ub, uc)) : uf64(ext_f64(e, ua, ub, uc));
 }
 
 /* Integer instructions of OpenCL.std at width w. */
