@@ -113,182 +113,194 @@ void spvx_enter(const group *g, const spv_func *f, uint64_t *regs, uint8_t *priv
 }
 
 #define R_(s) regs[(s)]
+#define A_ R_(I->a)
+#define B_ R_(I->b)
 
-/* Integer and logical operations (w = width). */
-static inline void exec_int(const spv_ins *I, uint64_t *regs)
+/* The operations that take more than an expression, each kept out of the
+ * interpreter's one switch so that the switch stays one jump per instruction. */
+
+static inline uint64_t sdiv(uint64_t ua, uint64_t ub, uint32_t w)
 {
-    switch (I->op) {
-    case X_IADD: R_(I->d) = (R_(I->a) + R_(I->b)) & mask(I->w); break;
-    case X_ISUB: R_(I->d) = (R_(I->a) - R_(I->b)) & mask(I->w); break;
-    case X_IMUL: R_(I->d) = (R_(I->a) * R_(I->b)) & mask(I->w); break;
-    case X_UDIV: {
-        uint64_t b = R_(I->b);
-        R_(I->d) = b ? R_(I->a) / b : 0; /* division by zero is undefined: 0 */
-        break;
-    }
-    case X_SDIV: {
-        int64_t a = sext(R_(I->a), I->w), b = sext(R_(I->b), I->w);
-        R_(I->d) = (b == 0 ? 0 : (b == -1 ? (uint64_t)0 - (uint64_t)a : (uint64_t)(a / b))) & mask(I->w);
-        break;
-    }
-    case X_UMOD: {
-        uint64_t b = R_(I->b);
-        R_(I->d) = b ? R_(I->a) % b : 0;
-        break;
-    }
-    case X_SREM: case X_SMOD: {
-        int64_t a = sext(R_(I->a), I->w), b = sext(R_(I->b), I->w);
-        int64_t r = (b == 0 || b == -1) ? 0 : a % b;
-        if (I->op == X_SMOD && r != 0 && ((r < 0) != (b < 0)))
-            r += b;
-        R_(I->d) = (uint64_t)r & mask(I->w);
-        break;
-    }
-    case X_SHL: R_(I->d) = (R_(I->a) << (R_(I->b) & (I->w - 1u))) & mask(I->w); break;
-    case X_SHRL: R_(I->d) = R_(I->a) >> (R_(I->b) & (I->w - 1u)); break;
-    case X_SHRA:
-        R_(I->d) = (uint64_t)(sext(R_(I->a), I->w) >> (R_(I->b) & (I->w - 1u))) & mask(I->w);
-        break;
-    case X_OR: R_(I->d) = R_(I->a) | R_(I->b); break;
-    case X_XOR: R_(I->d) = R_(I->a) ^ R_(I->b); break;
-    case X_AND: R_(I->d) = R_(I->a) & R_(I->b); break;
-    case X_NOT: R_(I->d) = ~R_(I->a) & mask(I->w); break;
-    case X_SNEG: R_(I->d) = (0 - R_(I->a)) & mask(I->w); break;
-    case X_IEQ: R_(I->d) = R_(I->a) == R_(I->b); break;
-    case X_INE: R_(I->d) = R_(I->a) != R_(I->b); break;
-    case X_UGT: R_(I->d) = R_(I->a) > R_(I->b); break;
-    case X_UGE: R_(I->d) = R_(I->a) >= R_(I->b); break;
-    case X_ULT: R_(I->d) = R_(I->a) < R_(I->b); break;
-    case X_ULE: R_(I->d) = R_(I->a) <= R_(I->b); break;
-    case X_SGT: R_(I->d) = sext(R_(I->a), I->w) > sext(R_(I->b), I->w); break;
-    case X_SGE: R_(I->d) = sext(R_(I->a), I->w) >= sext(R_(I->b), I->w); break;
-    case X_SLT: R_(I->d) = sext(R_(I->a), I->w) < sext(R_(I->b), I->w); break;
-    case X_SLE: R_(I->d) = sext(R_(I->a), I->w) <= sext(R_(I->b), I->w); break;
-    case X_LAND: R_(I->d) = R_(I->a) && R_(I->b); break;
-    case X_LOR: R_(I->d) = R_(I->a) || R_(I->b); break;
-    case X_LNOT: R_(I->d) = !R_(I->a); break;
-    case X_LEQ: R_(I->d) = R_(I->a) == R_(I->b); break;
-    case X_LNE: R_(I->d) = R_(I->a) != R_(I->b); break;
-    }
+    int64_t a = sext(ua, w), b = sext(ub, w);
+    return (b == 0 ? 0 : (b == -1 ? (uint64_t)0 - (uint64_t)a : (uint64_t)(a / b))) & mask(w);
 }
 
-/* Float arithmetic (f32 then f64), comparisons and classes. */
-static inline void exec_float(const spv_ins *I, uint64_t *regs)
+/* OpSRem (the sign of a) or OpSMod (the sign of b). */
+static inline uint64_t srem(uint64_t ua, uint64_t ub, uint32_t w, int smod)
 {
-    switch (I->op) {
-    case X_FADD32: R_(I->d) = uf32(f32(R_(I->a)) + f32(R_(I->b))); break;
-    case X_FSUB32: R_(I->d) = uf32(f32(R_(I->a)) - f32(R_(I->b))); break;
-    case X_FMUL32: R_(I->d) = uf32(f32(R_(I->a)) * f32(R_(I->b))); break;
-    case X_FDIV32: R_(I->d) = uf32(f32(R_(I->a)) / f32(R_(I->b))); break;
-    case X_FREM32: R_(I->d) = uf32(fmodf(f32(R_(I->a)), f32(R_(I->b)))); break;
-    case X_FMOD32: {
-        float b = f32(R_(I->b)), r = fmodf(f32(R_(I->a)), b);
-        if (r != 0 && signbit(r) != signbit(b))
-            r += b;
-        R_(I->d) = uf32(r);
-        break;
-    }
-    case X_FNEG32: R_(I->d) = R_(I->a) ^ 0x80000000u; break;
-    case X_FADD64: R_(I->d) = uf64(f64(R_(I->a)) + f64(R_(I->b))); break;
-    case X_FSUB64: R_(I->d) = uf64(f64(R_(I->a)) - f64(R_(I->b))); break;
-    case X_FMUL64: R_(I->d) = uf64(f64(R_(I->a)) * f64(R_(I->b))); break;
-    case X_FDIV64: R_(I->d) = uf64(f64(R_(I->a)) / f64(R_(I->b))); break;
-    case X_FREM64: R_(I->d) = uf64(fmod(f64(R_(I->a)), f64(R_(I->b)))); break;
-    case X_FMOD64: {
-        double b = f64(R_(I->b)), r = fmod(f64(R_(I->a)), b);
-        if (r != 0 && signbit(r) != signbit(b))
-            r += b;
-        R_(I->d) = uf64(r);
-        break;
-    }
-    case X_FNEG64: R_(I->d) = R_(I->a) ^ 0x8000000000000000ull; break;
-    case X_FCMP:
-        R_(I->d) = (uint64_t)spvx_fcmp(I->c, fval(R_(I->a), I->w), fval(R_(I->b), I->w));
-        break;
-    case X_FCLASS: R_(I->d) = spvx_fclass(I->c, R_(I->a), I->w); break;
-    }
+    int64_t a = sext(ua, w), b = sext(ub, w);
+    int64_t r = (b == 0 || b == -1) ? 0 : a % b;
+    if (smod && r != 0 && ((r < 0) != (b < 0)))
+        r += b;
+    return (uint64_t)r & mask(w);
 }
 
-/* Conversions: w = destination width, c = source width. */
-static inline void exec_conv(const spv_ins *I, uint64_t *regs)
+static inline uint64_t fmod32(uint64_t ua, uint64_t ub)
 {
-    switch (I->op) {
-    case X_UCONV: R_(I->d) = R_(I->a) & mask(I->w); break;
-    case X_SCONV: R_(I->d) = (uint64_t)sext(R_(I->a), I->c) & mask(I->w); break;
-    case X_FTOU: case X_FTOS:
-        R_(I->d) = spvx_ftoi(fval(R_(I->a), I->c), I->w, I->op == X_FTOS, I->e & 0xFFu);
-        break;
-    case X_UTOF:
-        R_(I->d) = I->w == 64 ? uf64((double)R_(I->a)) : uf32((float)R_(I->a));
-        break;
-    case X_STOF: {
-        int64_t v = sext(R_(I->a), I->c);
-        R_(I->d) = I->w == 64 ? uf64((double)v) : uf32((float)v);
-        break;
-    }
-    case X_FCONV:
-        R_(I->d) = I->w == 64 ? uf64(fval(R_(I->a), I->c))
-                              : (I->c == 64 ? uf32((float)f64(R_(I->a))) : R_(I->a));
-        break;
-    }
+    float b = f32(ub), r = fmodf(f32(ua), b);
+    if (r != 0 && signbit(r) != signbit(b))
+        r += b;
+    return uf32(r);
 }
 
-/* Loads, stores, copies and atomics; 0 for an address no kernel may touch. */
-static inline int exec_mem(group *g, const spv_ins *I, uint64_t *regs)
+static inline uint64_t fmod64(uint64_t ua, uint64_t ub)
 {
-    switch (I->op) {
-    case X_LOAD: {
-        uintptr_t a = (uintptr_t)R_(I->a);
-        if (!addr_ok(g, a, (uint64_t)I->w * I->n))
-            return 0;
-        for (uint32_t k = 0; k < I->n; k++)
-            R_(I->d + k) = load_n((const void *)(a + k * I->w), I->w);
-        break;
+    double b = f64(ub), r = fmod(f64(ua), b);
+    if (r != 0 && signbit(r) != signbit(b))
+        r += b;
+    return uf64(r);
+}
+
+/* Integer to float: w = destination width, c = source width. */
+static inline uint64_t itof(const spv_ins *I, uint64_t v, int is_signed)
+{
+    if (is_signed) {
+        int64_t sv = sext(v, I->c);
+        return I->w == 64 ? uf64((double)sv) : uf32((float)sv);
     }
-    case X_STORE: {
-        uintptr_t a = (uintptr_t)R_(I->a);
-        if (!addr_ok(g, a, (uint64_t)I->w * I->n))
-            return 0;
-        for (uint32_t k = 0; k < I->n; k++)
-            store_n((void *)(a + k * I->w), I->w, R_(I->b + k));
-        break;
-    }
-    case X_LOADH: case X_STOREH: {
-        uintptr_t a = (uintptr_t)R_(I->a);
-        if (a % 2 || !addr_ok(g, a, 2))
-            return 0;
-        if (I->op == X_LOADH) {
-            float f = spvx_half_to_float((uint16_t)load_n((const void *)a, 2));
-            R_(I->d) = I->w == 64 ? uf64((double)f) : uf32(f);
-        } else {
-            double v = fval(R_(I->b), I->w);
-            store_n((void *)a, 2, I->w == 64 ? spvx_double_to_half(v) : spvx_double_to_half((double)(float)v));
-        }
-        break;
-    }
-    case X_MEMCPY: {
-        uint64_t n = I->c == SPV_NONE ? I->e : R_(I->c) & mask(I->w);
-        uintptr_t d = (uintptr_t)R_(I->a), s = (uintptr_t)R_(I->b);
-        if (n && (!addr_ok(g, d, n) || !addr_ok(g, s, n)))
-            return 0;
-        if (n)
-            memmove((void *)d, (const void *)s, n);
-        break;
-    }
-    case X_ATOMIC: {
-        uintptr_t a = (uintptr_t)R_(I->a);
-        uint32_t bytes = I->w / 8u;
-        if (a % bytes || !addr_ok(g, a, bytes))
-            return 0;
-        uint64_t v = I->b == SPV_NONE ? 0 : R_(I->b);
-        uint64_t c = I->e == SPV_NONE ? 0 : R_(I->e);
-        uint64_t r = spvx_atomic((void *)a, I->w, I->c, v, c);
-        if (I->d != SPV_NONE)
-            R_(I->d) = r & mask(I->w);
-        break;
-    }
+    return I->w == 64 ? uf64((double)v) : uf32((float)v);
+}
+
+static inline uint64_t fconv(const spv_ins *I, uint64_t v)
+{
+    return I->w == 64 ? uf64(fval(v, I->c)) : (I->c == 64 ? uf32((float)f64(v)) : v);
+}
+
+static inline void exec_builtin(const group *g, const item *it, const spv_ins *I, uint64_t *regs)
+{
+    uint64_t v[3];
+    builtin(g, it, I->c, v, I->n);
+    for (uint32_t k = 0; k < I->n && k < 3; k++)
+        R_(I->d + k) = v[k] & mask(I->w);
+}
+
+static inline void exec_ext(const spv_ins *I, uint64_t *regs)
+{
+    uint64_t b = I->b == SPV_NONE ? 0 : B_, c = I->e == SPV_NONE ? 0 : R_(I->e);
+    R_(I->d) = I->c >= 141 ? spvx_ext_int(I->c, I->w, A_, b, c)
+                           : spvx_ext_float(I->c, I->w, A_, b, c);
+}
+
+/* Loads, stores, copies and atomics: 0 for an address no kernel may touch. */
+
+static inline int exec_load(group *g, const spv_ins *I, uint64_t *regs)
+{
+    uintptr_t a = (uintptr_t)A_;
+    if (!addr_ok(g, a, (uint64_t)I->w * I->n))
+        return 0;
+    for (uint32_t k = 0; k < I->n; k++)
+        R_(I->d + k) = load_n((const void *)(a + k * I->w), I->w);
+    return 1;
+}
+
+static inline int exec_store(group *g, const spv_ins *I, uint64_t *regs)
+{
+    uintptr_t a = (uintptr_t)A_;
+    if (!addr_ok(g, a, (uint64_t)I->w * I->n))
+        return 0;
+    for (uint32_t k = 0; k < I->n; k++)
+        store_n((void *)(a + k * I->w), I->w, R_(I->b + k));
+    return 1;
+}
+
+static inline int exec_half(group *g, const spv_ins *I, uint64_t *regs)
+{
+    uintptr_t a = (uintptr_t)A_;
+    if (a % 2 || !addr_ok(g, a, 2))
+        return 0;
+    if (I->op == X_LOADH) {
+        float f = spvx_half_to_float((uint16_t)load_n((const void *)a, 2));
+        R_(I->d) = I->w == 64 ? uf64((double)f) : uf32(f);
+    } else {
+        double v = fval(B_, I->w);
+        store_n((void *)a, 2,
+                I->w == 64 ? spvx_double_to_half(v) : spvx_double_to_half((double)(float)v));
     }
     return 1;
+}
+
+static inline int exec_memcpy(group *g, const spv_ins *I, uint64_t *regs)
+{
+    uint64_t n = I->c == SPV_NONE ? I->e : R_(I->c) & mask(I->w);
+    uintptr_t d = (uintptr_t)A_, s = (uintptr_t)B_;
+    if (n && (!addr_ok(g, d, n) || !addr_ok(g, s, n)))
+        return 0;
+    if (n)
+        memmove((void *)d, (const void *)s, n);
+    return 1;
+}
+
+static inline int exec_atomic(group *g, const spv_ins *I, uint64_t *regs)
+{
+    uintptr_t a = (uintptr_t)A_;
+    uint32_t bytes = I->w / 8u;
+    if (a % bytes || !addr_ok(g, a, bytes))
+        return 0;
+    uint64_t v = I->b == SPV_NONE ? 0 : B_;
+    uint64_t c = I->e == SPV_NONE ? 0 : R_(I->e);
+    uint64_t r = spvx_atomic((void *)a, I->w, I->c, v, c);
+    if (I->d != SPV_NONE)
+        R_(I->d) = r & mask(I->w);
+    return 1;
+}
+
+/* Control. */
+
+static inline uint32_t exec_switch(const spv_program *p, const spv_ins *I, uint64_t *regs)
+{
+    uint64_t v = A_;
+    const uint32_t *t = p->aux + I->b;
+    uint32_t n = t[0];
+    for (uint32_t k = 0; k < n; k++) {
+        uint64_t lit = t[2 + 3 * k] | (uint64_t)t[3 + 3 * k] << 32;
+        if (lit == v)
+            return t[4 + 3 * k];
+    }
+    return t[1];
+}
+
+/* Calls I from pc: the callee's frame becomes the work-item's; returns its regs. */
+static uint64_t *exec_call(group *g, item *it, const spv_ins *I, uint64_t *regs, uint32_t pc)
+{
+    const spv_program *p = g->p;
+    const spv_func *cur = &p->funcs[it->func];
+    const spv_func *f = &p->funcs[I->a];
+    uint64_t *nregs = regs + cur->nslots;
+    uint8_t *npriv = it->priv + ((cur->priv_bytes + 15u) & ~15u);
+    const uint32_t *args = p->aux + I->b;
+    uint32_t to = 0;
+    for (uint32_t i = 0; i < I->n; i++) {
+        uint32_t s = args[2 * i], cn = args[2 * i + 1];
+        for (uint32_t k = 0; k < cn; k++)
+            nregs[to++] = R_(s + k);
+    }
+    it->stack[it->depth++] = (frame){pc, it->func, regs, it->priv};
+    spvx_enter(g, f, nregs, npriv);
+    it->priv = npriv;
+    it->func = I->a;
+    return nregs;
+}
+
+/* Returns from a call (depth > 0) with I's value: the caller's frame comes
+ * back; returns its regs and sets *pc past the call. */
+static uint64_t *exec_return(group *g, item *it, const spv_ins *I, uint64_t *regs, uint32_t *pc)
+{
+    frame *fr = &it->stack[--it->depth];
+    const spv_ins *call = &g->p->code[fr->ret_pc - 1];
+    for (uint32_t k = 0; k < I->n; k++)
+        fr->regs[call->d + k] = R_(I->a + k);
+    *pc = fr->ret_pc;
+    it->func = fr->func;
+    it->priv = fr->priv;
+    return fr->regs;
+}
+
+/* Stops the work-item at pc with status rc (it resumes at pc). */
+static inline int stop(item *it, uint32_t pc, uint64_t *regs, int rc)
+{
+    it->pc = pc;
+    it->regs = regs;
+    return rc;
 }
 
 int spvx_run_item(group *g, item *it)
@@ -299,122 +311,104 @@ int spvx_run_item(group *g, item *it)
     uint64_t *regs = it->regs;
     for (;;) {
         const spv_ins *I = &code[pc++];
+        const uint64_t m = mask(I->w);
         switch (I->op) {
-
         case X_MOV:
             for (uint32_t k = 0; k < I->n; k++)
                 R_(I->d + k) = R_(I->a + k);
             break;
-        case X_BUILTIN: {
-            uint64_t v[3];
-            builtin(g, it, I->c, v, I->n);
-            for (uint32_t k = 0; k < I->n && k < 3; k++)
-                R_(I->d + k) = v[k] & mask(I->w);
+        case X_BUILTIN: exec_builtin(g, it, I, regs); break;
+        case X_VEXTRACT: R_(I->d) = (B_ & m) < I->n ? R_(I->a + (B_ & m)) : 0; break;
+        case X_VINSERT: if ((B_ & m) < I->n) R_(I->d + (B_ & m)) = A_; break;
+        case X_SELECT: R_(I->d) = R_(I->e) ? A_ : B_; break;
+        case X_IADD: R_(I->d) = (A_ + B_) & m; break;
+        case X_ISUB: R_(I->d) = (A_ - B_) & m; break;
+        case X_IMUL: R_(I->d) = (A_ * B_) & m; break;
+        case X_UDIV: R_(I->d) = B_ ? A_ / B_ : 0; break; /* division by zero is undefined: 0 */
+        case X_SDIV: R_(I->d) = sdiv(A_, B_, I->w); break;
+        case X_UMOD: R_(I->d) = B_ ? A_ % B_ : 0; break;
+        case X_SREM: R_(I->d) = srem(A_, B_, I->w, 0); break;
+        case X_SMOD: R_(I->d) = srem(A_, B_, I->w, 1); break;
+        case X_SHL: R_(I->d) = (A_ << (B_ & (I->w - 1u))) & m; break;
+        case X_SHRL: R_(I->d) = A_ >> (B_ & (I->w - 1u)); break;
+        case X_SHRA: R_(I->d) = (uint64_t)(sext(A_, I->w) >> (B_ & (I->w - 1u))) & m; break;
+        case X_OR: R_(I->d) = A_ | B_; break;
+        case X_XOR: R_(I->d) = A_ ^ B_; break;
+        case X_AND: R_(I->d) = A_ & B_; break;
+        case X_NOT: R_(I->d) = ~A_ & m; break;
+        case X_SNEG: R_(I->d) = (0 - A_) & m; break;
+        case X_IEQ: case X_LEQ: R_(I->d) = A_ == B_; break;
+        case X_INE: case X_LNE: R_(I->d) = A_ != B_; break;
+        case X_UGT: R_(I->d) = A_ > B_; break;
+        case X_UGE: R_(I->d) = A_ >= B_; break;
+        case X_ULT: R_(I->d) = A_ < B_; break;
+        case X_ULE: R_(I->d) = A_ <= B_; break;
+        case X_SGT: R_(I->d) = sext(A_, I->w) > sext(B_, I->w); break;
+        case X_SGE: R_(I->d) = sext(A_, I->w) >= sext(B_, I->w); break;
+        case X_SLT: R_(I->d) = sext(A_, I->w) < sext(B_, I->w); break;
+        case X_SLE: R_(I->d) = sext(A_, I->w) <= sext(B_, I->w); break;
+        case X_LAND: R_(I->d) = A_ && B_; break;
+        case X_LOR: R_(I->d) = A_ || B_; break;
+        case X_LNOT: R_(I->d) = !A_; break;
+        case X_FADD32: R_(I->d) = uf32(f32(A_) + f32(B_)); break;
+        case X_FSUB32: R_(I->d) = uf32(f32(A_) - f32(B_)); break;
+        case X_FMUL32: R_(I->d) = uf32(f32(A_) * f32(B_)); break;
+        case X_FDIV32: R_(I->d) = uf32(f32(A_) / f32(B_)); break;
+        case X_FREM32: R_(I->d) = uf32(fmodf(f32(A_), f32(B_))); break;
+        case X_FMOD32: R_(I->d) = fmod32(A_, B_); break;
+        case X_FNEG32: R_(I->d) = A_ ^ 0x80000000u; break;
+        case X_FADD64: R_(I->d) = uf64(f64(A_) + f64(B_)); break;
+        case X_FSUB64: R_(I->d) = uf64(f64(A_) - f64(B_)); break;
+        case X_FMUL64: R_(I->d) = uf64(f64(A_) * f64(B_)); break;
+        case X_FDIV64: R_(I->d) = uf64(f64(A_) / f64(B_)); break;
+        case X_FREM64: R_(I->d) = uf64(fmod(f64(A_), f64(B_))); break;
+        case X_FMOD64: R_(I->d) = fmod64(A_, B_); break;
+        case X_FNEG64: R_(I->d) = A_ ^ 0x8000000000000000ull; break;
+        case X_FCMP: R_(I->d) = (uint64_t)spvx_fcmp(I->c, fval(A_, I->w), fval(B_, I->w)); break;
+        case X_FCLASS: R_(I->d) = spvx_fclass(I->c, A_, I->w); break;
+        case X_UCONV: R_(I->d) = A_ & m; break;
+        case X_SCONV: R_(I->d) = (uint64_t)sext(A_, I->c) & m; break;
+        case X_FTOU: case X_FTOS:
+            R_(I->d) = spvx_ftoi(fval(A_, I->c), I->w, I->op == X_FTOS, I->e & 0xFFu);
             break;
-        }
-        case X_VEXTRACT: {
-            uint64_t i = R_(I->b) & mask(I->w);
-            R_(I->d) = i < I->n ? R_(I->a + i) : 0;
+        case X_UTOF: R_(I->d) = itof(I, A_, 0); break;
+        case X_STOF: R_(I->d) = itof(I, A_, 1); break;
+        case X_FCONV: R_(I->d) = fconv(I, A_); break;
+        case X_LOAD:
+            if (!exec_load(g, I, regs))
+                return stop(it, pc - 1, it->regs, -ARSIM_ERR_ILLEGAL_ADDRESS);
             break;
-        }
-        case X_VINSERT: {
-            uint64_t i = R_(I->b) & mask(I->w);
-            if (i < I->n)
-                R_(I->d + i) = R_(I->a);
+        case X_STORE:
+            if (!exec_store(g, I, regs))
+                return stop(it, pc - 1, it->regs, -ARSIM_ERR_ILLEGAL_ADDRESS);
             break;
-        }
-        case X_SELECT: R_(I->d) = R_(I->e) ? R_(I->a) : R_(I->b); break;
-        case X_INT_FIRST ... X_INT_LAST: exec_int(I, regs); break;
-        case X_FLOAT_FIRST ... X_FLOAT_LAST: exec_float(I, regs); break;
-        case X_CONV_FIRST ... X_CONV_LAST: exec_conv(I, regs); break;
-        case X_LOAD: case X_STORE: case X_LOADH: case X_STOREH:
-            if (!exec_mem(g, I, regs)) {
-                it->pc = pc - 1;
-                return -ARSIM_ERR_ILLEGAL_ADDRESS;
-            }
+        case X_LOADH: case X_STOREH:
+            if (!exec_half(g, I, regs))
+                return stop(it, pc - 1, it->regs, -ARSIM_ERR_ILLEGAL_ADDRESS);
             break;
-        case X_MEMCPY: case X_ATOMIC:
-            if (!exec_mem(g, I, regs))
-                return -ARSIM_ERR_ILLEGAL_ADDRESS;
-            break;
+        case X_MEMCPY: if (!exec_memcpy(g, I, regs)) return -ARSIM_ERR_ILLEGAL_ADDRESS; break;
+        case X_ATOMIC: if (!exec_atomic(g, I, regs)) return -ARSIM_ERR_ILLEGAL_ADDRESS; break;
         case X_PTRADD:
-            R_(I->d) = R_(I->a) + (uint64_t)sext(R_(I->b), I->w) * I->c + (uint64_t)(int64_t)(int32_t)I->e;
+            R_(I->d) = A_ + (uint64_t)sext(B_, I->w) * I->c + (uint64_t)(int64_t)(int32_t)I->e;
             break;
-        case X_ADDI: R_(I->d) = R_(I->a) + (uint64_t)(int64_t)(int32_t)I->e; break;
+        case X_ADDI: R_(I->d) = A_ + (uint64_t)(int64_t)(int32_t)I->e; break;
         case X_JMP: pc = I->a; break;
-        case X_BR: pc = R_(I->a) ? I->b : I->c; break;
-        case X_SWITCH: {
-            uint64_t v = R_(I->a);
-            const uint32_t *t = p->aux + I->b;
-            uint32_t n = t[0];
-            pc = t[1];
-            for (uint32_t k = 0; k < n; k++) {
-                uint64_t lit = t[2 + 3 * k] | (uint64_t)t[3 + 3 * k] << 32;
-                if (lit == v) {
-                    pc = t[4 + 3 * k];
-                    break;
-                }
-            }
+        case X_BR: pc = A_ ? I->b : I->c; break;
+        case X_SWITCH: pc = exec_switch(p, I, regs); break;
+        case X_CALL:
+            regs = exec_call(g, it, I, regs, pc);
+            pc = p->funcs[I->a].code;
             break;
-        }
-        case X_CALL: {
-            const spv_func *cur = &p->funcs[it->func];
-            const spv_func *f = &p->funcs[I->a];
-            uint64_t *nregs = regs + cur->nslots;
-            uint8_t *npriv = it->priv + ((cur->priv_bytes + 15u) & ~15u);
-            const uint32_t *args = p->aux + I->b;
-            uint32_t to = 0;
-            for (uint32_t i = 0; i < I->n; i++) {
-                uint32_t s = args[2 * i], cn = args[2 * i + 1];
-                for (uint32_t k = 0; k < cn; k++)
-                    nregs[to++] = R_(s + k);
-            }
-            it->stack[it->depth++] = (frame){pc, it->func, regs, it->priv};
-            spvx_enter(g, f, nregs, npriv);
-            regs = nregs;
-            it->priv = npriv;
-            it->func = I->a;
-            pc = f->code;
+        case X_RET:
+            if (it->depth == 0)
+                return stop(it, pc, regs, R_DONE);
+            regs = exec_return(g, it, I, regs, &pc);
             break;
-        }
-        case X_RET: {
-            if (it->depth == 0) {
-                it->pc = pc;
-                it->regs = regs;
-                return R_DONE;
-            }
-            frame *fr = &it->stack[--it->depth];
-            const spv_ins *call = &code[fr->ret_pc - 1];
-            for (uint32_t k = 0; k < I->n; k++)
-                fr->regs[call->d + k] = R_(I->a + k);
-            regs = fr->regs;
-            pc = fr->ret_pc;
-            it->func = fr->func;
-            it->priv = fr->priv;
-            break;
-        }
-        case X_UNREACHABLE:
-            it->pc = pc - 1;
-            return -1;
-        case X_BARRIER:
-            it->pc = pc;
-            it->regs = regs;
-            return R_BARRIER;
-        case X_COLL:
-            it->pc = pc - 1;
-            it->regs = regs;
-            return R_COLL;
-        case X_EXT:
-            if (I->c >= 141)
-                R_(I->d) = spvx_ext_int(I->c, I->w, R_(I->a), I->b == SPV_NONE ? 0 : R_(I->b),
-                                        I->e == SPV_NONE ? 0 : R_(I->e));
-            else
-                R_(I->d) = spvx_ext_float(I->c, I->w, R_(I->a), I->b == SPV_NONE ? 0 : R_(I->b),
-                                          I->e == SPV_NONE ? 0 : R_(I->e));
-            break;
-        default:
-            it->pc = pc - 1;
-            return -1;
+        case X_UNREACHABLE: return stop(it, pc - 1, it->regs, -1);
+        case X_BARRIER: return stop(it, pc, regs, R_BARRIER);
+        case X_COLL: return stop(it, pc - 1, regs, R_COLL);
+        case X_EXT: exec_ext(I, regs); break;
+        default: return stop(it, pc - 1, it->regs, -1);
         }
     }
 }
