@@ -72,6 +72,8 @@ typedef int CUstreamCaptureStatus;
 typedef int CUstreamCaptureMode;
 typedef int CUdriverProcAddressQueryResult;
 typedef int CUjit_option;
+typedef int CUjitInputType;
+typedef struct CUlinkState_st *CUlinkState;
 
 enum {
     CU_STREAM_CAPTURE_STATUS_NONE = 0,
