@@ -5,8 +5,10 @@ machine code, the JIT log options, and every invalid argument's code."""
 from __future__ import annotations
 
 import ctypes.util
+import os
 import struct
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -546,3 +548,66 @@ def test_inputs_added_after_complete_make_a_new_image(lk: Linker) -> None:
     assert lk.lib.cuModuleGetFunction(func, module[0], b"k") != CUDA_SUCCESS
     lk.lib.cuModuleUnload(module[0])
     lk.lib.cuLinkDestroy(state)
+
+
+CORE_LINK = """
+import sys, warnings
+import numpy as np
+import aruntime as ar
+
+gpu = ar.open_backend("cuda-sim")  # first: cuda-bindings then finds the sim as libcuda.so.1
+from cuda.bindings import driver
+from cuda.core import Device, LaunchConfig, Linker, LinkerOptions, ObjectCode, launch
+
+device = Device(0)
+device.set_current()
+caller, helper = (open(path, "rb").read() for path in sys.argv[1:3])
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    linker = Linker(ObjectCode.from_ptx(caller, name="caller"),
+                    ObjectCode.from_ptx(helper, name="helper"),
+                    options=LinkerOptions(arch="sm_" + device.arch))
+if not any("driver APIs will be used" in str(w.message) for w in caught):
+    print("nvjitlink")  # cuda.core links with nvJitLink here, not the driver
+    sys.exit(0)
+kernel = linker.link("cubin").get_kernel("k")
+assert "linked 2 inputs" in linker.get_info_log(), linker.get_info_log()
+stream = device.create_stream()
+buffer = device.allocate(256, stream=stream)
+launch(stream, LaunchConfig(grid=1, block=64), kernel, buffer)
+stream.sync()
+out = np.empty(64, np.int32)
+assert driver.cuMemcpyDtoH(out.ctypes.data, int(buffer.handle), out.nbytes)[0] == 0
+buffer.close(stream)
+stream.close()
+linker.close()
+gpu.close()
+print(" ".join(map(str, out)))
+"""
+
+
+def test_cuda_core_links_through_the_driver(tmp_path: Path) -> None:
+    """cuda.core's Linker without nvJitLink: cuda-bindings' cuLink* on the sim."""
+    pytest.importorskip("cuda.core", reason="pip install cuda-core")
+    (tmp_path / "caller.ptx").write_text(CALLER)
+    (tmp_path / "helper.ptx").write_text(HELPER)
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CORE_LINK,
+            str(tmp_path / "caller.ptx"),
+            str(tmp_path / "helper.ptx"),
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(root)),
+        cwd=root,
+        timeout=120,
+    )
+    assert proc.returncode == 0, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    last = proc.stdout.split("\n")[-2]
+    if last == "nvjitlink":
+        pytest.skip("cuda.core links with nvJitLink here (a cubin, which the sim refuses)")
+    assert np.array_equal(np.array(last.split(), dtype=np.int32), EXPECTED)
