@@ -32,6 +32,7 @@ LIBRARIES = [
             "cuda/sim/cusim_link.c",
             "cuda/sim/cusim_fatbin.c",
             "cuda/sim/cusim_ptxsyms.c",
+            "cuda/sim/cusim_graph_params.c",
             "cuda/sim/ptx_parse.c",
             "cuda/sim/ptx_exec.c",
         ),

@@ -292,6 +292,8 @@ P cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
 P cuGraphCreate(CUgraph *phGraph, unsigned int flags);
 P cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes);
 P cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags);
+P cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+                               CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams);
 P cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
 P cuGraphExecDestroy(CUgraphExec hGraphExec);
 P cuGraphDestroy(CUgraph hGraph);
@@ -395,6 +397,7 @@ CUSIM_API CUresult cuEventRecord_ptsz(CUevent e, CUstream s);
 CUSIM_API CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int flags);
 CUSIM_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params, void **extra);
 CUSIM_API CUresult cuGraphLaunch_ptsz(CUgraphExec x, CUstream s);
+CUSIM_API CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams);
 CUSIM_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra);
 CUSIM_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *d, size_t n, CUmemoryPool pool, CUstream s);
 CUSIM_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *d, size_t n, CUstream s);

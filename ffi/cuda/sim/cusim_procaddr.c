@@ -161,6 +161,8 @@ static const proc_entry g_procs[] = {
     {"cuGraphGetNodes", 10000, (void *)cuGraphGetNodes, NULL},
     {"cuGraphInstantiateWithFlags", 11040, (void *)cuGraphInstantiateWithFlags, NULL},
     {"cuGraphInstantiate", 12000, (void *)cuGraphInstantiateWithFlags, NULL},
+    {"cuGraphInstantiateWithParams", 12000, (void *)cuGraphInstantiateWithParams,
+     (void *)cuGraphInstantiateWithParams_ptsz},
     {"cuGraphLaunch", 10000, (void *)cuGraphLaunch, (void *)cuGraphLaunch_ptsz},
     {"cuGraphExecDestroy", 10000, (void *)cuGraphExecDestroy, NULL},
     {"cuGraphDestroy", 10000, (void *)cuGraphDestroy, NULL},
