@@ -26,6 +26,7 @@ from _cudasim_support import (
     sim_library_path,
 )
 
+CUDA_ERROR_INVALID_IMAGE = 200
 CUDA_ERROR_NO_BINARY_FOR_GPU = 209
 CUDA_ERROR_INVALID_PTX = 218
 CUDA_ERROR_FILE_NOT_FOUND = 301
@@ -423,6 +424,39 @@ def test_a_fatbin_with_only_machine_code_is_refused(lk: Linker, tmp_path: Path) 
     lk.lib.cuLinkDestroy(state)
 
 
+@NEEDS_NVCC
+@pytest.mark.parametrize("rdc", [False, True], ids=["whole", "relocatable"])
+def test_a_host_object_links_through_its_fatbin(lk: Linker, tmp_path: Path, rdc: bool) -> None:
+    src = tmp_path / "k.cu"
+    src.write_text(KERNEL_CU)
+    obj = tmp_path / "k.o"
+    gencode = ["-gencode", "arch=compute_80,code=compute_80"]
+    subprocess.run(
+        [str(NVCC), "-c", *(["-rdc=true"] if rdc else []), *gencode, str(src), "-o", str(obj)],
+        check=True,
+        capture_output=True,
+    )
+    state, _, _ = lk.create()
+    path = str(obj).encode()
+    assert lk.lib.cuLinkAddFile_v2(state, OBJECT, path, 0, ffi.NULL, ffi.NULL) == CUDA_SUCCESS
+    module = lk.load(lk.complete(state))
+    np.testing.assert_array_equal(lk.run(module), EXPECTED)
+    lk.lib.cuModuleUnload(module)
+    lk.lib.cuLinkDestroy(state)
+    # An object with machine code only is refused like its fatbin.
+    subprocess.run(
+        [str(NVCC), "-c", "-gencode", "arch=compute_80,code=sm_80", str(src), "-o", str(obj)],
+        check=True,
+        capture_output=True,
+    )
+    _info, err, opts = _logs()
+    state, _, _ = lk.create(opts)
+    rc = lk.lib.cuLinkAddFile_v2(state, OBJECT, path, 0, ffi.NULL, ffi.NULL)
+    assert rc == CUDA_ERROR_NO_BINARY_FOR_GPU
+    assert "cubin for sm_80" in _text(err)
+    lk.lib.cuLinkDestroy(state)
+
+
 def test_a_fatbin_with_ptx_newer_than_the_device_is_refused(lk: Linker) -> None:
     fatbin = _fatbin([(1, 90, HEADER.encode() + b"\0")])
     _info, err, opts = _logs()
@@ -453,7 +487,8 @@ def test_machine_code_inputs_are_refused(lk: Linker) -> None:
     elf = b"\x7fELF\x02\x01\x01" + b"\0" * 57
     assert lk.add(state, elf, b"k.cubin", kind=CUBIN) == CUDA_ERROR_NO_BINARY_FOR_GPU
     assert "k.cubin: a cubin" in _text(err)
-    assert lk.add(state, elf, b"k.o", kind=OBJECT) == CUDA_ERROR_NO_BINARY_FOR_GPU
+    assert lk.add(state, elf, b"k.o", kind=OBJECT) == CUDA_ERROR_INVALID_IMAGE
+    assert "k.o: not a host object" in _text(err)
     assert lk.add(state, b"!<arch>\n", b"k.a", kind=LIBRARY) == CUDA_ERROR_NO_BINARY_FOR_GPU
     assert lk.add(state, b"BC\xc0\xde", b"k.ltoir", kind=NVVM) == CUDA_ERROR_NOT_SUPPORTED
     assert lk.add(state, HELPER.encode(), kind=6) == CUDA_ERROR_INVALID_VALUE

@@ -142,6 +142,11 @@ CUSIM_INTERNAL const char *cusim_link_image_ptx(const void *image);
  * 8.0), malloc'd and NUL-terminated; on failure why says what was wrong. */
 CUSIM_INTERNAL CUresult cusim_fatbin_ptx(const void *data, size_t size, int device_sm,
                                          char **ptx_out, char *why, size_t why_size);
+/* The bytes a fatbin at data spans (0 if none starts there). */
+CUSIM_INTERNAL size_t cusim_fatbin_size(const void *data, size_t avail);
+/* Where a host object (ELF) keeps its fatbins: 0 and the section's place,
+ * 1 if it has none, -1 if it is no ELF64 object. */
+CUSIM_INTERNAL int cusim_object_fatbins(const void *data, size_t size, size_t *off, size_t *len);
 /* The module-scope variables a PTX text defines, and whether it declares an
  * external function. */
 typedef struct cusim_ptx_syms {

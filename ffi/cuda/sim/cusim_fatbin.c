@@ -167,3 +167,46 @@ CUresult cusim_fatbin_ptx(const void *data, size_t size, int device_sm, char **p
     }
     return entry_text(best, (size_t)(end - best), ptx_out, why, why_size);
 }
+
+/* ------------------------------------------------------------- host objects */
+
+size_t cusim_fatbin_size(const void *data, size_t avail)
+{
+    const unsigned char *b = data;
+    if (avail < 16 || rd(b, 4) != FATBIN_MAGIC)
+        return 0;
+    uint64_t hsize = rd(b + 6, 2), body = rd(b + 8, 8);
+    return hsize >= 16 && hsize <= avail && body <= avail - hsize ? (size_t)(hsize + body) : 0;
+}
+
+int cusim_object_fatbins(const void *data, size_t size, size_t *off, size_t *len)
+{
+    const unsigned char *b = data;
+    /* An ELF64 little-endian object: nvcc puts the device code of a
+     * translation unit in .nv_fatbin, or __nv_relfatbin with -rdc. */
+    if (size < 64 || memcmp(b, "\x7f" "ELF\x02\x01", 6) != 0)
+        return -1;
+    uint64_t shoff = rd(b + 0x28, 8);
+    size_t shentsize = (size_t)rd(b + 0x3a, 2), shnum = (size_t)rd(b + 0x3c, 2);
+    size_t shstrndx = (size_t)rd(b + 0x3e, 2);
+    if (shentsize < 64 || shstrndx >= shnum || shoff > size || shnum > (size - shoff) / shentsize)
+        return -1;
+    const unsigned char *strtab = b + shoff + shstrndx * shentsize;
+    uint64_t str_off = rd(strtab + 0x18, 8), str_size = rd(strtab + 0x20, 8);
+    if (str_off > size || str_size > size - str_off)
+        return -1;
+    for (size_t i = 0; i < shnum; i++) {
+        const unsigned char *sh = b + shoff + i * shentsize;
+        uint64_t name = rd(sh, 4), s_off = rd(sh + 0x18, 8), s_size = rd(sh + 0x20, 8);
+        if (name >= str_size || s_off > size || s_size > size - s_off)
+            continue;
+        const char *nm = (const char *)b + str_off + name;
+        size_t room = (size_t)(str_size - name);
+        if (strncmp(nm, ".nv_fatbin", room) == 0 || strncmp(nm, "__nv_relfatbin", room) == 0) {
+            *off = (size_t)s_off;
+            *len = (size_t)s_size;
+            return 0;
+        }
+    }
+    return 1;
+}

@@ -2,8 +2,8 @@
  * cuLinkAddFile, cuLinkComplete, cuLinkDestroy), the path numba-cuda takes
  * without nvJitLink and cuda.core's Linker takes with the driver backend.
  *
- * Inputs are PTX, fatbins holding PTX (cusim_fatbin.c) and this driver's own
- * linked images.  The executor loads one PTX module at a time and resolves
+ * Inputs are PTX, fatbins holding PTX (cusim_fatbin.c), host objects with
+ * such fatbins, and this driver's own linked images.  The executor loads one PTX module at a time and resolves
  * calls by name across the whole module, so linking joins the inputs' texts
  * into one module: an .extern .func in one input calls its definition in
  * another.  What joining could get wrong is refused instead: two inputs
@@ -11,9 +11,10 @@
  * executor refuses, with the error naming the input and its line.
  *
  * The output, like a real driver's cubin for its own GPU, is an image only
- * this driver loads: a tagged header and the joined PTX text.  Machine code
- * for a real GPU (cubins, fatbins with only SASS, host objects) is refused
- * with CUDA_ERROR_NO_BINARY_FOR_GPU. */
+ * this driver loads: a tagged header and the joined PTX text.  Host objects
+ * link through the fatbins nvcc put in them.  Machine code for a real GPU
+ * (cubins, fatbins with only SASS) and libraries are refused with
+ * CUDA_ERROR_NO_BINARY_FOR_GPU. */
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdio.h>
@@ -321,6 +322,37 @@ static CUresult add_fatbin(cu_link *lk, const void *data, size_t size, const cha
     return r;
 }
 
+/* A host object's device code: each fatbin in its fatbin section. */
+static CUresult add_object(cu_link *lk, const void *data, size_t size, const char *name)
+{
+    size_t off, len;
+    int found = cusim_object_fatbins(data, size, &off, &len);
+    if (found != 0) {
+        log_add(&lk->err, found < 0 ? "%s: not a host object (ELF64)"
+                                    : "%s: the object holds no device code (.nv_fatbin)", name);
+        return found < 0 ? CUDA_ERROR_INVALID_IMAGE : CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
+    const unsigned char *p = (const unsigned char *)data + off, *end = p + len;
+    int added = 0;
+    while (p < end) {
+        size_t n = cusim_fatbin_size(p, (size_t)(end - p));
+        if (n == 0) {
+            p++; /* alignment padding between fatbins */
+            continue;
+        }
+        CUresult r = add_fatbin(lk, p, n, name);
+        if (r != CUDA_SUCCESS)
+            return r;
+        added++;
+        p += n;
+    }
+    if (!added) {
+        log_add(&lk->err, "%s: the object's fatbin section holds no fatbin", name);
+        return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
+    return CUDA_SUCCESS;
+}
+
 static CUresult add_input(cu_link *lk, CUjitInputType type, const void *data, size_t size,
                           const char *name)
 {
@@ -335,10 +367,10 @@ static CUresult add_input(cu_link *lk, CUjitInputType type, const void *data, si
         log_add(&lk->err, "%s: a cubin (machine code for a GPU) cannot run here; cuda-sim "
                           "links PTX and fatbins that hold PTX", name);
         return CUDA_ERROR_NO_BINARY_FOR_GPU;
-    case IN_OBJECT:
+    case IN_OBJECT: return add_object(lk, data, size, name);
     case IN_LIBRARY:
-        log_add(&lk->err, "%s: host objects and libraries are not linked by cuda-sim; link "
-                          "their PTX, or a fatbin that holds PTX", name);
+        log_add(&lk->err, "%s: libraries are not linked by cuda-sim; link their objects, "
+                          "PTX, or a fatbin that holds PTX", name);
         return CUDA_ERROR_NO_BINARY_FOR_GPU;
     case IN_NVVM:
         log_add(&lk->err, "%s: NVVM IR (LTO) needs a compiler cuda-sim does not have; link "
