@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes.util
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -142,6 +143,11 @@ extern "C" __global__ void k(int *o) { o[threadIdx.x] = helper(threadIdx.x); }
 """
 
 EXPECTED = 3 * np.arange(64, dtype=np.int32) + 1
+
+# An ELF64 object with no sections: a library member without device code.
+EMPTY_ELF = b"\x7fELF\x02\x01\x01".ljust(16, b"\0") + struct.pack(
+    "<HHIQQQIHHHHHH", 1, 62, 1, 0, 0, 0, 0, 64, 0, 0, 64, 0, 0
+)
 
 
 class Linker:
@@ -443,6 +449,18 @@ def test_a_host_object_links_through_its_fatbin(lk: Linker, tmp_path: Path, rdc:
     np.testing.assert_array_equal(lk.run(module), EXPECTED)
     lk.lib.cuModuleUnload(module)
     lk.lib.cuLinkDestroy(state)
+    # A library of it links the same (a member without device code is skipped).
+    if shutil.which("ar"):
+        (tmp_path / "empty.o").write_bytes(EMPTY_ELF)
+        library = tmp_path / "libk.a"
+        subprocess.run(["ar", "rcs", str(library), str(tmp_path / "empty.o"), str(obj)], check=True)
+        state, _, _ = lk.create()
+        rc = lk.lib.cuLinkAddFile_v2(state, LIBRARY, str(library).encode(), 0, ffi.NULL, ffi.NULL)
+        assert rc == CUDA_SUCCESS
+        module = lk.load(lk.complete(state))
+        np.testing.assert_array_equal(lk.run(module), EXPECTED)
+        lk.lib.cuModuleUnload(module)
+        lk.lib.cuLinkDestroy(state)
     # An object with machine code only is refused like its fatbin.
     subprocess.run(
         [str(NVCC), "-c", "-gencode", "arch=compute_80,code=sm_80", str(src), "-o", str(obj)],
@@ -490,6 +508,10 @@ def test_machine_code_inputs_are_refused(lk: Linker) -> None:
     assert lk.add(state, elf, b"k.o", kind=OBJECT) == CUDA_ERROR_INVALID_IMAGE
     assert "k.o: not a host object" in _text(err)
     assert lk.add(state, b"!<arch>\n", b"k.a", kind=LIBRARY) == CUDA_ERROR_NO_BINARY_FOR_GPU
+    assert "k.a: no member of the library holds device code" in _text(err)
+    assert lk.add(state, b"not an archive", b"k.a", kind=LIBRARY) == CUDA_ERROR_INVALID_IMAGE
+    truncated = b"!<arch>\n" + b"k.o/".ljust(48) + b"999".ljust(10) + b"`\n" + b"x" * 8
+    assert lk.add(state, truncated, b"k.a", kind=LIBRARY) == CUDA_ERROR_INVALID_IMAGE
     assert lk.add(state, b"BC\xc0\xde", b"k.ltoir", kind=NVVM) == CUDA_ERROR_NOT_SUPPORTED
     assert lk.add(state, HELPER.encode(), kind=6) == CUDA_ERROR_INVALID_VALUE
     assert lk.add(state, HELPER.encode(), kind=-1) == CUDA_ERROR_INVALID_VALUE

@@ -11,10 +11,9 @@
  * executor refuses, with the error naming the input and its line.
  *
  * The output, like a real driver's cubin for its own GPU, is an image only
- * this driver loads: a tagged header and the joined PTX text.  Host objects
- * link through the fatbins nvcc put in them.  Machine code for a real GPU
- * (cubins, fatbins with only SASS) and libraries are refused with
- * CUDA_ERROR_NO_BINARY_FOR_GPU. */
+ * this driver loads: a tagged header and the joined PTX text.  Host objects,
+ * and libraries of them, link through the fatbins nvcc put in them.  Machine code for a real GPU
+ * (cubins, fatbins with only SASS) is refused with CUDA_ERROR_NO_BINARY_FOR_GPU. */
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stdio.h>
@@ -353,6 +352,42 @@ static CUresult add_object(cu_link *lk, const void *data, size_t size, const cha
     return CUDA_SUCCESS;
 }
 
+/* A static library (ar archive): every member object that holds device
+ * code is linked, as the driver links a library's relocatable code. */
+static CUresult add_library(cu_link *lk, const void *data, size_t size, const char *name)
+{
+    const char *b = data;
+    if (size < 8 || memcmp(b, "!<arch>\n", 8) != 0) {
+        log_add(&lk->err, "%s: not a library (ar archive)", name);
+        return CUDA_ERROR_INVALID_IMAGE;
+    }
+    int added = 0;
+    for (size_t at = 8; at + 60 <= size;) {
+        char field[11] = {0};
+        memcpy(field, b + at + 48, 10); /* the member's size, decimal */
+        char *end;
+        unsigned long long n = strtoull(field, &end, 10);
+        if (end == field || n > size - at - 60) {
+            log_add(&lk->err, "%s: a library member runs past the end of the archive", name);
+            return CUDA_ERROR_INVALID_IMAGE;
+        }
+        const char *member = b + at + 60;
+        size_t off, len;
+        if (cusim_object_fatbins(member, (size_t)n, &off, &len) == 0) {
+            CUresult r = add_object(lk, member, (size_t)n, name);
+            if (r != CUDA_SUCCESS)
+                return r;
+            added++;
+        }
+        at += 60 + (size_t)n + (n & 1); /* members are 2-byte aligned */
+    }
+    if (!added) {
+        log_add(&lk->err, "%s: no member of the library holds device code", name);
+        return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
+    return CUDA_SUCCESS;
+}
+
 static CUresult add_input(cu_link *lk, CUjitInputType type, const void *data, size_t size,
                           const char *name)
 {
@@ -368,10 +403,7 @@ static CUresult add_input(cu_link *lk, CUjitInputType type, const void *data, si
                           "links PTX and fatbins that hold PTX", name);
         return CUDA_ERROR_NO_BINARY_FOR_GPU;
     case IN_OBJECT: return add_object(lk, data, size, name);
-    case IN_LIBRARY:
-        log_add(&lk->err, "%s: libraries are not linked by cuda-sim; link their objects, "
-                          "PTX, or a fatbin that holds PTX", name);
-        return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    case IN_LIBRARY: return add_library(lk, data, size, name);
     case IN_NVVM:
         log_add(&lk->err, "%s: NVVM IR (LTO) needs a compiler cuda-sim does not have; link "
                           "PTX instead", name);
