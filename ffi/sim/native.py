@@ -51,6 +51,10 @@ LIBRARIES = [
             "cuda/sim/cusim_procaddr.c",
             "cuda/sim/cusim_ptds.c",
             "cuda/sim/cusim_pool.c",
+            "cuda/sim/cusim_link.c",
+            "cuda/sim/cusim_fatbin.c",
+            "cuda/sim/cusim_ptxsyms.c",
+            "cuda/sim/cusim_graph_params.c",
             *PTX_SOURCES,
         ),
         depends=(
