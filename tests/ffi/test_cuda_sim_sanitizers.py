@@ -10,11 +10,14 @@ from pathlib import Path
 import pytest
 from _cudasim_support import host_kernels_path
 
-from ffi.sim.native import ENGINE_SOURCES
+from ffi.sim.native import ENGINE_SOURCES, PTX_SOURCES
 
 ROOT = Path(__file__).resolve().parents[2]
 FFI = ROOT / "ffi"
-SOURCES = [*(FFI / s for s in ENGINE_SOURCES), *sorted((FFI / "cuda" / "sim").glob("*.c"))]
+SOURCES = [
+    *(FFI / s for s in (*ENGINE_SOURCES, *PTX_SOURCES)),
+    *sorted((FFI / "cuda" / "sim").glob("*.c")),
+]
 
 
 def _usable(flag: str, tmp_path: Path) -> bool:

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cusim.h"
-#include "ptx.h"
+#include "../../sim/ptx/ptx.h"
 
 /* ------------------------------------------------------------- streams */
 
@@ -716,6 +716,10 @@ static CUresult module_load_image(CUmodule *module, const void *image, jit_log *
             snprintf(log->buf, log->size, "cuda-sim runs PTX and host shared objects; "
                                           "a fatbin cannot run here (load its PTX instead)");
         return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    } else if (cusim_link_image_ptx(image)) {
+        r = load_ptx(cusim_link_image_ptx(image), log, &m); /* cusim_link.c's output */
+        if (r != CUDA_SUCCESS)
+            return r;
     } else if (ptx_looks_like(image)) {
         r = load_ptx(image, log, &m);
         if (r != CUDA_SUCCESS)
