@@ -313,7 +313,7 @@ CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
 {
     cu_stream *s;
     CUSIM_TRY(cusim_resolve_stream(hStream, &s));
-    if (mode < CU_STREAM_CAPTURE_MODE_GLOBAL || mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+    if (mode > CU_STREAM_CAPTURE_MODE_RELAXED) /* unsigned, as in cuda.h: no negatives */
         return CUDA_ERROR_INVALID_VALUE;
     if (s->is_legacy)
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the NULL stream cannot capture */
@@ -447,7 +447,7 @@ CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 {
     CUSIM_TRY(cusim_check_init());
     static __thread CUstreamCaptureMode current = CU_STREAM_CAPTURE_MODE_GLOBAL;
-    if (!mode || *mode < 0 || *mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+    if (!mode || *mode > CU_STREAM_CAPTURE_MODE_RELAXED)
         return CUDA_ERROR_INVALID_VALUE;
     CUstreamCaptureMode old = current;
     current = *mode;
