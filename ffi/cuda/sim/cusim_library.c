@@ -196,9 +196,7 @@ CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *na
 CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
 {
     cu_ctx *c;
-    CUresult r = cusim_current_ctx(&c); /* the function of the current context */
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_current_ctx(&c)); /* the function of the current context */
     if (!pFunc)
         return CUDA_ERROR_INVALID_VALUE;
     cu_function *f = kernel_get(kernel);

@@ -72,9 +72,7 @@ CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockS
                                                    unsigned int flags)
 {
     cu_ctx *c;
-    CUresult r = cusim_current_ctx(&c); /* the grid is sized for the current device */
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_current_ctx(&c)); /* the grid is sized for the current device */
     if (!minGridSize || !blockSize || blockSizeLimit < 0 || check_flags(flags) != CUDA_SUCCESS)
         return CUDA_ERROR_INVALID_VALUE;
     cu_function *f = cusim_function_get(func);
