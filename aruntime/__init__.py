@@ -23,6 +23,7 @@ from ._exceptions import (
     ClosedResourceError,
     DeviceLostError,
     DriverError,
+    HazardError,
     InvalidArgumentError,
     NotSupportedError,
     OutOfMemoryError,
@@ -30,6 +31,7 @@ from ._exceptions import (
 from ._gather import gather
 from ._handles import Event, Graph, Kernel, Module, Stream
 from ._memory import Allocation, DevicePtr, HostBuffer
+from ._pool import DevicePool, open_pool
 from ._registry import (
     BACKEND_NAMES,
     BackendStatus,
@@ -56,10 +58,12 @@ __all__ = [
     "DeviceArray",
     "DeviceInfo",
     "DeviceLostError",
+    "DevicePool",
     "DevicePtr",
     "DriverError",
     "Event",
     "Graph",
+    "HazardError",
     "HostBuffer",
     "InvalidArgumentError",
     "Kernel",
@@ -74,5 +78,6 @@ __all__ = [
     "available_backends",
     "gather",
     "open_backend",
+    "open_pool",
     "probe_backends",
 ]

@@ -8,6 +8,7 @@
     │   ├── NotSupportedError            incl. a symbol the driver lacks
     │   └── DeviceLostError              sticky errors, device lost
     ├── CaptureError
+    ├── HazardError                      a stream race (check_hazards)
     └── ClosedResourceError
 
 Wrong Python types raise the built-in :class:`TypeError`.  Messages name the
@@ -104,6 +105,15 @@ class DeviceLostError(DriverError):
 
 class CaptureError(AruntimeError):
     """A graph-capture rule was broken (awaiting a captured op, nested capture...)."""
+
+
+class HazardError(AruntimeError):
+    """A stream race found by ``check_hazards``: two unordered ops on overlapping bytes.
+
+    Raised by the call that would complete the race, before anything is
+    enqueued.  The message names both ops, both streams, the overlapping
+    byte range and both call sites.
+    """
 
 
 class ClosedResourceError(AruntimeError):

@@ -11,7 +11,10 @@ that has closed (or a trio run that has finished) is simply skipped.
 
 trio is looked up in ``sys.modules`` instead of imported: a process that
 never imported trio cannot be running it, and the lookup costs less than
-anyio's backend detection on the hot path of every ``await``.
+anyio's backend detection on the hot path of every ``await``.  trio is in
+``sys.modules`` from the moment another thread starts importing it, so the
+lookup counts it only once ``trio.lowlevel`` has what we call: until then no
+thread can be inside ``trio.run``.
 """
 
 from __future__ import annotations
@@ -44,9 +47,16 @@ def _bind_trio() -> Callable[[], bool] | None:
     trio = sys.modules.get("trio")
     if trio is None:
         return None
-    _trio_checkpoint = trio.lowlevel.checkpoint
-    _trio_in_run = trio.lowlevel.in_trio_run
-    return _trio_in_run
+    # Half-imported (by another thread, right now): nothing of it can run yet,
+    # so this thread is not in trio; look again on the next call.
+    lowlevel = getattr(trio, "lowlevel", None)
+    in_run: Callable[[], bool] | None = getattr(lowlevel, "in_trio_run", None)
+    trio_checkpoint = getattr(lowlevel, "checkpoint", None)
+    if in_run is None or trio_checkpoint is None:
+        return None
+    _trio_checkpoint = trio_checkpoint
+    _trio_in_run = in_run
+    return in_run
 
 
 def in_trio() -> bool:
@@ -166,8 +176,9 @@ async def _park_trio(register: Register, unregister: Unregister) -> None:
 
 def defer_to_loop(fn: Callable[[], None]) -> bool:
     """Run ``fn`` at the end of this thread's loop step; False if no loop runs here."""
-    trio = sys.modules.get("trio")
-    if trio is not None and trio.lowlevel.in_trio_run():
+    if in_trio():
+        import trio
+
         try:
             trio.lowlevel.current_trio_token().run_sync_soon(fn)
         except trio.RunFinishedError:

@@ -12,7 +12,15 @@ from ._backend_package import BackendPackage
 from ._driver import DeviceInfo
 from ._exceptions import BackendUnavailableError, InvalidArgumentError
 
-__all__ = ["BACKEND_NAMES", "BackendStatus", "available_backends", "open_backend", "probe_backends"]
+__all__ = [
+    "BACKEND_NAMES",
+    "BackendStatus",
+    "available_backends",
+    "device_count",
+    "open_backend",
+    "probe_backends",
+    "resolve_kind",
+]
 
 #: Public name -> (package under aruntime.backends, bound to the software driver?)
 _BACKENDS: dict[str, tuple[str, bool]] = {
@@ -95,6 +103,23 @@ def open_backend(name: str = "auto", device: int = 0, **options: Any) -> Backend
     module, sim = _package(name)
     driver = module.open_driver(device, sim=sim, **options)
     return Backend(driver)
+
+
+def resolve_kind(name: str) -> str:
+    """``name``, or what ``"auto"`` stands for here; InvalidArgumentError if unknown."""
+    if name == "auto":
+        return _resolve_auto()
+    _package(name)
+    return name
+
+
+def device_count(name: str) -> int:
+    """How many devices backend ``name`` has here (BackendUnavailableError if none)."""
+    module, sim = _package(name)
+    devices = module.list_devices(sim=sim)
+    if not devices:
+        raise BackendUnavailableError(f"{name}: no devices")
+    return len(devices)
 
 
 def probe_backends() -> list[BackendStatus]:

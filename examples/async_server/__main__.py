@@ -1,7 +1,7 @@
 """Serve examples/async_server/app.py: uvicorn under asyncio, hypercorn under trio.
 
     pip install 'aruntime[examples]'
-    python examples/async_server [--backend NAME] [--trio] [--port 8000]
+    python examples/async_server [--backend NAME] [--devices 0,1|all] [--trio] [--port 8000]
 
 then, from another shell (see README.md for more)::
 
@@ -10,6 +10,8 @@ then, from another shell (see README.md for more)::
     curl -s --data-binary @x.f32 'localhost:8000/scale?factor=3' | od -f
 
 ``--backend`` (or ``ARUNTIME_BACKEND``) picks the backend, ``auto`` by default;
+``--devices`` lists the devices to serve from (``all``: every device of the
+backend; the software drivers have ``ARUNTIME_SIM_DEVICES`` of them);
 ``--latency S`` makes each mock op take S seconds, as device work would.
 """
 
@@ -26,6 +28,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # for `python -m` as w
 from app import Limits, create_app
 
 
+def _devices(text: str) -> list[int] | None:
+    if text == "all":
+        return None
+    try:
+        return [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected ordinals like 0,1 or 'all', got {text!r}"
+        ) from None
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description="The async GPU HTTP service example.")
     parser.add_argument("--backend", default=os.environ.get("ARUNTIME_BACKEND", "auto"))
@@ -34,11 +47,14 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--streams", type=int, default=Limits.streams)
     parser.add_argument("--latency", type=float, default=None, help="mock op latency (s)")
+    parser.add_argument(
+        "--devices", default="0", type=_devices, help="device ordinals, e.g. 0,1, or all"
+    )
     args = parser.parse_args(argv)
     options: dict[str, Any] = {}
     if args.latency is not None:
         options["latency"] = args.latency
-    app = create_app(args.backend, Limits(streams=args.streams), **options)
+    app = create_app(args.backend, Limits(streams=args.streams), args.devices, **options)
     if args.trio:
         import trio
         from hypercorn.config import Config

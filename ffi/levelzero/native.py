@@ -16,9 +16,18 @@ _SIM = (
     "levelzero/sim/lz_cmdlist.c",
     "levelzero/sim/lz_module.c",
     "levelzero/sim/lz_ddi.c",
-    "sim/spirv/spv_load.c",
+    "sim/spirv/spv_opcodes.c",
+    "sim/spirv/spv_decode.c",
+    "sim/spirv/spv_emit.c",
+    "sim/spirv/spv_promote.c",
+    "sim/spirv/spv_function.c",
+    "sim/spirv/spv_compile_mem.c",
+    "sim/spirv/spv_compile_alu.c",
+    "sim/spirv/spv_compile_ext.c",
+    "sim/spirv/spv_module.c",
     "sim/spirv/spv_exec.c",
-    "sim/spirv/spv_names.c",
+    "sim/spirv/spv_math.c",
+    "sim/spirv/spv_group.c",
 )
 _HEADERS = (
     "levelzero/sim/ze_abi.h",
@@ -28,7 +37,11 @@ _HEADERS = (
     "sim/engine.h",
     "sim/spirv/spv.h",
     "sim/spirv/spv_internal.h",
-    "sim/spirv/spv_names.h",
+    "sim/spirv/spv_load.h",
+    "sim/spirv/spv_exec.h",
+    "sim/spirv/spv_bits.h",
+    "sim/spirv/spv_opcodes.h",
+    "sim/spirv/spv_opcodes.def",
     "kernels/ar_host_abi.h",
 )
 

@@ -1,7 +1,8 @@
 """The software drivers' shared engine, and the software CUDA driver built on it.
 
 libcuda.so.1 (soname libcuda.so.1) is the engine (ffi/sim) plus the CUDA front
-end (ffi/cuda/sim).  The Level Zero driver links its own copy of the engine.
+end (ffi/cuda/sim) and the PTX interpreter (ffi/sim/ptx).  The Level Zero
+driver links its own copy of the engine.
 """
 
 from __future__ import annotations
@@ -9,7 +10,28 @@ from __future__ import annotations
 from ffi.build import NativeLibrary
 
 ENGINE_SOURCES = ("sim/engine.c",)
-ENGINE_HEADERS = ("sim/engine.h", "kernels/ar_host_abi.h")
+ENGINE_HEADERS = ("sim/engine.h", "sim/sim_bits.h", "kernels/ar_host_abi.h")
+# The PTX interpreter (ffi/sim/ptx): cuda-sim runs PTX text with it.
+PTX_SOURCES = (
+    "sim/ptx/ptx_lex.c",
+    "sim/ptx/ptx_operand.c",
+    "sim/ptx/ptx_insn.c",
+    "sim/ptx/ptx_parse.c",
+    "sim/ptx/ptx_exec.c",
+    "sim/ptx/ptx_exec_data.c",
+    "sim/ptx/ptx_exec_int.c",
+    "sim/ptx/ptx_exec_float.c",
+    "sim/ptx/ptx_exec_cvt.c",
+    "sim/ptx/ptx_exec_mem.c",
+    "sim/ptx/ptx_exec_warp.c",
+)
+PTX_HEADERS = (
+    "sim/ptx/ptx.h",
+    "sim/ptx/ptx_internal.h",
+    "sim/ptx/ptx_opcodes.def",
+    "sim/ptx/ptx_parse.h",
+    "sim/ptx/ptx_exec.h",
+)
 
 LIBRARIES = [
     NativeLibrary(
@@ -29,15 +51,17 @@ LIBRARIES = [
             "cuda/sim/cusim_procaddr.c",
             "cuda/sim/cusim_ptds.c",
             "cuda/sim/cusim_pool.c",
-            "cuda/sim/ptx_parse.c",
-            "cuda/sim/ptx_exec.c",
+            "cuda/sim/cusim_link.c",
+            "cuda/sim/cusim_fatbin.c",
+            "cuda/sim/cusim_ptxsyms.c",
+            "cuda/sim/cusim_graph_params.c",
+            *PTX_SOURCES,
         ),
         depends=(
             *ENGINE_HEADERS,
             "cuda/sim/cuda_types.h",
             "cuda/sim/cusim.h",
-            "cuda/sim/ptx.h",
-            "cuda/sim/ptx_internal.h",
+            *PTX_HEADERS,
         ),
         # Only the API and the test hooks are exported; -Bsymbolic keeps the
         # library's own calls inside it even if another libcuda is loaded.

@@ -10,6 +10,7 @@ under trio, in a subprocess.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import socket
@@ -123,7 +124,10 @@ async def test_requests_never_reach_a_driver_alloc_or_free(backend: str) -> None
     except ar.BackendUnavailableError as exc:
         pytest.skip(f"{backend} unavailable: {exc}")
     values = np.arange(4096, dtype="<f4")
-    async with serving(backend, app_module.Limits(streams=2)) as (client, service):
+    async with serving(backend, app_module.Limits(streams=2, wait_timeout=60.0)) as (
+        client,
+        service,
+    ):
         driver = service.gpu.driver
         calls: list[str] = []
         for name in ("mem_alloc", "mem_free", "mem_alloc_async", "mem_free_async"):
@@ -320,3 +324,49 @@ def test_real_server(server: str) -> None:
             proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+@pytest.mark.anyio
+async def test_a_lost_device_leaves_the_others_serving() -> None:
+    """Two devices: one is lost mid-load; its requests get 503, the rest are all right."""
+    # Two mock backends stand in for two devices (the mock has one).
+    pool = ar.DevicePool([ar.open_backend("mock"), ar.open_backend("mock")], _site=("t", 1))
+    with contextlib.ExitStack() as stack:
+        stack.callback(pool.close)
+        lanes = [
+            app_module.Lane(gpu, [stack.enter_context(gpu.create_stream()) for _ in range(2)])
+            for gpu in pool.backends
+        ]
+        for lane in lanes:
+            stack.callback(lane.close)
+        service = app_module.GpuService(pool, lanes, app_module.Limits())
+        values = np.arange(256, dtype="<f4")
+        for _ in range(4):  # both devices take work
+            assert (await service.scale(values, 3.0) == values * 3).all()
+        assert all(lane.served > 0 for lane in lanes)
+        lost, alive = lanes
+        lost.gpu.driver.inject_fault("launch", ar.DeviceLostError)  # type: ignore[attr-defined]
+        outcomes: list[str] = []
+
+        async def one() -> None:
+            try:
+                out = await service.scale(values, 2.0)
+            except app_module.DeviceLost as exc:
+                assert "was lost" in str(exc)
+                outcomes.append("lost")
+            else:
+                assert (out == values * 2).all()
+                outcomes.append("ok")
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(40):
+                tg.start_soon(one)
+        # The requests the lost device held at the time fail; no other does.
+        assert outcomes.count("lost") >= 1 and len(outcomes) == 40, outcomes
+        assert lost.lost is not None and lost.gpu.closed
+        outcomes.clear()
+        for _ in range(10):
+            await one()
+        assert outcomes == ["ok"] * 10
+        assert pool.least_busy() is alive.gpu
+        assert alive.gpu.live_alloc_count() == 0

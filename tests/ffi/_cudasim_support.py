@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -242,8 +246,9 @@ class Gate:
         self._event.set()
 
 
-@pytest.fixture
-def cu() -> Iterator[Cuda]:
+@contextlib.contextmanager
+def open_cuda() -> Iterator[Cuda]:
+    """The driver with the timing model off and no faults, cleaned up after."""
     lib = load_sim()
     lib.arsim_set_timing(0.0, 0.0)
     lib.arsim_clear_faults()
@@ -259,3 +264,46 @@ def cu() -> Iterator[Cuda]:
         # memory and any sticky error go, so each test starts clean.
         assert lib.cuDevicePrimaryCtxRelease_v2(0) == CUDA_SUCCESS
         lib.cuCtxSetCurrent(ffi.NULL)
+
+
+@pytest.fixture
+def cu() -> Iterator[Cuda]:
+    with open_cuda() as c:
+        yield c
+
+
+_ALONE = """
+import importlib.util
+import sys
+
+sys.path.insert(0, {here!r})
+import _cudasim_support as support
+
+spec = importlib.util.spec_from_file_location("_scenarios", {module!r})
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+with support.open_cuda() as cu:
+    getattr(module, {name!r})(cu)
+"""
+
+
+def run_alone(module_file: str, name: str) -> None:
+    """Run ``name(cu)``, a function of ``module_file``, in a fresh interpreter.
+
+    For checks on the sim's process-wide counts (live queues, engine threads)
+    and on the process's threads: in the test process, the streams and
+    backends of earlier tests go away on other threads (release workers, the
+    garbage collector) at any moment, so those counts move under a test.
+    Alone in a process, every count is the scenario's own.
+    """
+    here = Path(__file__).resolve().parent
+    code = _ALONE.format(here=str(here), module=str(Path(module_file).resolve()), name=name)
+    path = os.pathsep.join(p for p in (str(here.parents[1]), os.environ.get("PYTHONPATH")) if p)
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, f"{name} failed alone:\n{run.stdout}{run.stderr}"

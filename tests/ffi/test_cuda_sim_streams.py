@@ -23,6 +23,7 @@ from _cudasim_support import (
     Cuda,
     Gate,
     ffi,
+    run_alone,
 )
 
 NULL_STREAM = ffi.NULL
@@ -348,26 +349,23 @@ def test_pageable_d2h_returns_after_the_copy(cu: Cuda) -> None:
     cu.check(lib.cuMemFreeHost(outp))
 
 
-def _settled_queue_count(lib: Any) -> int:
-    """The live-queue count once earlier tests' destroyed streams have gone."""
-    last, stable = -1, 0
-    while stable < 20:
-        now = lib.arsim_live_queues()
-        stable = stable + 1 if now == last else 0
-        last = now
-        time.sleep(0.001)
-    return last
+def test_queues_end_with_their_streams() -> None:
+    # The live-queue count is process-wide: alone in a fresh interpreter, no
+    # earlier test's streams can go away while this one counts.
+    run_alone(__file__, "queues_end_with_their_streams")
 
 
-def test_queues_end_with_their_streams(cu: Cuda) -> None:
+def queues_end_with_their_streams(cu: Cuda) -> None:
     lib = cu.lib
-    before = _settled_queue_count(lib)
+    before = lib.arsim_live_queues()
     streams = [cu.stream() for _ in range(8)]
-    assert lib.arsim_live_queues() == before + 8
+    now = lib.arsim_live_queues()
+    assert now == before + 8, (before, now)
     for s in streams:
         cu.check(lib.cuStreamDestroy_v2(s))
     for _ in range(1000):  # a destroyed queue goes once it has drained
         if lib.arsim_live_queues() == before:
             break
         time.sleep(0.001)
-    assert lib.arsim_live_queues() == before
+    now = lib.arsim_live_queues()
+    assert now == before, (before, now)

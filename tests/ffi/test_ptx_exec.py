@@ -465,3 +465,35 @@ def test_committed_ptx_is_current(tmp_path: Path) -> None:
         return [ln for ln in p.read_text().splitlines() if not ln.lstrip().startswith("//")]
 
     assert body(out) == body(FEATURES), "regenerate tests/ffi/ptx/features.ptx with nvcc"
+
+
+SHARED_AT = b"""
+.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry shared_at(.param .u64 out, .param .u64 off)
+{
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<3>;
+    .shared .align 4 .b8 buf[16];
+    ld.param.u64 %rd1, [out];
+    ld.param.u64 %rd2, [off];
+    ld.shared.u32 %r1, [%rd2];
+    st.global.u32 [%rd1], %r1;
+    ret;
+}
+"""
+
+
+@pytest.mark.parametrize("offset", [16, 2**64 - 4])
+def test_shared_access_outside_the_window_is_an_illegal_address(cu: Cuda, offset: int) -> None:
+    # 2**64 - 4 is -4: its end wraps around to 0, which must not pass as
+    # inside the window (it would read the bytes before the block's memory).
+    k = Kernels(cu)
+    rc, k.mod, log = load_ex(cu, SHARED_AT)
+    assert rc == CUDA_SUCCESS, log
+    out = k.dev(np.zeros(1, np.uint32))
+    k.run("shared_at", (1, 1, 1), (1, 1, 1), [(P, out), (P, 12)])
+    rc = k.launch("shared_at", (1, 1, 1), (1, 1, 1), [(P, out), (P, offset)])
+    assert rc == CUDA_ERROR_ILLEGAL_ADDRESS
+    k.cu.check(k.cu.lib.cuDevicePrimaryCtxReset_v2(0))

@@ -6,6 +6,7 @@ from typing import Any
 
 from ._base import _LevelZeroBase
 from ._constants import _ALIGNMENT, _ST_DEVICE_MEM_ALLOC_DESC, _ST_HOST_MEM_ALLOC_DESC
+from ._errors import ZE_RESULT_SUCCESS
 from ._ffi import ffi
 
 
@@ -55,9 +56,17 @@ class _MemoryOps(_LevelZeroBase):
         return self._track(int(ffi.cast("uintptr_t", out[0])), nbytes)
 
     def mem_free(self, address: int) -> None:
-        self._check(self._lib.zeMemFree(self._context, ffi.cast("void*", address)), "zeMemFree")
+        # Off the books before the driver has the address back: once zeMemFree
+        # returns, another thread may be given the same address and book it,
+        # and popping after that would take its entry instead of this one.
         with self._lock:
-            self._used -= self._sizes.pop(address, 0)
+            nbytes = self._sizes.pop(address, 0)
+            self._used -= nbytes
+        rc = self._lib.zeMemFree(self._context, ffi.cast("void*", address))
+        if rc != ZE_RESULT_SUCCESS and nbytes:
+            # Not freed: still this caller's allocation, which nobody else can hold.
+            self._track(address, nbytes)
+        self._check(rc, "zeMemFree")
 
     def host_alloc(self, nbytes: int) -> tuple[int, memoryview]:
         out = ffi.new("void**")

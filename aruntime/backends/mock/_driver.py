@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._callsite import caller_site
 from ..._driver import (
     DeviceInfo,
     Driver,
@@ -540,6 +541,9 @@ class MockDriver(Driver):
             fewest, most = function.arity
             check_arg_count(function.name, fewest, args, most)
         frozen_args = tuple(args)
+        # Where the user launched it, for the sticky error a fault leaves: the
+        # threaded mock runs the kernel later, on a worker, far from the call.
+        site = caller_site()
 
         def op() -> None:
             views = [
@@ -549,15 +553,24 @@ class MockDriver(Driver):
             try:
                 function.fn(config, *views)
             except MemoryFault as fault:
-                # A GPU faults with an illegal address here; say where.
-                raise DriverError(
-                    f"launch: mock kernel {function.name!r} accessed {fault.nbytes} bytes of a "
-                    f"{fault.size}-byte buffer (an out-of-bounds access: illegal address)",
+                # A GPU faults with an illegal address here, and the error is
+                # sticky: every later op of the context fails with it
+                # (cuda.h, CUDA_ERROR_ILLEGAL_ADDRESS), so stale results are
+                # never returned as if nothing had happened.
+                lost = DeviceLostError(
+                    f"launch: mock kernel {function.name!r} (launched at {site}) accessed "
+                    f"{fault.nbytes} bytes of a {fault.size}-byte buffer (an out-of-bounds "
+                    "access: illegal address; the device is unusable until the backend is "
+                    "reopened)",
                     backend="mock",
                     code=700,
                     name="MOCK_ILLEGAL_ADDRESS",
                     function="launch",
-                ) from None
+                )
+                with self._lock:
+                    if self._lost is None:
+                        self._lost = lost
+                raise lost from None
             except Exception as exc:
                 raise DriverError(
                     f"launch: mock kernel {function.name!r} raised {exc!r}",

@@ -75,6 +75,17 @@ typedef unsigned int CUstreamCaptureStatus;
 typedef unsigned int CUstreamCaptureMode;
 typedef unsigned int CUdriverProcAddressQueryResult;
 typedef int CUjit_option;
+typedef int CUjitInputType;
+typedef struct CUlinkState_st *CUlinkState;
+
+/* cuGraphInstantiateWithParams (cusim_graph_params.c). */
+typedef int CUgraphInstantiateResult;
+typedef struct CUDA_GRAPH_INSTANTIATE_PARAMS_st {
+    cuuint64_t flags;
+    CUstream hUploadStream;
+    CUgraphNode hErrNode_out;
+    CUgraphInstantiateResult result_out;
+} CUDA_GRAPH_INSTANTIATE_PARAMS;
 
 enum {
     CU_STREAM_CAPTURE_STATUS_NONE = 0,

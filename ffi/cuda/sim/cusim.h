@@ -22,6 +22,9 @@ enum { HK_CTX = 1, HK_STREAM, HK_EVENT, HK_MODULE, HK_FUNCTION, HK_GRAPH, HK_GRA
 /* CUlibrary handles (cusim_library.c).  A CUkernel is the HK_FUNCTION handle
  * of its library's function: the sim has one device, one copy of the code. */
 enum { HK_LIBRARY = HK_POOL + 1 };
+/* CUlinkState handles (cusim_link.c): a number well apart from the kinds
+ * above, so kinds added beside it cannot take it by accident. */
+enum { HK_LINK = 0x40 };
 
 typedef struct cu_stream cu_stream;
 typedef struct cu_capture cu_capture;
@@ -152,6 +155,28 @@ CUSIM_INTERNAL CUresult cusim_ctx_synchronize(cu_ctx *ctx);
 CUSIM_INTERNAL CUresult cusim_pool_free_now(void *p);
 /* The pool a block belongs to, as a CUmemoryPool handle (0 if none). */
 CUSIM_INTERNAL uint64_t cusim_pool_of(const void *p);
+
+/* ---- the linker (cusim_link.c, cusim_fatbin.c, cusim_ptxsyms.c) */
+/* If image is one cuLinkComplete made, the PTX text it holds; else NULL. */
+CUSIM_INTERNAL const char *cusim_link_image_ptx(const void *image);
+/* The PTX of a fatbin for a device of compute capability device_sm (80 for
+ * 8.0), malloc'd and NUL-terminated; on failure why says what was wrong. */
+CUSIM_INTERNAL CUresult cusim_fatbin_ptx(const void *data, size_t size, int device_sm,
+                                         char **ptx_out, char *why, size_t why_size);
+/* The bytes a fatbin at data spans (0 if none starts there). */
+CUSIM_INTERNAL size_t cusim_fatbin_size(const void *data, size_t avail);
+/* Where a host object (ELF) keeps its fatbins: 0 and the section's place,
+ * 1 if it has none, -1 if it is no ELF64 object. */
+CUSIM_INTERNAL int cusim_object_fatbins(const void *data, size_t size, size_t *off, size_t *len);
+/* The module-scope variables a PTX text defines, and whether it declares an
+ * external function. */
+typedef struct cusim_ptx_syms {
+    char **vars;
+    size_t n;
+    int has_extern_func;
+} cusim_ptx_syms;
+CUSIM_INTERNAL int cusim_ptx_scan_syms(const char *text, cusim_ptx_syms *out);
+CUSIM_INTERNAL void cusim_ptx_syms_free(cusim_ptx_syms *syms);
 
 /* ---- functions (cusim_func.c): the model cuFuncGetAttribute and the
  * occupancy calculator share, since the sim has no compiled binary to read. */
@@ -297,9 +322,28 @@ P cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
 P cuGraphCreate(CUgraph *phGraph, unsigned int flags);
 P cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes);
 P cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags);
+P cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+                               CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams);
 P cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
 P cuGraphExecDestroy(CUgraphExec hGraphExec);
 P cuGraphDestroy(CUgraph hGraph);
+
+P cuLinkCreate(unsigned int numOptions, CUjit_option *options, void **optionValues,
+               CUlinkState *stateOut);
+P cuLinkCreate_v2(unsigned int numOptions, CUjit_option *options, void **optionValues,
+                  CUlinkState *stateOut);
+P cuLinkAddData(CUlinkState state, CUjitInputType type, void *data, size_t size,
+                const char *name, unsigned int numOptions, CUjit_option *options,
+                void **optionValues);
+P cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data, size_t size,
+                   const char *name, unsigned int numOptions, CUjit_option *options,
+                   void **optionValues);
+P cuLinkAddFile(CUlinkState state, CUjitInputType type, const char *path, unsigned int numOptions,
+                CUjit_option *options, void **optionValues);
+P cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char *path,
+                   unsigned int numOptions, CUjit_option *options, void **optionValues);
+P cuLinkComplete(CUlinkState state, void **cubinOut, size_t *sizeOut);
+P cuLinkDestroy(CUlinkState state);
 
 P cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
                     void **jitOptionsValues, unsigned int numJitOptions,
@@ -383,6 +427,7 @@ CUSIM_API CUresult cuEventRecord_ptsz(CUevent e, CUstream s);
 CUSIM_API CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned int flags);
 CUSIM_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx, unsigned int by, unsigned int bz, unsigned int shared, CUstream s, void **params, void **extra);
 CUSIM_API CUresult cuGraphLaunch_ptsz(CUgraphExec x, CUstream s);
+CUSIM_API CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams);
 CUSIM_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra);
 CUSIM_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *d, size_t n, CUmemoryPool pool, CUstream s);
 CUSIM_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *d, size_t n, CUstream s);

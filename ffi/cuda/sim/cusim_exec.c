@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cusim.h"
-#include "ptx.h"
+#include "../../sim/ptx/ptx.h"
 
 /* ------------------------------------------------------------- streams */
 
@@ -636,6 +636,8 @@ static CUresult module_load_image(CUmodule *module, const void *image, jit_log *
             snprintf(log->buf, log->size, "cuda-sim runs PTX and host shared objects; "
                                           "a fatbin cannot run here (load its PTX instead)");
         return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    } else if (cusim_link_image_ptx(image)) {
+        CUSIM_TRY(load_ptx(cusim_link_image_ptx(image), log, &m)); /* cusim_link.c's output */
     } else if (ptx_looks_like(image)) {
         CUSIM_TRY(load_ptx(image, log, &m));
     } else {

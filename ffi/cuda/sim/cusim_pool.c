@@ -632,31 +632,36 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 
 /* ------------------------------------------------------------- stream-ordered calls */
 
+/* Unlike cuMemAlloc, the stream-ordered calls take a zero-byte request (only
+ * Windows' TCC mode refuses one, and cuda.core's allocate(0) relies on it).
+ * It gets a one-byte block: a distinct pointer that cuMemFreeAsync frees. */
+static size_t pool_request(size_t bytesize) { return bytesize ? bytesize : 1; }
+
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                  CUstream hStream)
 {
     cu_stream *s;
     CUSIM_TRY(cusim_resolve_stream(hStream, &s));
     cu_pool *p = pool_get(pool);
-    if (!dptr || !p || bytesize == 0)
+    if (!dptr || !p)
         return CUDA_ERROR_INVALID_VALUE;
     if (stream_capturing(s))
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    return pool_alloc(p, bytesize, s, dptr);
+    return pool_alloc(p, pool_request(bytesize), s, dptr);
 }
 
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     cu_stream *s;
     CUSIM_TRY(cusim_resolve_stream(hStream, &s));
-    if (!dptr || bytesize == 0)
+    if (!dptr)
         return CUDA_ERROR_INVALID_VALUE;
     if (stream_capturing(s))
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     cu_pool *p = current_pool(s->ctx->device);
     if (!p)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    return pool_alloc(p, bytesize, s, dptr);
+    return pool_alloc(p, pool_request(bytesize), s, dptr);
 }
 
 static void plain_free_done(void *base)

@@ -42,7 +42,8 @@ SPV_API const ar_kernel_info *spv_kernel_info(const spv_program *p, size_t i);
 /* The context to pass to spv_kernel_run for kernel i. */
 SPV_API void *spv_kernel_ctx(spv_program *p, size_t i);
 
-/* arsim_foreign_run: runs work-groups [launch->block_begin, block_end).
+/* arsim_foreign_run: runs work-groups [launch->block_begin, block_end), in
+ * order, on the calling thread (the engine splits a grid over threads).
  * Returns 0, ARSIM_ERR_ILLEGAL_ADDRESS (6) for an access outside every
  * allocation, or -1 for any other failure (barrier divergence, unreachable
  * code, a stack that cannot be allocated). */

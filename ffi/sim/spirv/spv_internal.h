@@ -1,5 +1,5 @@
-/* The compiled form shared by the loader (spv_load.c) and the interpreter
- * (spv_exec.c).
+/* The compiled form shared by the loader (spv_load.h) and the interpreter
+ * (spv_exec.h).
  *
  * Every SSA value lives in 64-bit slots of its function's frame (a vector
  * takes one slot per component).  Integers are kept zero-extended to 64 bits
@@ -42,7 +42,11 @@ enum {
     X_JMP, X_BR, X_SWITCH, X_CALL, X_RET, X_UNREACHABLE,
     X_BARRIER, X_COLL,
     X_EXT,
-    X_COUNT
+    X_COUNT,
+    /* The ranges the interpreter hands to one helper each (spv_exec.c). */
+    X_INT_FIRST = X_IADD, X_INT_LAST = X_LNE,
+    X_FLOAT_FIRST = X_FADD32, X_FLOAT_LAST = X_FCLASS,
+    X_CONV_FIRST = X_UCONV, X_CONV_LAST = X_FCONV,
 };
 
 /* Atomic kinds (X_ATOMIC c). */

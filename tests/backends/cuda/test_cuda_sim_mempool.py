@@ -289,7 +289,6 @@ def test_max_size_and_device_memory(sim: Sim) -> None:
     p = sim.alloc(1 << 20, s, pool)
     d = sim.ffi.new("CUdeviceptr *")
     assert sim.lib.cuMemAllocFromPoolAsync(d, 1, pool, s) == OUT_OF_MEMORY
-    assert sim.lib.cuMemAllocFromPoolAsync(d, 0, pool, s) == INVALID_VALUE
     free_before, total = sim.ffi.new("size_t *"), sim.ffi.new("size_t *")
     sim.ok(sim.lib.cuMemGetInfo_v2(free_before, total))
     # Pool memory is device memory: cuMemFree returns it to the pool.

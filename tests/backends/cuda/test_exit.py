@@ -86,6 +86,7 @@ RUNNER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_exit_with_work_in_flight_100_times() -> None:
     if not (ROOT / "ffi" / "cuda" / "sim").is_dir():
         pytest.skip("the software CUDA driver is not in this checkout yet")

@@ -30,6 +30,7 @@ _CONFIGS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", sorted(_CONFIGS))
 def test_conformance_suite_passes_on_levelzero_sim(config: str) -> None:
     if config == "validated" and not loader_installed():

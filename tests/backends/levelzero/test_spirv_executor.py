@@ -146,6 +146,26 @@ def test_atomics(gpu: ar.Backend, module: ar.Module) -> None:
     assert list(per_group) == [v for k in range(groups) for v in (group, group * (k + 1) - 1)]
 
 
+def test_work_groups_run_in_order_on_the_engines_thread(gpu: ar.Backend) -> None:
+    # Seven groups are too few for the engine to split (it gives a thread at
+    # least four), so one thread runs the grid: group after group, each
+    # work-item to its end before the next.  An executor that spread the
+    # groups over threads of its own would interleave the tickets.
+    order = gpu.load_module("order.spv", (HERE / "order.spv").read_bytes())
+    groups, group, spin = 7, 32, 2000
+    n = groups * group
+    counter, out, _ = run(
+        gpu,
+        order,
+        "tickets",
+        groups,
+        group,
+        [np.zeros(1, u32), np.zeros(n, u32), np.zeros(n, u32), u32(spin)],
+    )
+    assert counter[0] == n
+    assert out.tolist() == list(range(n))
+
+
 def test_three_dimensional_geometry(gpu: ar.Backend, module: ar.Module) -> None:
     grid, block = (2, 3, 2), (4, 2, 3)
     size = [grid[i] * block[i] for i in range(3)]

@@ -339,3 +339,26 @@ def test_threaded_mock_copies_run_on_the_stream_not_at_enqueue() -> None:
         assert (out == 7).all()  # the copy ran after the memset, in stream order
         stream.close()
         gpu.free(ptr)
+
+
+async def test_a_kernel_fault_is_sticky_and_the_download_raises(gpu: ar.Backend) -> None:
+    # As a test would write it: only the download is awaited.  On a GPU the
+    # download fails with the fault's illegal address; it must not return
+    # stale data on the mock either.
+    buf = gpu.alloc(16)
+    await gpu.copy_h2d_async(np.arange(4, dtype=np.float32), buf)
+    kern = gpu.kernel(gpu.builtin_module("vector_ops"), "scale_f32")
+    gpu.launch(kern, 4096, 256, [np.uint32(1 << 20), np.float32(2), buf])  # past the end
+    # The download fails with "lost earlier", or, on the threaded mock when
+    # its worker had not yet run the kernel at enqueue, with the fault itself.
+    with pytest.raises(ar.DeviceLostError) as info:
+        await gpu.copy_d2h_async(buf, np.empty(4, np.float32))
+    message = str(info.value)
+    assert "scale_f32" in message and "out-of-bounds" in message, message
+    assert f"launched at {__file__}:" in message, message  # the user's launch line
+    with pytest.raises(ar.DeviceLostError):
+        gpu.alloc(8)
+    gpu.driver.clear_faults()  # type: ignore[attr-defined]
+    with pytest.raises(ar.DeviceLostError):  # the launch's own error, seen at last
+        await gpu.synchronize()
+    gpu.free(buf)

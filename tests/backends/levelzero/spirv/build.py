@@ -29,6 +29,7 @@ BUILDS = {
     "refused_printf.spv": ("refused_printf.cl", "-O0"),
     "refused_local_arg.spv": ("refused_local_arg.cl", "-O0"),
     "refused_image.spv": ("refused_image.cl", "-O0"),
+    "order.spv": ("order.cl", "-O2"),
 }
 
 

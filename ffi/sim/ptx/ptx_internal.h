@@ -1,5 +1,6 @@
-/* The decoded form of a PTX module, shared by the parser (ptx_parse.c) and
- * the interpreter (ptx_exec.c).
+/* The decoded form of a PTX module, shared by the parser (ptx_lex.c,
+ * ptx_operand.c, ptx_insn.c, ptx_parse.c) and the interpreter
+ * (ptx_exec*.c).
  *
  * Every value an instruction reads is a register slot: PTX registers,
  * immediates (constant slots filled once per frame), special registers
@@ -33,26 +34,12 @@ typedef enum ptx_space {
     S_FRAME, /* .param of a .func or of a call site: the per-lane frame */
 } ptx_space;
 
+/* The decoded operations, one per row of ptx_opcodes.def. */
 typedef enum ptx_op {
-    OP_NOP = 0,
-    /* moves and conversions */
-    OP_MOV, OP_PACK, OP_UNPACK, OP_CVT, OP_CVTA_TO, OP_CVTA_FROM, OP_SELP, OP_SETP, OP_SET,
-    /* integer and bit ops */
-    OP_ADD, OP_SUB, OP_MUL, OP_MAD, OP_DIV, OP_REM, OP_ABS, OP_NEG, OP_MIN, OP_MAX,
-    OP_AND, OP_OR, OP_XOR, OP_NOT, OP_CNOT, OP_SHL, OP_SHR, OP_POPC, OP_CLZ, OP_BREV,
-    OP_BFE, OP_BFI, OP_BFIND, OP_PRMT, OP_SHF, OP_LOP3, OP_MUL24, OP_MAD24, OP_SAD,
-    OP_ADDC, OP_SUBC, OP_DP4A, OP_MADC, OP_FNS,
-    /* float-only */
-    OP_FMA, OP_RCP, OP_SQRT, OP_RSQRT, OP_SIN, OP_COS, OP_LG2, OP_EX2, OP_TANH, OP_COPYSIGN,
-    OP_TESTP,
-    /* memory */
-    OP_LD, OP_ST, OP_ATOM, OP_RED, OP_NOPMEM,
-    /* control */
-    OP_BRA, OP_CALL, OP_RET, OP_EXIT, OP_BAR, OP_BARWARP, OP_TRAP,
-    /* warp */
-    OP_SHFL, OP_VOTE, OP_ACTIVEMASK, OP_REDUX, OP_MATCH,
-    /* specials read at run time */
-    OP_CLOCK,
+#define PTX_OP(id, name, family) OP_##id,
+#define PTX_DECODED(id, family) OP_##id,
+#include "ptx_opcodes.def"
+    OP_COUNT
 } ptx_op;
 
 /* Modifier values (pinsn.mode), by op. */

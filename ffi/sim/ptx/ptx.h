@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "../../sim/engine.h"
+#include "../engine.h"
 
 typedef enum ptx_status {
     PTX_OK = 0,

@@ -1,0 +1,291 @@
+"""Stream-race checking: happens-before over streams, events and host waits.
+
+A GPU runs the ops of one stream in order and the ops of different streams in
+any order, unless an event (``record_event`` then ``stream_wait_event``) or a
+host wait orders them.  Two ops that touch overlapping bytes, at least one of
+them writing, with neither ordered before the other, are a race: on hardware
+the answer depends on timing, and on the mock (where every op finishes at
+enqueue) it never shows.  This module finds such races from the ops' declared
+byte ranges alone, so it works the same on every backend, real GPUs included,
+and never asks the device.
+
+The order is kept with vector clocks, as in PyTorch's CUDA stream sanitizer:
+
+* every stream has a clock, a map ``stream number -> op count``; an op on
+  stream ``s`` is numbered ``clock_s[s] + 1``;
+* an op ``(s, n)`` happens before every later op on a stream whose clock has
+  ``clock[s] >= n``;
+* ``record_event`` copies the stream's clock into the event, and
+  ``stream_wait_event`` merges the event's clock into the waiting stream's;
+* a host wait merges what it waited for into the host's clock, and every op
+  submitted afterwards, on any stream, starts from at least the host's clock
+  (the host enqueued it after the wait returned).
+
+Each device or host byte range an op touched is kept as an access record
+until nothing submitted later could race with it: once the host has waited
+for it, or once a later access that covers it, is ordered after it and is at
+least as strong (a write, or both reads) takes its place.  So the records
+stay few: about one per stream and range in use, not one per op.
+
+The checker holds no reference to buffers, streams or events: they are named
+by small integers the caller assigns, so nothing here keeps memory alive.
+One lock serialises it; every method is O(records overlapping the op) plus
+O(streams) when a clock is merged.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import IntEnum
+
+from ._exceptions import HazardError
+
+__all__ = ["Access", "HazardChecker", "Space"]
+
+
+class Space(IntEnum):
+    """The address space a range lies in: the device's memory, or the host's."""
+
+    DEVICE = 0
+    HOST = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """One byte range ``[lo, hi)`` an op reads or writes, with a name for messages.
+
+    ``what`` describes the memory (``"device allocation 0x7f00 (4096 bytes)"``,
+    ``"host buffer"``), so a message can say which buffer two ops shared.
+    """
+
+    space: Space
+    lo: int
+    hi: int
+    write: bool
+    what: str = ""
+
+
+class _Record:
+    """An access already made by an op: where, by which op, and how it was ordered."""
+
+    __slots__ = (
+        "hi",
+        "lo",
+        "op",
+        "seq",
+        "site",
+        "space",
+        "stream",
+        "stream_label",
+        "what",
+        "write",
+    )
+
+    def __init__(
+        self, access: Access, stream: int, seq: int, op: str, stream_label: str, site: str
+    ) -> None:
+        self.space = access.space
+        self.lo = access.lo
+        self.hi = access.hi
+        self.write = access.write
+        self.what = access.what
+        self.stream = stream
+        self.seq = seq
+        self.op = op
+        self.stream_label = stream_label
+        self.site = site
+
+
+class _StreamClock:
+    __slots__ = ("clock", "host_version", "label")
+
+    def __init__(self, number: int, label: str) -> None:
+        self.clock: dict[int, int] = {number: 0}
+        self.host_version = -1  # forces the first op to merge the host's clock
+        self.label = label
+
+
+def _merge(into: dict[int, int], other: dict[int, int]) -> None:
+    for stream, count in other.items():
+        if into.get(stream, 0) < count:
+            into[stream] = count
+
+
+class HazardChecker:
+    """The happens-before state of one backend.  Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._streams: dict[int, _StreamClock] = {}
+        self._events: dict[int, dict[int, int]] = {}
+        self._host: dict[int, int] = {}
+        self._host_version = 0
+        self._records: dict[Space, list[_Record]] = {Space.DEVICE: [], Space.HOST: []}
+        self._next_stream = 1
+
+    # -- streams and events ----------------------------------------------------------------
+    def add_stream(self, label: str) -> int:
+        """A number for a new stream (never reused, so a closed stream's ops stay named)."""
+        with self._lock:
+            number = self._next_stream
+            self._next_stream += 1
+            self._streams[number] = _StreamClock(number, label)
+            return number
+
+    def record_event(self, event: int, stream: int) -> None:
+        """``record_event(event, stream)``: the event now stands for the stream's work so far."""
+        with self._lock:
+            state = self._stream(stream)
+            self._join_host(state)
+            self._events[event] = dict(state.clock)
+
+    def wait_event(self, stream: int, event: int) -> None:
+        """``stream_wait_event(stream, event)``: later ops on ``stream`` follow the record."""
+        with self._lock:
+            clock = self._events.get(event)
+            if clock is not None:
+                _merge(self._stream(stream).clock, clock)
+
+    def forget_event(self, event: int) -> None:
+        with self._lock:
+            self._events.pop(event, None)
+
+    # -- host waits ------------------------------------------------------------------------
+    def host_waited_op(self, stream: int, seq: int) -> None:
+        """The host saw op ``(stream, seq)`` finish (an await, ``wait()``, ``done()``)."""
+        with self._lock:
+            if self._host.get(stream, 0) < seq:
+                self._host[stream] = seq
+                self._host_version += 1
+                self._prune()
+
+    def host_waited_stream(self, stream: int) -> None:
+        """The host waited for everything queued on ``stream`` so far (``synchronize``)."""
+        with self._lock:
+            self._host_joins(self._stream(stream).clock)
+
+    def host_waited_event(self, event: int) -> None:
+        """The host saw ``event``'s record complete (``event_synchronize``, a True query)."""
+        with self._lock:
+            clock = self._events.get(event)
+            if clock is not None:
+                self._host_joins(clock)
+
+    def host_waited_all(self) -> None:
+        """The host waited for every stream (a device-wide synchronisation)."""
+        with self._lock:
+            for state in self._streams.values():
+                self._host_joins(state.clock, prune=False)
+            self._prune()
+
+    # -- ops -------------------------------------------------------------------------------
+    def submit(
+        self, stream: int, op: str, accesses: Iterable[Access], site: str
+    ) -> tuple[int, int]:
+        """Check one op about to be enqueued on ``stream``; record it if it is race-free.
+
+        Returns ``(stream, seq)``, the op's place in the order, for
+        :meth:`host_waited_op`.  Raises :class:`HazardError` naming both ops,
+        both streams, the overlapping range and both call sites when an
+        access conflicts with an earlier one not ordered before it; then
+        nothing is recorded, as the caller enqueues nothing.
+        """
+        accesses = tuple(accesses)
+        with self._lock:
+            state = self._stream(stream)
+            self._join_host(state)
+            clock = state.clock
+            for access in accesses:
+                self._check(access, clock, op, state.label, site)
+            seq = clock[stream] + 1
+            clock[stream] = seq
+            for access in accesses:
+                self._add(_Record(access, stream, seq, op, state.label, site), clock)
+            return stream, seq
+
+    def forget_range(self, space: Space, lo: int, hi: int) -> None:
+        """Drop the records inside ``[lo, hi)``: the memory was freed in a way the driver orders."""
+        with self._lock:
+            records = self._records[space]
+            records[:] = [r for r in records if r.hi <= lo or r.lo >= hi]
+
+    def record_count(self) -> int:
+        """How many access records are held (for tests: they must stay few)."""
+        with self._lock:
+            return sum(len(r) for r in self._records.values())
+
+    # -- internals -------------------------------------------------------------------------
+    def _stream(self, stream: int) -> _StreamClock:
+        try:
+            return self._streams[stream]
+        except KeyError:
+            raise ValueError(f"hazard checker: no stream numbered {stream}") from None
+
+    def _join_host(self, state: _StreamClock) -> None:
+        if state.host_version != self._host_version:
+            _merge(state.clock, self._host)
+            state.host_version = self._host_version
+
+    def _host_joins(self, clock: dict[int, int], *, prune: bool = True) -> None:
+        changed = False
+        host = self._host
+        for stream, count in clock.items():
+            if host.get(stream, 0) < count:
+                host[stream] = count
+                changed = True
+        if changed:
+            self._host_version += 1
+            if prune:
+                self._prune()
+
+    def _prune(self) -> None:
+        # Every op submitted from now on starts after the host's clock, so a
+        # record the host has waited for can never be part of a race again.
+        host = self._host
+        for records in self._records.values():
+            if records:
+                records[:] = [r for r in records if host.get(r.stream, 0) < r.seq]
+
+    def _check(self, access: Access, clock: dict[int, int], op: str, label: str, site: str) -> None:
+        lo, hi, write = access.lo, access.hi, access.write
+        for r in self._records[access.space]:
+            if r.hi <= lo or r.lo >= hi or not (write or r.write):
+                continue
+            if clock.get(r.stream, 0) >= r.seq:
+                continue  # ordered: the earlier op happens before this one
+            raise HazardError(_message(access, op, label, site, r))
+
+    def _add(self, record: _Record, clock: dict[int, int]) -> None:
+        records = self._records[record.space]
+        lo, hi, write = record.lo, record.hi, record.write
+        # An earlier access this one covers, ordered before it and no stronger,
+        # can only race with what this one would race with too: drop it.
+        kept = [
+            r
+            for r in records
+            if not (
+                lo <= r.lo
+                and r.hi <= hi
+                and (write or not r.write)
+                and clock.get(r.stream, 0) >= r.seq
+            )
+        ]
+        kept.append(record)
+        records[:] = kept
+
+
+def _message(access: Access, op: str, label: str, site: str, earlier: _Record) -> str:
+    lo = max(access.lo, earlier.lo)
+    hi = min(access.hi, earlier.hi)
+    mine = "writes" if access.write else "reads"
+    theirs = "writes" if earlier.write else "reads"
+    what = access.what or earlier.what or ("host memory" if access.space else "device memory")
+    return (
+        f"{op}: stream race: {op} on {label} (at {site}) {mine} bytes "
+        f"0x{lo:x}..0x{hi:x} ({hi - lo} bytes) of {what}, which {earlier.op} on "
+        f"{earlier.stream_label} (at {earlier.site}) {theirs}, and nothing orders the two: "
+        f"record an event on {earlier.stream_label} after {earlier.op} and make "
+        f"{label} wait for it (stream_wait_event), or await {earlier.op} first"
+    )

@@ -1,0 +1,149 @@
+/* The PTX interpreter's shared state: frames, warps, blocks, lane loops.
+ *
+ * The interpreter is split by job: ptx_exec.c (scheduling, calls, control
+ * flow, blocks), ptx_exec_data.c (moves, conversions, compares and the
+ * dispatch of the rest), ptx_exec_int.c, ptx_exec_float.c, ptx_exec_cvt.c
+ * (rounding and conversions), ptx_exec_mem.c (loads, stores, atomics) and
+ * ptx_exec_warp.c (warp-synchronous instructions).
+ */
+#ifndef CUSIM_PTX_EXEC_H
+#define CUSIM_PTX_EXEC_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../sim_bits.h"
+#include "ptx_internal.h"
+
+#define FULL 0xffffffffu
+
+enum { R_DONE = 0, R_BARRIER = 1 };
+/* Errors travel as negative arsim statuses. */
+#define E_FAULT (-(int)ARSIM_ERR_ILLEGAL_ADDRESS)
+#define E_FAIL (-1000)
+
+typedef uint64_t lanes_t[PTX_LANES];
+
+/* ------------------------------------------------------------- per-thread state */
+
+typedef struct range {
+    uintptr_t lo, hi;
+} range;
+
+typedef struct frame {
+    const pfunc *f;
+    lanes_t *R;
+    uint8_t *pf;       /* per-lane .param frame: lane * f->frame_bytes */
+    uint32_t local_base; /* offset of this frame's depot in the lane's stack */
+    uint32_t pc[PTX_LANES];
+    uint32_t active, waiting, parked, blocked, done;
+    uint32_t cur_pc, next_pc, nopark_pc;
+    uint32_t exited;   /* lanes that ran exit inside this frame (calls) */
+    /* Cache of the waiting lanes' distinct pcs, sorted, and the lowest pc
+     * of an unparked waiting lane: rebuilt only when the sets change, so a
+     * branch taken by a converged group next to waiting lanes stays cheap. */
+    int wdirty;
+    uint32_t nwpcs, wmin_unparked;
+    uint32_t wpcs[PTX_LANES];
+    uint8_t cc[PTX_LANES];
+} frame;
+
+typedef struct warp {
+    frame top;
+    uint32_t valid;    /* lanes that exist */
+    uint32_t exited;
+    uint32_t id;
+    int finished;
+    uint32_t tid[3][PTX_LANES];
+    uint8_t *local;    /* lane * stack bytes */
+} warp;
+
+typedef struct block_ctx {
+    const pmodule *mod;
+    const pfunc *entry;
+    const ar_launch *L;
+    uint8_t *params;
+    uint8_t *shared;
+    uint32_t shared_size, dyn_size;
+    uint32_t nthreads, nwarps;
+    uint32_t stack;
+    uint32_t ctaid[3];
+    warp *warps;
+    range cache[8];
+    unsigned cache_next;
+} block_ctx;
+
+/* ------------------------------------------------------------- values */
+
+static inline float ftz32(float f)
+{
+    return fpclassify(f) == FP_SUBNORMAL ? copysignf(0.0f, f) : f;
+}
+
+static inline double h2d(uint16_t h)
+{
+    _Float16 x;
+    memcpy(&x, &h, 2);
+    return (double)x;
+}
+static inline uint16_t d2h(double d)
+{
+    if (d != d)
+        return 0x7fff; /* the canonical NaN cvt writes */
+    _Float16 x = (_Float16)d;
+    uint16_t h;
+    memcpy(&h, &x, 2);
+    return h;
+}
+static inline double bf2d(uint16_t b) { return (double)sim_f32((uint64_t)b << 16); }
+/* double -> bf16 in a rounding mode (RND_*). */
+PTX_HIDDEN uint16_t ptx_d2bf(double d, int mode);
+
+static inline int ibits(int t)
+{
+    switch (t) {
+    case T_B8: case T_U8: case T_S8: return 8;
+    case T_B16: case T_U16: case T_S16: case T_F16: case T_BF16: return 16;
+    case T_B32: case T_U32: case T_S32: case T_F32: case T_F16X2: case T_BF16X2: return 32;
+    case T_PRED: return 1;
+    default: return 64;
+    }
+}
+static inline int is_signed(int t) { return t == T_S8 || t == T_S16 || t == T_S32 || t == T_S64; }
+
+#define FOR_LANES(mask, ...)                                                                     \
+    do {                                                                                          \
+        uint32_t m_ = (mask);                                                                     \
+        if (m_ == FULL) {                                                                         \
+            for (int l = 0; l < PTX_LANES; l++) {                                                 \
+                __VA_ARGS__;                                                                      \
+            }                                                                                     \
+        } else {                                                                                  \
+            while (m_) {                                                                          \
+                int l = __builtin_ctz(m_);                                                        \
+                m_ &= m_ - 1;                                                                     \
+                __VA_ARGS__;                                                                      \
+            }                                                                                     \
+        }                                                                                         \
+    } while (0)
+
+/* Each runs one instruction for the lanes in m (a nonzero mask); 0, or a
+ * negative E_* status. */
+PTX_HIDDEN int ptx_exec_data(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m);
+PTX_HIDDEN int ptx_exec_mem(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m);
+PTX_HIDDEN int ptx_exec_int(const pinsn *in, frame *fr, uint64_t *D, const uint64_t *A,
+                            const uint64_t *B, const uint64_t *C, const uint64_t *E, uint32_t m);
+PTX_HIDDEN int ptx_exec_float(const pinsn *in, uint64_t *D, const uint64_t *A, const uint64_t *B,
+                              const uint64_t *C, uint32_t m);
+PTX_HIDDEN void ptx_exec_warp(warp *w, frame *fr, const pinsn *in, uint32_t m);
+
+/* ptx_exec_cvt.c */
+/* One cvt of a lane's value from type st to type dt. */
+PTX_HIDDEN uint64_t ptx_cvt_one(uint64_t x, int dt, int st, int mode, unsigned flags);
+/* A float value of type t (f16, bf16, f32, f64) as double. */
+PTX_HIDDEN double ptx_to_double(uint64_t v, int t);
+/* add, sub, mul, div, fma, rcp, sqrt of f32 or f64 bits in a directed rounding mode. */
+PTX_HIDDEN uint64_t ptx_directed(int op, int type, int mode, uint64_t a, uint64_t b, uint64_t c);
+
+#endif /* CUSIM_PTX_EXEC_H */

@@ -1,0 +1,156 @@
+/* PTX text -> tokens, and the parser's error reporting.
+ *
+ * A hand-written tokenizer for the PTX that nvcc and NVRTC write: names
+ * (with the dots and '::' of opcodes and directives), numbers (including
+ * 0f/0d float bit patterns), strings and punctuation; comments dropped.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx_parse.h"
+
+static int id_start(int c) { return isalpha(c) || c == '_' || c == '$' || c == '%' || c == '.'; }
+static int id_char(int c) { return isalnum(c) || c == '_' || c == '$' || c == '.'; }
+
+int ptx_lex(const char *src, lexer *lx)
+{
+    int line = 1;
+    const char *p = src;
+    for (;;) {
+        while (*p && isspace((unsigned char)*p)) {
+            if (*p == '\n')
+                line++;
+            p++;
+        }
+        if (!*p)
+            break;
+        if (p[0] == '/' && p[1] == '/') {
+            while (*p && *p != '\n')
+                p++;
+            continue;
+        }
+        if (p[0] == '/' && p[1] == '*') {
+            p += 2;
+            while (*p && !(p[0] == '*' && p[1] == '/')) {
+                if (*p == '\n')
+                    line++;
+                p++;
+            }
+            if (*p)
+                p += 2;
+            continue;
+        }
+        if (lx->n + 1 >= lx->cap) {
+            size_t cap = lx->cap ? lx->cap * 2 : 4096;
+            tok *t = realloc(lx->t, cap * sizeof *t);
+            if (!t)
+                return -1;
+            lx->t = t;
+            lx->cap = cap;
+        }
+        tok *t = &lx->t[lx->n++];
+        t->line = line;
+        t->s = p;
+        unsigned char c = (unsigned char)*p;
+        if (id_start(c)) {
+            p++;
+            for (;;) {
+                if (id_char((unsigned char)*p))
+                    p++;
+                else if (p[0] == ':' && p[1] == ':' && id_char((unsigned char)p[2]))
+                    p += 2; /* ld.global.L1::evict_last */
+                else
+                    break;
+            }
+            t->kind = TK_ID;
+        } else if (isdigit(c)) {
+            if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X' || p[1] == 'f' || p[1] == 'F' ||
+                                p[1] == 'd' || p[1] == 'D')) {
+                p += 2;
+                while (isxdigit((unsigned char)*p))
+                    p++;
+            } else {
+                while (isdigit((unsigned char)*p) || *p == '.' ||
+                       ((*p == 'e' || *p == 'E') && (isdigit((unsigned char)p[1]) || p[1] == '-' || p[1] == '+')) ||
+                       ((*p == '-' || *p == '+') && (p[-1] == 'e' || p[-1] == 'E')))
+                    p++;
+            }
+            if (*p == 'U' || *p == 'u')
+                p++;
+            t->kind = TK_NUM;
+        } else if (c == '"') {
+            p++;
+            while (*p && *p != '"' && *p != '\n')
+                p++;
+            if (*p == '"')
+                p++;
+            t->kind = TK_STR;
+        } else {
+            p++;
+            t->kind = TK_PUNCT;
+        }
+        t->len = (int)(p - t->s);
+    }
+    lx->t[lx->n].kind = TK_EOF;
+    lx->t[lx->n].line = line;
+    lx->t[lx->n].s = p;
+    lx->t[lx->n].len = 0;
+    return 0;
+}
+
+int ptx_fail(parser *ps, int line, ptx_status st, const char *fmt, ...)
+{
+    if (ps->err != PTX_OK)
+        return -1;
+    ps->err = st;
+    if (ps->log && ps->log_size) {
+        int n = snprintf(ps->log, ps->log_size, "ptx line %d: ", line);
+        if (n < 0)
+            n = 0;
+        if ((size_t)n < ps->log_size) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(ps->log + n, ps->log_size - (size_t)n, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return -1;
+}
+
+int ptx_nomem(parser *ps) { return ptx_fail(ps, 0, PTX_ERR_OUT_OF_MEMORY, "out of memory"); }
+
+int ptx_expect(parser *ps, char c)
+{
+    if (!is_p(cur(ps), c)) {
+        char got[64];
+        tokstr(cur(ps), got, sizeof got);
+        return ptx_fail(ps, cur(ps)->line, PTX_ERR_INVALID, "expected '%c', found '%s'", c,
+                    cur(ps)->kind == TK_EOF ? "end of text" : got);
+    }
+    ps->i++;
+    return 0;
+}
+void ptx_skip_statement(parser *ps)
+{
+    while (cur(ps)->kind != TK_EOF && !is_p(cur(ps), ';'))
+        ps->i++;
+    if (is_p(cur(ps), ';'))
+        ps->i++;
+}
+
+int ptx_parse_uint(tok *t, uint64_t *out)
+{
+    if (t->kind != TK_NUM)
+        return -1;
+    char buf[64];
+    tokstr(t, buf, sizeof buf);
+    char *end;
+    *out = strtoull(buf, &end, 0);
+    if (*end == 'U' || *end == 'u')
+        end++;
+    return *end ? -1 : 0;
+}

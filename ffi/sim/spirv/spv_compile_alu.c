@@ -1,0 +1,228 @@
+/* SPIR-V loader: compile handlers for values: copies, bitcasts, conversions,
+ * integer, float and logical arithmetic, comparisons, and vectors.  Each
+ * row's X_* op comes from spv_opcodes.def (its code column). */
+#include "spv_load.h"
+
+void spvl_c_copy(loader *L, fnctx *c) /* copies and address-space casts */
+{
+    spvl_emit(L, X_MOV, (uint8_t)c->n, 0, c->d, spvl_slot(L, word(L, c->at, 3)), 0, 0, 0);
+}
+
+void spvl_c_bitcast(loader *L, fnctx *c)
+{
+    uint32_t src = word(L, c->at, 3), d = c->d, n = c->n;
+    uint32_t st = value_type(L, src);
+    ty *a = scalar(L, c->rt), *b = scalar(L, st);
+    if (comps(L, st) != n || a->size != b->size) {
+        if (n == 1 && comps(L, st) * b->size == a->size && a->size == 8 && b->size == 4) {
+            /* two 32-bit lanes into one 64-bit value */
+            uint32_t s0 = spvl_slot(L, src);
+            uint32_t sh = spvl_const_slot(L, 32);
+            spvl_emit(L, X_SHL, 1, 64, d, s0 + 1, sh, 0, 0);
+            spvl_emit(L, X_OR, 1, 64, d, d, s0, 0, 0);
+            return;
+        }
+        if (comps(L, st) == 1 && n * a->size == b->size && b->size == 8 && a->size == 4) {
+            uint32_t s0 = spvl_slot(L, src);
+            uint32_t sh = spvl_const_slot(L, 32);
+            spvl_emit(L, X_UCONV, 1, 32, d, s0, 0, 64, 0);
+            spvl_emit(L, X_SHRL, 1, 64, d + 1, s0, sh, 0, 0);
+            return;
+        }
+        UNSUPPORTED("bitcasts that regroup vector lanes are not supported");
+    }
+    spvl_emit(L, X_MOV, (uint8_t)n, 0, d, spvl_slot(L, src), 0, 0, 0);
+}
+
+void spvl_c_convert(loader *L, fnctx *c)
+{
+    uint32_t rt = word(L, c->at, 1), rid = word(L, c->at, 2), src = word(L, c->at, 3);
+    uint32_t n = comps(L, rt);
+    uint32_t d = spvl_slot(L, rid), a = spvl_slot(L, src);
+    ty *dt = scalar(L, rt), *st = scalar(L, value_type(L, src));
+    uint8_t dw = (uint8_t)dt->width, sw = (uint8_t)(st->width);
+    uint16_t x = (uint16_t)c->info->code;
+    uint32_t e = 0;
+    const idrec *r = c->r;
+    switch (x) {
+    case X_FTOU: case X_FTOS: e = r->round | (uint32_t)r->sat << 8; break;
+    case X_STOF: case X_UTOF:
+        if (r->round > 1)
+            UNSUPPORTED("integer-to-float conversions with a rounding mode other than rte");
+        break;
+    case X_UCONV: case X_SCONV:
+        if (r->sat)
+            UNSUPPORTED("saturating integer conversions are not supported");
+        if (c->op == SPV_OpConvertPtrToU)
+            sw = 64;
+        if (c->op == SPV_OpConvertUToPtr)
+            dw = 64;
+        break;
+    default: /* X_FCONV */
+        if (r->round > 1)
+            UNSUPPORTED("float conversions with a rounding mode other than rte");
+    }
+    for (uint32_t k = 0; k < n; k++)
+        spvl_emit(L, x, 1, dw, d + k, a + k, 0, sw, e);
+}
+
+void spvl_c_iunary(loader *L, fnctx *c) /* SNegate, Not, LogicalNot */
+{
+    uint8_t w = (uint8_t)scalar(L, c->rt)->width;
+    spvl_emit_map(L, (uint16_t)c->info->code, c->n, w, c->d, spvl_slot(L, word(L, c->at, 3)),
+                  SPV_NONE, 0, SPV_NONE, 1, 0, 0);
+}
+
+void spvl_c_funary(loader *L, fnctx *c)
+{
+    uint8_t w = (uint8_t)scalar(L, c->rt)->width;
+    spvl_emit_map(L, (uint16_t)float_op(c->info->code, w), c->n, w, c->d,
+                  spvl_slot(L, word(L, c->at, 3)), SPV_NONE, 0, SPV_NONE, 1, 0, 0);
+}
+
+/* A component-wise operation of two operands, either of which may be a
+ * scalar used for every component (OpVectorTimesScalar). */
+static void binary(loader *L, fnctx *c, uint16_t x, uint8_t w, uint32_t cc)
+{
+    uint32_t a = word(L, c->at, 3), b = word(L, c->at, 4);
+    spvl_emit_map(L, x, c->n, w, c->d, spvl_slot(L, a), spvl_slot(L, b), cc, SPV_NONE,
+                  is_vec(L, a), is_vec(L, b), 0);
+}
+
+void spvl_c_ibinary(loader *L, fnctx *c)
+{
+    uint16_t x = (uint16_t)c->info->code;
+    ty *s = scalar(L, c->rt);
+    if (s->kind == T_BOOL) /* OpenCL's bitwise ops on booleans */
+        x = x == X_AND ? X_LAND : x == X_OR ? X_LOR : x == X_XOR ? X_LNE : x;
+    binary(L, c, x, (uint8_t)s->width, 0);
+}
+
+void spvl_c_fbinary(loader *L, fnctx *c)
+{
+    uint8_t w = (uint8_t)scalar(L, c->rt)->width;
+    binary(L, c, (uint16_t)float_op(c->info->code, w), w, 0);
+}
+
+/* Integer and logical comparisons; float ones keep their opcode as the predicate. */
+void spvl_c_compare(loader *L, fnctx *c)
+{
+    uint8_t w = (uint8_t)scalar(L, value_type(L, word(L, c->at, 3)))->width;
+    binary(L, c, (uint16_t)c->info->code, w, 0);
+}
+
+void spvl_c_fcompare(loader *L, fnctx *c)
+{
+    uint8_t w = (uint8_t)scalar(L, value_type(L, word(L, c->at, 3)))->width;
+    binary(L, c, X_FCMP, w, c->op);
+}
+
+void spvl_c_fclass(loader *L, fnctx *c)
+{
+    uint32_t a = word(L, c->at, 3);
+    uint8_t w = (uint8_t)scalar(L, value_type(L, a))->width;
+    spvl_emit_map(L, X_FCLASS, c->n, w, c->d, spvl_slot(L, a), SPV_NONE, c->op, SPV_NONE, 1, 0, 0);
+}
+
+/* OpBitCount, OpBitReverse: as OpenCL.std popcount and a private code. */
+void spvl_c_bits(loader *L, fnctx *c)
+{
+    uint32_t a = word(L, c->at, 3);
+    uint8_t w = (uint8_t)scalar(L, value_type(L, a))->width;
+    spvl_emit_map(L, X_EXT, c->n, w, c->d, spvl_slot(L, a), SPV_NONE, c->info->code, SPV_NONE, 1,
+                  0, 0);
+}
+
+void spvl_c_dot(loader *L, fnctx *c) /* a0*b0 + a1*b1 + ... in order */
+{
+    uint32_t a = word(L, c->at, 3), b = word(L, c->at, 4), d = c->d;
+    uint32_t an = comps(L, value_type(L, a));
+    uint8_t w = (uint8_t)scalar(L, c->rt)->width;
+    uint32_t sa = spvl_slot(L, a), sb = spvl_slot(L, b), t = spvl_new_slots(L, 1);
+    spvl_emit(L, (uint16_t)float_op(X_FMUL32, w), 1, w, d, sa, sb, 0, 0);
+    for (uint32_t k = 1; k < an; k++) {
+        spvl_emit(L, (uint16_t)float_op(X_FMUL32, w), 1, w, t, sa + k, sb + k, 0, 0);
+        spvl_emit(L, (uint16_t)float_op(X_FADD32, w), 1, w, d, d, t, 0, 0);
+    }
+}
+
+void spvl_c_anyall(loader *L, fnctx *c)
+{
+    uint32_t a = word(L, c->at, 3);
+    uint32_t an = comps(L, value_type(L, a)), s = spvl_slot(L, a);
+    spvl_emit(L, X_MOV, 1, 0, c->d, s, 0, 0, 0);
+    for (uint32_t k = 1; k < an; k++)
+        spvl_emit(L, (uint16_t)c->info->code, 1, 1, c->d, c->d, s + k, 0, 0);
+}
+
+void spvl_c_select(loader *L, fnctx *c)
+{
+    uint32_t cond = word(L, c->at, 3), a = word(L, c->at, 4), b = word(L, c->at, 5);
+    spvl_emit_map(L, X_SELECT, c->n, 0, c->d, spvl_slot(L, a), spvl_slot(L, b), 0,
+                  spvl_slot(L, cond), 1, 1, is_vec(L, cond));
+}
+
+void spvl_c_vextract(loader *L, fnctx *c)
+{
+    uint32_t v = word(L, c->at, 3), i = word(L, c->at, 4);
+    spvl_emit(L, X_VEXTRACT, (uint8_t)comps(L, value_type(L, v)),
+              (uint8_t)scalar(L, value_type(L, i))->width, c->d, spvl_slot(L, v), spvl_slot(L, i),
+              0, 0);
+}
+
+void spvl_c_vinsert(loader *L, fnctx *c)
+{
+    uint32_t v = word(L, c->at, 3), comp = word(L, c->at, 4), i = word(L, c->at, 5);
+    spvl_emit(L, X_MOV, (uint8_t)c->n, 0, c->d, spvl_slot(L, v), 0, 0, 0);
+    spvl_emit(L, X_VINSERT, (uint8_t)c->n, (uint8_t)scalar(L, value_type(L, i))->width, c->d,
+              spvl_slot(L, comp), spvl_slot(L, i), 0, 0);
+}
+
+void spvl_c_vshuffle(loader *L, fnctx *c)
+{
+    uint32_t v1 = word(L, c->at, 3), v2 = word(L, c->at, 4);
+    uint32_t n1 = comps(L, value_type(L, v1));
+    uint32_t s1 = spvl_slot(L, v1), s2 = spvl_slot(L, v2);
+    for (uint32_t k = 0; k < c->n; k++) {
+        uint32_t sel = word(L, c->at, 5 + k);
+        if (sel == 0xFFFFFFFFu)
+            continue;
+        spvl_emit(L, X_MOV, 1, 0, c->d + k, sel < n1 ? s1 + sel : s2 + sel - n1, 0, 0, 0);
+    }
+}
+
+void spvl_c_construct(loader *L, fnctx *c)
+{
+    if (type_of(L, c->rt)->kind != T_VEC)
+        UNSUPPORTED("only vectors can be constructed");
+    uint32_t k = 0;
+    for (uint32_t i = 3; i < c->cnt; i++) {
+        uint32_t part = L->w[c->at + i];
+        uint32_t cn = comps(L, value_type(L, part));
+        spvl_emit(L, X_MOV, (uint8_t)cn, 0, c->d + k, spvl_slot(L, part), 0, 0, 0);
+        k += cn;
+    }
+}
+
+void spvl_c_extract(loader *L, fnctx *c)
+{
+    uint32_t v = word(L, c->at, 3);
+    if (type_of(L, value_type(L, v))->kind != T_VEC || c->cnt != 5)
+        UNSUPPORTED("only vector components can be extracted");
+    spvl_emit(L, X_MOV, 1, 0, c->d, spvl_slot(L, v) + word(L, c->at, 4), 0, 0, 0);
+}
+
+void spvl_c_insert(loader *L, fnctx *c)
+{
+    uint32_t obj = word(L, c->at, 3), v = word(L, c->at, 4);
+    if (type_of(L, c->rt)->kind != T_VEC || c->cnt != 6)
+        UNSUPPORTED("only vector components can be inserted");
+    spvl_emit(L, X_MOV, (uint8_t)c->n, 0, c->d, spvl_slot(L, v), 0, 0, 0);
+    spvl_emit(L, X_MOV, 1, 0, c->d + word(L, c->at, 5), spvl_slot(L, obj), 0, 0, 0);
+}
+
+void spvl_c_undef(loader *L, fnctx *c) /* OpUndef inside a function: zero */
+{
+    for (uint32_t k = 0; k < c->n; k++)
+        spvl_emit(L, X_MOV, 1, 0, c->d + k, spvl_const_slot(L, 0), 0, 0, 0);
+}

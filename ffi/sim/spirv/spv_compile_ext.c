@@ -1,0 +1,237 @@
+/* SPIR-V loader: compile handlers for OpenCL.std (OpExtInst), barriers and
+ * collectives (work-group and sub-group operations). */
+#include "spv_load.h"
+
+static int ext_supported(uint32_t e)
+{
+    static const unsigned ok[] = {
+        0, 1, 3, 4, 6, 7, 8, 11, 12, 13, 14, 15, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
+        28, 29, 32, 37, 38, 39, 40, 42, 48, 49, 50, 51, 53, 55, 56, 57, 59, 61, 62, 63, 66,
+        67, 69, 70, 71, 72, 73, 75, 76, 77, 78, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90,
+        91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 103, 141, 142, 143, 144, 145, 146,
+        147, 148, 149, 150, 151, 152, 153, 156, 157, 158, 159, 160, 161, 162, 163, 166,
+        167, 168, 169, 170, 201, 202, 203, 204,
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (ok[i] == e)
+            return 1;
+    return 0;
+}
+
+
+/* vloadn, vstoren, vload_half, vstore_half: pointer arithmetic, then a
+ * checked load or store (halves converted, rte). */
+static void ext_vload_store(loader *L, fnctx *c, uint32_t e)
+{
+    uint32_t at = c->at, d = c->d;
+    int store = e == 172 || e == 175;
+    uint32_t data = store ? word(L, at, 5) : 0;
+    uint32_t off = word(L, at, store ? 6 : 5), ptr = word(L, at, store ? 7 : 6);
+    ty *pt = type_of(L, value_type(L, ptr));
+    if (pt->kind != T_PTR)
+        MALFORMED("vload/vstore of a non-pointer");
+    uint32_t elem = e >= 173 ? 2u : (uint32_t)type_of(L, pt->elem)->size;
+    uint32_t vn = e == 171 ? word(L, at, 7) : store ? comps(L, value_type(L, data)) : 1;
+    uint32_t t = spvl_new_slots(L, 1);
+    spvl_emit(L, X_PTRADD, 1, (uint8_t)scalar(L, value_type(L, off))->width, t,
+              spvl_slot(L, ptr), spvl_slot(L, off), elem * vn, 0);
+    if (e == 171)
+        spvl_emit(L, X_LOAD, (uint8_t)vn, (uint8_t)elem, d, t, 0, 0, 0);
+    else if (e == 172)
+        spvl_emit(L, X_STORE, (uint8_t)vn, (uint8_t)elem, 0, t, spvl_slot(L, data), 0, 0);
+    else if (e == 173)
+        spvl_emit(L, X_LOADH, 1, (uint8_t)scalar(L, c->rt)->width, d, t, 0, 0, 0);
+    else
+        spvl_emit(L, X_STOREH, 1, (uint8_t)scalar(L, value_type(L, data))->width, 0, t,
+                  spvl_slot(L, data), 0, 0);
+}
+
+/* bitselect, select: bitwise ops and selects. */
+static void ext_select(loader *L, fnctx *c, uint32_t e)
+{
+    uint32_t at = c->at, d = c->d;
+    uint32_t x = word(L, at, 5), y = word(L, at, 6), cond = word(L, at, 7);
+    uint32_t sx = spvl_slot(L, x), sy = spvl_slot(L, y), sc = spvl_slot(L, cond);
+    uint8_t cw = (uint8_t)scalar(L, value_type(L, cond))->width;
+    int cvec = is_vec(L, cond);
+    uint32_t t = spvl_new_slots(L, 1);
+    uint32_t shift = e == 187 && cvec ? spvl_const_slot(L, cw - 1u) : SPV_NONE;
+    for (uint32_t k = 0; k < c->n; k++) {
+        uint32_t ck = sc + (cvec ? k : 0);
+        if (e == 186) { /* x ^ ((x ^ y) & c) */
+            spvl_emit(L, X_XOR, 1, 64, t, sx + k, sy + k, 0, 0);
+            spvl_emit(L, X_AND, 1, 64, t, t, ck, 0, 0);
+            spvl_emit(L, X_XOR, 1, 64, d + k, sx + k, t, 0, 0);
+        } else if (cvec) { /* vectors test the sign bit */
+            spvl_emit(L, X_SHRL, 1, cw, t, ck, shift, 0, 0);
+            spvl_emit(L, X_SELECT, 1, 0, d + k, sy + k, sx + k, 0, t);
+        } else {
+            spvl_emit(L, X_SELECT, 1, 0, d + k, sy + k, sx + k, 0, ck);
+        }
+    }
+}
+
+/* The rest: component-wise, one X_EXT per component (a, b, e: operands;
+ * c: the instruction; w: the width it computes in). */
+static void ext_map(loader *L, fnctx *c, uint32_t e)
+{
+    uint32_t nargs = c->cnt - 5;
+    uint32_t ops[3] = {SPV_NONE, SPV_NONE, SPV_NONE};
+    int vec[3] = {0, 0, 0};
+    if (nargs > 3)
+        UNSUPPORTED("OpenCL.std instruction %u with %u operands", e, nargs);
+    uint8_t w = 0;
+    for (uint32_t i = 0; i < nargs; i++) {
+        uint32_t o = L->w[c->at + 5 + i];
+        ty *ot = type_of(L, value_type(L, o));
+        if (ot->kind == T_PTR)
+            UNSUPPORTED("OpenCL.std instruction %u takes a pointer", e);
+        ops[i] = spvl_slot(L, o);
+        vec[i] = ot->kind == T_VEC;
+        if (i == 0)
+            w = (uint8_t)scalar(L, value_type(L, o))->width;
+    }
+    if (!w)
+        w = (uint8_t)scalar(L, c->rt)->width;
+    ty *rs = scalar(L, c->rt);
+    if (rs->kind == T_INT && e >= 141)
+        w = (uint8_t)rs->width;
+    for (uint32_t k = 0; k < c->n; k++)
+        spvl_emit(L, X_EXT, 1, w, c->d + k,
+                  ops[0] == SPV_NONE ? ops[0] : ops[0] + (vec[0] ? k : 0),
+                  ops[1] == SPV_NONE ? ops[1] : ops[1] + (vec[1] ? k : 0), e,
+                  ops[2] == SPV_NONE ? ops[2] : ops[2] + (vec[2] ? k : 0));
+}
+
+void spvl_c_extinst(loader *L, fnctx *c)
+{
+    if (word(L, c->at, 3) != L->opencl_set)
+        UNSUPPORTED("extended instruction set %u is not OpenCL.std", word(L, c->at, 3));
+    uint32_t e = word(L, c->at, 4);
+    if (e == 184)
+        UNSUPPORTED("printf is not supported");
+    if (e == 171 || e == 172 || e == 173 || e == 175)
+        ext_vload_store(L, c, e);
+    else if (e == 186 || e == 187)
+        ext_select(L, c, e);
+    else if (!ext_supported(e))
+        UNSUPPORTED("OpenCL.std instruction %u is not supported", e);
+    else
+        ext_map(L, c, e);
+}
+
+void spvl_c_barrier(loader *L, fnctx *c)
+{
+    uint64_t s = spvl_const_value(L, word(L, c->at, 1), "a barrier's execution scope");
+    if (s == 2)
+        spvl_emit(L, X_BARRIER, 1, 0, 0, 0, 0, 0, 0);
+    else if (s == 3) /* a sub-group barrier: a collective that computes nothing */
+        spvl_emit(L, X_COLL, 1, 0, SPV_NONE, SPV_NONE, SPV_NONE, C_ELECT, C_NON_UNIFORM | 0x400u);
+    else
+        UNSUPPORTED("barriers need Workgroup or Subgroup execution scope");
+}
+
+/* ------------------------------------------------------------ collectives */
+
+static uint32_t group_scope(loader *L, uint32_t scope_id)
+{
+    uint64_t s = spvl_const_value(L, scope_id, "the execution scope of a group operation");
+    if (s == 3)
+        return 0;
+    if (s == 2)
+        return C_SCOPE_WORKGROUP;
+    UNSUPPORTED("group operations need Subgroup or Workgroup scope (got scope %llu)",
+                (unsigned long long)s);
+}
+
+
+/* What every collective starts with: its result slot, the scalar-only check,
+ * and its scope flags (the Intel shuffles have no scope operand). */
+static uint32_t group_begin(loader *L, fnctx *c, int scoped, uint32_t *flags)
+{
+    uint32_t rt = word(L, c->at, 1), rid = word(L, c->at, 2);
+    uint32_t d = spvl_slot(L, rid);
+    if (comps(L, rt) != 1 && c->info->code != C_BALLOT)
+        UNSUPPORTED("vector operands of group operations are not supported");
+    *flags = scoped ? group_scope(L, word(L, c->at, 3)) : 0;
+    if (c->info->flags & OPF_NU) {
+        *flags |= C_NON_UNIFORM;
+        if (*flags & C_SCOPE_WORKGROUP)
+            UNSUPPORTED("non-uniform group operations need Subgroup scope");
+    }
+    return d;
+}
+
+static void group_emit(loader *L, fnctx *c, uint32_t d, uint32_t a, uint32_t b, uint32_t bw,
+                       uint32_t flags)
+{
+    uint32_t w = scalar(L, word(L, c->at, 1))->width;
+    spvl_emit(L, X_COLL, (uint8_t)bw, (uint8_t)w, d, a, b, c->info->code, flags);
+}
+
+/* Reductions and scans: OpGroupIAdd ... OpGroupSMax and the non-uniform
+ * arithmetic, bitwise and logical ones. */
+void spvl_c_groupop(loader *L, fnctx *c)
+{
+    uint32_t flags;
+    uint32_t d = group_begin(L, c, 1, &flags);
+    uint32_t gop = word(L, c->at, 4);
+    if ((c->info->flags & OPF_NU) && op_count(L, c->at) > 6)
+        UNSUPPORTED("clustered sub-group reductions are not supported");
+    uint32_t a = spvl_slot(L, word(L, c->at, 5));
+    if (gop > 2)
+        UNSUPPORTED("group operation %u is not supported (Reduce, InclusiveScan and "
+                    "ExclusiveScan are)", gop);
+    group_emit(L, c, d, a, SPV_NONE, 1, flags | gop);
+}
+
+/* One value: all, any, broadcast-first, ballot. */
+void spvl_c_groupvalue(loader *L, fnctx *c)
+{
+    uint32_t flags;
+    uint32_t d = group_begin(L, c, 1, &flags);
+    if (c->info->code == C_BALLOT && comps(L, word(L, c->at, 1)) != 4)
+        MALFORMED("ballot result must be a 4-component vector");
+    group_emit(L, c, d, spvl_slot(L, word(L, c->at, 4)), SPV_NONE, 1, flags);
+}
+
+/* A value and a work-item: broadcasts and shuffles.  OpGroupBroadcast may
+ * name the work-item by its (vector) local id. */
+void spvl_c_grouppair(loader *L, fnctx *c)
+{
+    uint32_t flags;
+    uint32_t d = group_begin(L, c, 1, &flags);
+    uint32_t a = spvl_slot(L, word(L, c->at, 4));
+    uint32_t lid = word(L, c->at, 5);
+    uint32_t b = spvl_slot(L, lid);
+    uint32_t bw = c->info->flags & OPF_NU ? 1 : comps(L, value_type(L, lid));
+    group_emit(L, c, d, a, b, bw, flags);
+}
+
+void spvl_c_groupelect(loader *L, fnctx *c)
+{
+    uint32_t flags;
+    uint32_t d = group_begin(L, c, 1, &flags);
+    group_emit(L, c, d, SPV_NONE, SPV_NONE, 1, flags);
+}
+
+/* Intel sub-group shuffles (always sub-group scope, no scope operand). */
+void spvl_c_intelshuffle(loader *L, fnctx *c)
+{
+    uint32_t flags;
+    uint32_t d = group_begin(L, c, 0, &flags);
+    uint32_t a = spvl_slot(L, word(L, c->at, 3));
+    group_emit(L, c, d, a, spvl_slot(L, word(L, c->at, 4)), 1, flags);
+}
+
+/* The Intel shuffles up and down: the second data operand and the delta go
+ * into aux. */
+void spvl_c_intelshufflerel(loader *L, fnctx *c)
+{
+    uint32_t flags;
+    uint32_t d = group_begin(L, c, 0, &flags);
+    uint32_t a = spvl_slot(L, word(L, c->at, 3));
+    uint32_t b = spvl_aux_push(L, spvl_slot(L, word(L, c->at, 4)));
+    spvl_aux_push(L, spvl_slot(L, word(L, c->at, 5)));
+    group_emit(L, c, d, a, b, 1, flags);
+}

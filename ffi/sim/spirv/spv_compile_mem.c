@@ -1,0 +1,178 @@
+/* SPIR-V loader: compile handlers for memory: variables, loads and stores
+ * (moves for promoted variables), copies, access chains and atomics. */
+#include "spv_load.h"
+
+void spvl_c_variable(loader *L, fnctx *c)
+{
+    uint32_t at = c->at, d = c->d;
+    spv_func *f = c->f;
+    ty *pt = type_of(L, c->rt);
+    if (c->r->promoted) {
+        if (c->cnt > 4) { /* initializer */
+            uint32_t init = word(L, at, 4);
+            spvl_emit(L, X_MOV, (uint8_t)comps(L, pt->elem), 0, d, spvl_slot(L, init), 0, 0, 0);
+        }
+        return;
+    }
+    if (word(L, at, 3) != SC_FUNCTION)
+        UNSUPPORTED("function-scope variables must have Function storage");
+    ty *vt = type_of(L, pt->elem);
+    uint64_t align = vt->align ? vt->align : 8;
+    if (align < 8)
+        align = 8;
+    uint64_t off = (f->priv_bytes + align - 1) / align * align;
+    if (off + vt->size > (1u << 24))
+        UNSUPPORTED("private memory of a function exceeds 16 MiB");
+    f->priv_bytes = (uint32_t)(off + vt->size);
+    spvl_add_fixup(L, d, 0, off);
+    if (c->cnt > 4) {
+        uint32_t init = word(L, at, 4);
+        ty *it = type_of(L, value_type(L, init));
+        if (it->kind == T_ARRAY || it->kind == T_STRUCT)
+            UNSUPPORTED("aggregate initializers of function variables are not supported");
+        spvl_emit(L, X_STORE, (uint8_t)comps(L, value_type(L, init)),
+                  (uint8_t)scalar(L, value_type(L, init))->size, 0, d, spvl_slot(L, init), 0, 0);
+    }
+}
+
+void spvl_c_load(loader *L, fnctx *c)
+{
+    uint32_t ptr = word(L, c->at, 3), d = c->d, n = c->n;
+    idrec *pr = id(L, ptr);
+    ty *s = scalar(L, c->rt);
+    if (pr->kind == K_VAR && pr->builtin) {
+        spvl_emit(L, X_BUILTIN, (uint8_t)n, (uint8_t)s->width, d, 0, 0, pr->builtin - 1u, 0);
+        return;
+    }
+    if (s->kind == T_BOOL)
+        UNSUPPORTED("booleans cannot be loaded from memory");
+    if (pr->promoted) {
+        if (pr->slot != d)
+            spvl_emit(L, X_MOV, (uint8_t)n, 0, d, pr->slot, 0, 0, 0);
+        return;
+    }
+    spvl_emit(L, X_LOAD, (uint8_t)n, (uint8_t)s->size, d, spvl_slot(L, ptr), 0, 0, 0);
+}
+
+void spvl_c_store(loader *L, fnctx *c)
+{
+    uint32_t ptr = word(L, c->at, 1), obj = word(L, c->at, 2);
+    uint32_t ot = value_type(L, obj);
+    ty *s = scalar(L, ot);
+    if (s->kind == T_BOOL)
+        UNSUPPORTED("booleans cannot be stored to memory");
+    idrec *pr = id(L, ptr);
+    if (pr->promoted) {
+        uint32_t from = spvl_slot(L, obj);
+        if (from != pr->slot)
+            spvl_emit(L, X_MOV, (uint8_t)comps(L, ot), 0, pr->slot, from, 0, 0, 0);
+        return;
+    }
+    spvl_emit(L, X_STORE, (uint8_t)comps(L, ot), (uint8_t)s->size, 0, spvl_slot(L, ptr), spvl_slot(L, obj), 0,
+              0);
+}
+
+void spvl_c_copymemory(loader *L, fnctx *c)
+{
+    uint32_t dst = word(L, c->at, 1), src = word(L, c->at, 2);
+    ty *pt = type_of(L, value_type(L, dst));
+    uint64_t size = type_of(L, pt->elem)->size;
+    spvl_emit(L, X_MEMCPY, 1, 0, 0, spvl_slot(L, dst), spvl_slot(L, src), SPV_NONE, (uint32_t)size);
+}
+
+void spvl_c_copymemorysized(loader *L, fnctx *c)
+{
+    uint32_t dst = word(L, c->at, 1), src = word(L, c->at, 2), sz = word(L, c->at, 3);
+    spvl_emit(L, X_MEMCPY, 1, (uint8_t)scalar(L, value_type(L, sz))->width, 0, spvl_slot(L, dst),
+              spvl_slot(L, src), spvl_slot(L, sz), 0);
+}
+
+/* Pointer arithmetic of the access-chain family. */
+void spvl_c_accesschain(loader *L, fnctx *c)
+{
+    uint32_t pos = c->at;
+    unsigned op = c->op;
+    uint32_t rid = word(L, pos, 2), base = word(L, pos, 3);
+    uint32_t d = spvl_slot(L, rid);
+    ty *bt = type_of(L, value_type(L, base));
+    if (bt->kind != T_PTR)
+        MALFORMED("access chain base is not a pointer");
+    uint32_t cur = bt->elem;
+    int64_t off = 0;
+    uint32_t src = spvl_slot(L, base);
+    uint32_t count = op_count(L, pos);
+    uint32_t i = 4;
+    int first = 1;
+    /* OpPtrAccessChain's element operand scales by the pointee's size. */
+    int has_element = op == SPV_OpPtrAccessChain || op == SPV_OpInBoundsPtrAccessChain;
+    for (; i < count; i++) {
+        uint32_t idx = L->w[pos + i];
+        uint64_t stride;
+        uint32_t next;
+        if (has_element && i == 4) {
+            stride = type_of(L, cur)->size;
+            next = cur;
+        } else {
+            ty *ct = type_of(L, cur);
+            if (ct->kind == T_STRUCT) {
+                uint64_t m = spvl_const_value(L, idx, "a struct member index");
+                if (m >= ct->n)
+                    MALFORMED("struct member index %llu out of range", (unsigned long long)m);
+                off += (int64_t)ct->offsets[m];
+                cur = L->w[ct->pos + 2 + m];
+                continue;
+            }
+            if (ct->kind != T_ARRAY && ct->kind != T_VEC)
+                MALFORMED("access chain indexes a scalar");
+            next = ct->elem;
+            stride = type_of(L, next)->size;
+        }
+        idrec *ir = id(L, idx);
+        uint32_t iw = scalar(L, ir->type)->width;
+        if (ir->kind == K_CONST) {
+            uint64_t v = L->cvals[ir->cidx];
+            int64_t sv = iw >= 64 ? (int64_t)v : (int64_t)(v << (64 - iw)) >> (64 - iw);
+            off += sv * (int64_t)stride;
+        } else {
+            if (stride > 0xFFFFFFFFu)
+                UNSUPPORTED("array stride too large");
+            spvl_emit(L, X_PTRADD, 1, (uint8_t)iw, d, first ? src : d, spvl_slot(L, idx), (uint32_t)stride, 0);
+            first = 0;
+        }
+        cur = next;
+    }
+    if (off < INT32_MIN || off > INT32_MAX)
+        UNSUPPORTED("constant pointer offset too large");
+    if (first || off)
+        spvl_emit(L, X_ADDI, 1, 0, d, first ? src : d, 0, 0, (uint32_t)(int32_t)off);
+}
+
+void spvl_c_atomic(loader *L, fnctx *c)
+{
+    uint32_t pos = c->at, kind = c->info->code;
+    uint32_t rt, rid = 0, ptr, value = SPV_NONE, cmp = SPV_NONE;
+    if (kind == A_STORE) { /* pointer, scope, semantics, value */
+        ptr = word(L, pos, 1);
+        value = spvl_slot(L, word(L, pos, 4));
+        rt = value_type(L, word(L, pos, 4));
+    } else { /* result type and id, pointer, scope, semantics, operands */
+        rt = word(L, pos, 1);
+        rid = word(L, pos, 2);
+        ptr = word(L, pos, 3);
+        if (kind == A_CMPXCHG) {
+            value = spvl_slot(L, word(L, pos, 7));
+            cmp = spvl_slot(L, word(L, pos, 8));
+        } else if (kind != A_LOAD && kind != A_INC && kind != A_DEC) {
+            value = spvl_slot(L, word(L, pos, 6));
+        }
+    }
+    ty *s = type_of(L, rt);
+    if ((s->kind != T_INT && s->kind != T_FLOAT) || (s->width != 32 && s->width != 64))
+        UNSUPPORTED("atomics need a 32- or 64-bit integer or float");
+    if (s->kind == T_FLOAT && kind != A_LOAD && kind != A_STORE && kind != A_XCHG &&
+        kind != A_FADD && kind != A_FMIN && kind != A_FMAX)
+        UNSUPPORTED("this atomic operation needs an integer");
+    spvl_emit(L, X_ATOMIC, 1, (uint8_t)s->width, rid ? spvl_slot(L, rid) : SPV_NONE, spvl_slot(L, ptr), value,
+              kind, cmp);
+}
+
