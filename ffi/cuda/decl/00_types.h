@@ -3,7 +3,8 @@
  * Enumerations are spelled as `unsigned int`: every enum used here has only
  * non-negative values, so C gives it that underlying type, and the binding
  * keeps its constants in Python.  tests/ffi/test_cuda_decl.py checks each
- * typedef and struct below against the real cuda.h with gcc.
+ * typedef and struct below against the real cuda.h with gcc, and
+ * tests/ffi/test_abi_headers.py against the sim's ffi/cuda/sim/cuda_types.h.
  */
 typedef unsigned int CUresult;
 typedef int CUdevice;

@@ -1,17 +1,20 @@
 /* The subset of cuda.h's types and constants that the software CUDA driver
  * implements, written out so that it builds without the CUDA toolkit.
- * Values and layouts are the ones of cuda.h (CUDA 12/13, 64-bit Linux). */
+ * Values and layouts are the ones of cuda.h (CUDA 12/13, 64-bit Linux).
+ * tests/ffi/test_abi_headers.py holds every type this shares with the cffi
+ * declarations (ffi/cuda/decl) to theirs, and its constants to cuda.h. */
 #ifndef CUSIM_CUDA_TYPES_H
 #define CUSIM_CUDA_TYPES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define CUDAAPI
 #define CUSIM_API __attribute__((visibility("default")))
 
 typedef unsigned long long CUdeviceptr;
-typedef unsigned long long cuuint64_t;
-typedef unsigned int cuuint32_t;
+typedef uint64_t cuuint64_t;
+typedef uint32_t cuuint32_t;
 typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
@@ -27,7 +30,7 @@ typedef struct CUuuid_st {
     char bytes[16];
 } CUuuid;
 
-typedef int CUresult;
+typedef unsigned int CUresult; /* cuda.h: an enum of non-negative values */
 enum {
     CUDA_SUCCESS = 0,
     CUDA_ERROR_INVALID_VALUE = 1,
@@ -66,11 +69,11 @@ enum {
     CUDA_ERROR_UNKNOWN = 999,
 };
 
-typedef int CUdevice_attribute;
-typedef int CUpointer_attribute;
-typedef int CUstreamCaptureStatus;
-typedef int CUstreamCaptureMode;
-typedef int CUdriverProcAddressQueryResult;
+typedef unsigned int CUdevice_attribute;
+typedef unsigned int CUpointer_attribute;
+typedef unsigned int CUstreamCaptureStatus;
+typedef unsigned int CUstreamCaptureMode;
+typedef unsigned int CUdriverProcAddressQueryResult;
 typedef int CUjit_option;
 typedef int CUjitInputType;
 typedef struct CUlinkState_st *CUlinkState;
@@ -132,7 +135,7 @@ enum {
     CU_MEMORYTYPE_ARRAY = 0x03,
     CU_MEMORYTYPE_UNIFIED = 0x04,
 };
-typedef int CUmemorytype;
+typedef unsigned int CUmemorytype;
 
 enum {
     CU_POINTER_ATTRIBUTE_CONTEXT = 1,
@@ -281,7 +284,7 @@ typedef struct CUlaunchConfig_st {
 
 /* Stream-ordered memory pools (cusim_pool.c). */
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
-typedef int CUmemPool_attribute;
+typedef unsigned int CUmemPool_attribute;
 enum {
     CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES = 1,
     CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC = 2,
@@ -292,9 +295,9 @@ enum {
     CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7,
     CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8,
 };
-typedef int CUmemAllocationType;
-typedef int CUmemAllocationHandleType;
-typedef int CUmemLocationType;
+typedef unsigned int CUmemAllocationType;
+typedef unsigned int CUmemAllocationHandleType;
+typedef unsigned int CUmemLocationType;
 enum { CU_MEM_ALLOCATION_TYPE_PINNED = 1 };
 enum { CU_MEM_HANDLE_TYPE_NONE = 0 };
 enum { CU_MEM_LOCATION_TYPE_DEVICE = 1 };

@@ -105,6 +105,27 @@ typedef struct cu_graph_exec {
     arsim_graph *g;
 } cu_graph_exec;
 
+/* ---- entry-point preambles.  Every entry point starts with the same checks
+ * (initialised, a current context or a live stream, then its handles), and
+ * the real driver reports the first that fails; these keep that order in one
+ * place.  CUSIM_TRY returns a failing check's code from the entry point. */
+#define CUSIM_TRY(check)                                                                      \
+    do {                                                                                      \
+        CUresult cusim_try_ = (check);                                                        \
+        if (cusim_try_ != CUDA_SUCCESS)                                                       \
+            return cusim_try_;                                                                \
+    } while (0)
+/* Declares `T *var`, the live object behind handle `h` of kind `kind`, after
+ * the init check: an unknown or destroyed handle is CUDA_ERROR_INVALID_HANDLE. */
+#define CUSIM_GET(var, T, h, kind)                                                            \
+    CUSIM_TRY(cusim_check_init());                                                            \
+    T *var = arsim_handle_get((uint64_t)(uintptr_t)(h), (kind));                              \
+    if (!var)                                                                                 \
+        return CUDA_ERROR_INVALID_HANDLE
+/* The stream of a call that writes through `out`: its checks, then `out`
+ * non-NULL (CUDA_ERROR_INVALID_VALUE). */
+CUSIM_INTERNAL CUresult cusim_stream_out(CUstream h, const void *out, cu_stream **s);
+
 /* ---- engine status -> CUresult (cusim_errors.c) */
 CUSIM_INTERNAL CUresult cusim_status(arsim_status s);
 /* ---- streams and capture membership (cusim_stream.c) */
@@ -162,6 +183,10 @@ CUSIM_INTERNAL void cusim_ptx_syms_free(cusim_ptx_syms *syms);
 #define CUSIM_FUNC_REGS 32         /* registers per thread */
 #define CUSIM_FUNC_STATIC_SHARED 0 /* static shared bytes per block */
 #define CUSIM_SHARED_PER_BLOCK 49152 /* default and opt-in maximum alike */
+static inline cu_function *cusim_function_get(CUfunction h)
+{
+    return arsim_handle_get((uint64_t)(uintptr_t)h, HK_FUNCTION);
+}
 /* The most dynamic shared memory a launch of f may ask for.  Inline, so the
  * launch path (cusim_exec.c) need not call up into cusim_func.c, which calls
  * cuLaunchKernel for cuLaunchKernelEx. */

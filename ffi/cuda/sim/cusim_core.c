@@ -45,17 +45,13 @@ CUresult cuDriverGetVersion(int *driverVersion)
 
 static CUresult check_device(CUdevice dev)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     return dev >= 0 && dev < arsim_device_count() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
 
 CUresult cuDeviceGet(CUdevice *device, int ordinal)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!device)
         return CUDA_ERROR_INVALID_VALUE;
     if (ordinal < 0 || ordinal >= arsim_device_count())
@@ -66,9 +62,7 @@ CUresult cuDeviceGet(CUdevice *device, int ordinal)
 
 CUresult cuDeviceGetCount(int *count)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!count)
         return CUDA_ERROR_INVALID_VALUE;
     *count = arsim_device_count();
@@ -77,9 +71,7 @@ CUresult cuDeviceGetCount(int *count)
 
 CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 {
-    CUresult r = check_device(dev);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(check_device(dev));
     if (!name || len <= 0)
         return CUDA_ERROR_INVALID_VALUE;
     snprintf(name, (size_t)len, "aruntime cuda-sim device %d", dev);
@@ -88,9 +80,7 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
 
 CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 {
-    CUresult r = check_device(dev);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(check_device(dev));
     if (!uuid)
         return CUDA_ERROR_INVALID_VALUE;
     memset(uuid->bytes, 0, sizeof uuid->bytes);
@@ -103,9 +93,7 @@ CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev) { return cuDeviceGetUuid_v2
 
 CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
-    CUresult r = check_device(dev);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(check_device(dev));
     if (!bytes)
         return CUDA_ERROR_INVALID_VALUE;
     arsim_device_info info;
@@ -116,9 +104,7 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 
 CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
 {
-    CUresult r = check_device(dev);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(check_device(dev));
     if (!pciBusId || len <= 0)
         return CUDA_ERROR_INVALID_VALUE;
     snprintf(pciBusId, (size_t)len, "0000:%02x:00.0", 0x10 + dev);
@@ -127,11 +113,8 @@ CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
 
 CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
 {
-    CUresult r = check_device(dev);
-    if (r == CUDA_SUCCESS)
-        r = check_device(peerDev);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(check_device(dev));
+    CUSIM_TRY(check_device(peerDev));
     if (!canAccessPeer)
         return CUDA_ERROR_INVALID_VALUE;
     *canAccessPeer = dev != peerDev; /* all device memory is host memory */
@@ -140,9 +123,7 @@ CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDe
 
 CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
 {
-    CUresult r = check_device(dev);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(check_device(dev));
     if (!pi)
         return CUDA_ERROR_INVALID_VALUE;
     arsim_device_info info;
@@ -290,9 +271,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 {
-    CUresult r = check_device(dev);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(check_device(dev));
     pthread_mutex_lock(&g_primary_mu);
     cu_ctx *c = g_primary[dev];
     if (!c || c->retain_count <= 0) {
@@ -307,9 +286,7 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 
 CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
-    CUresult r = check_device(dev);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(check_device(dev));
     pthread_mutex_lock(&g_primary_mu);
     if (g_primary[dev])
         ctx_release_resources(g_primary[dev]);
@@ -321,9 +298,7 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 
 CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
-    CUresult r = check_device(dev);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(check_device(dev));
     if (!flags || !active)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&g_primary_mu);
@@ -357,15 +332,11 @@ static void push_ctx(uint64_t h)
 
 CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
-    CUresult r = check_device(dev);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(check_device(dev));
     if (!pctx)
         return CUDA_ERROR_INVALID_VALUE;
     cu_ctx *c;
-    r = ctx_new(dev, 0, flags, &c);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(ctx_new(dev, 0, flags, &c));
     push_ctx(c->handle);
     *pctx = (CUcontext)(uintptr_t)c->handle;
     return CUDA_SUCCESS;
@@ -380,9 +351,7 @@ CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, uns
 
 CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     cu_ctx *c = cusim_ctx_from_handle(ctx);
     if (!c || c->primary)
         return CUDA_ERROR_INVALID_CONTEXT;
@@ -402,9 +371,7 @@ CUresult cuCtxDestroy_v2(CUcontext ctx)
 
 CUresult cuCtxSetCurrent(CUcontext ctx)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!ctx) {
         if (tls_ctx_depth > 0)
             tls_ctx_depth--;
@@ -420,9 +387,7 @@ CUresult cuCtxSetCurrent(CUcontext ctx)
 
 CUresult cuCtxGetCurrent(CUcontext *pctx)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!pctx)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t h = tls_ctx_depth ? tls_ctx_stack[tls_ctx_depth - 1] : 0;
@@ -432,9 +397,7 @@ CUresult cuCtxGetCurrent(CUcontext *pctx)
 
 CUresult cuCtxPushCurrent_v2(CUcontext ctx)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!cusim_ctx_from_handle(ctx))
         return CUDA_ERROR_INVALID_CONTEXT;
     push_ctx((uint64_t)(uintptr_t)ctx);
@@ -443,9 +406,7 @@ CUresult cuCtxPushCurrent_v2(CUcontext ctx)
 
 CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (tls_ctx_depth == 0)
         return CUDA_ERROR_INVALID_CONTEXT;
     uint64_t h = tls_ctx_stack[--tls_ctx_depth];
@@ -456,9 +417,7 @@ CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
 
 CUresult cusim_current_ctx(cu_ctx **out)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     uint64_t h = tls_ctx_depth ? tls_ctx_stack[tls_ctx_depth - 1] : 0;
     cu_ctx *c = h ? arsim_handle_get(h, HK_CTX) : NULL;
     if (!c)
@@ -473,9 +432,7 @@ CUresult cusim_current_ctx(cu_ctx **out)
 CUresult cuCtxGetDevice(CUdevice *device)
 {
     cu_ctx *c;
-    CUresult r = cusim_current_ctx(&c);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_current_ctx(&c));
     if (!device)
         return CUDA_ERROR_INVALID_VALUE;
     *device = c->device;
@@ -485,9 +442,7 @@ CUresult cuCtxGetDevice(CUdevice *device)
 CUresult cuCtxGetFlags(unsigned int *flags)
 {
     cu_ctx *c;
-    CUresult r = cusim_current_ctx(&c);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_current_ctx(&c));
     if (!flags)
         return CUDA_ERROR_INVALID_VALUE;
     *flags = c->flags;
@@ -496,9 +451,7 @@ CUresult cuCtxGetFlags(unsigned int *flags)
 
 CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!version)
         return CUDA_ERROR_INVALID_VALUE;
     if (ctx && !cusim_ctx_from_handle(ctx))
@@ -509,9 +462,7 @@ CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 
 CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (leastPriority)
         *leastPriority = 0;
     if (greatestPriority)
@@ -539,9 +490,7 @@ CUresult cusim_ctx_synchronize(cu_ctx *c)
 CUresult cuCtxSynchronize(void)
 {
     cu_ctx *c;
-    CUresult r = cusim_current_ctx(&c);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_current_ctx(&c));
     pthread_mutex_lock(&c->mu);
     int capturing = c->unsafe_captures;
     pthread_mutex_unlock(&c->mu);
@@ -598,9 +547,7 @@ static CUresult per_thread_stream(cu_ctx *c, cu_stream **out)
     pthread_once(&g_ptds_once, ptds_key_init);
     pthread_setspecific(g_ptds_key, (void *)1); /* arms the exit hook */
     cu_stream *s;
-    CUresult r = cusim_stream_new(c, CU_STREAM_DEFAULT, 0, 0, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_stream_new(c, CU_STREAM_DEFAULT, 0, 0, &s));
     tls_ptds[free_slot].ctx = c->handle;
     tls_ptds[free_slot].stream = s->handle;
     *out = s;
@@ -616,17 +563,13 @@ CUresult cusim_resolve_stream(CUstream h, cu_stream **out)
         v = (uintptr_t)CU_STREAM_PER_THREAD; /* a _ptsz/_ptds entry point */
     if (v == 0 || v == (uintptr_t)CU_STREAM_LEGACY || v == (uintptr_t)CU_STREAM_PER_THREAD) {
         cu_ctx *c;
-        CUresult r = cusim_current_ctx(&c);
-        if (r != CUDA_SUCCESS)
-            return r;
+        CUSIM_TRY(cusim_current_ctx(&c));
         if (v == (uintptr_t)CU_STREAM_PER_THREAD)
             return per_thread_stream(c, out);
         *out = c->legacy;
         return CUDA_SUCCESS;
     }
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     cu_stream *s = arsim_handle_get((uint64_t)v, HK_STREAM);
     if (!s)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -635,6 +578,12 @@ CUresult cusim_resolve_stream(CUstream h, cu_stream **out)
         return cusim_status(sticky);
     *out = s;
     return CUDA_SUCCESS;
+}
+
+CUresult cusim_stream_out(CUstream h, const void *out, cu_stream **s)
+{
+    CUSIM_TRY(cusim_resolve_stream(h, s));
+    return out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* The legacy (NULL) stream waits for the work of every blocking stream of
@@ -732,8 +681,6 @@ CUresult cusim_submit_graph(cu_stream *s, const arsim_graph *g)
         return r;
     }
     pthread_mutex_unlock(&g_capture_mu);
-    CUresult r = legacy_ordering(s);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(legacy_ordering(s));
     return cusim_status(arsim_queue_submit_graph(s->q, g));
 }

@@ -14,9 +14,7 @@
 CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority)
 {
     cu_ctx *c;
-    CUresult r = cusim_current_ctx(&c);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_current_ctx(&c));
     if (!phStream || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
         return CUDA_ERROR_INVALID_VALUE;
     /* Out-of-range priorities are clamped, as the driver does. */
@@ -25,7 +23,7 @@ CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int 
     if (priority < -5)
         priority = -5;
     cu_stream *s;
-    r = cusim_stream_new(c, flags, priority, 0, &s);
+    CUresult r = cusim_stream_new(c, flags, priority, 0, &s);
     if (r == CUDA_SUCCESS)
         *phStream = (CUstream)(uintptr_t)s->handle;
     return r;
@@ -38,9 +36,7 @@ CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
 
 CUresult cuStreamDestroy_v2(CUstream hStream)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     uintptr_t v = (uintptr_t)hStream;
     if (v == 0 || v == (uintptr_t)CU_STREAM_LEGACY || v == (uintptr_t)CU_STREAM_PER_THREAD)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -68,19 +64,13 @@ static CUresult capture_guard(cu_stream *s)
 CUresult cuStreamSynchronize(CUstream hStream)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(hStream, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
-    r = capture_guard(s);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_resolve_stream(hStream, &s));
+    CUSIM_TRY(capture_guard(s));
     if (s->is_legacy) {
         /* The legacy stream's sync also covers the blocking streams it
          * waits on: enqueue a marker with the legacy ordering and wait for it. */
         uint64_t seq;
-        r = cusim_submit(s, arsim_op_marker(), &seq);
-        if (r != CUDA_SUCCESS)
-            return r;
+        CUSIM_TRY(cusim_submit(s, arsim_op_marker(), &seq));
     }
     return cusim_status(arsim_queue_synchronize(s->q, ARSIM_WAIT_BLOCK));
 }
@@ -88,9 +78,7 @@ CUresult cuStreamSynchronize(CUstream hStream)
 CUresult cuStreamQuery(CUstream hStream)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(hStream, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_resolve_stream(hStream, &s));
     /* An unlocked peek: the query itself stays lock-free. */
     if (__atomic_load_n(&s->cap, __ATOMIC_ACQUIRE))
         return capture_guard(s);
@@ -100,11 +88,7 @@ CUresult cuStreamQuery(CUstream hStream)
 CUresult cuStreamGetPriority(CUstream hStream, int *priority)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(hStream, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (!priority)
-        return CUDA_ERROR_INVALID_VALUE;
+    CUSIM_TRY(cusim_stream_out(hStream, priority, &s));
     *priority = s->priority;
     return CUDA_SUCCESS;
 }
@@ -112,11 +96,7 @@ CUresult cuStreamGetPriority(CUstream hStream, int *priority)
 CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(hStream, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (!flags)
-        return CUDA_ERROR_INVALID_VALUE;
+    CUSIM_TRY(cusim_stream_out(hStream, flags, &s));
     *flags = s->flags;
     return CUDA_SUCCESS;
 }
@@ -124,11 +104,7 @@ CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags)
 CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(hStream, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (!pctx)
-        return CUDA_ERROR_INVALID_VALUE;
+    CUSIM_TRY(cusim_stream_out(hStream, pctx, &s));
     *pctx = (CUcontext)(uintptr_t)s->ctx->handle;
     return CUDA_SUCCESS;
 }
@@ -136,11 +112,7 @@ CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
 CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(hStream, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (!streamId)
-        return CUDA_ERROR_INVALID_VALUE;
+    CUSIM_TRY(cusim_stream_out(hStream, streamId, &s));
     *streamId = s->is_legacy ? 0 : s->handle;
     return CUDA_SUCCESS;
 }
@@ -148,9 +120,7 @@ CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId)
 CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(hStream, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_resolve_stream(hStream, &s));
     if (!fn)
         return CUDA_ERROR_INVALID_VALUE;
     return cusim_submit(s, arsim_op_host_fn(fn, userData), NULL);
@@ -160,12 +130,21 @@ CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
 
 static cu_event *event_get(CUevent h) { return arsim_handle_get((uint64_t)(uintptr_t)h, HK_EVENT); }
 
+/* The stream, the event and the flags of a record or a wait, in that order. */
+static CUresult stream_event_args(CUstream hs, CUevent he, unsigned flags, cu_stream **s,
+                                  cu_event **e)
+{
+    CUSIM_TRY(cusim_resolve_stream(hs, s));
+    *e = event_get(he);
+    if (!*e)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return flags & ~1u ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
 CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 {
     cu_ctx *c;
-    CUresult r = cusim_current_ctx(&c);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_current_ctx(&c));
     if (!phEvent || (Flags & ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING |
                                           CU_EVENT_INTERPROCESS)))
         return CUDA_ERROR_INVALID_VALUE;
@@ -193,9 +172,7 @@ CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 
 CUresult cuEventDestroy_v2(CUevent hEvent)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     cu_event *e = arsim_handle_remove((uint64_t)(uintptr_t)hEvent, HK_EVENT);
     if (!e)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -207,14 +184,8 @@ CUresult cuEventDestroy_v2(CUevent hEvent)
 CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(hStream, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
-    cu_event *e = event_get(hEvent);
-    if (!e)
-        return CUDA_ERROR_INVALID_HANDLE;
-    if (flags & ~1u)
-        return CUDA_ERROR_INVALID_VALUE;
+    cu_event *e;
+    CUSIM_TRY(stream_event_args(hStream, hEvent, flags, &s, &e));
     pthread_mutex_lock(&g_capture_mu);
     cu_capture *cap = s->cap;
     if (cap) {
@@ -225,7 +196,7 @@ CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int f
         return cap->invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED : CUDA_SUCCESS;
     }
     pthread_mutex_unlock(&g_capture_mu);
-    r = cusim_submit(s, arsim_op_event_record(e->ev), NULL);
+    CUresult r = cusim_submit(s, arsim_op_event_record(e->ev), NULL);
     if (r == CUDA_SUCCESS) {
         e->recorded = 1;
         e->captured = 0;
@@ -250,29 +221,15 @@ static CUresult event_captured_check(cu_event *e)
 
 CUresult cuEventQuery(CUevent hEvent)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
-    cu_event *e = event_get(hEvent);
-    if (!e)
-        return CUDA_ERROR_INVALID_HANDLE;
-    r = event_captured_check(e);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_GET(e, cu_event, hEvent, HK_EVENT);
+    CUSIM_TRY(event_captured_check(e));
     return cusim_status(arsim_event_query(e->ev)); /* lock-free */
 }
 
 CUresult cuEventSynchronize(CUevent hEvent)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
-    cu_event *e = event_get(hEvent);
-    if (!e)
-        return CUDA_ERROR_INVALID_HANDLE;
-    r = event_captured_check(e);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_GET(e, cu_event, hEvent, HK_EVENT);
+    CUSIM_TRY(event_captured_check(e));
     /* CU_EVENT_BLOCKING_SYNC: sleep on a condition variable; otherwise spin. */
     arsim_wait_mode mode = e->flags & CU_EVENT_BLOCKING_SYNC ? ARSIM_WAIT_BLOCK : ARSIM_WAIT_SPIN;
     return cusim_status(arsim_event_wait(e->ev, mode, -1));
@@ -280,9 +237,7 @@ CUresult cuEventSynchronize(CUevent hEvent)
 
 CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!pMilliseconds)
         return CUDA_ERROR_INVALID_VALUE;
     cu_event *a = event_get(hStart), *b = event_get(hEnd);
@@ -325,20 +280,14 @@ static void capture_join(cu_capture *cap, cu_stream *s)
 CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(hStream, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
-    cu_event *e = event_get(hEvent);
-    if (!e)
-        return CUDA_ERROR_INVALID_HANDLE;
-    if (Flags & ~1u)
-        return CUDA_ERROR_INVALID_VALUE;
+    cu_event *e;
+    CUSIM_TRY(stream_event_args(hStream, hEvent, Flags, &s, &e));
     pthread_mutex_lock(&g_capture_mu);
     cu_capture *ecap = e->captured ? arsim_handle_get(e->captured, HK_CAPTURE) : NULL;
     if (ecap) {
         /* Waiting on a point of a capture pulls this stream into it; the
          * graph is a linear order, so the dependency is already satisfied. */
-        r = CUDA_SUCCESS;
+        CUresult r = CUDA_SUCCESS;
         if (ecap->invalidated)
             r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
         else if (s->cap && s->cap != ecap)
@@ -363,10 +312,8 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
 CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(hStream, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (mode < CU_STREAM_CAPTURE_MODE_GLOBAL || mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+    CUSIM_TRY(cusim_resolve_stream(hStream, &s));
+    if (mode > CU_STREAM_CAPTURE_MODE_RELAXED) /* unsigned, as in cuda.h: no negatives */
         return CUDA_ERROR_INVALID_VALUE;
     if (s->is_legacy)
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the NULL stream cannot capture */
@@ -406,11 +353,7 @@ CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
 CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(hStream, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (!phGraph)
-        return CUDA_ERROR_INVALID_VALUE;
+    CUSIM_TRY(cusim_stream_out(hStream, phGraph, &s));
     pthread_mutex_lock(&g_capture_mu);
     cu_capture *cap = s->cap;
     if (!cap) {
@@ -453,11 +396,7 @@ static CUresult capture_info(CUstream hStream, CUstreamCaptureStatus *status, cu
 {
     uintptr_t v = (uintptr_t)hStream;
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(hStream, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (!status)
-        return CUDA_ERROR_INVALID_VALUE;
+    CUSIM_TRY(cusim_stream_out(hStream, status, &s));
     if ((v == 0 || v == (uintptr_t)CU_STREAM_LEGACY) &&
         __atomic_load_n(&s->ctx->capturing_blocking, __ATOMIC_ACQUIRE))
         return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
@@ -506,11 +445,9 @@ CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *capt
 
 CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     static __thread CUstreamCaptureMode current = CU_STREAM_CAPTURE_MODE_GLOBAL;
-    if (!mode || *mode < 0 || *mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+    if (!mode || *mode > CU_STREAM_CAPTURE_MODE_RELAXED)
         return CUDA_ERROR_INVALID_VALUE;
     CUstreamCaptureMode old = current;
     current = *mode;
@@ -522,9 +459,7 @@ CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 
 CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!phGraph || flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
     cu_graph *g = calloc(1, sizeof *g);
@@ -539,12 +474,7 @@ CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 
 CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
-    cu_graph *g = arsim_handle_get((uint64_t)(uintptr_t)hGraph, HK_GRAPH);
-    if (!g)
-        return CUDA_ERROR_INVALID_HANDLE;
+    CUSIM_GET(g, cu_graph, hGraph, HK_GRAPH);
     if (!numNodes)
         return CUDA_ERROR_INVALID_VALUE;
     if (nodes)
@@ -556,9 +486,7 @@ CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
                                      unsigned long long flags)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!phGraphExec)
         return CUDA_ERROR_INVALID_VALUE;
     (void)flags; /* auto-free-on-launch, upload, device launch: not modelled */
@@ -583,9 +511,7 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
 CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(hStream, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_resolve_stream(hStream, &s));
     cu_graph_exec *x = arsim_handle_get((uint64_t)(uintptr_t)hGraphExec, HK_GRAPH_EXEC);
     if (!x)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -594,9 +520,7 @@ CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 
 CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     cu_graph_exec *x = arsim_handle_remove((uint64_t)(uintptr_t)hGraphExec, HK_GRAPH_EXEC);
     if (!x)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -608,9 +532,7 @@ CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 
 CUresult cuGraphDestroy(CUgraph hGraph)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     pthread_mutex_lock(&g_capture_mu);
     cu_graph *g = arsim_handle_get((uint64_t)(uintptr_t)hGraph, HK_GRAPH);
     if (g && g->capturing) {
@@ -690,9 +612,7 @@ static CUresult load_ptx(const char *text, jit_log *log, arsim_module **out)
 static CUresult module_load_image(CUmodule *module, const void *image, jit_log *log)
 {
     cu_ctx *c;
-    CUresult r = cusim_current_ctx(&c);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_current_ctx(&c));
     if (!module || !image)
         return CUDA_ERROR_INVALID_VALUE;
     const unsigned char *b = image;
@@ -717,13 +637,9 @@ static CUresult module_load_image(CUmodule *module, const void *image, jit_log *
                                           "a fatbin cannot run here (load its PTX instead)");
         return CUDA_ERROR_NO_BINARY_FOR_GPU;
     } else if (cusim_link_image_ptx(image)) {
-        r = load_ptx(cusim_link_image_ptx(image), log, &m); /* cusim_link.c's output */
-        if (r != CUDA_SUCCESS)
-            return r;
+        CUSIM_TRY(load_ptx(cusim_link_image_ptx(image), log, &m)); /* cusim_link.c's output */
     } else if (ptx_looks_like(image)) {
-        r = load_ptx(image, log, &m);
-        if (r != CUDA_SUCCESS)
-            return r;
+        CUSIM_TRY(load_ptx(image, log, &m));
     } else {
         return CUDA_ERROR_INVALID_IMAGE;
     }
@@ -762,9 +678,7 @@ CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int nu
 CUresult cuModuleLoad(CUmodule *module, const char *fname)
 {
     cu_ctx *c;
-    CUresult r = cusim_current_ctx(&c);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_current_ctx(&c));
     if (!module || !fname)
         return CUDA_ERROR_INVALID_VALUE;
     FILE *fp = fopen(fname, "rb");
@@ -794,16 +708,14 @@ CUresult cuModuleLoad(CUmodule *module, const char *fname)
     size_t n = fread(text, 1, (size_t)len, fp);
     fclose(fp);
     text[n] = 0;
-    r = module_load_image(module, text, NULL);
+    CUresult r = module_load_image(module, text, NULL);
     free(text);
     return r;
 }
 
 CUresult cuModuleUnload(CUmodule hmod)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     cu_module *cm = arsim_handle_remove((uint64_t)(uintptr_t)hmod, HK_MODULE);
     if (!cm)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -821,9 +733,7 @@ CUresult cuModuleUnload(CUmodule hmod)
 
 CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!hfunc || !name)
         return CUDA_ERROR_INVALID_VALUE;
     cu_module *cm = arsim_handle_get((uint64_t)(uintptr_t)hmod, HK_MODULE);
@@ -867,12 +777,7 @@ static size_t param_align(size_t sz)
 CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset,
                             size_t *paramSize)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
-    cu_function *fn = arsim_handle_get((uint64_t)(uintptr_t)func, HK_FUNCTION);
-    if (!fn)
-        return CUDA_ERROR_INVALID_HANDLE;
+    CUSIM_GET(fn, cu_function, func, HK_FUNCTION);
     const ar_kernel_info *info = fn->k->info;
     /* Past the last parameter is how a caller learns the count. */
     if (paramIndex >= info->num_params)
@@ -926,10 +831,8 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         void **kernelParams, void **extra)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(hStream, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
-    cu_function *fn = arsim_handle_get((uint64_t)(uintptr_t)f, HK_FUNCTION);
+    CUSIM_TRY(cusim_resolve_stream(hStream, &s));
+    cu_function *fn = cusim_function_get(f);
     if (!fn)
         return CUDA_ERROR_INVALID_HANDLE;
     if (!gridDimX || !gridDimY || !gridDimZ || !blockDimX || !blockDimY || !blockDimZ)
@@ -947,9 +850,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
     if (!kernelParams && info->num_params > 0) {
         if (!extra)
             return CUDA_ERROR_INVALID_VALUE;
-        r = params_from_extra(info, extra, argv);
-        if (r != CUDA_SUCCESS)
-            return r;
+        CUSIM_TRY(params_from_extra(info, extra, argv));
         params = argv;
     }
     ar_dim3 grid = {gridDimX, gridDimY, gridDimZ};

@@ -11,19 +11,12 @@
 #define CUSIM_SM_VERSION 80
 #define CUSIM_MAX_THREADS_PER_BLOCK 1024
 
-static cu_function *func_get(CUfunction h)
-{
-    return arsim_handle_get((uint64_t)(uintptr_t)h, HK_FUNCTION);
-}
-
 CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!pi)
         return CUDA_ERROR_INVALID_VALUE;
-    cu_function *f = func_get(hfunc);
+    cu_function *f = cusim_function_get(hfunc);
     if (!f)
         return CUDA_ERROR_INVALID_HANDLE;
     int carveout;
@@ -57,12 +50,7 @@ CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfu
 
 CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
-    cu_function *f = func_get(hfunc);
-    if (!f)
-        return CUDA_ERROR_INVALID_HANDLE;
+    CUSIM_GET(f, cu_function, hfunc, HK_FUNCTION);
     switch (attrib) {
     case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
         if (value < 0 || value > CUSIM_SHARED_PER_BLOCK - CUSIM_FUNC_STATIC_SHARED)
@@ -87,10 +75,8 @@ CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int v
 
 CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (!func_get(hfunc))
+    CUSIM_TRY(cusim_check_init());
+    if (!cusim_function_get(hfunc))
         return CUDA_ERROR_INVALID_HANDLE;
     /* A preference only: the sim has no L1 to split. */
     return config >= CU_FUNC_CACHE_PREFER_NONE && config <= CU_FUNC_CACHE_PREFER_EQUAL
@@ -100,12 +86,10 @@ CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)
 
 CUresult cuFuncGetName(const char **name, CUfunction hfunc)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!name)
         return CUDA_ERROR_INVALID_VALUE;
-    cu_function *f = func_get(hfunc);
+    cu_function *f = cusim_function_get(hfunc);
     if (!f)
         return CUDA_ERROR_INVALID_HANDLE;
     *name = f->k->name;
@@ -114,12 +98,10 @@ CUresult cuFuncGetName(const char **name, CUfunction hfunc)
 
 CUresult cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!hmod)
         return CUDA_ERROR_INVALID_VALUE;
-    cu_function *f = func_get(hfunc);
+    cu_function *f = cusim_function_get(hfunc);
     if (!f)
         return CUDA_ERROR_INVALID_HANDLE;
     *hmod = (CUmodule)(uintptr_t)f->mod->handle;
@@ -129,12 +111,10 @@ CUresult cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
 /* Loading is eager in the sim: a function exists only once its code does. */
 CUresult cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction function)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!state)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!func_get(function))
+    if (!cusim_function_get(function))
         return CUDA_ERROR_INVALID_HANDLE;
     *state = CU_FUNCTION_LOADING_STATE_LOADED;
     return CUDA_SUCCESS;
@@ -142,10 +122,8 @@ CUresult cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction function)
 
 CUresult cuFuncLoad(CUfunction function)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
-    return func_get(function) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    CUSIM_TRY(cusim_check_init());
+    return cusim_function_get(function) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 /* Launch attributes: the ones that only tune performance are accepted and
@@ -200,14 +178,10 @@ typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned
 static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **params,
                           void **extra, launch_fn launch)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!config)
         return CUDA_ERROR_INVALID_VALUE;
-    r = check_launch_attrs(config);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(check_launch_attrs(config));
     return launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
                   config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream,
                   params, extra);

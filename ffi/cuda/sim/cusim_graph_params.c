@@ -13,21 +13,17 @@ enum {
 CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
                                       CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!instantiateParams)
         return CUDA_ERROR_INVALID_VALUE;
     instantiateParams->hErrNode_out = NULL;
     instantiateParams->result_out = RESULT_ERROR;
     if (instantiateParams->flags & FLAG_UPLOAD) {
         cu_stream *s;
-        r = cusim_resolve_stream(instantiateParams->hUploadStream, &s);
-        if (r != CUDA_SUCCESS)
-            return r;
+        CUSIM_TRY(cusim_resolve_stream(instantiateParams->hUploadStream, &s));
     }
-    r = cuGraphInstantiateWithFlags(phGraphExec, hGraph,
-                                    instantiateParams->flags & ~(cuuint64_t)FLAG_UPLOAD);
+    CUresult r = cuGraphInstantiateWithFlags(phGraphExec, hGraph,
+                                             instantiateParams->flags & ~(cuuint64_t)FLAG_UPLOAD);
     if (r == CUDA_SUCCESS)
         instantiateParams->result_out = RESULT_SUCCESS;
     return r;

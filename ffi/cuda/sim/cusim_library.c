@@ -77,12 +77,10 @@ CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *j
                            CUlibraryOption *libraryOptions, void **libraryOptionValues,
                            unsigned int numLibraryOptions)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!library || !code || (numJitOptions > 0 && (!jitOptions || !jitOptionsValues)))
         return CUDA_ERROR_INVALID_VALUE;
-    r = check_library_options(libraryOptions, libraryOptionValues, numLibraryOptions);
+    CUresult r = check_library_options(libraryOptions, libraryOptionValues, numLibraryOptions);
     if (r != CUDA_SUCCESS)
         return r;
     cu_library *lib = calloc(1, sizeof *lib);
@@ -140,13 +138,11 @@ CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_o
                                CUlibraryOption *libraryOptions, void **libraryOptionValues,
                                unsigned int numLibraryOptions)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!library || !fileName)
         return CUDA_ERROR_INVALID_VALUE;
     char *code;
-    r = read_file(fileName, &code);
+    CUresult r = read_file(fileName, &code);
     if (r != CUDA_SUCCESS)
         return r;
     r = cuLibraryLoadData(library, code, jitOptions, jitOptionsValues, numJitOptions,
@@ -157,23 +153,19 @@ CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_o
 
 CUresult cuLibraryUnload(CUlibrary library)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     cu_library *lib = arsim_handle_remove((uint64_t)(uintptr_t)library, HK_LIBRARY);
     if (!lib)
         return CUDA_ERROR_INVALID_HANDLE;
     /* Its kernels' handles go with the module; pending launches keep the code. */
-    r = cuModuleUnload(lib->module);
+    CUresult r = cuModuleUnload(lib->module);
     free(lib);
     return r;
 }
 
 CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!pMod)
         return CUDA_ERROR_INVALID_VALUE;
     cu_library *lib = library_get(library);
@@ -185,18 +177,14 @@ CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
 
 CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!pKernel || !name)
         return CUDA_ERROR_INVALID_VALUE;
     cu_library *lib = library_get(library);
     if (!lib)
         return CUDA_ERROR_INVALID_HANDLE;
     CUfunction fh;
-    r = cuModuleGetFunction(&fh, lib->module, name);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cuModuleGetFunction(&fh, lib->module, name));
     cu_function *f = arsim_handle_get((uint64_t)(uintptr_t)fh, HK_FUNCTION);
     if (!f)
         return CUDA_ERROR_INVALID_HANDLE; /* unloaded meanwhile */
@@ -208,9 +196,7 @@ CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *na
 CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
 {
     cu_ctx *c;
-    CUresult r = cusim_current_ctx(&c); /* the function of the current context */
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_current_ctx(&c)); /* the function of the current context */
     if (!pFunc)
         return CUDA_ERROR_INVALID_VALUE;
     cu_function *f = kernel_get(kernel);
@@ -222,9 +208,7 @@ CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
 
 CUresult cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!pLib)
         return CUDA_ERROR_INVALID_VALUE;
     cu_function *f = kernel_get(kernel);
@@ -236,9 +220,7 @@ CUresult cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel)
 
 CUresult cuKernelGetName(const char **name, CUkernel hfunc)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!name)
         return CUDA_ERROR_INVALID_VALUE;
     cu_function *f = kernel_get(hfunc);
@@ -251,9 +233,7 @@ CUresult cuKernelGetName(const char **name, CUkernel hfunc)
 CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset,
                               size_t *paramSize)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!kernel_get(kernel))
         return CUDA_ERROR_INVALID_HANDLE;
     return cuFuncGetParamInfo((CUfunction)kernel, paramIndex, paramOffset, paramSize);
@@ -261,9 +241,7 @@ CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramO
 
 static CUresult check_kernel_device(CUkernel kernel, CUdevice dev)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (dev < 0 || dev >= arsim_device_count())
         return CUDA_ERROR_INVALID_DEVICE;
     return kernel_get(kernel) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;

@@ -193,9 +193,7 @@ CUresult cuLinkCreate_v2(unsigned int numOptions, CUjit_option *options, void **
         return r;
     if (!stateOut)
         return CUDA_ERROR_INVALID_VALUE;
-    r = check_options(numOptions, options, optionValues, 0);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(check_options(numOptions, options, optionValues, 0));
     int major = 0, minor = 0;
     cuDeviceGetAttribute(&major, 75, c->device); /* COMPUTE_CAPABILITY_MAJOR */
     cuDeviceGetAttribute(&minor, 76, c->device);
@@ -339,9 +337,7 @@ static CUresult add_object(cu_link *lk, const void *data, size_t size, const cha
             p++; /* alignment padding between fatbins */
             continue;
         }
-        CUresult r = add_fatbin(lk, p, n, name);
-        if (r != CUDA_SUCCESS)
-            return r;
+        CUSIM_TRY(add_fatbin(lk, p, n, name));
         added++;
         p += n;
     }
@@ -374,9 +370,7 @@ static CUresult add_library(cu_link *lk, const void *data, size_t size, const ch
         const char *member = b + at + 60;
         size_t off, len;
         if (cusim_object_fatbins(member, (size_t)n, &off, &len) == 0) {
-            CUresult r = add_object(lk, member, (size_t)n, name);
-            if (r != CUDA_SUCCESS)
-                return r;
+            CUSIM_TRY(add_object(lk, member, (size_t)n, name));
             added++;
         }
         at += 60 + (size_t)n + (n & 1); /* members are 2-byte aligned */
@@ -424,15 +418,13 @@ CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data, si
                           const char *name, unsigned int numOptions, CUjit_option *options,
                           void **optionValues)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     cu_link *lk = link_get(state);
     if (!lk)
         return CUDA_ERROR_INVALID_HANDLE;
     if (!data || size == 0 || type < 0 || type >= IN_NUM_TYPES)
         return CUDA_ERROR_INVALID_VALUE;
-    r = check_options(numOptions, options, optionValues, 1);
+    CUresult r = check_options(numOptions, options, optionValues, 1);
     if (r != CUDA_SUCCESS)
         return r;
     char label[256];
@@ -476,15 +468,13 @@ static CUresult read_whole(const char *path, char **out, size_t *len)
 CUresult cuLinkAddFile_v2(CUlinkState state, CUjitInputType type, const char *path,
                           unsigned int numOptions, CUjit_option *options, void **optionValues)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     cu_link *lk = link_get(state);
     if (!lk)
         return CUDA_ERROR_INVALID_HANDLE;
     if (!path || type < 0 || type >= IN_NUM_TYPES)
         return CUDA_ERROR_INVALID_VALUE;
-    r = check_options(numOptions, options, optionValues, 1);
+    CUresult r = check_options(numOptions, options, optionValues, 1);
     if (r != CUDA_SUCCESS)
         return r;
     char *data;
@@ -595,9 +585,7 @@ static CUresult link_inputs(cu_link *lk)
 
 CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *sizeOut)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     cu_link *lk = link_get(state);
     if (!lk)
         return CUDA_ERROR_INVALID_HANDLE;
@@ -612,7 +600,7 @@ CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *sizeOut)
      * valid until cuLinkDestroy, as the state owns them. */
     if (!lk->images || lk->n_linked != lk->n) {
         double t0 = now_ms();
-        r = link_inputs(lk);
+        CUresult r = link_inputs(lk);
         lk->wall_ms += now_ms() - t0;
         publish(lk);
         if (r != CUDA_SUCCESS)
@@ -626,9 +614,7 @@ CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *sizeOut)
 
 CUresult cuLinkDestroy(CUlinkState state)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     cu_link *lk = arsim_handle_remove((uint64_t)(uintptr_t)state, HK_LINK);
     if (!lk)
         return CUDA_ERROR_INVALID_HANDLE;

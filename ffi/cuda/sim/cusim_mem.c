@@ -43,9 +43,7 @@ static int is_pinned(const void *p, size_t n) { return arsim_mem_range_ok(p, n, 
 CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 {
     cu_ctx *c;
-    CUresult r = cusim_current_ctx(&c);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_current_ctx(&c));
     arsim_device_info info;
     arsim_device_info_get(c->device, &info);
     if (free_bytes)
@@ -58,9 +56,7 @@ CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 static CUresult mem_alloc(void **out, size_t size, arsim_mem_kind kind, unsigned flags)
 {
     cu_ctx *c;
-    CUresult r = cusim_current_ctx(&c);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_current_ctx(&c));
     if (!out)
         return CUDA_ERROR_INVALID_VALUE;
     return cusim_status(arsim_mem_alloc(c->device, size, kind, c->handle, flags, out));
@@ -107,9 +103,7 @@ CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
  * thread blocks meanwhile, as on a GPU. */
 static CUresult mem_free(void *p, unsigned kinds)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     arsim_alloc a;
     if (!p || arsim_mem_lookup(p, &a) != ARSIM_OK || a.base != p || !(a.kind & kinds))
         return CUDA_ERROR_INVALID_VALUE;
@@ -140,9 +134,7 @@ CUresult cuMemFreeHost(void *p) { return mem_free(p, ARSIM_MEM_HOST); }
 
 CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!pdptr || Flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
     if (!arsim_mem_range_ok(p, 1, ARSIM_MEM_HOST | ARSIM_MEM_REGISTERED))
@@ -153,9 +145,7 @@ CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int 
 
 CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     arsim_alloc a;
     if (!pFlags || arsim_mem_lookup(p, &a) != ARSIM_OK ||
         !(a.kind & (ARSIM_MEM_HOST | ARSIM_MEM_REGISTERED)))
@@ -167,9 +157,7 @@ CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
 CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 {
     cu_ctx *c;
-    CUresult r = cusim_current_ctx(&c);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_current_ctx(&c));
     if (!p || bytesize == 0)
         return CUDA_ERROR_INVALID_VALUE;
     if (arsim_mem_register(p, bytesize, c->handle, Flags) != ARSIM_OK)
@@ -179,9 +167,7 @@ CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 
 CUresult cuMemHostUnregister(void *p)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     arsim_alloc a;
     if (!p || arsim_mem_lookup(p, &a) != ARSIM_OK || a.base != p ||
         a.kind != ARSIM_MEM_REGISTERED)
@@ -197,9 +183,7 @@ CUresult cuMemHostUnregister(void *p)
 
 CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr p)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     arsim_alloc a;
     if (arsim_mem_lookup(dptr(p), &a) != ARSIM_OK ||
         !(a.kind & (ARSIM_MEM_DEVICE | ARSIM_MEM_MANAGED)))
@@ -213,9 +197,7 @@ CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr 
 
 CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr p)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!data)
         return CUDA_ERROR_INVALID_VALUE;
     arsim_alloc a;
@@ -275,9 +257,7 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdevi
 CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes,
                                 void **data, CUdeviceptr p)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!attributes || !data)
         return CUDA_ERROR_INVALID_VALUE;
     int known = arsim_mem_lookup(dptr(p), NULL) == ARSIM_OK;
@@ -296,7 +276,7 @@ CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute 
             }
             continue;
         }
-        r = cuPointerGetAttribute(data[i], attributes[i], p);
+        CUresult r = cuPointerGetAttribute(data[i], attributes[i], p);
         if (r != CUDA_SUCCESS && r != CUDA_ERROR_INVALID_VALUE)
             return r;
     }
@@ -346,9 +326,7 @@ static CUresult copy1d(void *dst, const void *src, size_t n, arsim_copy_dir dir,
                        int blocking)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(blocking ? NULL : h, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_resolve_stream(blocking ? NULL : h, &s));
     if (n == 0)
         return CUDA_SUCCESS;
     if (!dst || !src)
@@ -379,7 +357,7 @@ static CUresult copy1d(void *dst, const void *src, size_t n, arsim_copy_dir dir,
             wait = 1;
     }
     uint64_t seq;
-    r = cusim_submit(s, op, &seq);
+    CUresult r = cusim_submit(s, op, &seq);
     if (r != CUDA_SUCCESS || !wait || !seq)
         return r;
     return wait_op(s, seq);
@@ -463,9 +441,7 @@ static CUresult side_2d(CUmemorytype type, const void *host, CUdeviceptr dev, si
 static CUresult copy2d(const CUDA_MEMCPY2D *c, CUstream h, int blocking)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(blocking ? NULL : h, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_resolve_stream(blocking ? NULL : h, &s));
     if (!c)
         return CUDA_ERROR_INVALID_VALUE;
     if (c->WidthInBytes == 0 || c->Height == 0)
@@ -474,8 +450,8 @@ static CUresult copy2d(const CUDA_MEMCPY2D *c, CUstream h, int blocking)
         return CUDA_ERROR_INVALID_VALUE;
     const char *src, *dstc;
     int src_dev, dst_dev;
-    r = side_2d(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY, c->srcPitch,
-                &src, &src_dev);
+    CUresult r = side_2d(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcXInBytes, c->srcY,
+                         c->srcPitch, &src, &src_dev);
     if (r == CUDA_SUCCESS)
         r = side_2d(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstXInBytes, c->dstY,
                     c->dstPitch, &dstc, &dst_dev);
@@ -529,9 +505,7 @@ static CUresult memset_any(CUdeviceptr d, const void *pattern, size_t width, siz
                            CUstream h, int blocking)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(blocking ? NULL : h, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_resolve_stream(blocking ? NULL : h, &s));
     if (count == 0)
         return CUDA_SUCCESS;
     size_t n = count * width;
@@ -548,7 +522,7 @@ static CUresult memset_any(CUdeviceptr d, const void *pattern, size_t width, siz
     arsim_alloc a;
     int wait = blocking && arsim_mem_lookup(dptr(d), &a) == ARSIM_OK && a.kind != ARSIM_MEM_DEVICE;
     uint64_t seq;
-    r = cusim_submit(s, op, &seq);
+    CUresult r = cusim_submit(s, op, &seq);
     if (r != CUDA_SUCCESS || !wait || !seq)
         return r;
     return wait_op(s, seq);

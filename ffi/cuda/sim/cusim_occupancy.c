@@ -15,11 +15,6 @@
 #define SM_SHARED 167936
 #define WARP 32
 
-static cu_function *func_get(CUfunction h)
-{
-    return arsim_handle_get((uint64_t)(uintptr_t)h, HK_FUNCTION);
-}
-
 /* Resident blocks of f per multiprocessor at this block size and dynamic
  * shared memory; 0 when such a block cannot launch at all. */
 static int blocks_per_sm(const cu_function *f, int block_size, size_t dynamic_shared)
@@ -51,12 +46,10 @@ CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CU
                                                               size_t dynamicSMemSize,
                                                               unsigned int flags)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!numBlocks || blockSize <= 0 || check_flags(flags) != CUDA_SUCCESS)
         return CUDA_ERROR_INVALID_VALUE;
-    cu_function *f = func_get(func);
+    cu_function *f = cusim_function_get(func);
     if (!f)
         return CUDA_ERROR_INVALID_HANDLE;
     *numBlocks = blocks_per_sm(f, blockSize, dynamicSMemSize);
@@ -79,18 +72,14 @@ CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockS
                                                    unsigned int flags)
 {
     cu_ctx *c;
-    CUresult r = cusim_current_ctx(&c); /* the grid is sized for the current device */
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_current_ctx(&c)); /* the grid is sized for the current device */
     if (!minGridSize || !blockSize || blockSizeLimit < 0 || check_flags(flags) != CUDA_SUCCESS)
         return CUDA_ERROR_INVALID_VALUE;
-    cu_function *f = func_get(func);
+    cu_function *f = cusim_function_get(func);
     if (!f)
         return CUDA_ERROR_INVALID_HANDLE;
     int sm_count;
-    r = cuDeviceGetAttribute(&sm_count, 16 /* MULTIPROCESSOR_COUNT */, c->device);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cuDeviceGetAttribute(&sm_count, 16 /* MULTIPROCESSOR_COUNT */, c->device));
     int limit = blockSizeLimit > 0 && blockSizeLimit < 1024 ? blockSizeLimit : 1024;
     int best_size = 0, best_blocks = 0;
     long best_threads = 0;
@@ -123,12 +112,10 @@ CUresult cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfu
 CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func,
                                                  int numBlocks, int blockSize)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!dynamicSmemSize || numBlocks <= 0 || blockSize <= 0)
         return CUDA_ERROR_INVALID_VALUE;
-    cu_function *f = func_get(func);
+    cu_function *f = cusim_function_get(func);
     if (!f)
         return CUDA_ERROR_INVALID_HANDLE;
     if (blocks_per_sm(f, blockSize, 0) < numBlocks) {

@@ -451,9 +451,7 @@ CUresult cusim_pool_free_now(void *ptr)
 
 static CUresult check_device(CUdevice dev)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (dev < 0 || dev >= arsim_device_count() || dev >= MAX_DEVICES)
         return CUDA_ERROR_INVALID_DEVICE;
     return CUDA_SUCCESS;
@@ -461,9 +459,7 @@ static CUresult check_device(CUdevice dev)
 
 CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
 {
-    CUresult r = check_device(dev);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(check_device(dev));
     if (!pool_out)
         return CUDA_ERROR_INVALID_VALUE;
     cu_pool *p = default_pool(dev);
@@ -484,9 +480,7 @@ static cu_pool *current_pool(int dev)
 
 CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 {
-    CUresult r = check_device(dev);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(check_device(dev));
     if (!pool)
         return CUDA_ERROR_INVALID_VALUE;
     cu_pool *p = current_pool(dev);
@@ -498,9 +492,7 @@ CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 
 CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 {
-    CUresult r = check_device(dev);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(check_device(dev));
     cu_pool *p = pool_get(pool);
     if (!p || p->device != dev)
         return CUDA_ERROR_INVALID_VALUE;
@@ -514,9 +506,7 @@ CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 
 CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
         props->location.type != CU_MEM_LOCATION_TYPE_DEVICE || props->win32SecurityAttributes)
         return CUDA_ERROR_INVALID_VALUE;
@@ -537,9 +527,7 @@ CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 
 CUresult cuMemPoolDestroy(CUmemoryPool pool)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     cu_pool *p = pool_get(pool);
     if (!p || p->is_default)
         return CUDA_ERROR_INVALID_VALUE; /* a default pool cannot be destroyed */
@@ -563,14 +551,12 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool)
 
 CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     cu_pool *p = pool_get(pool);
     if (!p || !value)
         return CUDA_ERROR_INVALID_VALUE;
     pool_block *gone = NULL;
-    r = CUDA_SUCCESS;
+    CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&p->mu);
     switch (attr) {
     case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
@@ -610,13 +596,11 @@ CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
 
 CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     cu_pool *p = pool_get(pool);
     if (!p || !value)
         return CUDA_ERROR_INVALID_VALUE;
-    r = CUDA_SUCCESS;
+    CUresult r = CUDA_SUCCESS;
     pthread_mutex_lock(&p->mu);
     switch (attr) {
     case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES: *(int *)value = p->reuse_follow; break;
@@ -635,9 +619,7 @@ CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
 
 CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 {
-    CUresult r = cusim_check_init();
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_check_init());
     cu_pool *p = pool_get(pool);
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
@@ -659,9 +641,7 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPoo
                                  CUstream hStream)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(hStream, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_resolve_stream(hStream, &s));
     cu_pool *p = pool_get(pool);
     if (!dptr || !p)
         return CUDA_ERROR_INVALID_VALUE;
@@ -673,9 +653,7 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPoo
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(hStream, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_resolve_stream(hStream, &s));
     if (!dptr)
         return CUDA_ERROR_INVALID_VALUE;
     if (stream_capturing(s))
@@ -728,9 +706,7 @@ static CUresult free_plain_async(void *base, cu_stream *s)
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {
     cu_stream *s;
-    CUresult r = cusim_resolve_stream(hStream, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
+    CUSIM_TRY(cusim_resolve_stream(hStream, &s));
     void *base = (void *)(uintptr_t)dptr;
     arsim_alloc a;
     if (!base || arsim_mem_lookup(base, &a) != ARSIM_OK || a.base != base ||
@@ -764,7 +740,7 @@ CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
     f->fit = 0;
     f->fit_seq = 0;
     pthread_mutex_unlock(&p->mu);
-    r = cusim_submit(s, arsim_op_release_fn(pool_free_done, f), NULL);
+    CUresult r = cusim_submit(s, arsim_op_release_fn(pool_free_done, f), NULL);
     if (r != CUDA_SUCCESS)
         pool_free_done(f); /* nothing will run on a poisoned device: free it now */
     return r;

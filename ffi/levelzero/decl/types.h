@@ -1,6 +1,7 @@
 // Level Zero 1.4 types used by aruntime (Debian libze-dev 1.8.x ships ze_api.h at API 1.4).
 // cffi cdef syntax: no macros, array bounds written out.  Layouts are checked
-// against the real ze_api.h by tests/ffi/test_levelzero_decl.py.
+// against the real ze_api.h by tests/ffi/test_levelzero_decl.py, and against the
+// sim's ffi/levelzero/sim/ze_abi.h by tests/ffi/test_abi_headers.py.
 
 typedef struct _ze_driver_handle_t *ze_driver_handle_t;
 typedef struct _ze_device_handle_t *ze_device_handle_t;
@@ -68,6 +69,7 @@ typedef enum _ze_structure_type_t
     ZE_STRUCTURE_TYPE_DRIVER_PROPERTIES = 0x1,
     ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES = 0x3,
     ZE_STRUCTURE_TYPE_DEVICE_COMPUTE_PROPERTIES = 0x4,
+    ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES = 0x5,
     ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES = 0x6,
     ZE_STRUCTURE_TYPE_DEVICE_MEMORY_PROPERTIES = 0x7,
     ZE_STRUCTURE_TYPE_CONTEXT_DESC = 0xd,
@@ -92,6 +94,7 @@ typedef enum _ze_api_version_t
     ZE_API_VERSION_1_2 = 0x10002,
     ZE_API_VERSION_1_3 = 0x10003,
     ZE_API_VERSION_1_4 = 0x10004,
+    ZE_API_VERSION_CURRENT = 0x10004,
     ZE_API_VERSION_FORCE_UINT32 = 0x7fffffff
 } ze_api_version_t;
 

@@ -18,7 +18,7 @@
 #define VAL(e) printf("value %s %lld\n", #e, (long long)(e))
 #define SL(table, field, name) printf("slot %s.%s %zu\n", #table, #field, SLOT(table, field, name))
 
-int main(void) {
+static void print_layouts(void) {
     SZ(ze_driver_properties_t); OFF(ze_driver_properties_t, driverVersion);
     SZ(ze_device_properties_t);
     OFF(ze_device_properties_t, type); OFF(ze_device_properties_t, flags);
@@ -55,7 +55,9 @@ int main(void) {
     OFF(ze_module_desc_t, pConstants);
     SZ(ze_kernel_desc_t); OFF(ze_kernel_desc_t, pKernelName);
     SZ(ze_group_count_t);
+}
 
+static void print_values(void) {
     VAL(ZE_API_VERSION_CURRENT);
     VAL(ZE_RESULT_ERROR_DEVICE_LOST); VAL(ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY);
     VAL(ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY); VAL(ZE_RESULT_ERROR_MODULE_BUILD_FAILURE);
@@ -90,7 +92,9 @@ int main(void) {
     VAL(ZE_FENCE_FLAG_SIGNALED);
     VAL(ZE_MEMORY_TYPE_HOST); VAL(ZE_MEMORY_TYPE_DEVICE); VAL(ZE_MEMORY_TYPE_SHARED);
     VAL(ZE_MODULE_FORMAT_IL_SPIRV); VAL(ZE_MODULE_FORMAT_NATIVE);
+}
 
+static void print_slots(void) {
     SL(ze_global_dditable_t, pfnInit, SLOT_GLOBAL_Init);
     SL(ze_driver_dditable_t, pfnGet, SLOT_DRIVER_Get);
     SL(ze_driver_dditable_t, pfnGetApiVersion, SLOT_DRIVER_GetApiVersion);
@@ -172,5 +176,11 @@ int main(void) {
     SL(ze_mem_dditable_t, pfnFree, SLOT_MEM_Free);
     SL(ze_mem_dditable_t, pfnGetAllocProperties, SLOT_MEM_GetAllocProperties);
     SL(ze_mem_dditable_t, pfnGetAddressRange, SLOT_MEM_GetAddressRange);
+}
+
+int main(void) {
+    print_layouts();
+    print_values();
+    print_slots();
     return 0;
 }

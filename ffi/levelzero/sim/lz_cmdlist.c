@@ -47,8 +47,7 @@ static void queue_finalize(lz_obj *o) {
 ZE_APIEXPORT ze_result_t zeCommandQueueCreate(ze_context_handle_t hContext, ze_device_handle_t hDevice,
                                               const ze_command_queue_desc_t *desc,
                                               ze_command_queue_handle_t *phCommandQueue) {
-    LZ_GET(ctx, lz_context, hContext, LZ_T_CONTEXT);
-    lz_unref(&ctx->base);
+    LZ_CHECK(hContext, LZ_T_CONTEXT);
     LZ_GET(dev, lz_device, hDevice, LZ_T_DEVICE);
     ze_result_t r = ZE_RESULT_SUCCESS;
     if (!desc || !phCommandQueue) r = ZE_RESULT_ERROR_INVALID_NULL_POINTER;
@@ -241,8 +240,7 @@ static ze_result_t list_new(lz_device *dev, uint32_t ordinal, bool immediate, ui
 ZE_APIEXPORT ze_result_t zeCommandListCreate(ze_context_handle_t hContext, ze_device_handle_t hDevice,
                                              const ze_command_list_desc_t *desc,
                                              ze_command_list_handle_t *phCommandList) {
-    LZ_GET(ctx, lz_context, hContext, LZ_T_CONTEXT);
-    lz_unref(&ctx->base);
+    LZ_CHECK(hContext, LZ_T_CONTEXT);
     LZ_GET(dev, lz_device, hDevice, LZ_T_DEVICE);
     ze_result_t r;
     if (!desc || !phCommandList) r = ZE_RESULT_ERROR_INVALID_NULL_POINTER;
@@ -257,8 +255,7 @@ ZE_APIEXPORT ze_result_t zeCommandListCreate(ze_context_handle_t hContext, ze_de
 ZE_APIEXPORT ze_result_t zeCommandListCreateImmediate(ze_context_handle_t hContext, ze_device_handle_t hDevice,
                                                       const ze_command_queue_desc_t *altdesc,
                                                       ze_command_list_handle_t *phCommandList) {
-    LZ_GET(ctx, lz_context, hContext, LZ_T_CONTEXT);
-    lz_unref(&ctx->base);
+    LZ_CHECK(hContext, LZ_T_CONTEXT);
     LZ_GET(dev, lz_device, hDevice, LZ_T_DEVICE);
     ze_result_t r;
     if (!altdesc || !phCommandList) r = ZE_RESULT_ERROR_INVALID_NULL_POINTER;

@@ -109,8 +109,7 @@ ZE_APIEXPORT ze_result_t zeDriverGet(uint32_t *pCount, ze_driver_handle_t *phDri
 }
 
 ZE_APIEXPORT ze_result_t zeDriverGetApiVersion(ze_driver_handle_t hDriver, ze_api_version_t *version) {
-    LZ_GET(drv, lz_driver, hDriver, LZ_T_DRIVER);
-    lz_unref(&drv->base);
+    LZ_CHECK(hDriver, LZ_T_DRIVER);
     if (!version) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     *version = ZE_API_VERSION_1_4;
     return ZE_RESULT_SUCCESS;
@@ -118,8 +117,7 @@ ZE_APIEXPORT ze_result_t zeDriverGetApiVersion(ze_driver_handle_t hDriver, ze_ap
 
 ZE_APIEXPORT ze_result_t zeDriverGetProperties(ze_driver_handle_t hDriver,
                                                ze_driver_properties_t *props) {
-    LZ_GET(drv, lz_driver, hDriver, LZ_T_DRIVER);
-    lz_unref(&drv->base);
+    LZ_CHECK(hDriver, LZ_T_DRIVER);
     if (!props) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     memset(props->uuid.id, 0, sizeof props->uuid.id);
     memcpy(props->uuid.id, "aruntime-lz-sim", 15);
@@ -129,8 +127,7 @@ ZE_APIEXPORT ze_result_t zeDriverGetProperties(ze_driver_handle_t hDriver,
 
 ZE_APIEXPORT ze_result_t zeDriverGetExtensionProperties(ze_driver_handle_t hDriver, uint32_t *pCount,
                                                         void *pExtensionProperties) {
-    LZ_GET(drv, lz_driver, hDriver, LZ_T_DRIVER);
-    lz_unref(&drv->base);
+    LZ_CHECK(hDriver, LZ_T_DRIVER);
     if (!pCount) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     *pCount = 0; /* no extensions */
     return ZE_RESULT_SUCCESS;
@@ -140,8 +137,7 @@ ZE_APIEXPORT ze_result_t zeDriverGetExtensionProperties(ze_driver_handle_t hDriv
 
 ZE_APIEXPORT ze_result_t zeDeviceGet(ze_driver_handle_t hDriver, uint32_t *pCount,
                                      ze_device_handle_t *phDevices) {
-    LZ_GET(drv, lz_driver, hDriver, LZ_T_DRIVER);
-    lz_unref(&drv->base);
+    LZ_CHECK(hDriver, LZ_T_DRIVER);
     if (!pCount) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     uint32_t n = (uint32_t)lz_g_ndevices;
     if (*pCount == 0 || !phDevices) {
@@ -155,8 +151,7 @@ ZE_APIEXPORT ze_result_t zeDeviceGet(ze_driver_handle_t hDriver, uint32_t *pCoun
 
 ZE_APIEXPORT ze_result_t zeDeviceGetSubDevices(ze_device_handle_t hDevice, uint32_t *pCount,
                                                ze_device_handle_t *phSubdevices) {
-    LZ_GET(dev, lz_device, hDevice, LZ_T_DEVICE);
-    lz_unref(&dev->base);
+    LZ_CHECK(hDevice, LZ_T_DEVICE);
     if (!pCount) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     *pCount = 0;
     return ZE_RESULT_SUCCESS;
@@ -198,8 +193,7 @@ ZE_APIEXPORT ze_result_t zeDeviceGetProperties(ze_device_handle_t hDevice, ze_de
 
 ZE_APIEXPORT ze_result_t zeDeviceGetComputeProperties(ze_device_handle_t hDevice,
                                                       ze_device_compute_properties_t *p) {
-    LZ_GET(dev, lz_device, hDevice, LZ_T_DEVICE);
-    lz_unref(&dev->base);
+    LZ_CHECK(hDevice, LZ_T_DEVICE);
     if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     p->maxTotalGroupSize = LZ_MAX_GROUP_SIZE;
     p->maxGroupSizeX = LZ_MAX_GROUP_SIZE;
@@ -217,8 +211,7 @@ ZE_APIEXPORT ze_result_t zeDeviceGetComputeProperties(ze_device_handle_t hDevice
 
 ZE_APIEXPORT ze_result_t zeDeviceGetModuleProperties(ze_device_handle_t hDevice,
                                                      ze_device_module_properties_t *p) {
-    LZ_GET(dev, lz_device, hDevice, LZ_T_DEVICE);
-    lz_unref(&dev->base);
+    LZ_CHECK(hDevice, LZ_T_DEVICE);
     if (!p) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     /* SPIR-V runs on the executor (ffi/sim/spirv): versions up to 1.6.  Native
      * modules are host shared objects; the uuid names that format. */
@@ -296,8 +289,7 @@ ZE_APIEXPORT ze_result_t zeDeviceGetStatus(ze_device_handle_t hDevice) {
 
 ZE_APIEXPORT ze_result_t zeDeviceGetGlobalTimestamps(ze_device_handle_t hDevice, uint64_t *hostTimestamp,
                                                      uint64_t *deviceTimestamp) {
-    LZ_GET(dev, lz_device, hDevice, LZ_T_DEVICE);
-    lz_unref(&dev->base);
+    LZ_CHECK(hDevice, LZ_T_DEVICE);
     if (!hostTimestamp || !deviceTimestamp) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     /* Host and device share one clock on the sim. */
     uint64_t now = arsim_now_ns();
@@ -308,10 +300,8 @@ ZE_APIEXPORT ze_result_t zeDeviceGetGlobalTimestamps(ze_device_handle_t hDevice,
 
 ZE_APIEXPORT ze_result_t zeDeviceCanAccessPeer(ze_device_handle_t hDevice, ze_device_handle_t hPeer,
                                                ze_bool_t *value) {
-    LZ_GET(dev, lz_device, hDevice, LZ_T_DEVICE);
-    lz_unref(&dev->base);
-    LZ_GET(peer, lz_device, hPeer, LZ_T_DEVICE);
-    lz_unref(&peer->base);
+    LZ_CHECK(hDevice, LZ_T_DEVICE);
+    LZ_CHECK(hPeer, LZ_T_DEVICE);
     if (!value) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     *value = 1; /* all device memory is host memory */
     return ZE_RESULT_SUCCESS;
@@ -321,8 +311,7 @@ ZE_APIEXPORT ze_result_t zeDeviceCanAccessPeer(ze_device_handle_t hDevice, ze_de
 
 ZE_APIEXPORT ze_result_t zeContextCreate(ze_driver_handle_t hDriver, const ze_context_desc_t *desc,
                                          ze_context_handle_t *phContext) {
-    LZ_GET(drv, lz_driver, hDriver, LZ_T_DRIVER);
-    lz_unref(&drv->base);
+    LZ_CHECK(hDriver, LZ_T_DRIVER);
     if (!desc || !phContext) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (desc->stype != ZE_STRUCTURE_TYPE_CONTEXT_DESC) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     if (desc->flags & ~1u) return ZE_RESULT_ERROR_INVALID_ENUMERATION;
@@ -348,8 +337,7 @@ ZE_APIEXPORT ze_result_t zeContextDestroy(ze_context_handle_t hContext) {
 }
 
 ZE_APIEXPORT ze_result_t zeContextGetStatus(ze_context_handle_t hContext) {
-    LZ_GET(ctx, lz_context, hContext, LZ_T_CONTEXT);
-    lz_unref(&ctx->base);
+    LZ_CHECK(hContext, LZ_T_CONTEXT);
     for (int i = 0; i < lz_g_ndevices; i++)
         if (lz_device_health(lz_g_devices[i]) != ZE_RESULT_SUCCESS) return ZE_RESULT_ERROR_DEVICE_LOST;
     return ZE_RESULT_SUCCESS;

@@ -32,18 +32,13 @@ static void pool_finalize(lz_obj *o) {
 ZE_APIEXPORT ze_result_t zeEventPoolCreate(ze_context_handle_t hContext, const ze_event_pool_desc_t *desc,
                                            uint32_t numDevices, ze_device_handle_t *phDevices,
                                            ze_event_pool_handle_t *phEventPool) {
-    LZ_GET(ctx, lz_context, hContext, LZ_T_CONTEXT);
-    lz_unref(&ctx->base);
+    LZ_CHECK(hContext, LZ_T_CONTEXT);
     if (!desc || !phEventPool) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (desc->stype != ZE_STRUCTURE_TYPE_EVENT_POOL_DESC) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     if (desc->flags & ~POOL_FLAGS_KNOWN) return ZE_RESULT_ERROR_INVALID_ENUMERATION;
     if (desc->count == 0) return ZE_RESULT_ERROR_INVALID_SIZE;
     if (numDevices && !phDevices) return ZE_RESULT_ERROR_INVALID_SIZE;
-    for (uint32_t i = 0; i < numDevices; i++) {
-        lz_obj *d = lz_lookup(phDevices[i], LZ_T_DEVICE);
-        if (!d) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
-        lz_unref(d);
-    }
+    for (uint32_t i = 0; i < numDevices; i++) LZ_CHECK(phDevices[i], LZ_T_DEVICE);
     lz_event_pool *p = calloc(1, sizeof *p);
     if (!p) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
     p->events = calloc(desc->count, sizeof *p->events);

@@ -123,6 +123,15 @@ LZ_HIDDEN ze_result_t lz_device_health(const lz_device *d);
     T *var = (T *)lz_lookup((const void *)(handle), (type));               \
     if (!var) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE
 
+/* Checks that `handle` names a live object of `type`, with LZ_GET's return
+ * if not, keeping no reference (a handle that is only validated). */
+#define LZ_CHECK(handle, type)                                             \
+    do {                                                                   \
+        lz_obj *lz_check_ = lz_lookup((const void *)(handle), (type));     \
+        if (!lz_check_) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;        \
+        lz_unref(lz_check_);                                               \
+    } while (0)
+
 LZ_HIDDEN arsim_wait_mode lz_wait_mode(void);
 /* Signals an event or fence whose signal op the engine refused (its device
  * was lost meanwhile), so that waiters get `r` instead of hanging. */

@@ -121,10 +121,8 @@ static ze_result_t load_spirv(const void *image, size_t size, arsim_module **out
 ZE_APIEXPORT ze_result_t zeModuleCreate(ze_context_handle_t hContext, ze_device_handle_t hDevice,
                                         const ze_module_desc_t *desc, ze_module_handle_t *phModule,
                                         ze_module_build_log_handle_t *phBuildLog) {
-    LZ_GET(ctx, lz_context, hContext, LZ_T_CONTEXT);
-    lz_unref(&ctx->base);
-    LZ_GET(dev, lz_device, hDevice, LZ_T_DEVICE);
-    lz_unref(&dev->base);
+    LZ_CHECK(hContext, LZ_T_CONTEXT);
+    LZ_CHECK(hDevice, LZ_T_DEVICE);
     if (phBuildLog) *phBuildLog = NULL;
     if (!desc || !phModule || !desc->pInputModule) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (desc->stype != ZE_STRUCTURE_TYPE_MODULE_DESC) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
@@ -321,8 +319,7 @@ static uint32_t largest_divisor_at_most(uint32_t n, uint32_t limit) {
 
 ZE_APIEXPORT ze_result_t zeKernelSuggestGroupSize(ze_kernel_handle_t hKernel, uint32_t gx, uint32_t gy, uint32_t gz,
                                                   uint32_t *x, uint32_t *y, uint32_t *z) {
-    LZ_GET(k, lz_kernel, hKernel, LZ_T_KERNEL);
-    lz_unref(&k->base);
+    LZ_CHECK(hKernel, LZ_T_KERNEL);
     if (!x || !y || !z) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (!gx || !gy || !gz) return ZE_RESULT_ERROR_INVALID_GLOBAL_WIDTH_DIMENSION;
     /* Group sizes must divide the global size; aim for 256 work items. */

@@ -5,7 +5,9 @@
  * struct layouts follow the Level Zero specification; tests/ffi/test_levelzero_sim.py
  * compiles ffi/levelzero/probe/layout_probe.c against this header and against the
  * real <level_zero/ze_ddi.h> and compares every size and offset, so a drift
- * is a test failure rather than memory corruption.
+ * is a test failure rather than memory corruption.  tests/ffi/test_abi_headers.py
+ * holds every type this shares with the cffi declarations (ffi/levelzero/decl)
+ * to theirs, field by field and constant by constant.
  */
 #ifndef ARZE_ZE_ABI_H
 #define ARZE_ZE_ABI_H
@@ -27,7 +29,16 @@ typedef enum _ze_result_t {
     ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY = 0x70000002,
     ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY = 0x70000003,
     ZE_RESULT_ERROR_MODULE_BUILD_FAILURE = 0x70000004,
+    ZE_RESULT_ERROR_MODULE_LINK_FAILURE = 0x70000005,
+    ZE_RESULT_ERROR_DEVICE_REQUIRES_RESET = 0x70000006,
+    ZE_RESULT_ERROR_DEVICE_IN_LOW_POWER_STATE = 0x70000007,
+    ZE_RESULT_EXP_ERROR_DEVICE_IS_NOT_VERTEX = 0x7ff00001,
+    ZE_RESULT_EXP_ERROR_VERTEX_IS_NOT_DEVICE = 0x7ff00002,
+    ZE_RESULT_EXP_ERROR_REMOTE_DEVICE = 0x7ff00003,
+    ZE_RESULT_ERROR_INSUFFICIENT_PERMISSIONS = 0x70010000,
     ZE_RESULT_ERROR_NOT_AVAILABLE = 0x70010001,
+    ZE_RESULT_ERROR_DEPENDENCY_UNAVAILABLE = 0x70020000,
+    ZE_RESULT_WARNING_DROPPED_DATA = 0x70020001,
     ZE_RESULT_ERROR_UNINITIALIZED = 0x78000001,
     ZE_RESULT_ERROR_UNSUPPORTED_VERSION = 0x78000002,
     ZE_RESULT_ERROR_UNSUPPORTED_FEATURE = 0x78000003,
@@ -41,20 +52,29 @@ typedef enum _ze_result_t {
     ZE_RESULT_ERROR_INVALID_SYNCHRONIZATION_OBJECT = 0x7800000b,
     ZE_RESULT_ERROR_INVALID_ENUMERATION = 0x7800000c,
     ZE_RESULT_ERROR_UNSUPPORTED_ENUMERATION = 0x7800000d,
+    ZE_RESULT_ERROR_UNSUPPORTED_IMAGE_FORMAT = 0x7800000e,
     ZE_RESULT_ERROR_INVALID_NATIVE_BINARY = 0x7800000f,
+    ZE_RESULT_ERROR_INVALID_GLOBAL_NAME = 0x78000010,
     ZE_RESULT_ERROR_INVALID_KERNEL_NAME = 0x78000011,
+    ZE_RESULT_ERROR_INVALID_FUNCTION_NAME = 0x78000012,
     ZE_RESULT_ERROR_INVALID_GROUP_SIZE_DIMENSION = 0x78000013,
     ZE_RESULT_ERROR_INVALID_GLOBAL_WIDTH_DIMENSION = 0x78000014,
     ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX = 0x78000015,
     ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE = 0x78000016,
+    ZE_RESULT_ERROR_INVALID_KERNEL_ATTRIBUTE_VALUE = 0x78000017,
+    ZE_RESULT_ERROR_INVALID_MODULE_UNLINKED = 0x78000018,
     ZE_RESULT_ERROR_INVALID_COMMAND_LIST_TYPE = 0x78000019,
     ZE_RESULT_ERROR_OVERLAPPING_REGIONS = 0x7800001a,
+    ZE_RESULT_WARNING_ACTION_REQUIRED = 0x7800001b,
     ZE_RESULT_ERROR_UNKNOWN = 0x7ffffffe,
     ZE_RESULT_FORCE_UINT32 = 0x7fffffff
 } ze_result_t;
 
 typedef enum _ze_api_version_t {
     ZE_API_VERSION_1_0 = ZE_MAKE_VERSION(1, 0),
+    ZE_API_VERSION_1_1 = ZE_MAKE_VERSION(1, 1),
+    ZE_API_VERSION_1_2 = ZE_MAKE_VERSION(1, 2),
+    ZE_API_VERSION_1_3 = ZE_MAKE_VERSION(1, 3),
     ZE_API_VERSION_1_4 = ZE_MAKE_VERSION(1, 4),
     ZE_API_VERSION_CURRENT = ZE_MAKE_VERSION(1, 4),
     ZE_API_VERSION_FORCE_UINT32 = 0x7fffffff
@@ -98,18 +118,32 @@ typedef struct _ze_kernel_handle_t *ze_kernel_handle_t;
 
 typedef ze_flags_t ze_init_flags_t;
 
-enum { ZE_DEVICE_TYPE_GPU = 1 };
+typedef enum _ze_device_type_t {
+    ZE_DEVICE_TYPE_GPU = 1,
+    ZE_DEVICE_TYPE_CPU = 2,
+    ZE_DEVICE_TYPE_FPGA = 3,
+    ZE_DEVICE_TYPE_MCA = 4,
+    ZE_DEVICE_TYPE_VPU = 5,
+    ZE_DEVICE_TYPE_FORCE_UINT32 = 0x7fffffff
+} ze_device_type_t;
 
 enum {
     ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE = ZE_BIT(0),
     ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY = ZE_BIT(1),
     ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COOPERATIVE_KERNELS = ZE_BIT(2),
 };
-enum {
+typedef enum _ze_command_queue_mode_t {
     ZE_COMMAND_QUEUE_MODE_DEFAULT = 0,
     ZE_COMMAND_QUEUE_MODE_SYNCHRONOUS = 1,
     ZE_COMMAND_QUEUE_MODE_ASYNCHRONOUS = 2,
-};
+    ZE_COMMAND_QUEUE_MODE_FORCE_UINT32 = 0x7fffffff
+} ze_command_queue_mode_t;
+typedef enum _ze_command_queue_priority_t {
+    ZE_COMMAND_QUEUE_PRIORITY_NORMAL = 0,
+    ZE_COMMAND_QUEUE_PRIORITY_PRIORITY_LOW = 1,
+    ZE_COMMAND_QUEUE_PRIORITY_PRIORITY_HIGH = 2,
+    ZE_COMMAND_QUEUE_PRIORITY_FORCE_UINT32 = 0x7fffffff
+} ze_command_queue_priority_t;
 enum {
     ZE_EVENT_POOL_FLAG_HOST_VISIBLE = ZE_BIT(0),
     ZE_EVENT_POOL_FLAG_IPC = ZE_BIT(1),
@@ -117,13 +151,18 @@ enum {
     ZE_EVENT_POOL_FLAG_KERNEL_MAPPED_TIMESTAMP = ZE_BIT(3),
 };
 enum { ZE_FENCE_FLAG_SIGNALED = ZE_BIT(0) };
-enum {
+typedef enum _ze_memory_type_t {
     ZE_MEMORY_TYPE_UNKNOWN = 0,
     ZE_MEMORY_TYPE_HOST = 1,
     ZE_MEMORY_TYPE_DEVICE = 2,
     ZE_MEMORY_TYPE_SHARED = 3,
-};
-enum { ZE_MODULE_FORMAT_IL_SPIRV = 0, ZE_MODULE_FORMAT_NATIVE = 1 };
+    ZE_MEMORY_TYPE_FORCE_UINT32 = 0x7fffffff
+} ze_memory_type_t;
+typedef enum _ze_module_format_t {
+    ZE_MODULE_FORMAT_IL_SPIRV = 0,
+    ZE_MODULE_FORMAT_NATIVE = 1,
+    ZE_MODULE_FORMAT_FORCE_UINT32 = 0x7fffffff
+} ze_module_format_t;
 
 #define ZE_MAX_DRIVER_UUID_SIZE 16
 #define ZE_MAX_DEVICE_UUID_SIZE 16
@@ -143,7 +182,7 @@ typedef struct _ze_driver_properties_t {
 typedef struct _ze_device_properties_t {
     ze_structure_type_t stype;
     void *pNext;
-    uint32_t type;
+    ze_device_type_t type;
     uint32_t vendorId;
     uint32_t deviceId;
     ze_flags_t flags;
@@ -234,7 +273,7 @@ typedef struct _ze_host_mem_alloc_desc_t {
 typedef struct _ze_memory_allocation_properties_t {
     ze_structure_type_t stype;
     void *pNext;
-    uint32_t type;
+    ze_memory_type_t type;
     uint64_t id;
     uint64_t pageSize;
 } ze_memory_allocation_properties_t;
@@ -245,8 +284,8 @@ typedef struct _ze_command_queue_desc_t {
     uint32_t ordinal;
     uint32_t index;
     ze_flags_t flags;
-    uint32_t mode;
-    uint32_t priority;
+    ze_command_queue_mode_t mode;
+    ze_command_queue_priority_t priority;
 } ze_command_queue_desc_t;
 
 typedef struct _ze_command_list_desc_t {
@@ -305,7 +344,7 @@ typedef struct _ze_module_constants_t {
 typedef struct _ze_module_desc_t {
     ze_structure_type_t stype;
     const void *pNext;
-    uint32_t format;
+    ze_module_format_t format;
     size_t inputSize;
     const uint8_t *pInputModule;
     const char *pBuildFlags;
