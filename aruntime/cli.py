@@ -2,7 +2,8 @@
 
 Every command has ``--help``.  A failure exits non-zero with one line on
 stderr naming the command and the reason (set ``ARUNTIME_DEBUG=1`` for the
-traceback instead).
+traceback instead: for ``bench``, each failing benchmark's own traceback, printed
+as it fails).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -149,7 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"aruntime {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:
-        if os.environ.get("ARUNTIME_DEBUG"):
+        # A CommandError is the CLI's own verdict (a benchmark's traceback, say,
+        # was printed where it happened): its traceback would show only the CLI.
+        if os.environ.get("ARUNTIME_DEBUG") and not isinstance(exc, CommandError):
             raise
         print(f"aruntime {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 1
@@ -471,6 +475,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             error = _run_script(path, quick=args.quick)
             if error == _NO_QUICK:
                 console.print(f"({path.stem} has no quick mode (QUICK_ARGV); skipped)")
+            elif error == _SKIPPED:
+                console.print(f"({path.stem} cannot run here (see above); skipped)")
             elif error:
                 failed.append(f"{path.stem}: {error}")
                 console.print(f"[red]{path.stem} failed:[/] {error}")
@@ -484,6 +490,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 
 _NO_QUICK = "no quick mode"
+_SKIPPED = "cannot run here"
+
+#: The status a benchmark's ``main`` returns when it cannot run on this machine
+#: (a missing optional package, no real GPU), after printing why: a skip, not a failure.
+SKIPPED = 77
 
 
 def _run_script(path: Path, *, quick: bool) -> str | None:
@@ -497,6 +508,9 @@ def _run_script(path: Path, *, quick: bool) -> str | None:
     if spec is None or spec.loader is None:
         return "cannot be imported"
     module = importlib.util.module_from_spec(spec)
+    # A module that is not in sys.modules while it runs breaks whatever looks
+    # itself up there by name, @dataclass among them.
+    sys.modules[spec.name] = module
     try:
         spec.loader.exec_module(module)
         entry = getattr(module, "main", None)
@@ -512,7 +526,13 @@ def _run_script(path: Path, *, quick: bool) -> str | None:
     except SystemExit as exc:
         status = exc.code
     except Exception as exc:
+        if os.environ.get("ARUNTIME_DEBUG"):
+            traceback.print_exc()  # the benchmark's own traceback, not the CLI's
         return _one_line(exc)
+    finally:
+        sys.modules.pop(spec.name, None)
+    if status == SKIPPED:
+        return _SKIPPED
     if status not in (None, 0):
         return f"exited with status {status}"
     return None

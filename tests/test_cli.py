@@ -191,6 +191,66 @@ def test_bench_protocol(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert len(err) == 1 and "bench_broken: RuntimeError: boom" in err[0]
 
 
+def test_bench_runs_a_module_that_defines_a_dataclass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """@dataclass looks its module up in sys.modules: the script must be registered there."""
+    (tmp_path / "bench_typed.py").write_text(
+        "from dataclasses import dataclass\n\n"
+        "@dataclass\nclass Row:\n    name: str\n\n"
+        "def main(argv=None):\n    print('row', Row('x').name)\n    return 0\n"
+    )
+    assert main(["bench", "--dir", str(tmp_path), "typed"]) == 0
+    assert "row x" in capsys.readouterr().out
+    assert not [m for m in sys.modules if m.startswith("_aruntime_bench_")]
+
+
+def test_bench_debug_shows_the_benchmarks_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "bench_deep.py").write_text(
+        "def inner():\n    raise ValueError('deep down')\n\ndef main(argv=None):\n    inner()\n"
+    )
+    monkeypatch.setenv("ARUNTIME_DEBUG", "1")
+    assert main(["bench", "--dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "bench_deep.py" in err and "in inner" in err
+    assert "ValueError: deep down" in err
+
+
+def test_bench_reports_a_benchmark_that_cannot_run_here_as_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from aruntime.cli import SKIPPED
+
+    (tmp_path / "bench_needs.py").write_text(
+        f"def main(argv=None):\n    print('needs a package')\n    return {SKIPPED}\n"
+    )
+    assert main(["bench", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "bench_needs cannot run here" in out and "skipped" in out
+
+
+def test_every_benchmark_has_a_quick_mode_and_takes_argv() -> None:
+    """``aruntime bench --quick`` (run on an installed copy by test_packaging) skips none."""
+    import ast
+
+    scripts = sorted((ROOT / "benchmarks").glob("bench_*.py"))
+    assert len(scripts) >= 12
+    for path in scripts:
+        tree = ast.parse(path.read_text())
+        names = {
+            t.id
+            for node in tree.body
+            if isinstance(node, ast.Assign)
+            for t in node.targets
+            if isinstance(t, ast.Name)
+        }
+        assert "QUICK_ARGV" in names, f"{path.name} has no QUICK_ARGV"
+        (entry,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main"]
+        assert [a.arg for a in entry.args.args] == ["argv"], f"{path.name}: main(argv)"
+
+
 def test_demo_trace(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
