@@ -26,11 +26,13 @@ from rich.table import Table
 
 from ._demo import DemoConfig, DemoResult, can_trace, run_demo
 from ._exceptions import AruntimeError
-from ._registry import BACKEND_NAMES, BackendStatus, open_backend, probe_backends
+from ._registry import BACKEND_NAMES, BackendStatus, open_backend, probe_backends, resolve_auto
 
 __all__ = ["main"]
 
-#: The demo's preference when no backend is named: real devices, then sims, then the mock.
+#: ``--backend best``, the demo's default: real devices, then the sims (whose engines
+#: overlap), then the mock.  ``--backend auto`` is ``open_backend("auto")``'s rule instead:
+#: ARUNTIME_BACKEND, else a real CUDA device, else a real Level Zero device, else the mock.
 DEMO_ORDER = ("cuda", "levelzero", "cuda-sim", "levelzero-sim", "mock")
 
 _MIB = 1 << 20
@@ -79,15 +81,17 @@ def _parser() -> _Parser:
         "demo",
         help="run an overlapped copy/compute/copy pipeline",
         description="Run an overlapped pipeline (H2D copy, scale_f32 kernel, D2H copy) "
-        "over several streams on the best backend available (real CUDA, real Level "
-        "Zero, cuda-sim, levelzero-sim, then the mock), check the result against "
-        "numpy and report how long each stage took.",
+        "over several streams, check the result against numpy and report how long each "
+        "stage took and how much the streams overlapped.",
     )
     demo.add_argument(
         "--backend",
-        choices=("auto", *BACKEND_NAMES),
+        choices=("best", "auto", *BACKEND_NAMES),
         default=None,
-        help="backend to run on (default: ARUNTIME_BACKEND, else the best available)",
+        help="backend to run on: 'best' is the first available of real CUDA, real Level "
+        "Zero, cuda-sim, levelzero-sim and the mock; 'auto' is what open_backend('auto') "
+        "opens (ARUNTIME_BACKEND, else real CUDA, else real Level Zero, else the mock) "
+        "(default: ARUNTIME_BACKEND if set, else best)",
     )
     demo.add_argument("--chunks", type=_positive, default=16, help="chunks (default 16)")
     demo.add_argument(
@@ -229,7 +233,12 @@ def _cmd_info(args: argparse.Namespace) -> int:
         console.print(missing)
     console.print(f"software drivers run kernels: [bold]{_sim_kernels()}[/]")
     pick, _ = _demo_choice(statuses)
-    console.print(f"aruntime demo would run on: [bold]{pick}[/]")
+    try:
+        auto = resolve_auto()
+    except AruntimeError as exc:  # a bad ARUNTIME_BACKEND
+        auto = f"nothing ({_one_line(exc)})"
+    console.print(f'open_backend("auto") opens: [bold]{auto}[/]')
+    console.print(f"aruntime demo (--backend best) would run on: [bold]{pick}[/]")
     return 0
 
 
@@ -317,7 +326,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             )
         name = forced
         note = f"Using {name} (from ARUNTIME_BACKEND)."
-    if name is None or name == "auto":
+    if name == "auto":
+        name = resolve_auto()
+        note = f'Using {name}: what open_backend("auto") opens here.'
+    if name is None or name == "best":
         name, note = _demo_choice(probe_backends())
     if args.loop == "trio" and importlib.util.find_spec("trio") is None:
         raise CommandError("trio is not installed (pip install 'aruntime[trio]')")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aruntime import BACKEND_NAMES, BackendStatus, DeviceInfo, probe_backends
+from aruntime import BACKEND_NAMES, BackendStatus, DeviceInfo, open_backend, probe_backends
 from aruntime.cli import _demo_choice, main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +42,8 @@ def test_info_lists_every_backend(
     for name in BACKEND_NAMES:
         assert name in out
     assert "aruntime mock device" in out
-    assert "aruntime demo would run on:" in out
+    assert "aruntime demo (--backend best) would run on:" in out
+    assert 'open_backend("auto") opens:' in out
 
 
 @pytest.mark.parametrize(
@@ -90,6 +91,41 @@ def test_demo_says_when_it_falls_back(
     lines = [line for line in capsys.readouterr().out.splitlines() if "Falling back" in line]
     assert len(lines) == 1
     assert "cuda" in lines[0] and "levelzero" in lines[0]
+
+
+def test_demo_backend_auto_is_open_backends_auto(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One rule for "auto" (DESIGN.md section 2); the demo's own preference is "best"."""
+    from aruntime._registry import resolve_auto
+
+    monkeypatch.delenv("ARUNTIME_BACKEND", raising=False)
+    expected = resolve_auto()
+    with open_backend("auto") as gpu:
+        assert gpu.name == expected
+    assert main(["demo", "--backend", "auto", *SMALL]) == 0
+    out = capsys.readouterr().out
+    assert f"Pipeline on {expected} " in out
+    monkeypatch.setenv("ARUNTIME_BACKEND", "levelzero-sim")
+    assert main(["demo", "--backend", "auto", *SMALL]) == 0
+    assert "Pipeline on levelzero-sim " in capsys.readouterr().out
+    monkeypatch.delenv("ARUNTIME_BACKEND")
+    if not (_available("cuda") or _available("levelzero")) and _available("cuda-sim"):
+        assert expected == "mock"
+        assert main(["demo", "--backend", "best", *SMALL]) == 0
+        assert "Pipeline on cuda-sim " in capsys.readouterr().out
+
+
+def test_backends_doc_states_the_auto_rule_the_code_follows() -> None:
+    from aruntime.cli import DEMO_ORDER
+
+    text = (ROOT / "docs" / "backends.md").read_text()
+    section = text.split('## Which backend "auto" opens', 1)[1].split("\n## ", 1)[0]
+    auto, best = section.split("- **`best`**", 1)
+    assert "else a real CUDA device, else a real Level Zero\n  device, else `mock`" in auto
+    named = {"cuda": "a real CUDA device", "levelzero": "a real Level Zero"}
+    places = [best.index(named.get(n, f"`{n}`")) for n in DEMO_ORDER]
+    assert places == sorted(places), "the doc lists 'best' in another order than DEMO_ORDER"
 
 
 def test_demo_choice_order() -> None:
