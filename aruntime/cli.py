@@ -37,6 +37,9 @@ DEMO_ORDER = ("cuda", "levelzero", "cuda-sim", "levelzero-sim", "mock")
 
 _MIB = 1 << 20
 
+#: The overlap (busiest engine busy / device time) the pipelined pass should reach.
+OVERLAP_TARGET = 0.8
+
 
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (and exit status 2)."""
@@ -414,14 +417,24 @@ def _print_summary(console: Console, r: DemoResult) -> None:
     summary.add_row("bytes moved per pass", f"{_size(r.bytes_moved)} (H2D + D2H)")
     summary.add_row("wall time, 1 stream", f"{one.wall_ms:.3f} ms")
     summary.add_row(f"wall time, {many.streams} streams", f"{many.wall_ms:.3f} ms")
-    ideal = r.ideal_ms
-    if ideal is not None and one.span_ms and many.span_ms:
+    share_one, share_many = one.overlap, many.overlap
+    if share_one is not None and share_many is not None and one.span_ms and many.span_ms:
         summary.add_row("device time, 1 stream (no overlap)", f"{one.span_ms:.3f} ms")
         summary.add_row(f"device time, {many.streams} streams", f"{many.span_ms:.3f} ms")
-        summary.add_row("ideal bound (busiest engine: H2D, compute or D2H)", f"{ideal:.3f} ms")
         summary.add_row(
-            "overlap achieved vs ideal",
-            f"{ideal / many.span_ms:.0%} of ideal "
+            "overlap, 1 stream: busiest engine busy / device time",
+            f"{share_one:.2f}",
+        )
+        if r.backend == "mock":
+            verdict = "no target on the mock"
+        elif share_many >= OVERLAP_TARGET:
+            verdict = f"target >= {OVERLAP_TARGET:g} [green]met[/]"
+        else:
+            verdict = f"target >= {OVERLAP_TARGET:g} [red]MISSED[/]"
+        summary.add_row(
+            f"overlap, {many.streams} streams: busiest engine ({r.busiest_engine}) busy / "
+            "device time",
+            f"{share_many:.2f}, {verdict} "
             f"(speed-up over 1 stream {one.span_ms / many.span_ms:.2f}x)",
         )
     else:
@@ -432,10 +445,13 @@ def _print_summary(console: Console, r: DemoResult) -> None:
     if r.trace_path:
         summary.add_row("trace (Perfetto, chrome://tracing)", r.trace_path)
     console.print(summary)
-    if ideal is not None and many.span_ms and many.span_ms < ideal:
+    if share_many is not None:
         console.print(
-            "Above 100%: ops of one engine overlapped each other here (a device with "
-            "more engines, or a sim without a timing model copying on several CPU threads)."
+            "Overlap is the share of a pass's device time in which its busiest engine (H2D "
+            "copy, compute or D2H copy) had work, from that pass's own timing events: 1.00 "
+            "means the pass was as short as that engine allows, about 0.33 means no overlap "
+            "of three equal stages.  On a shared or loaded machine it varies from run to run "
+            "(other processes take the cores the engines need)."
         )
     if r.backend == "mock":
         console.print("The mock runs each op when it is enqueued, so nothing overlaps there.")
