@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
 
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from ._completion import Completion
     from ._driver import Driver
 
-__all__ = ["ArrayOwner", "DeviceArray"]
+__all__ = ["ArrayOwner", "DeviceArray", "DeviceMem"]
 
 
 @runtime_checkable
@@ -584,3 +584,9 @@ def _extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> 
     if any(d == 0 for d in shape):
         return 0
     return sum((d - 1) * s for d, s in zip(shape, strides, strict=True)) + itemsize
+
+
+#: What the copy ops, ``memset`` and ``launch`` take as device memory: a
+#: :class:`DevicePtr`, or a contiguous :class:`DeviceArray` (its bytes; a copy then
+#: checks the host array's dtype and shape against it).
+DeviceMem: TypeAlias = DevicePtr | DeviceArray
