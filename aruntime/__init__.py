@@ -12,7 +12,7 @@ returns a :class:`Completion` to ``await`` under asyncio or trio::
 
 from __future__ import annotations
 
-from ._array import DeviceArray
+from ._array import DeviceArray, DeviceMem
 from ._backend import Backend, BackendStatistics
 from ._completion import Completion
 from ._driver import DeviceInfo, LaunchConfig
@@ -56,6 +56,7 @@ __all__ = [
     "ClosedResourceError",
     "Completion",
     "DeviceArray",
+    "DeviceMem",
     "DeviceInfo",
     "DeviceLostError",
     "DevicePool",

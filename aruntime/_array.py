@@ -16,13 +16,20 @@ it (or use ``with``); dropped unclosed, it warns with ``ResourceWarning`` and
 frees the memory.  An exported view keeps the Python objects alive until the
 consumer lets go, but, as with CuPy or PyTorch, freeing the memory underneath
 a consumer is the caller's bug.
+
+Basic indexing (``a[1:3]``, ``a[0]``, ``a[:, ::2]``) returns a view of the same
+memory, as numpy's does.  A DeviceArray is accepted wherever the copy ops and
+``launch`` accept a :class:`DevicePtr`; a copy then checks the host array's
+dtype and shape against it.  ``np.asarray(a)`` raises :class:`TypeError` (on
+every backend but the mock, whose device memory is host memory) rather than
+copy behind the caller's back: ``a.to_numpy()`` or ``copy_d2h_async`` copy.
 """
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
 
@@ -41,7 +48,7 @@ if TYPE_CHECKING:
     from ._completion import Completion
     from ._driver import Driver
 
-__all__ = ["ArrayOwner", "DeviceArray"]
+__all__ = ["ArrayOwner", "DeviceArray", "DeviceMem"]
 
 
 @runtime_checkable
@@ -107,6 +114,7 @@ class DeviceArray:
 
     __slots__ = (
         "__weakref__",
+        "_base",
         "_closed",
         "_finalizer",
         "_owner",
@@ -186,6 +194,7 @@ class DeviceArray:
         self._owns = False
         self._closed = False
         self._finalizer: weakref.finalize[Any, Any] | None = None
+        self._base: DeviceArray | None = None  # what a view keeps alive (its memory's owner)
 
     # -- construction ------------------------------------------------------------------
     @classmethod
@@ -257,6 +266,55 @@ class DeviceArray:
         if not self.shape:
             raise TypeError("len() of a 0-d DeviceArray")
         return self.shape[0]
+
+    def __getitem__(self, key: Any) -> DeviceArray:
+        """A view of part of the array (basic indexing only), sharing its memory.
+
+        ``key`` is an int, a slice with a positive step, ``...``, or a tuple of
+        them; an int removes its axis, as in numpy.  Nothing is copied.
+        """
+        offset, shape, strides = _index(self.shape, self.strides, key)
+        extent = _extent(shape, strides, self.dtype.itemsize)
+        view = DeviceArray(
+            self.ptr.offset(offset)[:extent],
+            shape,
+            self.dtype,
+            strides=strides,
+            stream=self.stream,
+            owner=self._owner,
+        )
+        view._base = self if self._base is None else self._base
+        return view
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
+        """Refuse to become a host array implicitly (CuPy does the same).
+
+        Where device memory is host memory (the mock), numpy reads
+        ``__array_interface__`` first and never calls this.
+        """
+        del dtype, copy
+        raise TypeError(
+            f"a DeviceArray on {self.backend.name} is device memory and is not converted "
+            "to a host array implicitly: copy it with a.to_numpy(), or "
+            "await gpu.copy_d2h_async(a, out) into a host array"
+        )
+
+    def _as_operand(self, fn: str, what: str, host: object) -> DevicePtr:
+        """The bytes this array covers, for a copy or launch; ``host`` is checked against it.
+
+        A typed host array must have this dtype and shape; a raw byte buffer
+        (bytes-like, or a 1-D uint8 array such as a HostBuffer) must have
+        exactly ``nbytes`` bytes.
+        """
+        self._check_usable(fn)
+        if not self.is_c_contiguous:
+            raise InvalidArgumentError(
+                f"{fn}: {what} is a strided DeviceArray (strides {self.strides}); copies and "
+                "launches take contiguous memory: pass a contiguous view, or its .ptr"
+            )
+        if host is not None:
+            _check_host_match(self, host, fn, what)
+        return self.ptr[: self.nbytes]
 
     def __repr__(self) -> str:
         owner = " owning" if self._owns else ""
@@ -422,6 +480,77 @@ class DeviceArray:
             raise ClosedResourceError(f"{fn}: the {self.backend.name} backend is closed")
 
 
+def _check_host_match(array: DeviceArray, host: object, fn: str, what: str) -> None:
+    typed = isinstance(host, np.ndarray) and not (host.dtype == np.uint8 and host.ndim == 1)
+    if typed:
+        assert isinstance(host, np.ndarray)
+        if host.dtype != array.dtype:
+            raise InvalidArgumentError(
+                f"{fn}: dtype mismatch: {what} is a DeviceArray of {array.dtype}, the host "
+                f"array is {host.dtype}: use a {array.dtype} host array"
+            )
+        if host.shape != array.shape:
+            raise InvalidArgumentError(
+                f"{fn}: shape mismatch: {what} is a DeviceArray of shape {array.shape}, the "
+                f"host array has shape {host.shape}"
+            )
+        return
+    try:
+        with memoryview(host) as view:  # type: ignore[arg-type]
+            nbytes = view.nbytes
+    except (TypeError, ValueError):
+        return  # not host memory: the copy's own checks name it
+    if nbytes != array.nbytes:
+        raise InvalidArgumentError(
+            f"{fn}: size mismatch: {what} is a DeviceArray of {array.nbytes} bytes "
+            f"({array.shape} {array.dtype}), the host buffer has {nbytes}"
+        )
+
+
+def _index(
+    shape: tuple[int, ...], strides: tuple[int, ...], key: Any
+) -> tuple[int, tuple[int, ...], tuple[int, ...]]:
+    """Basic indexing: (byte offset, shape, strides) of the view ``key`` selects."""
+    keys = key if isinstance(key, tuple) else (key,)
+    if sum(k is Ellipsis for k in keys) > 1:
+        raise IndexError("DeviceArray: an index can only have one ellipsis ('...')")
+    if Ellipsis in keys:
+        at = keys.index(Ellipsis)
+        fill = len(shape) - (len(keys) - 1)
+        keys = keys[:at] + (slice(None),) * max(fill, 0) + keys[at + 1 :]
+    if len(keys) > len(shape):
+        raise IndexError(f"DeviceArray: too many indices: {len(keys)} for {len(shape)} dimensions")
+    keys = keys + (slice(None),) * (len(shape) - len(keys))
+    offset = 0
+    dims: list[int] = []
+    steps: list[int] = []
+    for axis, (k, d, s) in enumerate(zip(keys, shape, strides, strict=True)):
+        if isinstance(k, slice):
+            start, stop, step = k.indices(d)
+            if step < 1:
+                raise IndexError(
+                    f"DeviceArray: axis {axis}: slice step must be positive, got {step} "
+                    "(strides cannot be negative)"
+                )
+            count = max(0, -(-(stop - start) // step))
+            offset += start * s if count else 0
+            dims.append(count)
+            steps.append(s * step)
+        elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
+            i = int(k)
+            if not -d <= i < d:
+                raise IndexError(
+                    f"DeviceArray: index {i} is out of bounds for axis {axis} with size {d}"
+                )
+            offset += (i % d) * s
+        else:
+            raise IndexError(
+                "DeviceArray: only basic indexing is supported (ints, slices, '...'), got "
+                f"{type(k).__name__}"
+            )
+    return offset, tuple(dims), tuple(steps)
+
+
 def _address_of(view: memoryview) -> int:
     return int(np.frombuffer(view, np.uint8).ctypes.data)
 
@@ -455,3 +584,9 @@ def _extent(shape: tuple[int, ...], strides: tuple[int, ...], itemsize: int) -> 
     if any(d == 0 for d in shape):
         return 0
     return sum((d - 1) * s for d, s in zip(shape, strides, strict=True)) + itemsize
+
+
+#: What the copy ops, ``memset`` and ``launch`` take as device memory: a
+#: :class:`DevicePtr`, or a contiguous :class:`DeviceArray` (its bytes; a copy then
+#: checks the host array's dtype and shape against it).
+DeviceMem: TypeAlias = DevicePtr | DeviceArray

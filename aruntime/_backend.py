@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._alloc import Allocator
-from ._array import DeviceArray
+from ._array import DeviceArray, DeviceMem
 from ._completion import Completion
 from ._compute import ComputeOps
 from ._driver import DeviceInfo, Driver, LaunchConfig
@@ -50,6 +50,7 @@ from ._validate import (
     check_dims,
     check_kernel_args,
     check_shared_mem,
+    device_operand,
 )
 
 __all__ = ["Backend", "BackendStatistics"]
@@ -324,15 +325,15 @@ class Backend(ComputeOps):
         return self._alloc.poison_redzones(lo, hi)
 
     # -------------------------------------------------------- blocking copies
-    def copy_h2d(self, src: Any, dst: DevicePtr) -> None:
+    def copy_h2d(self, src: Any, dst: DeviceMem) -> None:
         """Copy host memory to the device and wait (blocks the calling thread)."""
         self.copy_h2d_async(src, dst).wait()
 
-    def copy_d2h(self, src: DevicePtr, dst: Any) -> Any:
+    def copy_d2h(self, src: DeviceMem, dst: Any) -> Any:
         """Copy device memory into a writable host buffer and wait; returns ``dst``."""
         return self.copy_d2h_async(src, dst).wait()
 
-    def copy_d2d(self, src: DevicePtr, dst: DevicePtr, nbytes: int) -> None:
+    def copy_d2d(self, src: DeviceMem, dst: DeviceMem, nbytes: int) -> None:
         """Copy ``nbytes`` bytes between device ranges on the default stream and wait.
 
         Blocks the calling thread (on a loop, use :meth:`copy_d2d_async`).  The
@@ -341,7 +342,7 @@ class Backend(ComputeOps):
         """
         self.copy_d2d_async(src, dst, nbytes).wait()
 
-    def memset(self, ptr: DevicePtr, value: int, nbytes: int) -> None:
+    def memset(self, ptr: DeviceMem, value: int, nbytes: int) -> None:
         """Set ``nbytes`` bytes at ``ptr`` to ``value`` (0..255) on the default stream and wait.
 
         Blocks the calling thread (on a loop, use :meth:`memset_async`).  A bad
@@ -350,7 +351,7 @@ class Backend(ComputeOps):
         self.memset_async(ptr, value, nbytes).wait()
 
     # -------------------------------------------------------------- async ops
-    def copy_h2d_async(self, src: Any, dst: DevicePtr, stream: Stream | None = None) -> Completion:
+    def copy_h2d_async(self, src: Any, dst: DeviceMem, stream: Stream | None = None) -> Completion:
         """Enqueue a host-to-device copy of all of ``src``'s bytes.
 
         ``await`` returns None.  Cancelling the await abandons the wait only:
@@ -361,6 +362,7 @@ class Backend(ComputeOps):
         state = self._state
         if state.closed:
             state.check_open(fn)
+        dst = dst if type(dst) is DevicePtr else device_operand(dst, fn, "dst", src)
         view = as_host_view(src, fn, writable=False)
         n = view.nbytes
         entry = self._ledger.check_range(dst, n, fn, "dst")
@@ -368,7 +370,7 @@ class Backend(ComputeOps):
             return self._submitter.no_op(fn, stream, None)
         return self._copy_h2d(stream, src, view, dst._address, entry)
 
-    def copy_d2h_async(self, src: DevicePtr, dst: Any, stream: Stream | None = None) -> Completion:
+    def copy_d2h_async(self, src: DeviceMem, dst: Any, stream: Stream | None = None) -> Completion:
         """Enqueue a device-to-host copy filling all of ``dst``.
 
         ``await`` returns ``dst``.  Cancelling the await abandons the wait
@@ -379,6 +381,7 @@ class Backend(ComputeOps):
         state = self._state
         if state.closed:
             state.check_open(fn)
+        src = src if type(src) is DevicePtr else device_operand(src, fn, "src", dst)
         view = as_host_view(dst, fn, writable=True)
         n = view.nbytes
         entry = self._ledger.check_range(src, n, fn, "src")
@@ -396,12 +399,13 @@ class Backend(ComputeOps):
         )
 
     def copy_d2d_async(
-        self, src: DevicePtr, dst: DevicePtr, nbytes: int, stream: Stream | None = None
+        self, src: DeviceMem, dst: DeviceMem, nbytes: int, stream: Stream | None = None
     ) -> Completion:
         """Enqueue a device-to-device copy.  Cancelling the await abandons the wait only."""
         fn = "copy_d2d_async"
         self._state.check_open(fn)
         n = check_count(nbytes, fn, "nbytes")
+        src, dst = device_operand(src, fn, "src"), device_operand(dst, fn, "dst")
         src_entry = self._ledger.check_range(src, n, fn, "src")
         dst_entry = self._ledger.check_range(dst, n, fn, "dst")
         if n == 0:
@@ -459,13 +463,14 @@ class Backend(ComputeOps):
         )
 
     def memset_async(
-        self, ptr: DevicePtr, value: int, nbytes: int, stream: Stream | None = None
+        self, ptr: DeviceMem, value: int, nbytes: int, stream: Stream | None = None
     ) -> Completion:
         """Enqueue setting ``nbytes`` bytes to ``value``.  Cancelling abandons the wait only."""
         fn = "memset_async"
         self._state.check_open(fn)
         v = check_byte_value(value, fn)
         n = check_count(nbytes, fn, "nbytes")
+        ptr = device_operand(ptr, fn, "ptr")
         entry = self._ledger.check_range(ptr, n, fn)
         if n == 0:
             return self._submitter.no_op(fn, stream, None)

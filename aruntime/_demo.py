@@ -11,9 +11,14 @@ stream computes another can copy.
 
 The same work runs twice: first on one stream, where nothing overlaps and the
 timing events give each stage's own device time, then over all the streams.
-The ideal bound for the second run is the busiest engine's total from the
-first: H2D copies, kernels and D2H copies each have an engine of their own, as
-on GPUs with two copy engines (and on the sims).
+
+The overlap figure of a pass comes from that pass's own timing events: for
+each engine (H2D copy, compute, D2H copy: each has its own, as on GPUs with
+two copy engines, and on the sims) the union of its ops' spans, the time it
+had work.  The busiest engine's union over the pass's device time is a
+fraction that cannot exceed 1: 1 means the pass took no longer than its
+busiest engine needed, the most that overlap can achieve; on one stream it is
+about a third when the three stages cost the same.
 """
 
 from __future__ import annotations
@@ -65,6 +70,19 @@ class RunTimes:
     span_ms: float | None  # device time from the first upload to the last download
     correct: bool
     max_error: float
+    #: Per engine ("copy H2D", "compute", "copy D2H"): the union of its ops' spans, in ms.
+    busy_ms: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def overlap(self) -> float | None:
+        """The busiest engine's busy time over the pass's device time (0..1; None if untimed).
+
+        Both come from this pass's own timing events, so the fraction never
+        exceeds 1 (a union of spans inside the pass is no longer than the pass).
+        """
+        if not self.span_ms or not self.busy_ms:
+            return None
+        return min(1.0, max(self.busy_ms.values()) / self.span_ms)
 
 
 @dataclass
@@ -87,14 +105,10 @@ class DemoResult:
         return sum(s.nbytes for s in self.stages)
 
     @property
-    def ideal_ms(self) -> float | None:
-        """The overlap bound: the busiest engine's total (H2D copy, compute, D2H copy)."""
-        per_engine: dict[str, float] = {}
-        for s in self.stages:
-            if s.ms is None:
-                return None
-            per_engine[s.engine] = per_engine.get(s.engine, 0.0) + s.ms
-        return max(per_engine.values()) if per_engine else None
+    def busiest_engine(self) -> str | None:
+        """The engine the pipelined pass kept busiest: the one that bounds it."""
+        busy = self.pipelined.busy_ms
+        return max(busy, key=busy.__getitem__) if busy else None
 
 
 # -- trace hook (issue 5) ---------------------------------------------------------
@@ -228,32 +242,48 @@ class _Io:
             got = np.asarray(self.host_out).view(np.float32)
             max_error = float(np.max(np.abs(got - expected))) if got.size else 0.0
             correct = bool(np.allclose(got, expected, rtol=1e-6, atol=0.0))
-            span = _time_stages(gpu, chunks, stages) if self.timing else None
-        return RunTimes(nstreams, wall_ms, span, correct, max_error)
+            timed = _time_stages(gpu, chunks, stages) if self.timing else None
+        span, busy = timed if timed is not None else (None, {})
+        return RunTimes(nstreams, wall_ms, span, correct, max_error, busy)
+
+
+#: The engine of each stage, in the order a chunk's events bracket them.
+ENGINES = ("copy H2D", "compute", "copy D2H")
 
 
 def _time_stages(
     gpu: Backend, chunks: list[_Chunk], stages: list[StageTotals] | None
-) -> float | None:
-    """The device span of a pass; fills each stage's device time if ``stages`` is given.
+) -> tuple[float, dict[str, float]] | None:
+    """A pass's device span and each engine's busy time; fills ``stages`` if given.
 
     Returns None (and leaves the stages untimed) where the backend cannot time.
     """
-    totals = [0.0, 0.0, 0.0]
     first = chunks[0].events
     assert first is not None
-    span = 0.0
+    spans: dict[str, list[tuple[float, float]]] = {e: [] for e in ENGINES}
     try:
         for chunk in chunks:
             ev = chunk.events
             assert ev is not None
-            if stages is not None:
-                for k in range(3):
-                    totals[k] += gpu.elapsed_ms(ev[k], ev[k + 1])
-            span = max(span, gpu.elapsed_ms(first[0], ev[3]))
+            t = [gpu.elapsed_ms(first[0], e) if e is not first[0] else 0.0 for e in ev]
+            for k, engine in enumerate(ENGINES):
+                spans[engine].append((t[k], t[k + 1]))
     except NotSupportedError:
         return None
     if stages is not None:
-        for stage, ms in zip(stages, totals, strict=True):
-            stage.ms = ms
-    return span
+        for stage, engine in zip(stages, ENGINES, strict=True):
+            stage.ms = sum(end - start for start, end in spans[engine])
+    span = max(end for start, end in spans[ENGINES[-1]])
+    return span, {engine: union_ms(s) for engine, s in spans.items()}
+
+
+def union_ms(spans: list[tuple[float, float]]) -> float:
+    """The length of the union of ``(start, end)`` intervals: time covered at least once."""
+    total = 0.0
+    reach = float("-inf")
+    for start, end in sorted(spans):
+        if end <= reach:
+            continue
+        total += end - max(start, reach)
+        reach = end
+    return total

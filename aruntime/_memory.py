@@ -19,7 +19,9 @@ class DevicePtr:
     Made only by a backend (``alloc``, ``alloc_managed``, ``alloc_arena``,
     ``host_ptr_to_device``) or by slicing another pointer.  ``int(ptr)`` is the
     address; ``ptr.offset(n)`` and ``ptr[a:b]`` are bounds-checked views into the
-    same allocation.  A pointer stays a valid Python object after its memory is
+    same allocation: a slice that reaches past the view's end raises, as
+    ``offset`` does, and arithmetic (``ptr + 8``) is refused in favour of
+    ``ptr.offset(8)``.  A pointer stays a valid Python object after its memory is
     freed, but every backend call then rejects it with
     :class:`InvalidArgumentError`.
     """
@@ -82,8 +84,33 @@ class DevicePtr:
             ):
                 raise TypeError(f"DevicePtr slice bounds must be ints, got {type(bound).__name__}")
         start, stop, _ = key.indices(self._nbytes)
+        for bound in (key.start, key.stop):
+            # indices() clamps; a bound past the end is a mistake, not a shorter view.
+            if bound is not None and not -self._nbytes <= int(bound) <= self._nbytes:
+                raise InvalidArgumentError(
+                    f"DevicePtr[{_bound(key.start)}:{_bound(key.stop)}]: {int(bound)} is outside "
+                    f"this {self._nbytes}-byte view"
+                )
         stop = max(start, stop)
         return DevicePtr(self._backend, self._address + start, stop - start, self._alloc_id)
+
+    def __add__(self, other: object) -> DevicePtr:
+        if isinstance(other, (int, np.integer)) and not isinstance(other, bool):
+            raise TypeError(
+                f"DevicePtr does not support arithmetic: use p.offset({int(other)}) for the view "
+                f"{int(other)} bytes in (bounds-checked), or int(p) + {int(other)} for the address"
+            )
+        return NotImplemented
+
+    __radd__ = __add__
+
+    def __sub__(self, other: object) -> DevicePtr:
+        if isinstance(other, (int, np.integer, DevicePtr)) and not isinstance(other, bool):
+            raise TypeError(
+                "DevicePtr does not support arithmetic: use p.offset(n) for a view n bytes in, "
+                "or int(p) for the address"
+            )
+        return NotImplemented
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, DevicePtr):
@@ -100,6 +127,10 @@ class DevicePtr:
 
     def __repr__(self) -> str:
         return f"<DevicePtr 0x{self._address:x} nbytes={self._nbytes} on {self._backend.name}>"
+
+
+def _bound(value: object) -> str:
+    return "" if value is None else str(value)
 
 
 class _HostRecord:

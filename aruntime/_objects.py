@@ -20,6 +20,7 @@ from ._shutdown import release_stream
 from ._state import BackendState
 from ._streamstate import StreamState
 from ._submit import Submitter
+from ._validate import no_module_message
 
 __all__ = ["Objects"]
 
@@ -229,7 +230,7 @@ class Objects:
         if isinstance(module, str):
             found = self._state.modules.get(module)
             if found is None:
-                raise InvalidArgumentError(f"{fn}: no module named {module!r} is loaded")
+                raise InvalidArgumentError(no_module_message(fn, module, self._state.modules))
             module = found
         elif not isinstance(module, Module):
             raise TypeError(

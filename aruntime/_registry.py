@@ -62,7 +62,8 @@ def _package(name: str) -> tuple[BackendPackage, bool]:
     return cast(BackendPackage, module), sim
 
 
-def _resolve_auto() -> str:
+def resolve_auto() -> str:
+    """The backend ``open_backend("auto")`` opens (DESIGN.md section 2), without opening it."""
     forced = os.environ.get("ARUNTIME_BACKEND")
     if forced:
         if forced == "auto" or forced not in _BACKENDS:
@@ -99,7 +100,7 @@ def open_backend(name: str = "auto", device: int = 0, **options: Any) -> Backend
     if device < 0:
         raise InvalidArgumentError(f"open_backend: device must be >= 0, got {device}")
     if name == "auto":
-        name = _resolve_auto()
+        name = resolve_auto()
     module, sim = _package(name)
     driver = module.open_driver(device, sim=sim, **options)
     return Backend(driver)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,8 @@ __all__ = [
     "check_count",
     "check_dims",
     "check_kernel_args",
+    "device_operand",
+    "no_module_message",
 ]
 
 MAX_BLOCK_THREADS = 1024
@@ -102,6 +105,25 @@ def _check_host_object(obj: object, fn: str) -> None:
         raise InvalidArgumentError(f"{fn}: the HostBuffer was freed with free_host_pinned")
 
 
+def device_operand(obj: object, fn: str, what: str, host: object = None) -> DevicePtr:
+    """The DevicePtr an op reads or writes: ``obj`` itself, or a DeviceArray's bytes.
+
+    A DeviceArray (``_array`` sits above this layer, so it is recognised by
+    its ``_as_operand``) is checked against ``host``, the other side of a
+    copy: a typed host array must match its dtype and shape.  Anything else
+    raises :class:`TypeError` naming both accepted types.
+    """
+    if isinstance(obj, DevicePtr):
+        return obj
+    as_operand = getattr(type(obj), "_as_operand", None)
+    if as_operand is None:
+        raise TypeError(
+            f"{fn}: {what} must be a DevicePtr or a DeviceArray, got {type(obj).__name__}"
+        )
+    ptr: DevicePtr = as_operand(obj, fn, what, host)
+    return ptr
+
+
 def check_dims(value: object, fn: str, what: str) -> tuple[int, int, int]:
     """A grid or block shape: an int or a tuple of 1 to 3 positive ints."""
     limits = _MAX_GRID if what == "grid" else _MAX_BLOCK
@@ -165,9 +187,23 @@ def check_kernel_args(args: object, fn: str) -> list[Any]:
                 out.append(bytes(arg))
             except ValueError as exc:  # a released memoryview
                 raise InvalidArgumentError(f"{fn}: args[{i}]: {exc}") from None
+        elif hasattr(type(arg), "_as_operand"):  # a DeviceArray: its pointer
+            out.append(device_operand(arg, fn, f"args[{i}]"))
         else:
             raise TypeError(
                 f"{fn}: args[{i}] has type {type(arg).__name__}; kernel arguments are "
-                "DevicePtr, numpy scalars (np.float32(2)) or raw bytes"
+                "DevicePtr, DeviceArray, numpy scalars (np.float32(2)) or raw bytes"
             )
     return out
+
+
+def no_module_message(fn: str, name: str, loaded: Collection[str]) -> str:
+    """Why ``kernel(name, ...)`` found no module, and what to pass instead."""
+    builtin = f"aruntime.{name}"
+    if builtin in loaded:
+        return (
+            f"{fn}: no module named {name!r} is loaded; builtin_module({name!r}) is loaded as "
+            f"{builtin!r}: pass the Module that builtin_module returned, or the name {builtin!r}"
+        )
+    names = ", ".join(repr(n) for n in loaded) or "none"
+    return f"{fn}: no module named {name!r} is loaded (loaded: {names}); pass a Module or its name"

@@ -4,7 +4,9 @@ Every ``bench_*.py`` here defines ``main(argv: list[str] | None = None) -> int``
 prints its own tables, and asserts nothing about time.  ``aruntime bench``
 imports and runs them with no arguments; ``aruntime bench --quick`` passes the
 module's ``QUICK_ARGV`` (arguments for a smoke run with small sizes, used by the
-tests) and skips a module that does not define it.
+tests) and skips a module that does not define it.  A ``main`` that cannot run
+on this machine (an optional package missing) prints why and returns
+:data:`SKIPPED`, which ``aruntime bench`` reports as skipped, not failed.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from rich.console import Console
 from rich.table import Table
 
 console = Console()
+
+#: ``main``'s status when the benchmark cannot run here (aruntime.cli.SKIPPED).
+SKIPPED = 77
 
 
 def parse_args(description: str, argv: Sequence[str] | None) -> argparse.Namespace:
@@ -50,6 +55,18 @@ def verdict(ratio: float, target: float, *, at_most: bool) -> str:
     ok = ratio <= target if at_most else ratio >= target
     bound = f"<= {target:g}x" if at_most else f">= {target:g}x"
     return f"[green]met[/] ({bound})" if ok else f"[red]missed[/] ({bound})"
+
+
+def mark(ok: bool) -> str:
+    """A plain-text verdict for a row with a target: a missed one says so."""
+    return "met" if ok else "MISSED"
+
+
+#: One line under a table of timings taken on a machine that others share.
+NOISE = (
+    "Timings vary from run to run on a shared or loaded machine (other processes take the "
+    "cores the engines and waiters need); a missed target there is a hint, not a verdict."
+)
 
 
 def table(title: str, columns: Sequence[str]) -> Table:

@@ -265,6 +265,9 @@ def _cupy_attention(cupy: Any, q: Any, k: Any, v: Any, scale: float) -> Any:
     return (s / s.sum(axis=-1, keepdims=True)) @ v
 
 
+QUICK_ARGV = ["--seconds", "0.01"]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=0.3, help="time per measurement")

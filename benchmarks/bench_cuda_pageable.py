@@ -21,6 +21,8 @@ import asyncio
 
 from _simbench import pageable_stall
 
+QUICK_ARGV = ["--mib", "4"]
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -77,8 +77,12 @@ def run(backend: str, sanitize: bool, reps: int) -> dict[str, float]:
     return result
 
 
-def main() -> None:
-    reps = 5 if "--quick" in sys.argv[1:] else 15
+QUICK_ARGV = ["--quick"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    reps = 2 if "--quick" in args else 15
     print(f"{'backend':15} {'measure':28} {'plain ms':>10} {'sanitize ms':>12} {'ratio':>7}")
     for backend in ("cuda-sim", "levelzero-sim"):
         plain, checked = run(backend, False, reps), run(backend, True, reps)
@@ -90,7 +94,8 @@ def main() -> None:
         for key, label in labels.items():
             ratio = checked[key] / plain[key] if plain[key] else float("nan")
             print(f"{backend:15} {label:28} {plain[key]:10.2f} {checked[key]:12.2f} {ratio:6.2f}x")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

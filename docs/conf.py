@@ -1,6 +1,6 @@
 """Sphinx configuration: MyST pages, the furo theme, the API from the docstrings.
 
-Build (warnings are errors, as in CI):  python -m sphinx -W --keep-going -b html docs site
+Build (warnings are errors, as in CI):  .venv/bin/python -m sphinx -W --keep-going -b html docs site
 """
 
 from __future__ import annotations
@@ -57,5 +57,28 @@ def _constant_docs(app, what, name, obj, options, lines) -> None:  # type: ignor
         lines[:] = _attribute_doc(name)
 
 
+def made_by_a_backend(obj: object) -> bool:
+    """Whether users get ``obj`` (a class) from aruntime's calls rather than construct it.
+
+    Its constructor's arguments are internal (``Completion(op, hooks=...)``),
+    so the reference shows none.  Records (dataclasses) and exceptions keep theirs.
+    """
+    import dataclasses
+
+    return (
+        isinstance(obj, type)
+        and obj.__module__.split(".")[0] == "aruntime"
+        and not dataclasses.is_dataclass(obj)
+        and not issubclass(obj, BaseException)
+    )
+
+
+def _hide_internal_signature(app, what, name, obj, options, signature, annotation):  # type: ignore[no-untyped-def]
+    if what == "class" and made_by_a_backend(obj):
+        return "", annotation
+    return None
+
+
 def setup(app):  # type: ignore[no-untyped-def]
     app.connect("autodoc-process-docstring", _constant_docs)
+    app.connect("autodoc-process-signature", _hide_internal_signature)

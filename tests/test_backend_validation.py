@@ -331,6 +331,34 @@ def test_module_checks(gpu: ar.Backend) -> None:
         gpu.launch("k", 1, 1, [])  # type: ignore[arg-type]
 
 
+def test_a_builtin_modules_short_name_says_what_to_pass(gpu: ar.Backend) -> None:
+    module = gpu.builtin_module("vector_ops")
+    with pytest.raises(ar.InvalidArgumentError) as caught:
+        gpu.kernel("vector_ops", "saxpy")
+    text = str(caught.value)
+    assert "builtin_module('vector_ops')" in text and "'aruntime.vector_ops'" in text, text
+    assert gpu.kernel(module.name, "saxpy").name == "saxpy"
+    with pytest.raises(ar.InvalidArgumentError, match=r"loaded: 'aruntime\.vector_ops'"):
+        gpu.kernel("other", "saxpy")
+
+
+def test_cuda_load_module_takes_ptx_text_as_a_str() -> None:
+    from pathlib import Path
+
+    try:
+        cuda = ar.open_backend("cuda-sim")
+    except ar.BackendUnavailableError as exc:
+        pytest.skip(f"cuda-sim unavailable: {exc}")
+    ptx = (Path(ar.__file__).parent / "kernels" / "vector_ops.ptx").read_text()
+    with cuda:
+        kernel = cuda.kernel(cuda.load_module("mine", ptx), "fill_f32")
+        ptr = cuda.alloc(256 * 4)
+        cuda.launch(kernel, 1, 256, [np.uint32(256), np.float32(3), ptr]).wait()
+        out = cuda.copy_d2h(ptr, np.empty(256, np.float32))
+        assert (out == 3).all()
+        cuda.free(ptr)
+
+
 def test_every_method_of_a_closed_backend_raises_closed() -> None:
     from .test_fuzz import ENTRY_POINTS, NO_ARGS
 

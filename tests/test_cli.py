@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aruntime import BACKEND_NAMES, BackendStatus, DeviceInfo, probe_backends
+from aruntime import BACKEND_NAMES, BackendStatus, DeviceInfo, open_backend, probe_backends
 from aruntime.cli import _demo_choice, main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +42,8 @@ def test_info_lists_every_backend(
     for name in BACKEND_NAMES:
         assert name in out
     assert "aruntime mock device" in out
-    assert "aruntime demo would run on:" in out
+    assert "aruntime demo (--backend best) would run on:" in out
+    assert 'open_backend("auto") opens:' in out
 
 
 @pytest.mark.parametrize(
@@ -68,8 +69,59 @@ def test_demo_on_mock(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "Pipeline on mock" in out
     assert "match numpy" in out
-    for stage in ("H2D copy", "kernel scale_f32", "D2H copy", "overlap achieved vs ideal"):
+    for stage in ("H2D copy", "kernel scale_f32", "D2H copy", "overlap, 2 streams"):
         assert stage in out
+    assert "no target on the mock" in out
+
+
+@pytest.mark.parametrize("name", ["cuda-sim", "levelzero-sim"])
+def test_demo_overlap_is_a_fraction_with_a_verdict(
+    name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not _available(name):
+        pytest.skip(f"{name} is unavailable here")
+    monkeypatch.setenv("COLUMNS", "300")
+    assert main(["demo", "--backend", name, *SMALL]) == 0
+    out = capsys.readouterr().out
+    (row,) = [line for line in out.splitlines() if "overlap, 2 streams" in line]
+    value = float(row.split("│")[2].split(",")[0])
+    assert 0.0 < value <= 1.0, row
+    assert "target >= 0.8 met" in row or "target >= 0.8 MISSED" in row, row
+    assert "varies from run to run" in " ".join(out.split())
+
+
+def test_overlap_cannot_exceed_one_when_ops_of_one_engine_overlap() -> None:
+    """On several host threads, a sim's copies overlap each other: the figure stays <= 1."""
+    from aruntime._demo import ENGINES, RunTimes, _time_stages, union_ms
+
+    assert union_ms([]) == 0.0
+    assert union_ms([(0, 2), (1, 3), (5, 6), (5.5, 5.7)]) == 4.0
+
+    class Ev:
+        def __init__(self, t: float) -> None:
+            self.t = t
+
+    class Gpu:
+        def elapsed_ms(self, a: Ev, b: Ev) -> float:
+            return b.t - a.t
+
+    class Chunk:
+        def __init__(self, *times: float) -> None:
+            self.events = tuple(Ev(t) for t in times)
+
+    # Two uploads at once (0-4 and 0-4), then compute and download: the
+    # per-stage totals (8 ms of H2D) exceed the pass's 6 ms span.
+    first = Chunk(0, 4, 5, 6)
+    second = Chunk(0, 4, 5, 6)
+    second.events = (first.events[0], *second.events[1:])
+    timed = _time_stages(Gpu(), [first, second], None)  # type: ignore[arg-type]
+    assert timed is not None
+    span, busy = timed
+    assert span == 6 and busy == {ENGINES[0]: 4, ENGINES[1]: 1, ENGINES[2]: 1}
+    run = RunTimes(2, 7.0, span, True, 0.0, busy)
+    assert run.overlap == pytest.approx(4 / 6)
+    assert RunTimes(2, 1.0, 1.0, True, 0.0, {"copy H2D": 1.5}).overlap == 1.0
+    assert RunTimes(1, 1.0, None, True, 0.0, {}).overlap is None
 
 
 def test_demo_under_trio_with_a_progress_bar(capsys: pytest.CaptureFixture[str]) -> None:
@@ -90,6 +142,41 @@ def test_demo_says_when_it_falls_back(
     lines = [line for line in capsys.readouterr().out.splitlines() if "Falling back" in line]
     assert len(lines) == 1
     assert "cuda" in lines[0] and "levelzero" in lines[0]
+
+
+def test_demo_backend_auto_is_open_backends_auto(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One rule for "auto" (DESIGN.md section 2); the demo's own preference is "best"."""
+    from aruntime._registry import resolve_auto
+
+    monkeypatch.delenv("ARUNTIME_BACKEND", raising=False)
+    expected = resolve_auto()
+    with open_backend("auto") as gpu:
+        assert gpu.name == expected
+    assert main(["demo", "--backend", "auto", *SMALL]) == 0
+    out = capsys.readouterr().out
+    assert f"Pipeline on {expected} " in out
+    monkeypatch.setenv("ARUNTIME_BACKEND", "levelzero-sim")
+    assert main(["demo", "--backend", "auto", *SMALL]) == 0
+    assert "Pipeline on levelzero-sim " in capsys.readouterr().out
+    monkeypatch.delenv("ARUNTIME_BACKEND")
+    if not (_available("cuda") or _available("levelzero")) and _available("cuda-sim"):
+        assert expected == "mock"
+        assert main(["demo", "--backend", "best", *SMALL]) == 0
+        assert "Pipeline on cuda-sim " in capsys.readouterr().out
+
+
+def test_backends_doc_states_the_auto_rule_the_code_follows() -> None:
+    from aruntime.cli import DEMO_ORDER
+
+    text = (ROOT / "docs" / "backends.md").read_text()
+    section = text.split('## Which backend "auto" opens', 1)[1].split("\n## ", 1)[0]
+    auto, best = section.split("- **`best`**", 1)
+    assert "else a real CUDA device, else a real Level Zero\n  device, else `mock`" in auto
+    named = {"cuda": "a real CUDA device", "levelzero": "a real Level Zero"}
+    places = [best.index(named.get(n, f"`{n}`")) for n in DEMO_ORDER]
+    assert places == sorted(places), "the doc lists 'best' in another order than DEMO_ORDER"
 
 
 def test_demo_choice_order() -> None:
@@ -189,6 +276,66 @@ def test_bench_protocol(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "bench_plain has no quick mode" in captured.out
     err = captured.err.strip().splitlines()
     assert len(err) == 1 and "bench_broken: RuntimeError: boom" in err[0]
+
+
+def test_bench_runs_a_module_that_defines_a_dataclass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """@dataclass looks its module up in sys.modules: the script must be registered there."""
+    (tmp_path / "bench_typed.py").write_text(
+        "from dataclasses import dataclass\n\n"
+        "@dataclass\nclass Row:\n    name: str\n\n"
+        "def main(argv=None):\n    print('row', Row('x').name)\n    return 0\n"
+    )
+    assert main(["bench", "--dir", str(tmp_path), "typed"]) == 0
+    assert "row x" in capsys.readouterr().out
+    assert not [m for m in sys.modules if m.startswith("_aruntime_bench_")]
+
+
+def test_bench_debug_shows_the_benchmarks_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "bench_deep.py").write_text(
+        "def inner():\n    raise ValueError('deep down')\n\ndef main(argv=None):\n    inner()\n"
+    )
+    monkeypatch.setenv("ARUNTIME_DEBUG", "1")
+    assert main(["bench", "--dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "bench_deep.py" in err and "in inner" in err
+    assert "ValueError: deep down" in err
+
+
+def test_bench_reports_a_benchmark_that_cannot_run_here_as_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from aruntime.cli import SKIPPED
+
+    (tmp_path / "bench_needs.py").write_text(
+        f"def main(argv=None):\n    print('needs a package')\n    return {SKIPPED}\n"
+    )
+    assert main(["bench", "--dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "bench_needs cannot run here" in out and "skipped" in out
+
+
+def test_every_benchmark_has_a_quick_mode_and_takes_argv() -> None:
+    """``aruntime bench --quick`` (run on an installed copy by test_packaging) skips none."""
+    import ast
+
+    scripts = sorted((ROOT / "benchmarks").glob("bench_*.py"))
+    assert len(scripts) >= 12
+    for path in scripts:
+        tree = ast.parse(path.read_text())
+        names = {
+            t.id
+            for node in tree.body
+            if isinstance(node, ast.Assign)
+            for t in node.targets
+            if isinstance(t, ast.Name)
+        }
+        assert "QUICK_ARGV" in names, f"{path.name} has no QUICK_ARGV"
+        (entry,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "main"]
+        assert [a.arg for a in entry.args.args] == ["argv"], f"{path.name}: main(argv)"
 
 
 def test_demo_trace(

@@ -1,7 +1,7 @@
 """The documentation site (docs/): docstrings, API coverage, runnable examples, the knobs table.
 
 The site itself is built by ``.ci/run`` with warnings as errors:
-``python -m sphinx -W --keep-going -b html docs site``.
+``.venv/bin/python -m sphinx -W --keep-going -b html docs site``.
 """
 
 from __future__ import annotations
@@ -67,6 +67,108 @@ def test_api_reference_covers_every_public_name() -> None:
     documented = set(re.findall(r"^\.\. auto\w+:: ([\w.]+)", text, re.MULTILINE))
     missing = [name for name, _ in _public() if name not in documented]
     assert missing == [], f"add these to docs/api.md (an autodoc directive each): {missing}"
+
+
+#: The classes whose every public method and property the reference must show (issue 22).
+API_CLASSES = (
+    aruntime.Backend,
+    aruntime.Stream,
+    aruntime.Event,
+    aruntime.Graph,
+    aruntime.DeviceArray,
+    aruntime.Completion,
+    aruntime.Module,
+    aruntime.Kernel,
+)
+
+
+def _directives(text: str) -> dict[str, dict[str, str]]:
+    """``.. autoclass:: NAME`` (and automethod) -> its options, from the reference's source."""
+    found: dict[str, dict[str, str]] = {}
+    current: dict[str, str] | None = None
+    for line in text.splitlines():
+        head = re.match(r"^\.\. auto(\w+):: ([\w.]+)", line)
+        if head:
+            current = found.setdefault(head.group(2), {"kind": head.group(1)})
+        elif current is not None and (option := re.match(r"^\s+:([\w-]+):\s*(.*)$", line)):
+            current[option.group(1)] = option.group(2).strip()
+        else:
+            current = None
+    return found
+
+
+def _shown_members(cls: type, directives: dict[str, dict[str, str]]) -> set[str]:
+    """What autodoc lists for ``cls`` (members and undoc-members are on by default in conf.py)."""
+    from tests.test_docstrings import _own_classes
+
+    options = directives.get(f"aruntime.{cls.__name__}")
+    shown: set[str] = set()
+    if options is not None:
+        if options.get("members"):
+            shown = {n.strip() for n in options["members"].split(",")}
+        else:
+            shown = set(vars(cls))
+        if "inherited-members" in options:
+            for base in _own_classes(cls)[1:]:
+                shown |= set(vars(base))
+        shown -= {n.strip() for n in options.get("exclude-members", "").split(",")}
+    prefix = f"aruntime.{cls.__name__}."
+    shown |= {n[len(prefix) :] for n, o in directives.items() if n.startswith(prefix)}
+    return shown
+
+
+def test_api_reference_lists_every_public_method_and_property() -> None:
+    from tests.test_docstrings import _members
+
+    directives = _directives((DOCS / "api.md").read_text())
+    missing = [
+        f"{cls.__name__}.{name}"
+        for cls in API_CLASSES
+        for name, _ in _members(cls)
+        if name not in _shown_members(cls, directives)
+    ]
+    assert missing == [], (
+        "members missing from docs/api.md (give the class :inherited-members:, or an "
+        f"automethod/autoproperty each): {missing}"
+    )
+
+
+def test_compute_ops_have_their_own_section_in_the_reference() -> None:
+    from aruntime._compute import ComputeOps
+
+    text = (DOCS / "api.md").read_text()
+    section = text.split("## Compute operations", 1)[1].split("\n## ", 1)[0]
+    ops = [n for n, raw in vars(ComputeOps).items() if not n.startswith("_") and callable(raw)]
+    assert len(ops) >= 6
+    for op in ops:
+        assert f".. automethod:: aruntime.Backend.{op}" in section, op
+    readme = (ROOT / "README.md").read_text()
+    assert "aruntime/_compute.py" not in readme, "point the README to the API reference"
+
+
+def test_the_reference_hides_internal_constructor_arguments() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_aruntime_docs_conf", DOCS / "conf.py")
+    assert spec is not None and spec.loader is not None
+    conf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conf)
+    for cls in (*API_CLASSES, aruntime.DevicePtr, aruntime.HostBuffer, aruntime.Trace):
+        assert conf._hide_internal_signature(None, "class", "", cls, {}, "(op)", None) == (
+            "",
+            None,
+        ), cls
+    for record in (aruntime.DeviceInfo, aruntime.BackendStatus, aruntime.DriverError):
+        assert conf._hide_internal_signature(None, "class", "", record, {}, "(x)", None) is None
+
+
+def test_concepts_and_free_agree_that_a_free_is_deferred() -> None:
+    """concepts.md once said to await a stream before freeing; free() never needed it."""
+    doc = aruntime.Backend.free.__doc__ or ""
+    assert "only\n        after the work already queued has finished" in doc
+    text = " ".join((DOCS / "concepts.md").read_text().split())
+    assert "before reusing or freeing" not in text
+    assert "**Freeing** it needs no wait: `gpu.free(ptr)` is deferred" in text
 
 
 def test_every_page_is_in_the_table_of_contents() -> None:

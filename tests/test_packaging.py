@@ -186,4 +186,18 @@ def test_sdist_and_wheel_from_a_clean_tree(tmp_path: Path) -> None:
         text=True,
     )
     assert bench.returncode == 0, bench.stderr
-    assert {"await", "copy", "backends"} <= set(bench.stdout.split())
+    names = set(bench.stdout.split())
+    assert {"await", "copy", "backends", "compute"} <= names
+    # Every benchmark, from the installed copy (issue 22: bench compute failed there).
+    quick = subprocess.run(
+        [sys.executable, "-m", "aruntime", "bench", "--quick"],
+        cwd=outside,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert quick.returncode == 0, quick.stdout[-3000:] + quick.stderr[-3000:]
+    assert "failed" not in quick.stdout and "no quick mode" not in quick.stdout
+    for name in names:
+        assert f"bench_{name}" in quick.stdout, name

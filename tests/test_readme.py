@@ -30,6 +30,25 @@ def test_readme_opens_with_two_commands() -> None:
     assert "pytest" in commands[1]
 
 
+def test_readme_commands_use_the_virtual_environment_it_sets_up() -> None:
+    """After ``python3 -m venv .venv``, every pip and python command is .venv/bin's (issue 22)."""
+    blocks = re.findall(r"```(?:bash|sh|console)\n(.*?)```", README.read_text(), flags=re.S)
+    commands = [
+        part.strip().removeprefix("$ ")
+        for block in blocks
+        for line in block.splitlines()
+        for part in line.split("#", 1)[0].split("&&")
+        if part.strip()
+    ]
+    assert any("sphinx" in c for c in commands), "the README shows how to build the docs"
+    bare = [
+        c
+        for c in commands
+        if re.match(r"(pip|python)\b", c) and not c.startswith("python3 -m venv")
+    ]
+    assert bare == [], f"use .venv/bin/pip or .venv/bin/python: {bare}"
+
+
 @pytest.mark.parametrize("library", ["asyncio", "trio"])
 def test_readme_example_runs(library: str, tmp_path: Path) -> None:
     source = _example()

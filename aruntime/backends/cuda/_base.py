@@ -214,13 +214,39 @@ class _CudaBase(Driver):
 
         self._releases.submit(deferred, function)
 
-    def _alloc_call(self, function: str, call: Callable[[], int]) -> None:
-        """Make an allocation; out of memory with frees still deferred, let them land and retry."""
+    def _alloc_call(
+        self, function: str, call: Callable[[], int], nbytes: int, *, device: bool = True
+    ) -> None:
+        """Make an allocation; out of memory with frees still deferred, let them land and retry.
+
+        Out of memory names the request and, for device memory, what is free.
+        """
         code = call()
         if code == _errors.CUDA_ERROR_OUT_OF_MEMORY and self._releases.pending:
             self._releases.drain()
             code = call()
+        if code == _errors.CUDA_ERROR_OUT_OF_MEMORY:
+            raise self._out_of_memory(code, function, nbytes, device=device)
         self._check(code, function)
+
+    def _out_of_memory(self, code: int, function: str, nbytes: int, *, device: bool) -> DriverError:
+        error = self._fail(code, function)
+        where = "device memory" if device else "pinned host memory"
+        detail = f"{nbytes} bytes of {where} requested"
+        free, total = self._ffi.new("size_t *"), self._ffi.new("size_t *")
+        try:
+            known = device and self._lib.cuMemGetInfo_v2(free, total) == 0
+        except AruntimeError:  # a driver without the query: the request alone
+            known = False
+        if known:
+            detail += f", {int(free[0])} of {int(total[0])} free"
+        return type(error)(
+            f"{error} ({detail})",
+            backend=error.backend,
+            code=error.code,
+            name=error.name,
+            function=error.function,
+        )
 
     def _enter(self, function: str) -> None:
         if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
@@ -249,7 +275,12 @@ class _CudaBase(Driver):
     def _host_alloc_raw(self, nbytes: int) -> CData:
         out = self._ffi.new("void **")
         flags = _CU_MEMHOSTALLOC_PORTABLE | _CU_MEMHOSTALLOC_DEVICEMAP
-        self._alloc_call("cuMemHostAlloc", lambda: self._lib.cuMemHostAlloc(out, nbytes, flags))
+        self._alloc_call(
+            "cuMemHostAlloc",
+            lambda: self._lib.cuMemHostAlloc(out, nbytes, flags),
+            nbytes,
+            device=False,
+        )
         return out[0]
 
     def _fence(self, stream: _Stream) -> CData | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
+from . import _errors
 from ._base import _CudaBase
 from ._constants import (
     _CU_MEM_ALLOCATION_TYPE_PINNED,
@@ -24,7 +25,7 @@ class _MemoryOps(_CudaBase):
     def mem_alloc(self, nbytes: int) -> int:
         self._enter("cuMemAlloc_v2")
         out = self._ffi.new("CUdeviceptr *")
-        self._alloc_call("cuMemAlloc_v2", lambda: self._lib.cuMemAlloc_v2(out, nbytes))
+        self._alloc_call("cuMemAlloc_v2", lambda: self._lib.cuMemAlloc_v2(out, nbytes), nbytes)
         return int(out[0])
 
     def mem_alloc_managed(self, nbytes: int) -> int:
@@ -33,6 +34,7 @@ class _MemoryOps(_CudaBase):
         self._alloc_call(
             "cuMemAllocManaged",
             lambda: self._lib.cuMemAllocManaged(out, nbytes, _CU_MEM_ATTACH_GLOBAL),
+            nbytes,
         )
         return int(out[0])
 
@@ -104,6 +106,8 @@ class _MemoryOps(_CudaBase):
         self._enter("cuMemAllocFromPoolAsync")
         out = self._ffi.new("CUdeviceptr *")
         code = self._lib.cuMemAllocFromPoolAsync(out, nbytes, self._mem_pool(), stream.handle)
+        if code == _errors.CUDA_ERROR_OUT_OF_MEMORY:
+            raise self._out_of_memory(code, "cuMemAllocFromPoolAsync", nbytes, device=True)
         self._check(code, "cuMemAllocFromPoolAsync")
         return int(out[0])
 

@@ -25,10 +25,14 @@ _SIM_BUILTIN_MODULES = {name: host_library_name(name) for name in PORTABLE_MODUL
 
 class _ModuleOps(_CudaBase):
     # -- modules and kernels -------------------------------------------------------
+    def module_image_types(self) -> tuple[type, ...]:
+        """Binary images as bytes; PTX as bytes or as its text (a ``str``)."""
+        return (bytes, bytearray, memoryview, str)
+
     def module_load(self, image: Any) -> DriverModule:
-        """Load PTX, cubin or fatbin bytes (on the sim: a host shared object's bytes)."""
+        """Load PTX (bytes or str), cubin or fatbin bytes (on the sim: a shared object's bytes)."""
         self._enter("cuModuleLoadData")
-        data = bytes(image)
+        data = image.encode() if isinstance(image, str) else bytes(image)
         if not data:
             raise InvalidArgumentError("load_module: the module image is empty")
         binary = data.startswith((b"\x7fELF", b"\x50\xed\x55\xba"))  # ELF cubin/.so, fatbin

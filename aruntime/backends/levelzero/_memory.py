@@ -21,6 +21,11 @@ class _MemoryOps(_LevelZeroBase):
         desc.stype = _ST_HOST_MEM_ALLOC_DESC
         return desc
 
+    def _request(self, nbytes: int) -> str:
+        """The detail an allocation's error carries: the request and what is free."""
+        free, total = self.mem_get_info()
+        return f"{nbytes} bytes requested, {free} of {total} free"
+
     def _track(self, address: int, nbytes: int) -> int:
         with self._lock:
             self._sizes[address] = nbytes
@@ -34,7 +39,7 @@ class _MemoryOps(_LevelZeroBase):
                 self._context, self._device_desc(), nbytes, _ALIGNMENT, self._device, out
             ),
             "zeMemAllocDevice",
-            f"{nbytes} bytes",
+            self._request(nbytes),
         )
         return self._track(int(ffi.cast("uintptr_t", out[0])), nbytes)
 
@@ -51,7 +56,7 @@ class _MemoryOps(_LevelZeroBase):
                 out,
             ),
             "zeMemAllocShared",
-            f"{nbytes} bytes",
+            self._request(nbytes),
         )
         return self._track(int(ffi.cast("uintptr_t", out[0])), nbytes)
 
@@ -73,7 +78,7 @@ class _MemoryOps(_LevelZeroBase):
         self._check(
             self._lib.zeMemAllocHost(self._context, self._host_desc(), nbytes, _ALIGNMENT, out),
             "zeMemAllocHost",
-            f"{nbytes} bytes",
+            f"{nbytes} bytes of host memory requested",
         )
         address = int(ffi.cast("uintptr_t", out[0]))
         return address, memoryview(ffi.buffer(out[0], nbytes)).cast("B")
