@@ -40,6 +40,7 @@ _HEADERS = (
     "sim/spirv/spv_load.h",
     "sim/spirv/spv_exec.h",
     "sim/spirv/spv_bits.h",
+    "sim/sim_bits.h",
     "sim/spirv/spv_opcodes.h",
     "sim/spirv/spv_opcodes.def",
     *ENGINE_HEADERS,

@@ -191,7 +191,7 @@ void spvl_define_constant(loader *L, uint32_t pos, unsigned op)
         v[0] = word(L, pos, 3);
         if (y->width == 64)
             v[0] |= (uint64_t)word(L, pos, 4) << 32;
-        v[0] &= width_mask(y->width);
+        v[0] &= sim_mask(y->width);
         break;
     case 46: break; /* null: zeros */
     case 44: case 51: {

@@ -121,49 +121,49 @@ void spvx_enter(const group *g, const spv_func *f, uint64_t *regs, uint8_t *priv
 
 static inline uint64_t sdiv(uint64_t ua, uint64_t ub, uint32_t w)
 {
-    int64_t a = sext(ua, w), b = sext(ub, w);
-    return (b == 0 ? 0 : (b == -1 ? (uint64_t)0 - (uint64_t)a : (uint64_t)(a / b))) & mask(w);
+    int64_t a = sim_sext(ua, w), b = sim_sext(ub, w);
+    return (b == 0 ? 0 : (b == -1 ? (uint64_t)0 - (uint64_t)a : (uint64_t)(a / b))) & sim_mask(w);
 }
 
 /* OpSRem (the sign of a) or OpSMod (the sign of b). */
 static inline uint64_t srem(uint64_t ua, uint64_t ub, uint32_t w, int smod)
 {
-    int64_t a = sext(ua, w), b = sext(ub, w);
+    int64_t a = sim_sext(ua, w), b = sim_sext(ub, w);
     int64_t r = (b == 0 || b == -1) ? 0 : a % b;
     if (smod && r != 0 && ((r < 0) != (b < 0)))
         r += b;
-    return (uint64_t)r & mask(w);
+    return (uint64_t)r & sim_mask(w);
 }
 
 static inline uint64_t fmod32(uint64_t ua, uint64_t ub)
 {
-    float b = f32(ub), r = fmodf(f32(ua), b);
+    float b = sim_f32(ub), r = fmodf(sim_f32(ua), b);
     if (r != 0 && signbit(r) != signbit(b))
         r += b;
-    return uf32(r);
+    return sim_f32_bits(r);
 }
 
 static inline uint64_t fmod64(uint64_t ua, uint64_t ub)
 {
-    double b = f64(ub), r = fmod(f64(ua), b);
+    double b = sim_f64(ub), r = fmod(sim_f64(ua), b);
     if (r != 0 && signbit(r) != signbit(b))
         r += b;
-    return uf64(r);
+    return sim_f64_bits(r);
 }
 
 /* Integer to float: w = destination width, c = source width. */
 static inline uint64_t itof(const spv_ins *I, uint64_t v, int is_signed)
 {
     if (is_signed) {
-        int64_t sv = sext(v, I->c);
-        return I->w == 64 ? uf64((double)sv) : uf32((float)sv);
+        int64_t sv = sim_sext(v, I->c);
+        return I->w == 64 ? sim_f64_bits((double)sv) : sim_f32_bits((float)sv);
     }
-    return I->w == 64 ? uf64((double)v) : uf32((float)v);
+    return I->w == 64 ? sim_f64_bits((double)v) : sim_f32_bits((float)v);
 }
 
 static inline uint64_t fconv(const spv_ins *I, uint64_t v)
 {
-    return I->w == 64 ? uf64(fval(v, I->c)) : (I->c == 64 ? uf32((float)f64(v)) : v);
+    return I->w == 64 ? sim_f64_bits(fval(v, I->c)) : (I->c == 64 ? sim_f32_bits((float)sim_f64(v)) : v);
 }
 
 static inline void exec_builtin(const group *g, const item *it, const spv_ins *I, uint64_t *regs)
@@ -171,7 +171,7 @@ static inline void exec_builtin(const group *g, const item *it, const spv_ins *I
     uint64_t v[3];
     builtin(g, it, I->c, v, I->n);
     for (uint32_t k = 0; k < I->n && k < 3; k++)
-        R_(I->d + k) = v[k] & mask(I->w);
+        R_(I->d + k) = v[k] & sim_mask(I->w);
 }
 
 static inline void exec_ext(const spv_ins *I, uint64_t *regs)
@@ -189,7 +189,7 @@ static inline int exec_load(group *g, const spv_ins *I, uint64_t *regs)
     if (!addr_ok(g, a, (uint64_t)I->w * I->n))
         return 0;
     for (uint32_t k = 0; k < I->n; k++)
-        R_(I->d + k) = load_n((const void *)(a + k * I->w), I->w);
+        R_(I->d + k) = sim_load_n((const void *)(a + k * I->w), I->w);
     return 1;
 }
 
@@ -199,7 +199,7 @@ static inline int exec_store(group *g, const spv_ins *I, uint64_t *regs)
     if (!addr_ok(g, a, (uint64_t)I->w * I->n))
         return 0;
     for (uint32_t k = 0; k < I->n; k++)
-        store_n((void *)(a + k * I->w), I->w, R_(I->b + k));
+        sim_store_n((void *)(a + k * I->w), I->w, R_(I->b + k));
     return 1;
 }
 
@@ -209,11 +209,11 @@ static inline int exec_half(group *g, const spv_ins *I, uint64_t *regs)
     if (a % 2 || !addr_ok(g, a, 2))
         return 0;
     if (I->op == X_LOADH) {
-        float f = spvx_half_to_float((uint16_t)load_n((const void *)a, 2));
-        R_(I->d) = I->w == 64 ? uf64((double)f) : uf32(f);
+        float f = spvx_half_to_float((uint16_t)sim_load_n((const void *)a, 2));
+        R_(I->d) = I->w == 64 ? sim_f64_bits((double)f) : sim_f32_bits(f);
     } else {
         double v = fval(B_, I->w);
-        store_n((void *)a, 2,
+        sim_store_n((void *)a, 2,
                 I->w == 64 ? spvx_double_to_half(v) : spvx_double_to_half((double)(float)v));
     }
     return 1;
@@ -221,7 +221,7 @@ static inline int exec_half(group *g, const spv_ins *I, uint64_t *regs)
 
 static inline int exec_memcpy(group *g, const spv_ins *I, uint64_t *regs)
 {
-    uint64_t n = I->c == SPV_NONE ? I->e : R_(I->c) & mask(I->w);
+    uint64_t n = I->c == SPV_NONE ? I->e : R_(I->c) & sim_mask(I->w);
     uintptr_t d = (uintptr_t)A_, s = (uintptr_t)B_;
     if (n && (!addr_ok(g, d, n) || !addr_ok(g, s, n)))
         return 0;
@@ -240,7 +240,7 @@ static inline int exec_atomic(group *g, const spv_ins *I, uint64_t *regs)
     uint64_t c = I->e == SPV_NONE ? 0 : R_(I->e);
     uint64_t r = spvx_atomic((void *)a, I->w, I->c, v, c);
     if (I->d != SPV_NONE)
-        R_(I->d) = r & mask(I->w);
+        R_(I->d) = r & sim_mask(I->w);
     return 1;
 }
 
@@ -311,7 +311,7 @@ int spvx_run_item(group *g, item *it)
     uint64_t *regs = it->regs;
     for (;;) {
         const spv_ins *I = &code[pc++];
-        const uint64_t m = mask(I->w);
+        const uint64_t m = sim_mask(I->w);
         switch (I->op) {
         case X_MOV:
             for (uint32_t k = 0; k < I->n; k++)
@@ -331,7 +331,7 @@ int spvx_run_item(group *g, item *it)
         case X_SMOD: R_(I->d) = srem(A_, B_, I->w, 1); break;
         case X_SHL: R_(I->d) = (A_ << (B_ & (I->w - 1u))) & m; break;
         case X_SHRL: R_(I->d) = A_ >> (B_ & (I->w - 1u)); break;
-        case X_SHRA: R_(I->d) = (uint64_t)(sext(A_, I->w) >> (B_ & (I->w - 1u))) & m; break;
+        case X_SHRA: R_(I->d) = (uint64_t)(sim_sext(A_, I->w) >> (B_ & (I->w - 1u))) & m; break;
         case X_OR: R_(I->d) = A_ | B_; break;
         case X_XOR: R_(I->d) = A_ ^ B_; break;
         case X_AND: R_(I->d) = A_ & B_; break;
@@ -343,31 +343,31 @@ int spvx_run_item(group *g, item *it)
         case X_UGE: R_(I->d) = A_ >= B_; break;
         case X_ULT: R_(I->d) = A_ < B_; break;
         case X_ULE: R_(I->d) = A_ <= B_; break;
-        case X_SGT: R_(I->d) = sext(A_, I->w) > sext(B_, I->w); break;
-        case X_SGE: R_(I->d) = sext(A_, I->w) >= sext(B_, I->w); break;
-        case X_SLT: R_(I->d) = sext(A_, I->w) < sext(B_, I->w); break;
-        case X_SLE: R_(I->d) = sext(A_, I->w) <= sext(B_, I->w); break;
+        case X_SGT: R_(I->d) = sim_sext(A_, I->w) > sim_sext(B_, I->w); break;
+        case X_SGE: R_(I->d) = sim_sext(A_, I->w) >= sim_sext(B_, I->w); break;
+        case X_SLT: R_(I->d) = sim_sext(A_, I->w) < sim_sext(B_, I->w); break;
+        case X_SLE: R_(I->d) = sim_sext(A_, I->w) <= sim_sext(B_, I->w); break;
         case X_LAND: R_(I->d) = A_ && B_; break;
         case X_LOR: R_(I->d) = A_ || B_; break;
         case X_LNOT: R_(I->d) = !A_; break;
-        case X_FADD32: R_(I->d) = uf32(f32(A_) + f32(B_)); break;
-        case X_FSUB32: R_(I->d) = uf32(f32(A_) - f32(B_)); break;
-        case X_FMUL32: R_(I->d) = uf32(f32(A_) * f32(B_)); break;
-        case X_FDIV32: R_(I->d) = uf32(f32(A_) / f32(B_)); break;
-        case X_FREM32: R_(I->d) = uf32(fmodf(f32(A_), f32(B_))); break;
+        case X_FADD32: R_(I->d) = sim_f32_bits(sim_f32(A_) + sim_f32(B_)); break;
+        case X_FSUB32: R_(I->d) = sim_f32_bits(sim_f32(A_) - sim_f32(B_)); break;
+        case X_FMUL32: R_(I->d) = sim_f32_bits(sim_f32(A_) * sim_f32(B_)); break;
+        case X_FDIV32: R_(I->d) = sim_f32_bits(sim_f32(A_) / sim_f32(B_)); break;
+        case X_FREM32: R_(I->d) = sim_f32_bits(fmodf(sim_f32(A_), sim_f32(B_))); break;
         case X_FMOD32: R_(I->d) = fmod32(A_, B_); break;
         case X_FNEG32: R_(I->d) = A_ ^ 0x80000000u; break;
-        case X_FADD64: R_(I->d) = uf64(f64(A_) + f64(B_)); break;
-        case X_FSUB64: R_(I->d) = uf64(f64(A_) - f64(B_)); break;
-        case X_FMUL64: R_(I->d) = uf64(f64(A_) * f64(B_)); break;
-        case X_FDIV64: R_(I->d) = uf64(f64(A_) / f64(B_)); break;
-        case X_FREM64: R_(I->d) = uf64(fmod(f64(A_), f64(B_))); break;
+        case X_FADD64: R_(I->d) = sim_f64_bits(sim_f64(A_) + sim_f64(B_)); break;
+        case X_FSUB64: R_(I->d) = sim_f64_bits(sim_f64(A_) - sim_f64(B_)); break;
+        case X_FMUL64: R_(I->d) = sim_f64_bits(sim_f64(A_) * sim_f64(B_)); break;
+        case X_FDIV64: R_(I->d) = sim_f64_bits(sim_f64(A_) / sim_f64(B_)); break;
+        case X_FREM64: R_(I->d) = sim_f64_bits(fmod(sim_f64(A_), sim_f64(B_))); break;
         case X_FMOD64: R_(I->d) = fmod64(A_, B_); break;
         case X_FNEG64: R_(I->d) = A_ ^ 0x8000000000000000ull; break;
         case X_FCMP: R_(I->d) = (uint64_t)spvx_fcmp(I->c, fval(A_, I->w), fval(B_, I->w)); break;
         case X_FCLASS: R_(I->d) = spvx_fclass(I->c, A_, I->w); break;
         case X_UCONV: R_(I->d) = A_ & m; break;
-        case X_SCONV: R_(I->d) = (uint64_t)sext(A_, I->c) & m; break;
+        case X_SCONV: R_(I->d) = (uint64_t)sim_sext(A_, I->c) & m; break;
         case X_FTOU: case X_FTOS:
             R_(I->d) = spvx_ftoi(fval(A_, I->c), I->w, I->op == X_FTOS, I->e & 0xFFu);
             break;
@@ -389,7 +389,7 @@ int spvx_run_item(group *g, item *it)
         case X_MEMCPY: if (!exec_memcpy(g, I, regs)) return -ARSIM_ERR_ILLEGAL_ADDRESS; break;
         case X_ATOMIC: if (!exec_atomic(g, I, regs)) return -ARSIM_ERR_ILLEGAL_ADDRESS; break;
         case X_PTRADD:
-            R_(I->d) = A_ + (uint64_t)sext(B_, I->w) * I->c + (uint64_t)(int64_t)(int32_t)I->e;
+            R_(I->d) = A_ + (uint64_t)sim_sext(B_, I->w) * I->c + (uint64_t)(int64_t)(int32_t)I->e;
             break;
         case X_ADDI: R_(I->d) = A_ + (uint64_t)(int64_t)(int32_t)I->e; break;
         case X_JMP: pc = I->a; break;

@@ -52,7 +52,7 @@ static void c_switch(loader *L, fnctx *c)
         /* Literals of narrow types may come sign-extended: keep the
          * selector's width, as the selector is kept. */
         uint64_t v = word(L, at, base) | (lit == 2 ? (uint64_t)word(L, at, base + 1) << 32 : 0);
-        v &= width_mask(sw);
+        v &= sim_mask(sw);
         spvl_aux_push(L, (uint32_t)v);
         spvl_aux_push(L, (uint32_t)(v >> 32));
         uint32_t tgt = spvl_aux_push(L, 0);

@@ -24,12 +24,12 @@ static uint64_t identity(uint32_t kind, uint32_t w)
 {
     switch (kind) {
     case C_IMUL: return 1;
-    case C_FMUL: return w == 64 ? uf64(1.0) : uf32(1.0f);
-    case C_FMIN: return w == 64 ? uf64(INFINITY) : uf32(INFINITY);
-    case C_FMAX: return w == 64 ? uf64(-INFINITY) : uf32(-INFINITY);
-    case C_UMIN: case C_AND: return mask(w);
-    case C_SMIN: return mask(w) >> 1;
-    case C_SMAX: return (mask(w) >> 1) + 1;
+    case C_FMUL: return w == 64 ? sim_f64_bits(1.0) : sim_f32_bits(1.0f);
+    case C_FMIN: return w == 64 ? sim_f64_bits(INFINITY) : sim_f32_bits(INFINITY);
+    case C_FMAX: return w == 64 ? sim_f64_bits(-INFINITY) : sim_f32_bits(-INFINITY);
+    case C_UMIN: case C_AND: return sim_mask(w);
+    case C_SMIN: return sim_mask(w) >> 1;
+    case C_SMAX: return (sim_mask(w) >> 1) + 1;
     case C_LAND: return 1;
     default: return 0;
     }
@@ -38,16 +38,16 @@ static uint64_t identity(uint32_t kind, uint32_t w)
 static uint64_t op2(uint32_t kind, uint32_t w, uint64_t a, uint64_t b)
 {
     switch (kind) {
-    case C_IADD: return (a + b) & mask(w);
-    case C_IMUL: return (a * b) & mask(w);
-    case C_FADD: return w == 64 ? uf64(f64(a) + f64(b)) : uf32(f32(a) + f32(b));
-    case C_FMUL: return w == 64 ? uf64(f64(a) * f64(b)) : uf32(f32(a) * f32(b));
-    case C_FMIN: return w == 64 ? uf64(fmin(f64(a), f64(b))) : uf32(fminf(f32(a), f32(b)));
-    case C_FMAX: return w == 64 ? uf64(fmax(f64(a), f64(b))) : uf32(fmaxf(f32(a), f32(b)));
+    case C_IADD: return (a + b) & sim_mask(w);
+    case C_IMUL: return (a * b) & sim_mask(w);
+    case C_FADD: return w == 64 ? sim_f64_bits(sim_f64(a) + sim_f64(b)) : sim_f32_bits(sim_f32(a) + sim_f32(b));
+    case C_FMUL: return w == 64 ? sim_f64_bits(sim_f64(a) * sim_f64(b)) : sim_f32_bits(sim_f32(a) * sim_f32(b));
+    case C_FMIN: return w == 64 ? sim_f64_bits(fmin(sim_f64(a), sim_f64(b))) : sim_f32_bits(fminf(sim_f32(a), sim_f32(b)));
+    case C_FMAX: return w == 64 ? sim_f64_bits(fmax(sim_f64(a), sim_f64(b))) : sim_f32_bits(fmaxf(sim_f32(a), sim_f32(b)));
     case C_UMIN: return a < b ? a : b;
     case C_UMAX: return a > b ? a : b;
-    case C_SMIN: return sext(a, w) < sext(b, w) ? a : b;
-    case C_SMAX: return sext(a, w) > sext(b, w) ? a : b;
+    case C_SMIN: return sim_sext(a, w) < sim_sext(b, w) ? a : b;
+    case C_SMAX: return sim_sext(a, w) > sim_sext(b, w) ? a : b;
     case C_AND: return a & b;
     case C_OR: return a | b;
     case C_XOR: return a ^ b;
@@ -220,7 +220,7 @@ static void start_item(group *g, item *it)
     for (uint32_t i = 0; i < k->info.num_params; i++) {
         const uint8_t *src = g->params[i];
         for (uint32_t c = 0; c < k->param_n[i]; c++)
-            regs[s++] = load_n(src + c * k->param_bytes[i], k->param_bytes[i]);
+            regs[s++] = sim_load_n(src + c * k->param_bytes[i], k->param_bytes[i]);
     }
     spvx_enter(g, f, regs, it->priv);
     it->pc = f->code;

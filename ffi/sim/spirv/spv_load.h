@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../sim_bits.h"
 #include "spv_internal.h"
 #include "spv_opcodes.h"
 
@@ -137,8 +138,6 @@ static inline ty *scalar(loader *L, uint32_t t)
 static inline uint32_t value_type(loader *L, uint32_t v) { return id(L, v)->type; }
 
 static inline int is_vec(loader *L, uint32_t v) { return type_of(L, id(L, v)->type)->kind == T_VEC; }
-
-static inline uint64_t width_mask(uint32_t w) { return w >= 64 ? ~0ull : (1ull << w) - 1; }
 
 /* The f64 form of an f32 X_* op (the enum lists the seven f64 ops after the f32 ones). */
 static inline unsigned float_op(unsigned base32, uint32_t width) { return width == 64 ? base32 + 7 : base32; }

@@ -12,9 +12,9 @@ float spvx_half_to_float(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
     if (e == 0x1F)
-        return f32(sign | 0x7F800000u | (m << 13));
+        return sim_f32(sign | 0x7F800000u | (m << 13));
     if (e)
-        return f32(sign | ((e + 112u) << 23) | (m << 13));
+        return sim_f32(sign | ((e + 112u) << 23) | (m << 13));
     float mag = (float)m * 5.9604644775390625e-8f; /* m * 2^-24, exact */
     return sign ? -mag : mag;
 }
@@ -52,16 +52,16 @@ static uint64_t combine(uint32_t kind, uint32_t w, uint64_t old, uint64_t v)
     case A_DEC: return old - 1;
     case A_ADD: return old + v;
     case A_SUB: return old - v;
-    case A_SMIN: return sext(old, w) < sext(v, w) ? old : v;
+    case A_SMIN: return sim_sext(old, w) < sim_sext(v, w) ? old : v;
     case A_UMIN: return old < v ? old : v;
-    case A_SMAX: return sext(old, w) > sext(v, w) ? old : v;
+    case A_SMAX: return sim_sext(old, w) > sim_sext(v, w) ? old : v;
     case A_UMAX: return old > v ? old : v;
     case A_AND: return old & v;
     case A_OR: return old | v;
     case A_XOR: return old ^ v;
-    case A_FADD: return w == 64 ? uf64(f64(old) + f64(v)) : uf32(f32(old) + f32(v));
-    case A_FMIN: return w == 64 ? uf64(fmin(f64(old), f64(v))) : uf32(fminf(f32(old), f32(v)));
-    case A_FMAX: return w == 64 ? uf64(fmax(f64(old), f64(v))) : uf32(fmaxf(f32(old), f32(v)));
+    case A_FADD: return w == 64 ? sim_f64_bits(sim_f64(old) + sim_f64(v)) : sim_f32_bits(sim_f32(old) + sim_f32(v));
+    case A_FMIN: return w == 64 ? sim_f64_bits(fmin(sim_f64(old), sim_f64(v))) : sim_f32_bits(fminf(sim_f32(old), sim_f32(v)));
+    case A_FMAX: return w == 64 ? sim_f64_bits(fmax(sim_f64(old), sim_f64(v))) : sim_f32_bits(fmaxf(sim_f32(old), sim_f32(v)));
     default: return v; /* exchange */
     }
 }
@@ -180,19 +180,19 @@ static double fsign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0 * x; }
         }                                                                          \
     }
 
-EXT_FLOAT(ext_f32, float, f32, f)
-EXT_FLOAT(ext_f64, double, f64, )
+EXT_FLOAT(ext_f32, float, sim_f32, f)
+EXT_FLOAT(ext_f64, double, sim_f64, )
 
 uint64_t spvx_ext_float(uint32_t e, uint32_t w, uint64_t ua, uint64_t ub, uint64_t uc)
 {
-    return w == 32 ? uf32(ext_f32(e, ua, ub, uc)) : uf64(ext_f64(e, ua, ub, uc));
+    return w == 32 ? sim_f32_bits(ext_f32(e, ua, ub, uc)) : sim_f64_bits(ext_f64(e, ua, ub, uc));
 }
 
 /* Integer instructions of OpenCL.std at width w. */
 uint64_t spvx_ext_int(uint32_t e, uint32_t w, uint64_t a, uint64_t b, uint64_t c)
 {
-    uint64_t m = mask(w);
-    int64_t sa = sext(a, w), sb = sext(b, w), sc = sext(c, w);
+    uint64_t m = sim_mask(w);
+    int64_t sa = sim_sext(a, w), sb = sim_sext(b, w), sc = sim_sext(c, w);
     int64_t smax = (int64_t)(m >> 1), smin = -smax - 1;
     switch (e) {
     case 141: return (uint64_t)(sa < 0 ? -sa : sa) & m;
@@ -226,9 +226,9 @@ uint64_t spvx_ext_int(uint32_t e, uint32_t w, uint64_t a, uint64_t b, uint64_t c
     }
     case 163: return a > b ? a - b : 0;
     case 166: return (uint64_t)__builtin_popcountll(a);
-    case 167: return (uint64_t)(sext(a, 24) * sext(b, 24) + sc) & m;
+    case 167: return (uint64_t)(sim_sext(a, 24) * sim_sext(b, 24) + sc) & m;
     case 168: return ((a & 0xFFFFFF) * (b & 0xFFFFFF) + c) & m;
-    case 169: return (uint64_t)(sext(a, 24) * sext(b, 24)) & m;
+    case 169: return (uint64_t)(sim_sext(a, 24) * sim_sext(b, 24)) & m;
     case 170: return ((a & 0xFFFFFF) * (b & 0xFFFFFF)) & m;
     case 201: return a;
     case 202: return a > b ? a - b : b - a;
@@ -269,7 +269,7 @@ int spvx_fcmp(uint32_t op, double a, double b)
 uint64_t spvx_fclass(uint32_t op, uint64_t v, uint32_t w)
 {
     if (w == 32) {
-        float f = f32(v);
+        float f = sim_f32(v);
         switch (op) {
         case 156: return isnan(f) != 0;
         case 157: return isinf(f) != 0;
@@ -278,7 +278,7 @@ uint64_t spvx_fclass(uint32_t op, uint64_t v, uint32_t w)
         default: return signbit(f) != 0;
         }
     }
-    double d = f64(v);
+    double d = sim_f64(v);
     switch (op) {
     case 156: return isnan(d) != 0;
     case 157: return isinf(d) != 0;
@@ -302,11 +302,11 @@ uint64_t spvx_ftoi(double x, uint32_t w, int is_signed, uint32_t mode)
     }
     if (is_signed) {
         double hi = ldexp(1.0, (int)w - 1);
-        if (x >= hi) return mask(w) >> 1;
-        if (x < -hi) return (uint64_t)(-(int64_t)(mask(w) >> 1) - 1) & mask(w);
-        return (uint64_t)(int64_t)x & mask(w);
+        if (x >= hi) return sim_mask(w) >> 1;
+        if (x < -hi) return (uint64_t)(-(int64_t)(sim_mask(w) >> 1) - 1) & sim_mask(w);
+        return (uint64_t)(int64_t)x & sim_mask(w);
     }
     if (x <= 0) return 0;
-    if (x >= ldexp(1.0, (int)w)) return mask(w);
+    if (x >= ldexp(1.0, (int)w)) return sim_mask(w);
     return (uint64_t)x;
 }
