@@ -30,7 +30,7 @@
  *   not yet satisfied parks its queue, holding no thread.  So the sim's
  *   threads are at most 4 per device, whatever the number of queues.
  * - Kernels run on the compute engine's thread, or split by contiguous block
- *   ranges over ARUNTIME_SIM_KERNEL_THREADS threads (default 1) for big grids.
+ *   ranges over ARUNTIME_SIM_KERNEL_THREADS threads (default: the online cores) for big grids.
  * - Timing: an engine op (copy, memset, fill, kernel) lasts at least
  *   latency_us + bytes / (gbps * 1e9) seconds (bytes only for copies), taken
  *   from ARUNTIME_SIM_OP_LATENCY_US and ARUNTIME_SIM_COPY_GBPS at load or from

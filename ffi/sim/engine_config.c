@@ -98,7 +98,11 @@ static void init_once(void)
     double cu = env_double("ARUNTIME_SIM_COMPUTE_UNITS", 16);
     g_compute_units = cu >= 1 ? (uint32_t)cu : 16;
     g_copy_engines = env_double("ARUNTIME_SIM_COPY_ENGINES", 2) == 1 ? 1 : 2;
-    double kt = env_double("ARUNTIME_SIM_KERNEL_THREADS", 1);
+    /* A GPU runs a grid's blocks side by side: by default a big grid is
+     * split over the machine's cores, as the interpreters did before the
+     * engine became the only place that splits grids. */
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    double kt = env_double("ARUNTIME_SIM_KERNEL_THREADS", cores > 0 ? (double)cores : 1);
     eng_kernel_threads = kt < 1                        ? 1
                          : kt > ENG_MAX_KERNEL_THREADS ? ENG_MAX_KERNEL_THREADS
                                                        : (uint32_t)kt;
