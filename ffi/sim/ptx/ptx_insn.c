@@ -123,7 +123,7 @@ typedef struct insn {
     int nt, ty;     /* how many; the last one (the operation's type) */
     int line;
     int rc;         /* the first slot error: the operand chain stops there */
-    char opname[160];
+    char opname[PTX_NAME_MAX];
 } insn;
 
 #define SRC(k, field, type)                                                                       \
@@ -596,7 +596,7 @@ static int parse_call(parser *ps, insn *x)
     }
     if (cur(ps)->kind != TK_ID)
         return REFUSE("call: expected a function name");
-    char fname[128];
+    char fname[PTX_NAME_MAX];
     tokstr(cur(ps), fname, sizeof fname);
     ps->i++;
     if (is_p(cur(ps), ',')) {
