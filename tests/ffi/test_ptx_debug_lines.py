@@ -124,3 +124,9 @@ def test_a_non_debug_section_and_an_overlong_name_are_refused(cu: Cuda) -> None:
     name = "_Z" + "y" * 2000
     rc, _mod, log = load_ex(cu, _store_kernel(name, "").encode())
     assert rc == CUDA_ERROR_INVALID_PTX and "ptx line 5:" in log and "characters" in log, log
+
+
+@pytest.mark.parametrize("attrs", [".ptr .global .align 4", ".ptr .align 8", ".ptr"])
+def test_pointer_attributes_after_a_parameter_type(cu: Cuda, attrs: str) -> None:
+    text = _store_kernel("k", "").replace(".param .u64 p", f".param .u64 {attrs} p")
+    assert _run_store(cu, text, "k").tolist() == [7, 9]

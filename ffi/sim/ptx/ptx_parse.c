@@ -31,6 +31,26 @@ typedef struct decl {
 } decl;
 
 /* [.align N] [.v2|.v4] .type, after the state space. */
+/* After a kernel parameter's type: `.ptr [.global|.shared|.const|.local] [.align N]`
+ * (nvcc writes them; they only describe the pointee). */
+static int parse_ptr_attrs(parser *ps)
+{
+    if (!is_id(cur(ps), ".ptr"))
+        return 0;
+    ps->i++;
+    if (is_id(cur(ps), ".global") || is_id(cur(ps), ".shared") || is_id(cur(ps), ".const") ||
+        is_id(cur(ps), ".local"))
+        ps->i++;
+    if (is_id(cur(ps), ".align")) {
+        ps->i++;
+        uint64_t a;
+        if (ptx_parse_uint(cur(ps), &a) || a == 0 || (a & (a - 1)))
+            return ptx_fail(ps, cur(ps)->line, PTX_ERR_INVALID, "bad .align");
+        ps->i++;
+    }
+    return 0;
+}
+
 static int parse_decl_head(parser *ps, decl *d)
 {
     memset(d, 0, sizeof *d);
@@ -58,7 +78,7 @@ static int parse_decl_head(parser *ps, decl *d)
                 return ptx_fail(ps, t->line, PTX_ERR_INVALID, "unsupported declaration qualifier '%s'", nm);
             d->type = ty;
             ps->i++;
-            return 0;
+            return parse_ptr_attrs(ps);
         } else {
             return ptx_fail(ps, t->line, PTX_ERR_INVALID, "expected a type in a declaration");
         }
