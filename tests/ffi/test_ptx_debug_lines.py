@@ -130,3 +130,14 @@ def test_a_non_debug_section_and_an_overlong_name_are_refused(cu: Cuda) -> None:
 def test_pointer_attributes_after_a_parameter_type(cu: Cuda, attrs: str) -> None:
     text = _store_kernel("k", "").replace(".param .u64 p", f".param .u64 {attrs} p")
     assert _run_store(cu, text, "k").tolist() == [7, 9]
+
+
+@pytest.mark.parametrize(
+    "opcode", ["add" + ".s32" * 13, "add." + "x" * 50 + ".s32", "a" * 40 + ".s32"]
+)
+def test_an_opcode_with_parts_it_cannot_hold_is_refused_not_cut(cu: Cuda, opcode: str) -> None:
+    body = ".reg .b32 %r<3>;\n" + f"{opcode} %r0, %r1, %r2;\nret;\n"
+    text = HEAD + ".visible .entry k(.param .u64 p)\n{\n" + body + "}\n"
+    rc, _mod, log = load_ex(cu, text.encode())
+    assert rc == CUDA_ERROR_INVALID_PTX
+    assert "ptx line 8:" in log and "unsupported instruction" in log, log
