@@ -18,6 +18,7 @@ typedef struct mods {
     char m[12][40];
     int n;
     int used[12];
+    int overflow; /* a part too long, or too many: refused, never cut */
 } mods;
 
 static void split_opcode(const char *op, mods *md)
@@ -25,11 +26,17 @@ static void split_opcode(const char *op, mods *md)
     memset(md, 0, sizeof *md);
     const char *p = op, *dot = strchr(p, '.');
     size_t len = dot ? (size_t)(dot - p) : strlen(p);
+    md->overflow = len >= sizeof md->base;
     snprintf(md->base, sizeof md->base, "%.*s", (int)len, p);
-    while (dot && md->n < 12) {
+    while (dot) {
+        if (md->n == 12) {
+            md->overflow = 1;
+            break;
+        }
         p = dot + 1;
         dot = strchr(p, '.');
         len = dot ? (size_t)(dot - p) : strlen(p);
+        md->overflow |= len >= sizeof md->m[0];
         snprintf(md->m[md->n++], sizeof md->m[0], "%.*s", (int)len, p);
     }
 }
@@ -123,7 +130,7 @@ typedef struct insn {
     int nt, ty;     /* how many; the last one (the operation's type) */
     int line;
     int rc;         /* the first slot error: the operand chain stops there */
-    char opname[160];
+    char opname[PTX_NAME_MAX];
 } insn;
 
 #define SRC(k, field, type)                                                                       \
@@ -596,7 +603,7 @@ static int parse_call(parser *ps, insn *x)
     }
     if (cur(ps)->kind != TK_ID)
         return REFUSE("call: expected a function name");
-    char fname[128];
+    char fname[PTX_NAME_MAX];
     tokstr(cur(ps), fname, sizeof fname);
     ps->i++;
     if (is_p(cur(ps), ',')) {
@@ -711,7 +718,7 @@ int ptx_parse_instruction(parser *ps, uint32_t guard, int guard_neg)
     ps->i++;
     split_opcode(x.opname, &x.md);
     const struct mnemonic *mn = find_mnemonic(x.md.base);
-    if (!mn)
+    if (!mn || x.md.overflow)
         return ptx_fail(ps, x.line, PTX_ERR_INVALID, "unsupported instruction '%s'", x.opname);
     pinsn *in = &x.in;
     in->op = mn->op;

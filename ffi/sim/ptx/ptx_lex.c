@@ -16,9 +16,10 @@
 static int id_start(int c) { return isalpha(c) || c == '_' || c == '$' || c == '%' || c == '.'; }
 static int id_char(int c) { return isalnum(c) || c == '_' || c == '$' || c == '.'; }
 
-int ptx_lex(const char *src, lexer *lx)
+int ptx_lex(const char *src, lexer *lx, int *long_line)
 {
     int line = 1;
+    *long_line = 0;
     const char *p = src;
     for (;;) {
         while (*p && isspace((unsigned char)*p)) {
@@ -94,6 +95,8 @@ int ptx_lex(const char *src, lexer *lx)
             t->kind = TK_PUNCT;
         }
         t->len = (int)(p - t->s);
+        if (t->len >= PTX_NAME_MAX && !*long_line)
+            *long_line = line;
     }
     lx->t[lx->n].kind = TK_EOF;
     lx->t[lx->n].line = line;
@@ -134,19 +137,61 @@ int ptx_expect(parser *ps, char c)
     ps->i++;
     return 0;
 }
-void ptx_skip_statement(parser *ps)
+/* `.loc file line column [, function_name label [+ off], inlined_at file line column]`
+ * and `.file index "name" [, timestamp, size]`: both end with their line. */
+int ptx_line_directive(parser *ps)
 {
-    while (cur(ps)->kind != TK_EOF && !is_p(cur(ps), ';'))
+    tok *d = cur(ps);
+    int is_loc = is_id(d, ".loc");
+    ps->i++;
+    int nums = 0;
+    while (cur(ps)->kind == TK_NUM && cur(ps)->line == d->line && nums < 3) {
+        nums++;
         ps->i++;
-    if (is_p(cur(ps), ';'))
+    }
+    if (nums < (is_loc ? 3 : 1))
+        return ptx_fail(ps, d->line, PTX_ERR_INVALID, "malformed %s", is_loc ? ".loc" : ".file");
+    if (!is_loc) {
+        if (cur(ps)->kind != TK_STR || cur(ps)->line != d->line)
+            return ptx_fail(ps, d->line, PTX_ERR_INVALID, "malformed .file");
         ps->i++;
+    }
+    /* The optional tail: ", name-or-number" pairs and "+ offset", on this line only. */
+    while (cur(ps)->kind != TK_EOF && cur(ps)->line == d->line) {
+        if (!is_p(cur(ps), ','))
+            return ptx_fail(ps, d->line, PTX_ERR_INVALID, "unexpected text after %s",
+                            is_loc ? ".loc" : ".file");
+        ps->i++;
+        while (cur(ps)->line == d->line &&
+               (cur(ps)->kind == TK_ID || cur(ps)->kind == TK_NUM || is_p(cur(ps), '+')))
+            ps->i++;
+    }
+    return 0;
+}
+
+int ptx_pragma(parser *ps)
+{
+    int line = cur(ps)->line;
+    ps->i++;
+    for (;;) {
+        if (cur(ps)->kind != TK_STR)
+            return ptx_fail(ps, line, PTX_ERR_INVALID, "malformed .pragma");
+        ps->i++;
+        if (!is_p(cur(ps), ','))
+            break;
+        ps->i++;
+    }
+    if (!is_p(cur(ps), ';'))
+        return ptx_fail(ps, line, PTX_ERR_INVALID, "expected ';' after .pragma");
+    ps->i++;
+    return 0;
 }
 
 int ptx_parse_uint(tok *t, uint64_t *out)
 {
     if (t->kind != TK_NUM)
         return -1;
-    char buf[64];
+    char buf[PTX_NAME_MAX];
     tokstr(t, buf, sizeof buf);
     char *end;
     *out = strtoull(buf, &end, 0);

@@ -223,7 +223,7 @@ static int name_slot(parser *ps, const char *name, int line, uint32_t *slot)
 int ptx_parse_number(parser *ps, int negate, opnd *o)
 {
     tok *t = cur(ps);
-    char buf[64];
+    char buf[PTX_NAME_MAX];
     tokstr(t, buf, sizeof buf);
     ps->i++;
     if (buf[0] == '0' && (buf[1] == 'f' || buf[1] == 'F')) {

@@ -31,6 +31,26 @@ typedef struct decl {
 } decl;
 
 /* [.align N] [.v2|.v4] .type, after the state space. */
+/* After a kernel parameter's type: `.ptr [.global|.shared|.const|.local] [.align N]`
+ * (nvcc writes them; they only describe the pointee). */
+static int parse_ptr_attrs(parser *ps)
+{
+    if (!is_id(cur(ps), ".ptr"))
+        return 0;
+    ps->i++;
+    if (is_id(cur(ps), ".global") || is_id(cur(ps), ".shared") || is_id(cur(ps), ".const") ||
+        is_id(cur(ps), ".local"))
+        ps->i++;
+    if (is_id(cur(ps), ".align")) {
+        ps->i++;
+        uint64_t a;
+        if (ptx_parse_uint(cur(ps), &a) || a == 0 || (a & (a - 1)))
+            return ptx_fail(ps, cur(ps)->line, PTX_ERR_INVALID, "bad .align");
+        ps->i++;
+    }
+    return 0;
+}
+
 static int parse_decl_head(parser *ps, decl *d)
 {
     memset(d, 0, sizeof *d);
@@ -51,14 +71,14 @@ static int parse_decl_head(parser *ps, decl *d)
                    is_id(t, ".const") || is_id(t, ".local")) {
             ps->i++; /* kernel parameter attributes (.ptr .global .align N) */
         } else if (t->kind == TK_ID && t->s[0] == '.' && t->len > 1) {
-            char nm[32];
+            char nm[PTX_NAME_MAX];
             tokstr(t, nm, sizeof nm);
             int ty = ptx_type_named(nm + 1);
             if (!ty)
                 return ptx_fail(ps, t->line, PTX_ERR_INVALID, "unsupported declaration qualifier '%s'", nm);
             d->type = ty;
             ps->i++;
-            return 0;
+            return parse_ptr_attrs(ps);
         } else {
             return ptx_fail(ps, t->line, PTX_ERR_INVALID, "expected a type in a declaration");
         }
@@ -153,7 +173,7 @@ static int parse_var(parser *ps, int space, int module_scope, int is_extern)
     if (parse_decl_head(ps, &d))
         return -1;
     for (;;) {
-        char name[128];
+        char name[PTX_NAME_MAX];
         long count;
         int angle;
         if (parse_decl_name(ps, name, sizeof name, &count, &angle))
@@ -233,7 +253,7 @@ static int parse_reg_decl(parser *ps)
     if (d.vecn != 1)
         return ptx_fail(ps, line, PTX_ERR_INVALID, "vector registers are not supported");
     for (;;) {
-        char name[128];
+        char name[PTX_NAME_MAX];
         long count;
         int angle;
         if (parse_decl_name(ps, name, sizeof name, &count, &angle))
@@ -260,7 +280,7 @@ static int parse_frame_param(parser *ps)
     decl d;
     if (parse_decl_head(ps, &d))
         return -1;
-    char name[128];
+    char name[PTX_NAME_MAX];
     long count;
     int angle;
     if (parse_decl_name(ps, name, sizeof name, &count, &angle))
@@ -289,7 +309,7 @@ static int parse_param_list(parser *ps, int entry, pparam *out, uint32_t *nout, 
         decl d;
         if (parse_decl_head(ps, &d))
             return -1;
-        char name[128];
+        char name[PTX_NAME_MAX];
         long count;
         int angle;
         if (parse_decl_name(ps, name, sizeof name, &count, &angle))
@@ -346,14 +366,18 @@ static int parse_body(parser *ps)
             ps->i++;
             if (parse_frame_param(ps))
                 return -1;
-        } else if (is_id(t, ".pragma") || is_id(t, ".loc") || is_id(t, ".file")) {
-            ptx_skip_statement(ps);
+        } else if (is_id(t, ".pragma")) {
+            if (ptx_pragma(ps))
+                return -1;
+        } else if (is_id(t, ".loc") || is_id(t, ".file")) {
+            if (ptx_line_directive(ps))
+                return -1;
         } else if (t->kind == TK_ID && t->s[0] == '.') {
-            char nm[64];
+            char nm[PTX_NAME_MAX];
             tokstr(t, nm, sizeof nm);
             return ptx_fail(ps, t->line, PTX_ERR_INVALID, "unsupported directive '%s' in a function body", nm);
         } else if (t->kind == TK_ID && is_p(peekn(ps, 1), ':')) {
-            char nm[128];
+            char nm[PTX_NAME_MAX];
             tokstr(t, nm, sizeof nm);
             if (!GROW(ps->labels, ps->nlabels, ps->cap_labels))
                 return ptx_nomem(ps);
@@ -368,7 +392,7 @@ static int parse_body(parser *ps)
                 neg = 1;
                 ps->i++;
             }
-            char nm[128];
+            char nm[PTX_NAME_MAX];
             tokstr(cur(ps), nm, sizeof nm);
             uint32_t g;
             if (cur(ps)->kind != TK_ID || !ptx_reg_lookup(ps, nm, &g))
@@ -382,7 +406,7 @@ static int parse_body(parser *ps)
             if (ptx_parse_instruction(ps, PTX_NONE, 0))
                 return -1;
         } else {
-            char nm[32];
+            char nm[PTX_NAME_MAX];
             tokstr(t, nm, sizeof nm);
             return ptx_fail(ps, t->line, PTX_ERR_INVALID, "unexpected '%s'", nm);
         }
@@ -419,7 +443,7 @@ static int parse_function(parser *ps, int entry, int is_extern)
         ptx_fail(ps, line, PTX_ERR_INVALID, "expected a function name");
         goto fail;
     }
-    char name[128];
+    char name[PTX_NAME_MAX];
     tokstr(cur(ps), name, sizeof name);
     ps->i++;
     /* Returns come after the formals in the frame. */
@@ -435,7 +459,7 @@ static int parse_function(parser *ps, int entry, int is_extern)
         if (!(is_id(cur(ps), ".maxntid") || is_id(cur(ps), ".reqntid") || is_id(cur(ps), ".minnctapersm") ||
               is_id(cur(ps), ".maxnreg") || is_id(cur(ps), ".noreturn") || is_id(cur(ps), ".maxclusterrank") ||
               is_id(cur(ps), ".pragma"))) {
-            char nm[64];
+            char nm[PTX_NAME_MAX];
             tokstr(cur(ps), nm, sizeof nm);
             ptx_fail(ps, cur(ps)->line, PTX_ERR_INVALID, "unsupported function directive '%s'", nm);
             goto fail;
@@ -444,12 +468,12 @@ static int parse_function(parser *ps, int entry, int is_extern)
             ptx_fail(ps, cur(ps)->line, PTX_ERR_INVALID, "clusters are not supported");
             goto fail;
         }
-        int pragma = is_id(cur(ps), ".pragma");
-        ps->i++;
-        if (pragma) {
-            ptx_skip_statement(ps);
+        if (is_id(cur(ps), ".pragma")) {
+            if (ptx_pragma(ps))
+                goto fail;
             continue;
         }
+        ps->i++;
         while (cur(ps)->kind == TK_NUM || is_p(cur(ps), ','))
             ps->i++;
     }
@@ -537,6 +561,29 @@ fail:
     return -1;
 }
 
+/* `.section .debug_NAME { ... }` (nvcc -G, -lineinfo): the DWARF data is
+ * ignored, but only debug sections are, and only a balanced brace block. */
+static int parse_debug_section(parser *ps)
+{
+    int line = cur(ps)->line;
+    ps->i++;
+    tok *n = cur(ps);
+    if (n->kind != TK_ID || n->len < 7 || memcmp(n->s, ".debug_", 7) != 0) {
+        char nm[PTX_NAME_MAX];
+        tokstr(n, nm, sizeof nm);
+        return ptx_fail(ps, line, PTX_ERR_INVALID, "unsupported section '%s'", nm);
+    }
+    ps->i++;
+    if (ptx_expect(ps, '{'))
+        return -1;
+    for (int depth = 1; depth > 0; ps->i++) {
+        if (cur(ps)->kind == TK_EOF)
+            return ptx_fail(ps, line, PTX_ERR_INVALID, "unterminated .section");
+        depth += is_p(cur(ps), '{') - is_p(cur(ps), '}');
+    }
+    return 0;
+}
+
 static int parse_module(parser *ps)
 {
     int have_version = 0, have_target = 0;
@@ -582,27 +629,15 @@ static int parse_module(parser *ps)
             if (ptx_parse_uint(cur(ps), &v) || v != 64)
                 return ptx_fail(ps, line, PTX_ERR_INVALID, "only .address_size 64 is supported");
             ps->i++;
-        } else if (is_id(t, ".file") || is_id(t, ".loc") || is_id(t, ".pragma")) {
-            ps->i++;
-            while (cur(ps)->kind != TK_EOF && !is_id(cur(ps), ".file") && !is_id(cur(ps), ".visible") &&
-                   !is_id(cur(ps), ".entry") && !is_id(cur(ps), ".func") && !is_id(cur(ps), ".extern") &&
-                   !is_id(cur(ps), ".global") && !is_id(cur(ps), ".const") && !is_id(cur(ps), ".shared") &&
-                   !is_id(cur(ps), ".weak") && !is_id(cur(ps), ".section") && !is_p(cur(ps), ';'))
-                ps->i++;
-            if (is_p(cur(ps), ';'))
-                ps->i++;
+        } else if (is_id(t, ".file") || is_id(t, ".loc")) {
+            if (ptx_line_directive(ps))
+                return -1;
+        } else if (is_id(t, ".pragma")) {
+            if (ptx_pragma(ps))
+                return -1;
         } else if (is_id(t, ".section")) {
-            /* debug sections: skip the braces */
-            while (cur(ps)->kind != TK_EOF && !is_p(cur(ps), '{'))
-                ps->i++;
-            int depth = 0;
-            do {
-                if (is_p(cur(ps), '{'))
-                    depth++;
-                else if (is_p(cur(ps), '}'))
-                    depth--;
-                ps->i++;
-            } while (depth > 0 && cur(ps)->kind != TK_EOF);
+            if (parse_debug_section(ps))
+                return -1;
         } else if (is_id(t, ".visible") || is_id(t, ".extern") || is_id(t, ".weak") || is_id(t, ".common") ||
                    is_id(t, ".entry") || is_id(t, ".func") || is_id(t, ".global") || is_id(t, ".const") ||
                    is_id(t, ".shared")) {
@@ -626,12 +661,12 @@ static int parse_module(parser *ps)
                 if (parse_var(ps, sp, 1, is_extern))
                     return -1;
             } else {
-                char nm[64];
+                char nm[PTX_NAME_MAX];
                 tokstr(t, nm, sizeof nm);
                 return ptx_fail(ps, line, PTX_ERR_INVALID, "unsupported declaration '%s'", nm);
             }
         } else {
-            char nm[64];
+            char nm[PTX_NAME_MAX];
             tokstr(t, nm, sizeof nm);
             return ptx_fail(ps, line, PTX_ERR_INVALID, "unsupported module directive '%s'", nm);
         }
@@ -715,13 +750,17 @@ ptx_status ptx_module_load(const char *text, arsim_module **out, char *log, size
     if (log && log_size)
         log[0] = 0;
     ps.m = calloc(1, sizeof *ps.m);
-    if (!ps.m || ptx_lex(text, &ps.lx) != 0) {
+    int long_line = 0;
+    if (!ps.m || ptx_lex(text, &ps.lx, &long_line) != 0) {
         free(ps.m);
         free(ps.lx.t);
         return PTX_ERR_OUT_OF_MEMORY;
     }
     pmodule *m = ps.m;
-    parse_module(&ps);
+    if (long_line)
+        ptx_fail(&ps, long_line, PTX_ERR_INVALID, "a name of %d characters or more", PTX_NAME_MAX);
+    else
+        parse_module(&ps);
     if (ps.err == PTX_OK) {
         for (size_t k = 0; k < ps.ncallfix; k++) {
             int fi = find_func(m, ps.callfix[k].name);

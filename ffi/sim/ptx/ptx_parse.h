@@ -17,6 +17,11 @@
 
 enum { TK_EOF = 0, TK_ID, TK_NUM, TK_STR, TK_PUNCT };
 
+/* The longest name (identifier, label, symbol) the parser stores; a longer
+ * token is refused by the lexer, never cut.  numba's mangled names run to
+ * about 230 characters. */
+#define PTX_NAME_MAX 1024
+
 typedef struct tok {
     int kind;
     int line;
@@ -31,7 +36,7 @@ typedef struct lexer {
 
 
 typedef struct regdecl {
-    char name[128];
+    char name[PTX_NAME_MAX];
     int count; /* %r<N>: N names %r0..%r(N-1); 0: exactly name */
     uint32_t base;
     int type;
@@ -40,7 +45,7 @@ typedef struct regdecl {
 enum { SYM_KPARAM = 1, SYM_FPARAM, SYM_SHARED, SYM_DYNSHARED, SYM_LOCAL, SYM_VAR, SYM_FUNC };
 
 typedef struct sym {
-    char name[128];
+    char name[PTX_NAME_MAX];
     int kind;
     uint64_t value; /* offset or address or function index */
     uint32_t size;
@@ -48,7 +53,7 @@ typedef struct sym {
 
 typedef struct fixup {
     int32_t pc;
-    char label[128];
+    char label[PTX_NAME_MAX];
     int line;
 } fixup;
 
@@ -79,7 +84,7 @@ typedef struct parser {
     fixup *fix;
     size_t nfix, cap_fix;
     /* calls to resolve once every function is known */
-    struct { uint32_t func; int32_t pc; char name[128]; int line; } *callfix;
+    struct { uint32_t func; int32_t pc; char name[PTX_NAME_MAX]; int line; } *callfix;
     size_t ncallfix, cap_callfix;
     dynfix *dyn;
     size_t ndyn, cap_dyn;
@@ -98,11 +103,11 @@ enum { O_NAME = 1, O_INT, O_F32, O_F64, O_ADDR, O_VEC, O_SINK, O_LIST };
 typedef struct opnd {
     int kind;
     int neg;        /* !%p */
-    char name[128]; /* O_NAME; O_ADDR base name ("" if none) */
+    char name[PTX_NAME_MAX]; /* O_NAME; O_ADDR base name ("" if none) */
     uint64_t bits;  /* O_INT value, O_F32/O_F64 bits, O_ADDR offset */
-    char vnames[4][64]; /* O_VEC / O_LIST elements; "_" = sink */
+    char vnames[4][PTX_NAME_MAX]; /* O_VEC / O_LIST elements; "_" = sink */
     int nv;
-    char pair[64];  /* p|q: q */
+    char pair[PTX_NAME_MAX];  /* p|q: q */
 } opnd;
 
 /* ------------------------------------------------------------- token access */
@@ -126,13 +131,16 @@ static inline void tokstr(tok *t, char *buf, size_t n)
 }
 
 /* ptx_lex.c */
-PTX_HIDDEN int ptx_lex(const char *src, lexer *lx);
+PTX_HIDDEN int ptx_lex(const char *src, lexer *lx, int *long_line);
 /* Records the first error (later ones are dropped) as "ptx line N: ..."; returns -1. */
 PTX_HIDDEN int ptx_fail(parser *ps, int line, ptx_status st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 PTX_HIDDEN int ptx_nomem(parser *ps);
 PTX_HIDDEN int ptx_expect(parser *ps, char c);
-PTX_HIDDEN void ptx_skip_statement(parser *ps);
+/* Consumes a line directive (.loc, .file: no ';', it ends with its line) exactly. */
+PTX_HIDDEN int ptx_line_directive(parser *ps);
+/* Consumes `.pragma "..." [, "..."]* ;` exactly. */
+PTX_HIDDEN int ptx_pragma(parser *ps);
 PTX_HIDDEN int ptx_parse_uint(tok *t, uint64_t *out);
 
 /* ptx_operand.c */
