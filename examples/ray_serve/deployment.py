@@ -55,21 +55,13 @@ def _error(status: int, message: str) -> Response:
     return JSONResponse({"error": message}, status_code=status, headers={"Retry-After": "1"})
 
 
-class ScaleReplica:
-    """One replica: one backend on one device, shared by the requests it serves."""
+class Scaler:
+    """The per-request work on one backend (the replica's, or an in-process one to compare)."""
 
-    def __init__(self, kind: str) -> None:
-        self.device = _device_for_replica(kind)
-        self.replica_id = serve.get_replica_context().replica_id.unique_id
-        self.gpu = ar.open_backend(kind, device=self.device)
-        self.kernel = self.gpu.kernel(self.gpu.builtin_module("vector_ops"), "scale_f32")
+    def __init__(self, gpu: ar.Backend) -> None:
+        self.gpu = gpu
+        self.kernel = gpu.kernel(gpu.builtin_module("vector_ops"), "scale_f32")
         self.served = 0
-
-    def __del__(self) -> None:
-        # Serve's only shutdown hook for a replica is __del__ (called when the
-        # replica is stopped gracefully); a killed replica's process exits and
-        # the driver's memory goes with it.
-        self.gpu.close()
 
     async def scale(self, values: np.ndarray, factor: float) -> np.ndarray:
         gpu = self.gpu
@@ -91,6 +83,21 @@ class ScaleReplica:
         self.served += 1
         return out
 
+
+class ScaleReplica:
+    """One replica: one backend on one device, shared by the requests it serves."""
+
+    def __init__(self, kind: str) -> None:
+        self.device = _device_for_replica(kind)
+        self.replica_id = serve.get_replica_context().replica_id.unique_id
+        self.scaler = Scaler(ar.open_backend(kind, device=self.device))
+
+    def __del__(self) -> None:
+        # Serve's only shutdown hook for a replica is __del__ (called when the
+        # replica is stopped gracefully); a killed replica's process exits and
+        # the driver's memory goes with it.
+        self.scaler.gpu.close()
+
     async def __call__(self, request: Request) -> Response:
         if request.url.path.rstrip("/").endswith("/stats"):
             return JSONResponse(
@@ -99,8 +106,8 @@ class ScaleReplica:
                     "actor": ray.get_runtime_context().get_actor_name(),
                     "pid": os.getpid(),
                     "device": self.device,
-                    "served": self.served,
-                    "live_allocs": self.gpu.live_alloc_count(),
+                    "served": self.scaler.served,
+                    "live_allocs": self.scaler.gpu.live_alloc_count(),
                 }
             )
         try:
@@ -113,7 +120,7 @@ class ScaleReplica:
         if not body or len(body) % 4 or len(body) > MAX_BODY:
             return _error(400, f"the body must be 1..{MAX_BODY // 4} float32 values")
         try:
-            out = await self.scale(np.frombuffer(body, dtype="<f4"), factor)
+            out = await self.scaler.scale(np.frombuffer(body, dtype="<f4"), factor)
         except ar.OutOfMemoryError:
             return _error(503, "the device is out of memory")
         except ar.DeviceLostError as exc:
