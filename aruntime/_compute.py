@@ -1,4 +1,4 @@
-"""Compute operations (DESIGN.md section 7), mixed into :class:`aruntime.Backend`.
+"""Compute operations, mixed into :class:`aruntime.Backend`.
 
 ``gemm``, ``conv2d_forward``, ``attention``, ``reduce``, ``unary`` and
 ``binary`` validate their arguments completely (types, shapes, every operand's

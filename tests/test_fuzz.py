@@ -81,7 +81,7 @@ ENTRY_POINTS: dict[str, tuple[int, tuple[str, ...]]] = {
     "destroy_graph": (1, ()),
     "array": (3, ("strides", "stream")),
     "array_from_numpy": (1, ("stream",)),
-    # Compute operations (DESIGN.md section 7).
+    # Compute operations.
     "gemm": (
         6,
         ("lda", "ldb", "ldc", "trans_a", "trans_b", "alpha", "beta", "dtype", "stream"),

@@ -1,4 +1,4 @@
-"""Threads: O(streams), created lazily, all ended by close (DESIGN.md section 6)."""
+"""Threads: O(streams), created lazily, all ended by close (docs/design.md, "Threads")."""
 
 from __future__ import annotations
 

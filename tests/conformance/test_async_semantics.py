@@ -1,4 +1,4 @@
-"""Completion semantics every backend must honour (DESIGN.md section 4)."""
+"""Completion semantics every backend must honour (docs/design.md, "The life of an op")."""
 
 from __future__ import annotations
 

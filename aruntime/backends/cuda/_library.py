@@ -1,6 +1,6 @@
 """Finding, loading and initialising the CUDA driver library.
 
-Lookup order (DESIGN.md section 2), tried lazily on the first open, never at
+Lookup order (``ARUNTIME_CUDA_LIBRARY`` in docs/backends.md), tried lazily on the first open, never at
 import:
 
 * ``cuda``: the path in ``ARUNTIME_CUDA_LIBRARY`` when set, then the system
