@@ -9,7 +9,7 @@ resolves the ``stream`` argument of every call (None: the default stream).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -20,6 +20,8 @@ from ._state import BackendState
 from ._streamstate import StreamState
 
 __all__ = ["Objects"]
+
+_H = TypeVar("_H", Stream, Event)
 
 
 class Objects:
@@ -40,10 +42,14 @@ class Objects:
             return stream  # the common case, on every op's path
         if not isinstance(stream, Stream):
             raise TypeError(f"{fn}: stream must be a Stream or None, got {type(stream).__name__}")
-        if stream.backend is not self._owner:
-            raise InvalidArgumentError(f"{fn}: the stream belongs to another backend")
-        stream.check_open(fn)
-        return stream
+        return self._ours(stream, fn, "stream")
+
+    def _ours(self, handle: _H, fn: str, what: str) -> _H:
+        """``handle`` if it is this backend's and open, else a clear error."""
+        if handle.backend is not self._owner:
+            raise InvalidArgumentError(f"{fn}: the {what} belongs to another backend")
+        handle.check_open(fn)
+        return handle
 
     # -- streams -----------------------------------------------------------------------------
     def create_stream(self, priority: int) -> Stream:
@@ -91,10 +97,7 @@ class Objects:
     def check_event(self, event: object, fn: str) -> Event:
         if not isinstance(event, Event):
             raise TypeError(f"{fn}: expected an Event, got {type(event).__name__}")
-        if event.backend is not self._owner:
-            raise InvalidArgumentError(f"{fn}: the event belongs to another backend")
-        event.check_open(fn)
-        return event
+        return self._ours(event, fn, "event")
 
     def create_event(self, timing: bool) -> Event:
         fn = "create_event"
