@@ -10,7 +10,7 @@ once, and the driver's free runs after the work queued so far
 (:meth:`aruntime._state.BackendState.after_queued_work`).
 
 Stream-ordered memory (``alloc_async``/``free_async``) belongs here too: its
-allocations are ledger entries like the others (kind ``"async"``), made and
+allocations are ledger entries like the others (:attr:`AllocKind.ASYNC`), made and
 released in a stream's order rather than after all queued work: by the
 driver's own pool where it has one (CUDA), else by the core's
 :class:`aruntime._stream_pool.StreamPool`.  Neither call waits for the device.
@@ -24,14 +24,16 @@ from collections.abc import Callable
 import numpy as np
 
 from ._callsite import caller_site
+from ._driver import Driver
 from ._exceptions import CaptureError, InvalidArgumentError, OutOfMemoryError
 from ._handles import Stream
-from ._ledger import Entry, new_alloc_id, park
+from ._ledger import AllocKind, Entry, new_alloc_id, park
 from ._memory import DevicePtr, HostBuffer, _HostRecord
+from ._objects import Objects
+from ._op import Op, OpKind
 from ._protocols import Owner
 from ._state import BackendState
 from ._stream_pool import StreamPool
-from ._submit import Submitter
 from ._validate import check_byte_value, check_count
 
 __all__ = ["Allocator"]
@@ -40,22 +42,61 @@ __all__ = ["Allocator"]
 class Allocator:
     """The memory part of a backend."""
 
-    def __init__(self, state: BackendState, owner: Owner, submitter: Submitter) -> None:
+    def __init__(self, state: BackendState, owner: Owner, objects: Objects) -> None:
         self._state = state
         self._owner = owner
         self._driver = state.driver
         self._ledger = state.ledger
-        self._submitter = submitter
-        # The core's stream-ordered pool, where the driver has none.
+        self._objects = objects
+        # The core's stream-ordered pool, where the driver has none.  A
+        # resource made before any allocation: released after all of them.
         self._pool: StreamPool | None = None
         if not self._driver.stream_ordered_alloc:
             self._pool = StreamPool(self._driver, state.info.total_memory // 4)
+            state.resources.add(self._pool)
+
+    def _add(
+        self,
+        alloc_id: int,
+        kind: AllocKind,
+        address: int,
+        n: int,
+        raw: int,
+        rz: int,
+        handle: DevicePtr | HostBuffer,
+        free_memory: Callable[[], None] | None,
+        mapped_from: int = 0,
+    ) -> Entry:
+        """A ledger entry made whole (what frees it, its registry), now in the ledger."""
+        entry = Entry(
+            alloc_id,
+            kind,
+            address,
+            n,
+            caller_site(),
+            raw,
+            rz,
+            handle,
+            mapped_from,
+            free_memory=free_memory,
+            resources=self._state.resources,
+        )
+        self._ledger.add(entry)
+        return entry
+
+    def _device_free(self, kind: AllocKind, raw: int) -> Callable[[], None]:
+        """What frees device memory of ``kind`` at ``raw`` (the caller picks when)."""
+        if kind is AllocKind.ASYNC and self._pool is not None:
+            return functools.partial(self._pool.discard, raw)
+        # Driver pool memory included: cuMemFree takes it, once nothing uses it.
+        return functools.partial(self._driver.mem_free, raw)
 
     # -- device memory -------------------------------------------------------------------
-    def alloc(self, fn: str, nbytes: int, kind: str, allocate: Callable[[int], int]) -> DevicePtr:
+    def alloc(
+        self, fn: str, nbytes: int, kind: AllocKind, allocate: Callable[[int], int]
+    ) -> DevicePtr:
         self._state.check_open(fn)
         n = check_count(nbytes, fn, "nbytes", minimum=1)
-        site = caller_site()
         rz = self._state.redzone
         try:
             raw = allocate(n + 2 * rz)
@@ -67,31 +108,36 @@ class Allocator:
         address = raw + rz
         alloc_id = new_alloc_id()
         ptr = DevicePtr(self._owner, address, n, alloc_id)
-        entry = Entry(alloc_id, kind, address, n, site, raw, rz, ptr)
-        self._ledger.add(entry)
+        entry = self._add(alloc_id, kind, address, n, raw, rz, ptr, self._device_free(kind, raw))
         if rz:
             try:
                 self.write_guards(entry)
             except BaseException:
                 # The caller never gets the pointer: take it back out.
-                self._ledger.remove(alloc_id)
+                self._forget(entry)
                 self._state.after_queued_work(functools.partial(self._driver.mem_free, raw))
                 raise
         return ptr
 
-    def free(self, fn: str, ptr: DevicePtr, kinds: tuple[str, ...]) -> None:
+    def _forget(self, entry: Entry) -> bool:
+        """Out of the ledger and the registry; True for the one caller that frees it."""
+        self._ledger.remove(entry.alloc_id)
+        return entry.detach()
+
+    def free(self, fn: str, ptr: DevicePtr, kinds: tuple[AllocKind, ...]) -> None:
         self._state.check_open(fn)
         entry = self._freeable(fn, ptr, kinds)
-        self._ledger.remove(entry.alloc_id)
-        release = self._releaser(entry)
-        if not park(entry, release):  # a live graph uses it: released at its destroy
-            self._state.after_queued_work(release)
+        if not self._forget(entry) or entry.free_memory is None:
+            return
+        if not park(entry, entry.free_memory):  # a live graph uses it: released at its destroy
+            self._state.after_queued_work(entry.free_memory)
 
-    def _freeable(self, fn: str, ptr: DevicePtr, kinds: tuple[str, ...]) -> Entry:
+    def _freeable(self, fn: str, ptr: DevicePtr, kinds: tuple[AllocKind, ...]) -> Entry:
         entry = self._ledger.check_ptr(ptr, fn)
         if entry.kind not in kinds:
-            hint = "free_async" if entry.kind == "async" else "the matching call"
-            raise InvalidArgumentError(f"{fn}: {ptr!r} is {entry.kind} memory; free it with {hint}")
+            raise InvalidArgumentError(
+                f"{fn}: {ptr!r} is {entry.kind.value} memory; free it with {entry.kind.free_call}"
+            )
         if ptr.address != entry.address:
             raise InvalidArgumentError(
                 f"{fn}: {ptr!r} is a view at offset {ptr.address - entry.address} into an "
@@ -99,20 +145,12 @@ class Allocator:
             )
         return entry
 
-    def _releaser(self, entry: Entry) -> Callable[[], None]:
-        """What frees ``entry``'s memory now (the caller picks when)."""
-        if entry.kind == "async" and self._pool is not None:
-            return functools.partial(self._pool.discard, entry.raw_address)
-        # Driver pool memory included: cuMemFree takes it, once nothing uses it.
-        return functools.partial(self._driver.mem_free, entry.raw_address)
-
     # -- stream-ordered device memory --------------------------------------------------------
     def alloc_async(self, nbytes: int, stream: object) -> DevicePtr:
         fn = "alloc_async"
         self._state.check_open(fn)
         n = check_count(nbytes, fn, "nbytes", minimum=1)
-        st = self._submitter.resolve(stream, fn)
-        site = caller_site()
+        st = self._objects.resolve(stream, fn)
         state = st.state
         with state.lock:
             _refuse_capture(fn, st)
@@ -122,38 +160,46 @@ class Allocator:
                 address = self._pool.alloc(n, st)
         alloc_id = new_alloc_id()
         ptr = DevicePtr(self._owner, address, n, alloc_id)
-        self._ledger.add(Entry(alloc_id, "async", address, n, site, address, 0, ptr))
+        kind = AllocKind.ASYNC
+        self._add(alloc_id, kind, address, n, address, 0, ptr, self._device_free(kind, address))
         return ptr
 
     def free_async(self, ptr: DevicePtr, stream: object) -> None:
         fn = "free_async"
         self._state.check_open(fn)
-        st = self._submitter.resolve(stream, fn)
-        entry = self._freeable(fn, ptr, ("async",))
+        st = self._objects.resolve(stream, fn)
+        entry = self._freeable(fn, ptr, (AllocKind.ASYNC,))
         state = st.state
         with state.lock:
             _refuse_capture(fn, st)
-            self._ledger.remove(entry.alloc_id)
-            if park(entry, self._releaser(entry)):
+            if not self._forget(entry) or entry.free_memory is None:
+                return
+            if park(entry, entry.free_memory):
                 return  # a live graph uses it: released at its destroy
-            if self._pool is None:
-                self._driver.mem_free_async(entry.raw_address, st.handle)
-            else:
-                self._pool.free(entry.raw_address, st, state.last_pending())
+            raw = entry.raw_address
+            free = (
+                self._driver.mem_free_async
+                if self._pool is None
+                else functools.partial(_pool_free, self._pool, st)
+            )
+            # An op like the others, though nobody awaits it: it ends every use of the range.
+            writes = ((entry.address, entry.nbytes),)
+            op = Op(OpKind.FREE_ASYNC, free, (raw,), writes=writes)
+            op.call(*op.args, st.handle)
 
     # -- pinned host memory --------------------------------------------------------------
     def alloc_host_pinned(self, nbytes: int) -> HostBuffer:
         fn = "alloc_host_pinned"
         self._state.check_open(fn)
         n = check_count(nbytes, fn, "nbytes", minimum=1)
-        site = caller_site()
         address, view = self._driver.host_alloc(n)
         alloc_id = new_alloc_id()
         array = np.frombuffer(view, dtype=np.uint8, count=n)
         record = _HostRecord(self._owner, address, n, alloc_id)
         buf = array.view(HostBuffer)
         buf._record = record
-        self._ledger.add(Entry(alloc_id, "host", address, n, site, address, 0, buf))
+        free = functools.partial(_free_host, self._driver, record)
+        self._add(alloc_id, AllocKind.HOST, address, n, address, 0, buf, free)
         return buf
 
     def _host_record(self, buf: object, fn: str) -> _HostRecord:
@@ -176,9 +222,10 @@ class Allocator:
             raise InvalidArgumentError(f"{fn}: pass the HostBuffer itself, not a view of it")
         record.freed = True
         for mapped in self._ledger.mapped_views_of(record.alloc_id):
-            self._ledger.remove(mapped.alloc_id)
-        self._ledger.remove(record.alloc_id)
-        self._state.after_queued_work(functools.partial(self._driver.host_free, record.address))
+            self._forget(mapped)
+        entry = self._ledger.get(record.alloc_id)
+        if entry is not None and self._forget(entry) and entry.free_memory is not None:
+            self._state.after_queued_work(entry.free_memory)
 
     def host_ptr_to_device(self, buf: HostBuffer) -> DevicePtr:
         fn = "host_ptr_to_device"
@@ -200,10 +247,8 @@ class Allocator:
                 base = self._driver.host_device_address(record.address)
                 alloc_id = new_alloc_id()
                 ptr = DevicePtr(self._owner, base, record.nbytes, alloc_id)
-                site = caller_site()
-                entry = Entry(alloc_id, "mapped", base, record.nbytes, site, base, 0, ptr)
-                entry.mapped_from = record.alloc_id
-                self._ledger.add(entry)
+                kind = AllocKind.MAPPED
+                self._add(alloc_id, kind, base, record.nbytes, base, 0, ptr, None, record.alloc_id)
         return ptr.offset(offset)[: buf.nbytes]
 
     # -- the ledger's bulk operations ------------------------------------------------------
@@ -212,14 +257,11 @@ class Allocator:
         self._state.check_open(fn)
         count = 0
         for entry in self._ledger.entries():
-            if self._ledger.get(entry.alloc_id) is None:
-                continue  # a host buffer's mapped view went with it
-            if entry.kind == "host":
+            if self._ledger.get(entry.alloc_id) is None or not entry.kind.owns_memory:
+                continue  # a host buffer's mapping goes with it
+            if entry.kind is AllocKind.HOST:
                 assert isinstance(entry.handle, HostBuffer)
                 self.free_host_pinned(entry.handle)
-            elif entry.kind == "mapped":
-                self._ledger.remove(entry.alloc_id)
-                continue
             else:
                 assert isinstance(entry.handle, DevicePtr)
                 self.free(fn, entry.handle, (entry.kind,))
@@ -229,23 +271,6 @@ class Allocator:
     def stream_pool_statistics(self) -> tuple[int, int] | None:
         """The core pool's ``(reserved, idle)`` bytes; None where the driver pools itself."""
         return None if self._pool is None else self._pool.statistics()
-
-    def release_all(self, attempt: Callable[[str, Callable[[], None]], None]) -> list[Entry]:
-        """At close: free every live allocation through ``attempt``; returns the entries."""
-        entries = self._ledger.entries()
-        for entry in entries:
-            self._ledger.remove(entry.alloc_id)
-            if entry.kind == "host":
-                assert isinstance(entry.handle, HostBuffer)
-                record = entry.handle._record
-                if record is not None:
-                    record.freed = True
-                attempt("host_free", functools.partial(self._driver.host_free, entry.address))
-            elif entry.kind != "mapped":
-                attempt("mem_free", self._releaser(entry))
-        if self._pool is not None:
-            self._pool.close(attempt)
-        return entries
 
     # -- redzones ----------------------------------------------------------------------------
     def scan_redzones(self) -> int:
@@ -261,9 +286,9 @@ class Allocator:
                 (entry.address + entry.nbytes, ledger.high_pattern),
             ):
                 band = bytearray(rz)
-                self._submitter.blocking(
-                    "scan_redzones", self._driver.memcpy_d2h, address, memoryview(band)
-                )
+                view = memoryview(band)
+                memcpy = self._driver.memcpy_d2h
+                self._blocking(Op(OpKind.SCAN_REDZONES, memcpy, (address, view), (), (), rz))
                 if band.count(pattern) != rz:
                     bad += 1
         return bad
@@ -284,9 +309,28 @@ class Allocator:
     def write_guards(self, entry: Entry) -> None:
         rz = entry.redzone
         memset = self._driver.memset_d8
-        blocking = self._submitter.blocking
-        blocking("redzone", memset, entry.raw_address, self._ledger.low_pattern, rz)
-        blocking("redzone", memset, entry.address + entry.nbytes, self._ledger.high_pattern, rz)
+        ledger = self._ledger
+        for address, pattern in (
+            (entry.raw_address, ledger.low_pattern),
+            (entry.address + entry.nbytes, ledger.high_pattern),
+        ):
+            self._blocking(Op(OpKind.REDZONE, memset, (address, pattern, rz), (), (), rz))
+
+    def _blocking(self, op: Op) -> None:
+        """One of the core's own ops, on the default stream, waited for."""
+        self._objects.resolve(None, op.kind.public).submit(op).wait()
+
+
+def _pool_free(pool: StreamPool, stream: Stream, raw: int, handle: object) -> None:
+    """free_async through the core's pool (the stream's lock is held)."""
+    del handle
+    pool.free(raw, stream, stream.state.last_pending())
+
+
+def _free_host(driver: Driver, record: _HostRecord) -> None:
+    """Free pinned host memory (once nothing queued uses it)."""
+    record.freed = True
+    driver.host_free(record.address)
 
 
 def _refuse_capture(fn: str, stream: Stream) -> None:

@@ -1,11 +1,12 @@
-"""Backend: the public surface of one opened device (DESIGN.md section 3).
+"""Backend: the public surface of one opened device (docs/design.md, "Layers").
 
 This class is a facade, the same for every backend.  It validates the
-arguments of the async ops and hands everything else to the parts that own
-the state (each a small module):
+arguments of the async ops, builds each op's :class:`aruntime._op.Op` and
+submits it to its stream (``stream.submit(op)``), and hands everything else
+to the parts that own the state (each a small module):
 
-* ``_state``: what the backend holds (ledger, registries, waiters);
-* ``_submit``: resolve the stream, capture or run, markers and waiters;
+* ``_state``: what the backend holds (ledger, resource registry, waiters);
+* ``_submit``: the completion policy (synchronous or marker and waiter);
 * ``_alloc``: device, managed, arena and pinned memory over the ledger;
 * ``_objects``: streams, events, modules and kernels;
 * ``_graphs``: capture and graphs;
@@ -32,16 +33,17 @@ from ._array import DeviceArray, DeviceMem
 from ._completion import Completion
 from ._compute import ComputeOps
 from ._driver import DeviceInfo, Driver, LaunchConfig
-from ._exceptions import AruntimeError, InvalidArgumentError
+from ._exceptions import AruntimeError, CaptureError, InvalidArgumentError
 from ._graphs import Graphs
 from ._handles import Event, Graph, Kernel, Module, Stream
 from ._interop import foreign_stream_handle
-from ._ledger import Ledger
+from ._ledger import AllocKind, Ledger
 from ._memory import Allocation, DevicePtr, HostBuffer
 from ._objects import Objects
+from ._op import Op, OpKind
 from ._shutdown import Shutdown
 from ._state import BackendState
-from ._submit import make_submitter
+from ._submit import Markers, make_policy, with_unseen_errors
 from ._trace import Trace, trace_env_path
 from ._validate import (
     as_host_view,
@@ -81,18 +83,11 @@ class Backend(ComputeOps):
         self._state = state
         self._driver = driver
         self._ledger: Ledger = state.ledger
-        self._objects = Objects(state)
-        self._submitter = submitter = make_submitter(state, self._objects.default_stream)
-        self._objects.submitter = submitter
-        self._alloc = Allocator(state, self, submitter)
-        self._graphs_part = Graphs(state, submitter)
-        self._shutdown = Shutdown(
-            state, self, submitter.markers.drain, self._alloc.release_all, submitter.drained
-        )
-        # Bound once: the per-op path looks these up on the instance.
-        self._submit = submitter.submit
-        self._resolve = submitter.resolve
-        self._copy_h2d = submitter.copy_h2d
+        self._policy = make_policy(state, Markers(state))
+        self._objects = Objects(state, self._policy)
+        self._alloc = Allocator(state, self, self._objects)
+        self._graphs_part = Graphs(state, self._objects)
+        self._shutdown = Shutdown(state, self, self._policy)
         self._tracing = state.tracing
         env_trace = trace_env_path()
         if env_trace is not None:
@@ -150,17 +145,13 @@ class Backend(ComputeOps):
     def statistics(self) -> BackendStatistics:
         """An immutable snapshot of what this backend holds right now."""
         state = self._state
-        with state.lock:
-            streams = [s for s in state.streams if not s.closed and not s.is_default]
-            every = [*streams, *([state.default] if state.default is not None else [])]
-            events = sum(1 for e in state.events if not e.closed)
-            graphs = sum(1 for g in state.graphs if not g.closed)
+        every = state.open_streams()
         return BackendStatistics(
             live_allocations=self._ledger.live_count(),
             live_bytes=self._ledger.live_bytes(),
-            open_streams=len(streams),
-            open_events=events,
-            open_graphs=graphs,
+            open_streams=sum(1 for st in every if not st.is_default),
+            open_events=state.count_open(Event),
+            open_graphs=state.count_open(Graph),
             pending_ops=sum(st.state.pending() for st in every),
             waiter_threads=sum(1 for st in every if st.state.waiter is not None),
         )
@@ -180,15 +171,16 @@ class Backend(ComputeOps):
     # ------------------------------------------------------------------ memory
     def alloc(self, nbytes: int) -> DevicePtr:
         """Device memory of ``nbytes`` (> 0) bytes."""
-        return self._alloc.alloc("alloc", nbytes, "device", self._driver.mem_alloc)
+        return self._alloc.alloc("alloc", nbytes, AllocKind.DEVICE, self._driver.mem_alloc)
 
     def alloc_managed(self, nbytes: int) -> DevicePtr:
         """Memory reachable from host and device (unified/shared memory)."""
-        return self._alloc.alloc("alloc_managed", nbytes, "managed", self._driver.mem_alloc_managed)
+        allocate = self._driver.mem_alloc_managed
+        return self._alloc.alloc("alloc_managed", nbytes, AllocKind.MANAGED, allocate)
 
     def alloc_arena(self, nbytes: int) -> DevicePtr:
         """A large device block for the caller to sub-allocate with ``ptr[a:b]``."""
-        return self._alloc.alloc("alloc_arena", nbytes, "arena", self._driver.mem_alloc)
+        return self._alloc.alloc("alloc_arena", nbytes, AllocKind.ARENA, self._driver.mem_alloc)
 
     def free(self, ptr: DevicePtr) -> None:
         """Free device memory from ``alloc``/``alloc_managed``.
@@ -197,7 +189,7 @@ class Backend(ComputeOps):
         after the work already queued has finished, so a freed buffer is never
         pulled from under the device.
         """
-        self._alloc.free("free", ptr, ("device", "managed"))
+        self._alloc.free("free", ptr, (AllocKind.DEVICE, AllocKind.MANAGED))
 
     def free_arena(self, ptr: DevicePtr) -> None:
         """Free an :meth:`alloc_arena` block, after queued work finishes (as :meth:`free`).
@@ -205,7 +197,7 @@ class Backend(ComputeOps):
         ``ptr`` must be the pointer ``alloc_arena`` returned, not a view into it,
         and only arena memory is freed here (:class:`InvalidArgumentError`).
         """
-        self._alloc.free("free_arena", ptr, ("arena",))
+        self._alloc.free("free_arena", ptr, (AllocKind.ARENA,))
 
     def alloc_async(self, nbytes: int, stream: Stream | None = None) -> DevicePtr:
         """Device memory of ``nbytes`` bytes, usable at once by ``stream``'s later work.
@@ -259,7 +251,7 @@ class Backend(ComputeOps):
             raise TypeError(f"{fn}: ptr must be a DevicePtr, got {type(ptr).__name__}")
         self._ledger.check_ptr(ptr, fn)
         if stream is not None:
-            self._resolve(stream, fn)
+            self._objects.resolve(stream, fn)
         return DeviceArray(ptr, shape, dtype, strides=strides, stream=stream, owner=self)
 
     def array_from_numpy(self, array: Any, *, stream: Stream | None = None) -> DeviceArray:
@@ -366,9 +358,11 @@ class Backend(ComputeOps):
         view = as_host_view(src, fn, writable=False)
         n = view.nbytes
         entry = self._ledger.check_range(dst, n, fn, "dst")
+        st = self._objects.resolve(stream, fn)
         if n == 0:
-            return self._submitter.no_op(fn, stream, None)
-        return self._copy_h2d(stream, src, view, dst._address, entry)
+            return st.no_op(fn, None)
+        call = self._driver.memcpy_h2d
+        return st.submit(Op(OpKind.COPY_H2D, call, (view, dst._address), (src, entry), (view,), n))
 
     def copy_d2h_async(self, src: DeviceMem, dst: Any, stream: Stream | None = None) -> Completion:
         """Enqueue a device-to-host copy filling all of ``dst``.
@@ -385,17 +379,12 @@ class Backend(ComputeOps):
         view = as_host_view(dst, fn, writable=True)
         n = view.nbytes
         entry = self._ledger.check_range(src, n, fn, "src")
+        st = self._objects.resolve(stream, fn)
         if n == 0:
-            return self._submitter.no_op(fn, stream, dst)
-        return self._submit(
-            fn,
-            stream,
-            self._driver.memcpy_d2h,
-            (src.address, view),
-            keepalive=(dst, entry),
-            views=(view,),
-            result=dst,
-            nbytes=n,
+            return st.no_op(fn, dst)
+        call = self._driver.memcpy_d2h
+        return st.submit(
+            Op(OpKind.COPY_D2H, call, (src._address, view), (dst, entry), (view,), n, dst)
         )
 
     def copy_d2d_async(
@@ -408,22 +397,18 @@ class Backend(ComputeOps):
         src, dst = device_operand(src, fn, "src"), device_operand(dst, fn, "dst")
         src_entry = self._ledger.check_range(src, n, fn, "src")
         dst_entry = self._ledger.check_range(dst, n, fn, "dst")
+        st = self._objects.resolve(stream, fn)
         if n == 0:
-            return self._submitter.no_op(fn, stream, None)
+            return st.no_op(fn, None)
         s_addr, d_addr = src.address, dst.address
         if src_entry is dst_entry and abs(s_addr - d_addr) < n:
             raise InvalidArgumentError(
                 f"{fn}: source and destination ranges overlap ({n} bytes, "
                 f"{abs(s_addr - d_addr)} apart)"
             )
-        return self._submit(
-            fn,
-            stream,
-            self._driver.memcpy_d2d,
-            (s_addr, d_addr, n),
-            keepalive=(src_entry, dst_entry),
-            nbytes=n,
-        )
+        args = (s_addr, d_addr, n)
+        call = self._driver.memcpy_d2d
+        return st.submit(Op(OpKind.COPY_D2D, call, args, (src_entry, dst_entry), (), n))
 
     def copy_d2d_2d_async(
         self,
@@ -455,12 +440,12 @@ class Backend(ComputeOps):
             self._ledger.check_range(src, src_extent, fn, "src"),
             self._ledger.check_range(dst, dst_extent, fn, "dst"),
         )
+        st = self._objects.resolve(stream, fn)
         if src_extent == 0:
-            return self._submitter.no_op(fn, stream, None)
+            return st.no_op(fn, None)
         args = (src.address, sp, dst.address, dp, width, rows)
-        return self._submit(
-            fn, stream, self._driver.memcpy_2d, args, keepalive=entries, nbytes=width * rows
-        )
+        call = self._driver.memcpy_2d
+        return st.submit(Op(OpKind.COPY_2D, call, args, entries, (), width * rows))
 
     def memset_async(
         self, ptr: DeviceMem, value: int, nbytes: int, stream: Stream | None = None
@@ -472,11 +457,11 @@ class Backend(ComputeOps):
         n = check_count(nbytes, fn, "nbytes")
         ptr = device_operand(ptr, fn, "ptr")
         entry = self._ledger.check_range(ptr, n, fn)
+        st = self._objects.resolve(stream, fn)
         if n == 0:
-            return self._submitter.no_op(fn, stream, None)
-        return self._submit(
-            fn, stream, self._driver.memset_d8, (ptr.address, v, n), keepalive=(entry,), nbytes=n
-        )
+            return st.no_op(fn, None)
+        call = self._driver.memset_d8
+        return st.submit(Op(OpKind.MEMSET, call, (ptr.address, v, n), (entry,), (), n))
 
     def launch(
         self,
@@ -508,20 +493,30 @@ class Backend(ComputeOps):
             check_shared_mem(shared_mem, fn),
         )
         checked = check_kernel_args(args, fn)
-        # The ledger entries of the memory it uses: a capture pins them (see _graphs).
-        entries = tuple(
-            self._ledger.check_ptr(arg, fn, f"args[{i}]")
-            for i, arg in enumerate(checked)
-            if isinstance(arg, DevicePtr)
-        )
-        return self._submit(
-            fn,
-            stream,
+        # The ledger entries of the memory it uses (a capture pins them, see
+        # _graphs), and its ranges: without annotations a pointer argument is
+        # read and written, all of it.
+        entries = []
+        touched = []
+        for i, arg in enumerate(checked):
+            if isinstance(arg, DevicePtr):
+                entries.append(self._ledger.check_ptr(arg, fn, f"args[{i}]"))
+                touched.append((arg.address, arg.nbytes))
+        st = self._objects.resolve(stream, fn)
+        ranges = tuple(touched)
+        op = Op(
+            OpKind.LAUNCH,
             self._driver.launch,
             (kernel.handle, config, checked),
-            keepalive=entries,
-            kernel=kernel,
+            tuple(entries),
+            (),
+            0,
+            None,
+            kernel,
+            ranges,
+            ranges,
         )
+        return st.submit(op)
 
     def synchronize(self, stream: Stream | None = None) -> Completion:
         """A Completion for all work queued on ``stream`` so far (default stream if None).
@@ -531,7 +526,10 @@ class Backend(ComputeOps):
         """
         fn = "synchronize"
         self._state.check_open(fn)
-        return self._submitter.synchronize(fn, stream)
+        st = self._objects.resolve(stream, fn)
+        if st.state.capturing:
+            raise CaptureError(f"{fn}: {st!r} is capturing; end the capture first")
+        return with_unseen_errors(self._policy.drained(OpKind.SYNCHRONIZE, st), st, fn)
 
     def event_synchronize(self, event: Event) -> Completion:
         """A Completion for the work before ``event``'s latest record.
@@ -541,7 +539,7 @@ class Backend(ComputeOps):
         """
         fn = "event_synchronize"
         self._state.check_open(fn)
-        return self._submitter.event_synchronize(fn, self._objects.check_event(event, fn))
+        return self._policy.event_synchronize(fn, self._objects.check_event(event, fn))
 
     # -------------------------------------------------------------- streams
     def create_stream(self, *, priority: int = 0) -> Stream:
@@ -555,7 +553,7 @@ class Backend(ComputeOps):
     def stream_is_capturing(self, stream: Stream) -> bool:
         """Whether ``stream`` is recording its ops into a graph (see :meth:`begin_capture`)."""
         self._state.check_open("stream_is_capturing")
-        return self._resolve(stream, "stream_is_capturing").state.capturing
+        return self._objects.resolve(stream, "stream_is_capturing").state.capturing
 
     # -------------------------------------------------------------- events
     def create_event(self, *, timing: bool = False) -> Event:
@@ -613,9 +611,8 @@ class Backend(ComputeOps):
 
     def end_capture(self, stream: Stream) -> Graph:
         """Stop recording and return the executable :class:`Graph`."""
-        graph = Graph(self)
-        self._graphs_part.end_capture_into(stream, graph, "end_capture")
-        return graph
+        graphs = self._graphs_part
+        return graphs.new_graph(graphs.end_capture(stream, "end_capture"))
 
     def abort_capture_if_active(self, stream: Stream) -> bool:
         """End a capture on ``stream`` and discard it; True if one was active."""
@@ -635,7 +632,7 @@ class Backend(ComputeOps):
 
     def destroy_graph(self, graph: Graph) -> None:
         """Destroy a graph (idempotent) and release the host buffers it kept."""
-        self._graphs_part.destroy_graph(graph)
+        self._graphs_part.check_graph(graph, "destroy_graph").close()
 
     # -------------------------------------------------------------- lifecycle
     def close(self) -> None:
@@ -682,16 +679,3 @@ class Backend(ComputeOps):
         except AruntimeError:
             if not failing:
                 raise
-
-    # Older internal names, kept for code (and tests) that looked inside.
-    @property
-    def _tracer(self) -> Any:
-        return self._tracing.recorder
-
-    @property
-    def _streams(self) -> Any:
-        return self._state.streams
-
-    @property
-    def _waiters(self) -> Any:
-        return self._state.waiters

@@ -183,10 +183,6 @@ class Completion:
             except ValueError:
                 pass
 
-    # The names the core used before the hook was public.
-    _add_callback = subscribe
-    _remove_callback = unsubscribe
-
     @property
     def error(self) -> BaseException | None:
         """The op's error once it failed, without marking it seen (None otherwise)."""

@@ -1,4 +1,4 @@
-"""Compute operations (DESIGN.md section 7), mixed into :class:`aruntime.Backend`.
+"""Compute operations, mixed into :class:`aruntime.Backend`.
 
 ``gemm``, ``conv2d_forward``, ``attention``, ``reduce``, ``unary`` and
 ``binary`` validate their arguments completely (types, shapes, every operand's
@@ -33,8 +33,8 @@ from ._completion import Completion
 from ._exceptions import InvalidArgumentError
 from ._handles import Kernel, Module, Stream
 from ._memory import DevicePtr
+from ._objects import Objects
 from ._state import BackendState
-from ._submit import Submitter
 from ._validate import check_count
 
 __all__ = ["BINARY_OPS", "DTYPES", "REDUCE_OPS", "UNARY_OPS", "ComputeOps", "DTypeLike"]
@@ -137,7 +137,7 @@ class ComputeOps:
 
     # What the class that mixes this in provides (aruntime.Backend).
     _state: BackendState
-    _submitter: Submitter
+    _objects: Objects
 
     if TYPE_CHECKING:
 
@@ -261,7 +261,7 @@ class ComputeOps:
         c_bytes = _stored_elements(m_, n_, ldc_) * size
         self._check_operands(fn, ("c", c, c_bytes), (("a", a, a_bytes), ("b", b, b_bytes)))
         if m_ == 0 or n_ == 0 or (not reads_ab and be == 1.0):
-            return self._submitter.no_op(fn, stream, None)
+            return self._objects.resolve(stream, fn).no_op(fn, None)
         args: list[Any] = [
             np.uint64(m_),
             np.uint64(n_),
@@ -492,7 +492,7 @@ class ComputeOps:
         nbytes = count * size
         self._check_operands(fn, ("y", y, nbytes), (("x", x, nbytes),), in_place=True)
         if count == 0:
-            return self._submitter.no_op(fn, stream, None)
+            return self._objects.resolve(stream, fn).no_op(fn, None)
         args: list[Any] = [np.uint64(count), np.uint32(code), x, y]
         return self._run("unary", suffix, count, args, stream)
 
@@ -528,6 +528,6 @@ class ComputeOps:
             fn, ("out", out, nbytes), (("a", a, nbytes), ("b", b, nbytes)), in_place=True
         )
         if count == 0:
-            return self._submitter.no_op(fn, stream, None)
+            return self._objects.resolve(stream, fn).no_op(fn, None)
         args: list[Any] = [np.uint64(count), np.uint32(code), a, b, out]
         return self._run("binary", suffix, count, args, stream)

@@ -113,7 +113,7 @@ class DemoResult:
 
 # -- trace hook (issue 5) ---------------------------------------------------------
 def can_trace(gpu: Backend) -> bool:
-    """Whether this build has ``gpu.trace(path)`` (DESIGN.md section 9)."""
+    """Whether this build has ``gpu.trace(path)`` (see :meth:`aruntime.Backend.trace`)."""
     return callable(getattr(gpu, "trace", None))
 
 

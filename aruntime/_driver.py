@@ -79,7 +79,11 @@ class LaunchConfig:
 
 
 class Driver(abc.ABC):
-    """Primitives for one opened device.  Only :mod:`aruntime._backend` calls these."""
+    """Primitives for one opened device, called only by the core's parts (never by users).
+
+    The core validates every argument first (see the rules above); a
+    driver's own extras are reached through :attr:`aruntime.Backend.driver`.
+    """
 
     #: The backend's public name: ``"mock"``, ``"cuda"``, ``"cuda-sim"``...
     backend_name: str

@@ -15,16 +15,15 @@ So a replay never writes into memory that was handed out again.
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Iterator
 
 from ._completion import Completion
-from ._driver import DriverGraph
 from ._exceptions import CaptureError, InvalidArgumentError
-from ._handles import Graph, Stream
-from ._ledger import Entry, unpin
+from ._handles import Graph, GraphBody, Stream
+from ._ledger import unpin
+from ._objects import Objects
+from ._op import Op, OpKind
 from ._state import BackendState
-from ._submit import Submitter
 
 __all__ = ["Graphs"]
 
@@ -32,16 +31,16 @@ __all__ = ["Graphs"]
 class Graphs:
     """The capture-and-graphs part of a backend."""
 
-    def __init__(self, state: BackendState, submitter: Submitter) -> None:
+    def __init__(self, state: BackendState, objects: Objects) -> None:
         self._state = state
         self._driver = state.driver
         self._owner = state.handles
-        self._submitter = submitter
+        self._objects = objects
 
     def begin_capture(self, stream: Stream) -> None:
         fn = "begin_capture"
         self._state.check_open(fn)
-        st = self._submitter.resolve(stream, fn)
+        st = self._objects.resolve(stream, fn)
         state = st.state
         with state.lock:
             if state.capturing:
@@ -49,38 +48,37 @@ class Graphs:
             self._driver.capture_begin(st.handle)
             state.begin_capture()
 
-    def end_capture_into(self, stream: Stream, graph: Graph, fn: str) -> None:
+    def end_capture(self, stream: Stream, fn: str) -> GraphBody:
+        """End ``stream``'s capture: the graph it made."""
         self._state.check_open(fn)
-        st = self._submitter.resolve(stream, fn)
+        st = self._objects.resolve(stream, fn)
         state = st.state
         with state.lock:
             if not state.capturing:
                 raise CaptureError(f"{fn}: {st!r} is not capturing")
-            keepalive, op_count = state.end_capture()
+            record = state.end_capture()
             try:
                 handle = self._driver.capture_end(st.handle)
             except BaseException:
-                self._release_unpinned(keepalive)
+                self._release_unpinned(record.keepalive)
                 raise
-        graph.arm(handle, keepalive, op_count)
-        graph._arm_finalizer(
-            functools.partial(
-                _destroy_dropped,
-                self._state,
-                handle,
-                [k for k in keepalive if isinstance(k, Entry)],
-            )
-        )
-        with self._state.lock:
-            self._state.graphs.add(graph)
+        return GraphBody(handle, record.keepalive, record.op_count, record.reads, record.writes)
+
+    def new_graph(self, body: GraphBody | None) -> Graph:
+        """The Graph handle of ``body`` (None: a ``with capture()`` block still running)."""
+        state = self._state
+        return Graph(self._owner, state.resources, self._driver, body, state.after_queued_work)
 
     def abort_capture_if_active(self, stream: Stream) -> bool:
-        st = self._submitter.resolve(stream, "abort_capture_if_active", allow_closed=True)
+        fn = "abort_capture_if_active"
+        # A closed stream of ours may still be capturing: it is accepted here.
+        ours = isinstance(stream, Stream) and stream.backend is self._owner
+        st = stream if ours else self._objects.resolve(stream, fn)
         state = st.state
         with state.lock:
             if not state.capturing:
                 return False
-            keepalive, _ = state.end_capture()
+            keepalive = state.end_capture().keepalive
             if not self._state.closed:
                 self._driver.capture_abort(st.handle)
         self._release_unpinned(keepalive)
@@ -94,15 +92,16 @@ class Graphs:
     @contextlib.contextmanager
     def capture(self, stream: Stream) -> Iterator[Graph]:
         self.begin_capture(stream)
-        graph = Graph(self._owner)
+        graph = self.new_graph(None)
         try:
             yield graph
         except BaseException:
+            graph.close()  # stays empty: nothing to destroy, nothing to warn about
             self.abort_capture_if_active(stream)
             raise
-        self.end_capture_into(stream, graph, "capture")
+        graph._complete(self.end_capture(stream, "capture"))
 
-    def _check_graph(self, graph: object, fn: str) -> Graph:
+    def check_graph(self, graph: object, fn: str) -> Graph:
         if not isinstance(graph, Graph):
             raise TypeError(f"{fn}: expected a Graph, got {type(graph).__name__}")
         if graph.backend is not self._owner:
@@ -112,40 +111,19 @@ class Graphs:
     def launch_graph(self, graph: Graph, stream: Stream | None) -> Completion:
         fn = "launch_graph"
         self._state.check_open(fn)
-        self._check_graph(graph, fn)
+        self.check_graph(graph, fn)
         graph.check_open(fn)
-        if graph.handle is None:
+        body = graph.body
+        if body is None:
             raise CaptureError(f"{fn}: the graph's capture has not ended yet")
-        return self._submitter.submit(
-            fn, stream, self._driver.graph_launch, (graph.handle,), keepalive=(graph,)
+        call = self._driver.graph_launch
+        # A replay touches again every range its captured ops touched.
+        op = Op(
+            OpKind.LAUNCH_GRAPH,
+            call,
+            (body.handle,),
+            (graph,),
+            reads=body.reads,
+            writes=body.writes,
         )
-
-    def destroy_graph(self, graph: Graph) -> None:
-        self._check_graph(graph, "destroy_graph")
-        if not graph._mark_closed():
-            return
-        state = self._state
-        with state.lock:
-            state.graphs.discard(graph)
-        handle = graph.handle
-        if handle is not None and not state.closed:
-            keep = graph.take_keepalive()
-            driver = self._driver
-
-            def destroy() -> None:
-                # Runs once the work queued so far (replays included) has finished.
-                try:
-                    driver.graph_destroy(handle)
-                finally:
-                    for release in unpin(keep):
-                        release()
-                    del keep[:]
-
-            state.after_queued_work(destroy)
-
-
-def _destroy_dropped(state: BackendState, handle: DriverGraph, entries: list[Entry]) -> None:
-    """A Graph collected without destroy_graph (its finalizer): destroy it, free what it held."""
-    state.driver.graph_destroy(handle)
-    for release in unpin(entries):
-        state.after_queued_work(release)
+        return self._objects.resolve(stream, fn).submit(op)

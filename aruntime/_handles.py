@@ -1,28 +1,47 @@
 """Handle objects: Stream, Event, Graph, Module, Kernel.
 
 They are made only by a backend's factories (``create_stream``,
-``create_event``, ``end_capture``, ``load_module``, ``kernel``).  Each one
-holds its driver handle, closes idempotently, is a context manager, and has a
-``weakref.finalize`` safety net that warns with :class:`ResourceWarning` when
-a handle is dropped unclosed (the backend still releases it when it closes).
+``create_event``, ``end_capture``, ``load_module``, ``kernel``), each built
+whole: its driver handle, what it depends on, and the registry it is listed
+in (:class:`aruntime._resources.Resources`).  A handle releases itself: its
+``close()`` releases it once the work queued before has finished, and its
+``release()`` (the backend closing, nothing in flight) releases it at once.
+Whichever comes first claims it in the registry, so each is released once.
+A ``weakref.finalize`` safety net warns with :class:`ResourceWarning` when a
+handle is dropped unclosed, and releases it.
 """
 
 from __future__ import annotations
 
+import abc
+import contextlib
+import functools
 import logging
 import weakref
 from collections.abc import Callable, Generator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ._callsite import user_frame, warn_at
+from ._completion import Completion, born_captured, born_done
 from ._driver import Driver, DriverEvent, DriverFunction, DriverGraph, DriverModule, DriverStream
-from ._exceptions import ClosedResourceError, NotSupportedError
+from ._exceptions import ClosedResourceError, DriverError, NotSupportedError
+from ._ledger import unpin
+from ._op import Op, Range
+from ._resources import Resources, run_all
+from ._streamstate import StreamState
 
-if TYPE_CHECKING:
-    from ._completion import Completion
-    from ._streamstate import StreamState
-
-__all__ = ["Event", "Graph", "HandleOwner", "Kernel", "Module", "Stream"]
+__all__ = [
+    "Defer",
+    "Event",
+    "Graph",
+    "GraphBody",
+    "HandleOwner",
+    "Kernel",
+    "Module",
+    "Stream",
+    "SubmitPolicy",
+    "release_stream",
+]
 
 
 class HandleOwner(Protocol):
@@ -39,17 +58,31 @@ class HandleOwner(Protocol):
 
     def event_query(self, event: Event) -> bool: ...
 
-    def destroy_event(self, event: Event) -> None: ...
-
     def launch_graph(self, graph: Graph, stream: Stream | None = None) -> Completion: ...
 
-    def destroy_graph(self, graph: Graph) -> None: ...
+
+class SubmitPolicy(Protocol):
+    """How an op's Completion is finished: at enqueue, or by the stream's waiter."""
+
+    def run(self, op: Op, stream: Stream) -> Completion:
+        """Enqueue ``op`` (the stream's lock is held, it is not capturing); its Completion."""
+
+
+#: Runs a release once the work queued so far, on every stream, has finished.
+Defer = Callable[[Callable[[], None]], None]
 
 
 def _on_dropped(
-    kind: str, description: str, site: tuple[str, int], release: Callable[[], None]
+    kind: str,
+    description: str,
+    site: tuple[str, int],
+    release: Callable[[], None],
+    resources: Resources,
+    serial: int,
 ) -> None:
     """Finalizer of a handle that was garbage-collected without ``close()``."""
+    if not resources.claim(serial):
+        return  # its backend is releasing it
     warn_at(
         site,
         f"unclosed {kind} {description}: close it (or use 'with') so its driver "
@@ -61,27 +94,30 @@ def _on_dropped(
         logging.getLogger("aruntime").exception("releasing a dropped %s failed", kind)
 
 
-class _Handle:
-    """Shared plumbing: the owning backend, a closed flag, the finalizer."""
+class _Handle(abc.ABC):
+    """Shared plumbing: the owning backend, the registry entry, the finalizer."""
 
     _kind = "handle"
 
-    def __init__(self, backend: HandleOwner) -> None:
-        self._backend = backend
-        self._closed = False
-        self._finalizer: weakref.finalize[Any, Any] | None = None
-
-    def _arm_finalizer(self, release: Callable[[], None]) -> None:
-        """Warn and release via ``release`` (which must not reference self) if dropped.
+    def __init__(
+        self, backend: HandleOwner, resources: Resources, drop: Callable[[], None] | None
+    ) -> None:
+        """Register the handle; ``drop`` (which must not reference it) runs if it is dropped.
 
         The warning names the user's line that created the handle, found here
         (handles are made by the backend's factories, called from that line).
         """
-        finalizer = weakref.finalize(
-            self, _on_dropped, self._kind, repr(self), user_frame(), release
-        )
-        finalizer.atexit = False  # at exit the backend's own exit hook cleans up
-        self._finalizer = finalizer
+        self._backend = backend
+        self._closed = False
+        self._resources = resources
+        self._serial = serial = resources.add(self)
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+        if drop is not None:
+            finalizer = weakref.finalize(
+                self, _on_dropped, self._kind, repr(self), user_frame(), drop, resources, serial
+            )
+            finalizer.atexit = False  # at exit the backend's own exit hook cleans up
+            self._finalizer = finalizer
 
     @property
     def backend(self) -> HandleOwner:
@@ -93,21 +129,23 @@ class _Handle:
         """True once released (by ``close()`` where it has one, or when its backend closes)."""
         return self._closed
 
-    def _mark_closed(self) -> bool:
-        """Flip to closed; False if it already was."""
-        if self._closed:
+    def _claim(self) -> bool:
+        """Take this handle out of the registry; True for the one caller that releases it."""
+        if self._closed or not self._resources.claim(self._serial):
             return False
         self._closed = True
         if self._finalizer is not None:
             self._finalizer.detach()
         return True
 
+    @abc.abstractmethod
+    def release(self) -> None:
+        """The backend is closing, nothing in flight: release the driver object now."""
+
     def check_open(self, fn: str) -> None:
         """Raise :class:`ClosedResourceError` naming ``fn`` if this handle is closed."""
         if self._closed:
             raise ClosedResourceError(f"{fn}: {self!r} is closed")
-
-    _check_open = check_open
 
 
 class Stream(_Handle):
@@ -124,11 +162,13 @@ class Stream(_Handle):
     def __init__(
         self,
         backend: HandleOwner,
+        resources: Resources,
         driver: Driver,
         handle: DriverStream,
         priority: int,
         state: StreamState,
-        closer: Callable[[Stream], None],
+        policy: SubmitPolicy,
+        defer: Defer,
         *,
         default: bool = False,
         foreign: bool = False,
@@ -141,8 +181,10 @@ class Stream(_Handle):
         #: The core's bookkeeping for this stream (lock, waiter, capture, errors).
         self.state = state
         self._driver = driver
-        self._closer = closer
-        super().__init__(backend)
+        self._policy = policy
+        self._defer = defer
+        drop = None if default else functools.partial(release_stream, driver, handle, state)
+        super().__init__(backend, resources, drop)
 
     def __repr__(self) -> str:
         label = "default stream" if getattr(self, "is_default", False) else "stream"
@@ -156,11 +198,71 @@ class Stream(_Handle):
         """Whether ops on this stream are being recorded into a graph."""
         return self.state.capturing
 
+    def submit(self, op: Op) -> Completion:
+        """Enqueue ``op`` (validated by the backend) on this stream; its Completion.
+
+        The core's one way onto a stream: a capturing stream records the op
+        into its graph, any other hands it to the backend's completion policy.
+        Cancelling an await of the result abandons the wait only.
+        """
+        state = self.state
+        state.acquire()  # the hot path: cheaper than ``with``
+        try:
+            if state.capturing:
+                return state.capture(op, self.handle)
+            return self._policy.run(op, self)
+        finally:
+            state.release()
+
+    def no_op(self, name: str, result: Any) -> Completion:
+        """The Completion of the call ``name`` with nothing to do (zero bytes): already done.
+
+        Awaiting it is a checkpoint; cancelling that await abandons nothing.
+        """
+        if self.state.capturing:
+            return born_captured(name)
+        return born_done(name, result)
+
     def close(self) -> None:
         """Release the stream (idempotent).  The default stream closes with its backend."""
         if self.is_default:
             return
-        self._closer(self)
+        self._abort_capture(self._defer, closing=False)
+        if not self._claim():
+            return
+        # A closed stream has no next synchronize(): its backend's close() reports these.
+        self.state.mark_closed()
+        release_stream(self._driver, self.handle, self.state)
+
+    def release(self) -> None:
+        """The backend is closing and every waiter has ended: destroy the stream now."""
+        if not self._claim():
+            return
+        released: list[Callable[[], None]] = []
+        self._abort_capture(released.append, closing=True)
+        try:
+            self._driver.stream_destroy(self.handle)
+        finally:
+            run_all(released)
+
+    def _abort_capture(self, defer: Defer, *, closing: bool) -> None:
+        """End a capture under way; memory freed under it is released through ``defer``."""
+        state = self.state
+        if not state.capturing:
+            return
+        with state.lock:
+            if not state.capturing:
+                return
+            keepalive = state.end_capture().keepalive
+            try:
+                if closing:  # the backend is going anyway: a failed abort changes nothing
+                    with contextlib.suppress(DriverError):
+                        self._driver.capture_abort(self.handle)
+                elif not self._resources.closed:
+                    self._driver.capture_abort(self.handle)
+            finally:
+                for release in unpin(keepalive):
+                    defer(release)
 
     def synchronize(self) -> Completion:
         """Same as ``backend.synchronize(self)``: a Completion for all work queued so far.
@@ -198,13 +300,14 @@ class Stream(_Handle):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # Older spellings, kept for code (and tests) that looked inside.
-    @property
-    def _waiter_box(self) -> list[Any]:
-        return [self.state.waiter]
 
-    def _take_failures(self) -> list[Completion]:
-        return self.state.take_failures()
+def release_stream(driver: Driver, handle: DriverStream, state: StreamState) -> None:
+    """Destroy a driver stream once its waiter has drained (or right away if it has none)."""
+    waiter = state.waiter
+    if waiter is None:
+        driver.stream_destroy(handle)
+    else:
+        waiter.close(on_exit=functools.partial(driver.stream_destroy, handle))
 
 
 class Event(_Handle):
@@ -215,11 +318,21 @@ class Event(_Handle):
 
     _kind = "event"
 
-    def __init__(self, backend: HandleOwner, handle: DriverEvent, timing: bool) -> None:
+    def __init__(
+        self,
+        backend: HandleOwner,
+        resources: Resources,
+        driver: Driver,
+        handle: DriverEvent,
+        timing: bool,
+        defer: Defer,
+    ) -> None:
         self.handle = handle
         self.timing = timing
         self._last_stream: Stream | None = None
-        super().__init__(backend)
+        self._driver = driver
+        self._defer = defer
+        super().__init__(backend, resources, functools.partial(driver.event_destroy, handle))
 
     def __repr__(self) -> str:
         return f"<event 0x{id(self):x}{' timing' if getattr(self, 'timing', False) else ''}>"
@@ -239,8 +352,18 @@ class Event(_Handle):
         self._last_stream = stream
 
     def close(self) -> None:
-        """Destroy the event (idempotent); same as ``backend.destroy_event(event)``."""
-        self._backend.destroy_event(self)
+        """Destroy the event (idempotent); same as ``backend.destroy_event(event)``.
+
+        Queued work that records it still runs: the driver event goes once
+        the work queued so far has finished.
+        """
+        if self._claim():
+            self._defer(functools.partial(self._driver.event_destroy, self.handle))
+
+    def release(self) -> None:
+        """The backend is closing, nothing in flight: destroy the event now."""
+        if self._claim():
+            self._driver.event_destroy(self.handle)
 
     def record(self, stream: Stream | None = None) -> None:
         """Same as ``backend.record_event(event, stream)``: mark ``stream``'s current end.
@@ -269,6 +392,49 @@ class Event(_Handle):
         self.close()
 
 
+class GraphBody:
+    """What a finished capture made: the driver graph and everything its replays use.
+
+    ``keepalive`` holds the captured host buffers and the ledger entries of
+    the device memory, pinned (:func:`aruntime._ledger.pin`); ``reads`` and
+    ``writes`` are the byte ranges of the captured ops, which every replay
+    touches again.
+    """
+
+    __slots__ = ("handle", "keepalive", "op_count", "reads", "writes")
+
+    def __init__(
+        self,
+        handle: DriverGraph,
+        keepalive: list[Any],
+        op_count: int,
+        reads: tuple[Range, ...],
+        writes: tuple[Range, ...],
+    ) -> None:
+        self.handle = handle
+        self.keepalive = keepalive
+        self.op_count = op_count
+        self.reads = reads
+        self.writes = writes
+
+
+def _destroy_graph(driver: Driver, body: GraphBody, defer: Defer) -> None:
+    """Destroy ``body``'s driver graph, then free the memory freed under it (deferred)."""
+    try:
+        driver.graph_destroy(body.handle)
+    finally:
+        for release in unpin(body.keepalive):
+            defer(release)
+        # The host ranges are views of the caller's buffers: let them go too.
+        body.keepalive, body.reads, body.writes = [], (), ()
+
+
+def _drop_graph(driver: Driver, cell: list[GraphBody | None], defer: Defer) -> None:
+    body = cell[0]
+    if body is not None:
+        _destroy_graph(driver, body, defer)
+
+
 class Graph(_Handle):
     """A captured, instantiated sequence of ops, replayed with ``launch_graph``.
 
@@ -277,30 +443,52 @@ class Graph(_Handle):
 
     _kind = "graph"
 
-    def __init__(self, backend: HandleOwner) -> None:
-        self.handle: DriverGraph | None = None
-        self._keepalive: list[Any] = []
-        self.op_count = 0
-        super().__init__(backend)
+    def __init__(
+        self,
+        backend: HandleOwner,
+        resources: Resources,
+        driver: Driver,
+        body: GraphBody | None,
+        defer: Defer,
+    ) -> None:
+        """A graph of ``body``; None only for ``with capture()``, whose block is still running."""
+        # The finalizer holds the cell, not the graph, so a graph whose
+        # capture ends after it was made is still destroyed if dropped.
+        self._cell: list[GraphBody | None] = [body]
+        self._driver = driver
+        self._defer = defer
+        super().__init__(
+            backend, resources, functools.partial(_drop_graph, driver, self._cell, defer)
+        )
 
-    def arm(self, handle: DriverGraph, keepalive: list[Any], op_count: int) -> None:
-        """The capture ended: the driver graph, what it keeps alive, its op count."""
-        self.handle = handle
-        self._keepalive = keepalive
-        self.op_count = op_count
+    def _complete(self, body: GraphBody) -> None:
+        """The ``with capture()`` block ended: this graph holds what it captured."""
+        self._cell[0] = body
 
-    def take_keepalive(self) -> list[Any]:
-        """Hand the captured buffers to whoever destroys the driver graph."""
-        keep, self._keepalive = self._keepalive, []
-        return keep
+    @property
+    def body(self) -> GraphBody | None:
+        """The captured graph (None until the capture has ended)."""
+        return self._cell[0]
+
+    @property
+    def handle(self) -> DriverGraph | None:
+        """The driver graph (None until the capture has ended)."""
+        body = self._cell[0]
+        return None if body is None else body.handle
+
+    @property
+    def op_count(self) -> int:
+        """How many ops the graph replays."""
+        body = getattr(self, "_cell", [None])[0]
+        return 0 if body is None else body.op_count
 
     @property
     def ready(self) -> bool:
         """True when the capture has ended and the graph is not destroyed: it can be launched."""
-        return self.handle is not None and not self._closed
+        return self._cell[0] is not None and not self._closed
 
     def __repr__(self) -> str:
-        return f"<graph 0x{id(self):x} ops={getattr(self, 'op_count', 0)}>"
+        return f"<graph 0x{id(self):x} ops={self.op_count}>"
 
     def launch(self, stream: Stream | None = None) -> Completion:
         """Same as ``backend.launch_graph(graph, stream)``: enqueue one replay.
@@ -312,8 +500,27 @@ class Graph(_Handle):
         return self._backend.launch_graph(self, stream)
 
     def close(self) -> None:
-        """Destroy the graph (idempotent); same as ``backend.destroy_graph(graph)``."""
-        self._backend.destroy_graph(self)
+        """Destroy the graph (idempotent) once the work queued so far (replays too) is done.
+
+        Same as ``backend.destroy_graph(graph)``; releases the host buffers it kept.
+        """
+        if not self._claim():
+            return
+        body = self._cell[0]
+        if body is not None:
+            self._defer(functools.partial(_destroy_graph, self._driver, body, _now))
+
+    def release(self) -> None:
+        """The backend is closing, nothing in flight: destroy the graph now."""
+        if not self._claim():
+            return
+        body = self._cell[0]
+        if body is not None:
+            released: list[Callable[[], None]] = []
+            try:
+                _destroy_graph(self._driver, body, released.append)
+            finally:
+                run_all(released)
 
     def __enter__(self) -> Graph:
         return self
@@ -322,18 +529,35 @@ class Graph(_Handle):
         self.close()
 
 
+def _now(release: Callable[[], None]) -> None:
+    release()
+
+
 class Module(_Handle):
     """A loaded module image.  Unloaded when its backend closes."""
 
     _kind = "module"
 
-    def __init__(self, backend: HandleOwner, name: str, handle: DriverModule) -> None:
+    def __init__(
+        self,
+        backend: HandleOwner,
+        resources: Resources,
+        driver: Driver,
+        name: str,
+        handle: DriverModule,
+    ) -> None:
         self.name = name
         self.handle = handle
-        super().__init__(backend)
+        self._driver = driver
+        super().__init__(backend, resources, None)  # the backend's name index holds it
 
     def __repr__(self) -> str:
         return f"<module {getattr(self, 'name', '?')!r}>"
+
+    def release(self) -> None:
+        """The backend is closing: unload the module."""
+        if self._claim():
+            self._driver.module_unload(self.handle)
 
 
 class Kernel:

@@ -8,20 +8,23 @@ guard bands of a known byte pattern, which :meth:`Ledger.scan` checks.
 
 from __future__ import annotations
 
+import enum
 import itertools
 import os
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ._callsite import caller_site
 from ._exceptions import InvalidArgumentError
 from ._memory import Allocation, DevicePtr, HostBuffer
 from ._protocols import Owner
+from ._resources import Resources
 
 __all__ = [
     "REDZONE_BYTES",
+    "AllocKind",
     "Entry",
     "Ledger",
     "caller_site",
@@ -47,12 +50,48 @@ def new_alloc_id() -> int:
     return next(_ids)
 
 
-@dataclass
+class AllocKind(enum.Enum):
+    """What an allocation is; its value is the ``kind`` of :class:`aruntime.Allocation`."""
+
+    DEVICE = "device"
+    MANAGED = "managed"
+    ARENA = "arena"
+    ASYNC = "async"  # alloc_async
+    HOST = "host"  # alloc_host_pinned
+    MAPPED = "mapped"  # host_ptr_to_device: the device's view of pinned host memory
+
+    @property
+    def owns_memory(self) -> bool:
+        """False for a mapping: its bytes are the host allocation's, counted and freed there."""
+        return self is not AllocKind.MAPPED
+
+    @property
+    def free_call(self) -> str:
+        """The public call that frees this kind of allocation (for messages)."""
+        return _FREE_CALLS[self]
+
+
+_FREE_CALLS = {
+    AllocKind.DEVICE: "free",
+    AllocKind.MANAGED: "free",
+    AllocKind.ARENA: "free_arena",
+    AllocKind.ASYNC: "free_async",
+    AllocKind.HOST: "free_host_pinned",
+    AllocKind.MAPPED: "free_host_pinned (of the host buffer)",
+}
+
+
+@dataclass(eq=False)
 class Entry:
-    """One live allocation (device, managed, arena, or pinned host)."""
+    """One live allocation (device, managed, arena, async, pinned host, or a mapping).
+
+    A resource of its backend: made whole by the allocator with what frees
+    its memory (``free_memory``; None for a mapping) and listed in the
+    backend's registry (``resources``) as it is made.
+    """
 
     alloc_id: int
-    kind: str
+    kind: AllocKind
     address: int  # the user-visible base address
     nbytes: int
     site: str
@@ -64,6 +103,22 @@ class Entry:
     # release that free() parked until the last of them is gone.
     graph_pins: int = 0
     parked: Callable[[], None] | None = None
+    free_memory: Callable[[], None] | None = None
+    resources: Resources | None = None
+    serial: int = field(default=-1, init=False)
+
+    def __post_init__(self) -> None:
+        if self.resources is not None:
+            self.serial = self.resources.add(self)
+
+    def detach(self) -> bool:
+        """Take the entry out of the registry; True for the one caller that frees it."""
+        return self.resources is None or self.resources.claim(self.serial)
+
+    def release(self) -> None:
+        """The backend is closing, nothing in flight: free the memory now."""
+        if self.detach() and self.free_memory is not None:
+            self.free_memory()
 
 
 # Pins change on capturing threads, frees and graph destruction: one lock for all.
@@ -121,6 +176,10 @@ class Ledger:
         with self._lock:
             return self._entries.pop(alloc_id, None)
 
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
     def get(self, alloc_id: int) -> Entry | None:
         return self._entries.get(alloc_id)
 
@@ -176,23 +235,23 @@ class Ledger:
     # -- reports -----------------------------------------------------------------
     def live_bytes(self) -> int:
         with self._lock:
-            return sum(e.nbytes for e in self._entries.values() if e.kind != "mapped")
+            return sum(e.nbytes for e in self._entries.values() if e.kind.owns_memory)
 
     def live_count(self) -> int:
         with self._lock:
-            return sum(1 for e in self._entries.values() if e.kind != "mapped")
+            return sum(1 for e in self._entries.values() if e.kind.owns_memory)
 
     def allocations(self) -> list[Allocation]:
         return [
-            Allocation(ptr=e.handle, nbytes=e.nbytes, site=e.site, kind=e.kind)
+            Allocation(ptr=e.handle, nbytes=e.nbytes, site=e.site, kind=e.kind.value)
             for e in sorted(self.entries(), key=lambda e: e.alloc_id)
-            if e.kind != "mapped"
+            if e.kind.owns_memory
         ]
 
     def report(self, top_n: int, min_mb: float) -> str:
         by_site: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         for e in self.entries():
-            if e.kind == "mapped":
+            if not e.kind.owns_memory:
                 continue
             row = by_site[e.site]
             row[0] += 1

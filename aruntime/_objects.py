@@ -1,43 +1,56 @@
 """Streams, events, modules and kernels: making them, and the calls on them.
 
-Handles are made only here (the backend's factories).  Each gets a
-finalizer that warns at the user's line that made it and releases the
-driver object if it is dropped unclosed; ``close()`` (or the backend's
-``close()``) releases it for real.
+Handles are made only here (the backend's factories), each built whole:
+its driver object, the backend's resource registry, the completion policy
+its ops go to (streams) and how to defer a release behind queued work.
+From then on a handle releases itself (see _handles).  This part also
+resolves the ``stream`` argument of every call (None: the default stream).
 """
 
 from __future__ import annotations
 
-import functools
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ._driver import Driver, DriverStream
 from ._exceptions import CaptureError, InvalidArgumentError
-from ._handles import Event, Kernel, Module, Stream
-from ._shutdown import release_stream
+from ._handles import Event, Kernel, Module, Stream, SubmitPolicy
 from ._state import BackendState
 from ._streamstate import StreamState
-from ._submit import Submitter
 from ._validate import no_module_message
 
 __all__ = ["Objects"]
+
+_H = TypeVar("_H", Stream, Event)
 
 
 class Objects:
     """The streams, events and modules part of a backend."""
 
-    def __init__(self, state: BackendState) -> None:
+    def __init__(self, state: BackendState, policy: SubmitPolicy) -> None:
         self._state = state
         self._driver: Driver = state.driver
         self._owner = state.handles
-        #: Set by the facade once the submitter exists (it resolves streams).
-        self.submitter: Submitter | None = None
+        self._policy = policy
 
-    def _resolve(self, stream: object, fn: str) -> Stream:
-        assert self.submitter is not None
-        return self.submitter.resolve(stream, fn)
+    def resolve(self, stream: object, fn: str) -> Stream:
+        """The open Stream ``stream`` names (None: the default stream), or a clear error."""
+        if stream is None:
+            default = self._state.default
+            return default if default is not None else self.default_stream()
+        if type(stream) is Stream and stream.backend is self._owner and not stream.closed:
+            return stream  # the common case, on every op's path
+        if not isinstance(stream, Stream):
+            raise TypeError(f"{fn}: stream must be a Stream or None, got {type(stream).__name__}")
+        return self._ours(stream, fn, "stream")
+
+    def _ours(self, handle: _H, fn: str, what: str) -> _H:
+        """``handle`` if it is this backend's and open, else a clear error."""
+        if handle.backend is not self._owner:
+            raise InvalidArgumentError(f"{fn}: the {what} belongs to another backend")
+        handle.check_open(fn)
+        return handle
 
     # -- streams -----------------------------------------------------------------------------
     def create_stream(self, priority: int) -> Stream:
@@ -60,21 +73,18 @@ class Objects:
         stream_state = StreamState(
             driver, f"{state.name}-{id(handle):x}", state.orphans, state.add_waiter
         )
-        stream = Stream(
+        return Stream(
             self._owner,
+            state.resources,
             driver,
             handle,
             priority,
             stream_state,
-            self.close_stream,
+            self._policy,
+            state.after_queued_work,
             default=default,
             foreign=adopt is not None,
         )
-        if not default:
-            stream._arm_finalizer(functools.partial(release_stream, driver, handle, stream_state))
-        with state.lock:
-            state.streams.add(stream)
-        return stream
 
     def default_stream(self) -> Stream:
         state = self._state
@@ -84,58 +94,28 @@ class Objects:
                 state.default = self.new_stream(0, default=True)
             return state.default
 
-    def close_stream(self, stream: Stream) -> None:
-        state = self._state
-        st = stream.state
-        if st.capturing:
-            with st.lock:
-                if st.capturing:
-                    st.end_capture()
-                    if not state.closed:
-                        self._driver.capture_abort(stream.handle)
-        if not stream._mark_closed():
-            return
-        with state.lock:
-            state.streams.discard(stream)
-        for failure in st.mark_closed():  # later ones go to the backend directly
-            state.orphans.note(failure)
-        with state.lock:
-            if state.closed:
-                return
-            state.draining.add(stream)
-
-        def drained() -> None:
-            with state.lock:
-                state.draining.discard(stream)
-
-        release_stream(self._driver, stream.handle, st, drained)
-
     # -- events ------------------------------------------------------------------------------
     def check_event(self, event: object, fn: str) -> Event:
         if not isinstance(event, Event):
             raise TypeError(f"{fn}: expected an Event, got {type(event).__name__}")
-        if event.backend is not self._owner:
-            raise InvalidArgumentError(f"{fn}: the event belongs to another backend")
-        event.check_open(fn)
-        return event
+        return self._ours(event, fn, "event")
 
     def create_event(self, timing: bool) -> Event:
         fn = "create_event"
         self._state.check_open(fn)
         if not isinstance(timing, bool):
             raise TypeError(f"{fn}: timing must be a bool, got {type(timing).__name__}")
+        state = self._state
         handle = self._driver.event_create(timing)
-        event = Event(self._owner, handle, timing)
-        event._arm_finalizer(functools.partial(self._driver.event_destroy, handle))
-        with self._state.lock:
-            self._state.events.add(event)
-        return event
+        return Event(
+            self._owner, state.resources, self._driver, handle, timing, state.after_queued_work
+        )
 
     def record_event(self, event: Event, stream: Stream | None) -> None:
         fn = "record_event"
         self._state.check_open(fn)
         self.check_event(event, fn)
-        st = self._resolve(stream, fn)
+        st = self.resolve(stream, fn)
         if st.state.capturing:
             raise CaptureError(f"{fn}: recording events inside a capture is not supported")
         with st.state.lock:
@@ -145,7 +125,7 @@ class Objects:
     def stream_wait_event(self, stream: Stream, event: Event) -> None:
         fn = "stream_wait_event"
         self._state.check_open(fn)
-        st = self._resolve(stream, fn)
+        st = self.resolve(stream, fn)
         self.check_event(event, fn)
         if st.state.capturing:
             raise CaptureError(f"{fn}: cross-stream waits inside a capture are not supported")
@@ -178,13 +158,7 @@ class Objects:
             raise TypeError(f"destroy_event: expected an Event, got {type(event).__name__}")
         if event.backend is not self._owner:
             raise InvalidArgumentError("destroy_event: the event belongs to another backend")
-        if not event._mark_closed():
-            return
-        state = self._state
-        with state.lock:
-            state.events.discard(event)
-        if not state.closed:
-            state.after_queued_work(functools.partial(self._driver.event_destroy, event.handle))
+        event.close()
 
     # -- modules -----------------------------------------------------------------------------
     def load_module(self, name: str, image: Any) -> Module:
@@ -205,8 +179,7 @@ class Objects:
         with state.lock:
             if name in state.modules:
                 raise InvalidArgumentError(f"{fn}: a module named {name!r} is already loaded")
-            module = Module(self._owner, name, self._driver.module_load(image))
-            state.modules[name] = module
+            module = self._new_module(name, self._driver.module_load(image))
         return module
 
     def builtin_module(self, name: str) -> Module:
@@ -220,8 +193,14 @@ class Objects:
             module = state.modules.get(key)
             if module is None:
                 handle = self._driver.module_load(self._driver.builtin_module_image(name))
-                module = Module(self._owner, key, handle)
-                state.modules[key] = module
+                module = self._new_module(key, handle)
+        return module
+
+    def _new_module(self, name: str, handle: Any) -> Module:
+        """A Module for a loaded ``handle``, listed under ``name`` (call with the lock held)."""
+        state = self._state
+        module = Module(self._owner, state.resources, self._driver, name, handle)
+        state.modules[name] = module
         return module
 
     def kernel(self, module: Module | str, func_name: str) -> Kernel:

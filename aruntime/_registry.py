@@ -109,7 +109,7 @@ def open_backend(name: str = "auto", device: int = 0, **options: Any) -> Backend
 def resolve_kind(name: str) -> str:
     """``name``, or what ``"auto"`` stands for here; InvalidArgumentError if unknown."""
     if name == "auto":
-        return _resolve_auto()
+        return resolve_auto()
     _package(name)
     return name
 

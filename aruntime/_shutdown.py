@@ -3,50 +3,38 @@
 Three ways a backend ends:
 
 * ``close()`` (or the end of a ``with`` block): waits for queued work, then
-  releases everything in dependency order, then reports the first error of
-  an op nobody awaited;
+  releases every resource in the registry, newest first, which is
+  dependency order (see _resources), then reports the first error of an op
+  nobody awaited;
 * garbage collection without ``close()``: :func:`backend_dropped` warns at
   the line that opened the backend, lets every waiter drain and closes the
   driver from the last one out, never blocking the collector;
-* interpreter exit with work in flight: the exit hook abandons every open
-  backend (no more wake-ups, no waiting on the device), since the memory
-  goes with the process anyway.
+* interpreter exit with work in flight: the exit hook (:mod:`aruntime._exit`)
+  abandons every open backend (no more wake-ups, no waiting on the device),
+  since the memory goes with the process anyway.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
-import functools
 import logging
 import threading
 import weakref
-from collections.abc import Callable
-from typing import Any
 
 from ._callsite import user_frame, warn_at
 from ._completion import Completion
-from ._driver import Driver, DriverStream
+from ._driver import Driver
 from ._exceptions import DriverError
-from ._ledger import Entry, unpin
+from ._exit import BACKENDS, at_exit
+from ._ledger import Entry
+from ._op import OpKind
 from ._state import BackendState
-from ._streamstate import StreamState
+from ._submit import AsyncCompletion, SyncCompletion
 from ._waiter import StreamWaiter
 
-__all__ = ["Shutdown", "release_stream"]
+__all__ = ["Shutdown"]
 
 _log = logging.getLogger("aruntime")
 _open: weakref.WeakSet[Shutdown] = weakref.WeakSet()
-_exit_hook_lock = threading.Lock()
-_exit_hook_registered = False
-
-
-def _register_exit_hook() -> None:
-    global _exit_hook_registered
-    with _exit_hook_lock:
-        if not _exit_hook_registered:
-            atexit.register(_abandon_all_at_exit)
-            _exit_hook_registered = True
 
 
 def _abandon_all_at_exit() -> None:
@@ -58,28 +46,6 @@ def _abandon_all_at_exit() -> None:
     """
     for shutdown in list(_open):
         shutdown.abandon()
-
-
-def release_stream(
-    driver: Driver,
-    handle: DriverStream,
-    state: StreamState,
-    done: Callable[[], None] | None = None,
-) -> None:
-    """Destroy a driver stream once its waiter has drained (or right away)."""
-    waiter = state.waiter
-
-    def destroy() -> None:
-        try:
-            driver.stream_destroy(handle)
-        finally:
-            if done is not None:
-                done()
-
-    if waiter is None:
-        destroy()
-    else:
-        waiter.close(on_exit=destroy)
 
 
 def _backend_dropped(
@@ -145,20 +111,13 @@ class Shutdown:
     """The lifecycle part of a backend: its finalizer, close() and abandon()."""
 
     def __init__(
-        self,
-        state: BackendState,
-        backend: object,
-        drain_markers: Callable[[], list[Any]],
-        release_memory: Callable[[Callable[[str, Callable[[], None]], None]], list[Entry]],
-        drained: Callable[[str, Any], Completion],
+        self, state: BackendState, backend: object, policy: SyncCompletion | AsyncCompletion
     ) -> None:
         self._state = state
-        self._drain_markers = drain_markers
-        self._release_memory = release_memory
-        self._drained = drained
+        self._policy = policy
         _open.add(self)
         if not state.driver.synchronous:
-            _register_exit_hook()
+            self.need_exit_hook()
         self._finalizer = weakref.finalize(
             backend, _backend_dropped, state.name, state.driver, state.waiters, user_frame()
         )
@@ -166,8 +125,8 @@ class Shutdown:
 
     @staticmethod
     def need_exit_hook() -> None:
-        """Something besides waiters (an environment trace) must be stopped at exit."""
-        _register_exit_hook()
+        """Open backends must be abandoned at exit (waiters, or an environment trace)."""
+        at_exit(BACKENDS, _abandon_all_at_exit)
 
     def close(self) -> None:
         """Wait for queued work, then release every resource (idempotent).
@@ -177,29 +136,17 @@ class Shutdown:
         """
         site = user_frame()
         state = self._state
-        driver = state.driver
         with state.lock:
             if state.closed:
                 return
             state.closed = True
             self._finalizer.detach()
             streams = state.open_streams()
-            events = list(state.events)
-            graphs = list(state.graphs)
-            modules = list(state.modules.values())
             state.modules.clear()
-            draining = list(state.draining)
         _open.discard(self)
-        errors: list[BaseException] = []
-        parked: list[Callable[[], None]] = []  # memory freed under graphs and captures
-        for st in streams:
-            with st.state.lock:
-                if st.state.capturing:
-                    keepalive, _ = st.state.end_capture()
-                    parked += unpin(keepalive)
-                    with contextlib.suppress(DriverError):
-                        driver.capture_abort(st.handle)
-        waiters = [w for w in (st.state.waiter for st in (*streams, *draining)) if w is not None]
+        # Let every waiter drain, those of streams closed earlier too, before
+        # anything is released: nothing is in flight from here on.
+        waiters = [w for w in (st.state.waiter for st in streams) if w is not None]
         for w in waiters:
             w.close()
         waiters.extend(state.live_waiters())
@@ -208,34 +155,20 @@ class Shutdown:
         state.tracing.stop_all()
         failures = [c for st in streams for c in st.state.take_failures()]
         failures.extend(state.orphans.take())
-        errors.extend(c.error for c in failures if c.error is not None)
-
-        def attempt(what: str, fn: Callable[[], None]) -> None:
+        errors: list[BaseException] = [c.error for c in failures if c.error is not None]
+        leaked = [e for e in state.ledger.entries() if e.kind.owns_memory]
+        for resource in state.resources.close():  # newest first: dependents before what they use
             try:
-                fn()
+                resource.release()
             except DriverError as exc:
-                _log.warning("close %s: %s failed: %s", state.name, what, exc)
+                _log.warning("close %s: releasing %r failed: %s", state.name, resource, exc)
                 errors.append(exc)
-
-        for g in graphs:
-            if g._mark_closed() and g.handle is not None:
-                attempt("graph_destroy", functools.partial(driver.graph_destroy, g.handle))
-                parked += unpin(g.take_keepalive())
-        for release in parked:
-            attempt("mem_free", release)
-        for ev in events:
-            if ev._mark_closed():
-                attempt("event_destroy", functools.partial(driver.event_destroy, ev.handle))
-        for marker in self._drain_markers():
-            attempt("event_destroy", functools.partial(driver.event_destroy, marker))
-        leaked = [e for e in self._release_memory(attempt) if e.kind != "mapped"]
-        for st in streams:
-            st._mark_closed()
-            attempt("stream_destroy", functools.partial(driver.stream_destroy, st.handle))
-        for m in modules:
-            m._mark_closed()
-            attempt("module_unload", functools.partial(driver.module_unload, m.handle))
-        attempt("close", driver.close)
+        state.ledger.clear()
+        try:
+            state.driver.close()
+        except DriverError as exc:
+            _log.warning("close %s: closing the driver failed: %s", state.name, exc)
+            errors.append(exc)
         try:
             if leaked:
                 # Everything is released by now: a warning turned into an
@@ -266,7 +199,7 @@ class Shutdown:
         out = []
         for st in state.open_streams():
             if not st.closed and not st.state.capturing:
-                out.append(self._drained("close", st))
+                out.append(self._policy.drained(OpKind.CLOSE, st))
         # Streams closed with work still queued: await them too, or close()
         # would block the event loop while they drain.
         out.extend(c for c in (w.last_pending() for w in state.live_waiters()) if c is not None)

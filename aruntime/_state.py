@@ -4,8 +4,10 @@
 (is the backend open? which waiters may still run?).  The parts
 (``_submit``, ``_alloc``, ``_objects``, ``_graphs``, ``_shutdown``) each
 own one job over it; :class:`aruntime.Backend` is the facade that holds them.
+Every resource is in one registry, :attr:`BackendState.resources`, which
+each resource joins and leaves itself (docs/design.md).
 
-Locking: ``lock`` guards the registries below and the closed flag; a
+Locking: ``lock`` guards the name index of modules and the closed flag; a
 stream's own lock (``Stream.state.lock``) orders what is enqueued on it.
 Never take ``lock`` while holding a stream's lock and then wait for the
 device.
@@ -23,6 +25,7 @@ from ._exceptions import ClosedResourceError, DriverError
 from ._handles import Event, Graph, HandleOwner, Module, Stream
 from ._ledger import REDZONE_BYTES, Ledger, redzones_enabled
 from ._protocols import Owner
+from ._resources import Resources
 from ._streamstate import FailureList
 from ._trace import Tracing
 from ._waiter import StreamWaiter
@@ -45,12 +48,9 @@ class BackendState:
         self.closed = False
         self.ledger = Ledger(owner)
         self.redzone = REDZONE_BYTES if redzones_enabled() else 0
-        self.streams: weakref.WeakSet[Stream] = weakref.WeakSet()
-        #: Closed streams whose queued work has not drained yet: frees and
-        #: close() must still wait for them.
-        self.draining: set[Stream] = set()
-        self.events: weakref.WeakSet[Event] = weakref.WeakSet()
-        self.graphs: weakref.WeakSet[Graph] = weakref.WeakSet()
+        #: Every live resource, in creation order (see _resources).
+        self.resources = Resources()
+        #: Loaded modules by name (they are in ``resources`` too).
         self.modules: dict[str, Module] = {}
         # Every waiter whose thread may still run, including those of streams
         # closed or dropped earlier (a running thread keeps its waiter alive),
@@ -74,11 +74,11 @@ class BackendState:
 
     def open_streams(self) -> list[Stream]:
         """Every stream not yet closed, the default one included."""
-        with self.lock:
-            streams = list(self.streams)
-            if self.default is not None and self.default not in streams:
-                streams.append(self.default)
-        return streams
+        return [r for r in self.resources.live() if isinstance(r, Stream)]
+
+    def count_open(self, kind: type[Event] | type[Graph] | type[Stream]) -> int:
+        """How many resources of ``kind`` are open (streams: the default one too)."""
+        return sum(1 for r in self.resources.live() if isinstance(r, kind))
 
     def after_queued_work(self, release: Callable[[], None]) -> None:
         """Run ``release`` once every op queued so far, on every stream, has finished."""

@@ -35,12 +35,13 @@ import bisect
 import functools
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ._completion import Completion
 from ._driver import Driver
 from ._exceptions import OutOfMemoryError
+from ._resources import run_all
 
 __all__ = ["REUSE_SLACK", "StreamPool", "rounded_size"]
 
@@ -223,16 +224,15 @@ class StreamPool:
             self._reserved -= block.size
         self._driver.mem_free(block.address)
 
-    def close(self, attempt: Callable[[str, Callable[[], None]], None]) -> None:
-        """At close, with every stream drained: free whatever the pool still holds."""
+    def release(self) -> None:
+        """The backend is closing, every stream drained: free whatever the pool still holds."""
         with self._lock:
             blocks = self._idle.clear()
             for own in self._stream_only.values():
                 blocks += own.clear()
             self._stream_only.clear()
             self._reserved = 0
-        for block in blocks:
-            attempt("mem_free", functools.partial(self._driver.mem_free, block.address))
+        run_all(functools.partial(self._driver.mem_free, block.address) for block in blocks)
 
     def statistics(self) -> tuple[int, int]:
         """``(reserved, idle)`` bytes: every block the pool holds, and those not in use."""

@@ -11,14 +11,24 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
-from ._completion import Completion
-from ._driver import Driver
+from ._completion import Completion, born_captured
+from ._driver import Driver, DriverStream
 from ._ledger import pin
+from ._op import Op, Range
 from ._waiter import StreamWaiter
 
-__all__ = ["FailureList", "StreamState"]
+__all__ = ["CaptureRecord", "FailureList", "StreamState"]
+
+
+class CaptureRecord(NamedTuple):
+    """What a capture recorded: what its graph keeps alive, its ops, their byte ranges."""
+
+    keepalive: list[Any]
+    op_count: int
+    reads: tuple[Range, ...]
+    writes: tuple[Range, ...]
 
 
 class FailureList:
@@ -85,6 +95,8 @@ class StreamState:
         self._on_new_waiter = on_new_waiter
         self._capture_keepalive: list[Any] = []
         self._capture_ops = 0
+        self._capture_reads: list[Range] = []
+        self._capture_writes: list[Range] = []
         self._failures = FailureList()
         self._orphans = orphans  # where errors go once the stream is closed
         # Buffers of ops that reached the driver without a marker behind them
@@ -114,27 +126,42 @@ class StreamState:
         self.capturing = True
         self._capture_keepalive = []
         self._capture_ops = 0
+        self._capture_reads = []
+        self._capture_writes = []
 
-    def captured(self, keepalive: tuple[Any, ...]) -> None:
-        """One more op recorded; ``keepalive`` must live as long as the graph.
+    def capture(self, op: Op, handle: DriverStream) -> Completion:
+        """Record ``op`` into the graph being captured; its Completion never runs.
 
-        Its ledger entries (the device memory the op uses) are pinned from now
-        on, so a free() during the capture or under the graph is deferred.
+        What it uses must live as long as the graph: its ledger entries (the
+        device memory) are pinned from now on, so a free() during the capture
+        or under the graph is deferred.
         """
+        op.call(*op.args, handle)
+        keepalive = (*op.views, *op.keepalive)
         pin(keepalive)
         self._capture_keepalive.extend(keepalive)
+        self._capture_reads.extend(op.reads)
+        self._capture_writes.extend(op.writes)
         self._capture_ops += 1
+        return born_captured(op.kind.public)
 
-    def end_capture(self) -> tuple[list[Any], int]:
-        """Stop capturing: what the graph must keep alive, and how many ops it holds."""
+    def end_capture(self) -> CaptureRecord:
+        """Stop capturing: what the graph must keep alive, its op count and byte ranges."""
         self.capturing = False
-        keepalive, self._capture_keepalive = self._capture_keepalive, []
-        return keepalive, self._capture_ops
+        record = CaptureRecord(
+            self._capture_keepalive,
+            self._capture_ops,
+            tuple(self._capture_reads),
+            tuple(self._capture_writes),
+        )
+        self._capture_keepalive, self._capture_reads, self._capture_writes = [], [], []
+        return record
 
     # -- errors nobody awaited (any thread) ----------------------------------------------
-    def mark_closed(self) -> list[Completion]:
-        """From now on errors go to the backend's list; returns the ones held so far."""
-        return self._failures.close()
+    def mark_closed(self) -> None:
+        """From now on errors go to the backend's list, the ones held so far too."""
+        for failure in self._failures.close():
+            self._orphans.note(failure)
 
     def take_failures(self) -> list[Completion]:
         return self._failures.take()

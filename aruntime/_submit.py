@@ -1,31 +1,29 @@
-"""Submission: put one op on a stream and hand back its Completion.
+"""Completion policies: how an op on a stream gets its Completion finished.
 
-Every async op ends here, in four steps: resolve the stream; if it is
-capturing, record the op into the graph; else enqueue it (through a trace
-span when tracing); and, on an asynchronous driver, record a marker event
-after it and give the pair to the stream's waiter, which finishes the
-Completion when the device passes the marker.
+:meth:`aruntime.Stream.submit` takes the stream's lock, records the op into
+the graph if the stream is capturing, and otherwise hands it to the
+backend's policy, chosen once when the backend opens:
 
-There are two submitters, and a backend picks one when it opens: the
-synchronous one (the mock, where an op has finished when its enqueue
-returns, so there is no marker, no waiter and one shared finished
-Completion per op name) and the asynchronous one.  No op tests which kind
-of driver it runs on.
+* :class:`SyncCompletion`, for drivers whose ops have finished (or raised)
+  when their enqueue returns (the mock): the op runs, and its Completion is
+  born done (one shared finished Completion per op kind when it returns
+  nothing), with no marker and no waiter;
+* :class:`AsyncCompletion`, for drivers that run ops later: after the op, a
+  marker event from the backend's :class:`Markers` pool, handed with the
+  op's Completion to the stream's waiter, which finishes the Completion
+  when the device passes the marker.
 
-An op is passed as ``call, args``: the driver method and its arguments
-before the stream's handle, which every enqueueing driver method takes
-last.  So no op builds a closure per call.
+No op tests which kind of driver it runs on.  Both trace the op when
+tracing is on.  The life of an op end to end is in docs/design.md.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from ._completion import (
     Completion,
-    born_captured,
     born_done,
     done_none,
     failed,
@@ -33,29 +31,34 @@ from ._completion import (
     finish,
 )
 from ._driver import DriverEvent, DriverStream
-from ._exceptions import CaptureError, DriverError, InvalidArgumentError
-from ._handles import Event, Kernel, Stream
+from ._exceptions import DriverError
+from ._handles import Event, Stream
+from ._op import Op, OpKind
 from ._state import BackendState
+from ._streamstate import StreamState
+from ._trace import Tracing
 
-__all__ = ["Submitter", "make_submitter"]
+__all__ = ["AsyncCompletion", "Markers", "SyncCompletion", "make_policy", "with_unseen_errors"]
 
 _log = logging.getLogger("aruntime")
-
-#: A driver method that enqueues an op; the stream's handle is its last argument.
-Call = Callable[..., None]
 
 
 def _nothing(stream: DriverStream) -> None:
     del stream
 
 
-class _Markers:
-    """A pool of the untimed events recorded after each op (one per op in flight)."""
+class Markers:
+    """A pool of the untimed events recorded after each op (one per op in flight).
+
+    A resource of the backend: registered when the backend opens, so it is
+    released after every stream, event and graph.
+    """
 
     def __init__(self, state: BackendState) -> None:
         self._state = state
         self._driver = state.driver
         self._free: list[DriverEvent] = []
+        state.resources.add(self)
 
     def acquire(self) -> DriverEvent:
         with self._state.lock:
@@ -63,291 +66,162 @@ class _Markers:
                 return self._free.pop()
         return self._driver.event_create(False)
 
-    def release(self, marker: DriverEvent) -> None:
+    def give_back(self, marker: DriverEvent) -> None:
         with self._state.lock:
             if not self._state.closed:
                 self._free.append(marker)
                 return
         self._driver.event_destroy(marker)
 
-    def drain(self) -> list[DriverEvent]:
-        """Every pooled marker, for close() to destroy."""
+    def release(self) -> None:
+        """The backend is closing: destroy every pooled marker."""
         with self._state.lock:
             markers, self._free = self._free, []
-        return markers
+        for marker in markers:
+            self._driver.event_destroy(marker)
 
 
-class Submitter:
-    """Resolves streams and submits ops; one per backend (see :func:`make_submitter`)."""
+class _Policy:
+    """What both policies share: the driver, the tracing hub and the marker pool."""
 
-    def __init__(self, state: BackendState, default_stream: Callable[[], Stream]) -> None:
-        self._state = state
+    def __init__(self, state: BackendState, markers: Markers) -> None:
         self._driver = state.driver
-        self._tracing = state.tracing
-        self._owner = state.handles
-        self._default_stream = default_stream
-        self.markers = _Markers(state)
-
-    # -- streams -------------------------------------------------------------------------
-    def resolve(self, stream: object, fn: str, *, allow_closed: bool = False) -> Stream:
-        """The Stream ``stream`` names (None: the default stream), or a clear error."""
-        if stream is None:
-            default = self._state.default
-            return default if default is not None else self._default_stream()
-        if type(stream) is Stream and stream._backend is self._owner and not stream._closed:
-            return stream  # the common case, on every op's path: no calls
-        if not isinstance(stream, Stream):
-            raise TypeError(f"{fn}: stream must be a Stream or None, got {type(stream).__name__}")
-        if stream.backend is not self._owner:
-            raise InvalidArgumentError(f"{fn}: the stream belongs to another backend")
-        if not allow_closed:
-            stream.check_open(fn)
-        return stream
-
-    # -- ops -------------------------------------------------------------------------------
-    def submit(
-        self,
-        op: str,
-        stream: Stream | None,
-        call: Call,
-        args: tuple[Any, ...],
-        *,
-        keepalive: tuple[Any, ...] = (),
-        views: tuple[memoryview, ...] = (),
-        result: Any = None,
-        nbytes: int = 0,
-        kernel: Kernel | None = None,
-    ) -> Completion:
-        """Enqueue ``call(*args, stream_handle)`` on ``stream``; its Completion."""
-        raise NotImplementedError
-
-    def copy_h2d(
-        self, stream: Stream | None, src: Any, view: memoryview, address: int, entry: Any
-    ) -> Completion:
-        """``copy_h2d_async``'s submission (validated): ``view`` of ``src`` to ``address``.
-
-        ``entry`` is the destination's ledger entry (a capture pins it).
-        """
-        return self.submit(
-            "copy_h2d_async",
-            stream,
-            self._driver.memcpy_h2d,
-            (view, address),
-            keepalive=(src, entry),
-            views=(view,),
-            nbytes=view.nbytes,
-        )
-
-    def no_op(self, op: str, stream: Stream | None, result: Any) -> Completion:
-        """The Completion of an op with nothing to do (zero bytes)."""
-        st = self.resolve(stream, op)
-        if st.state.capturing:
-            return born_captured(op)
-        return born_done(op, result)
-
-    def drained(self, op: str, st: Stream) -> Completion:
-        """A Completion that finishes when ``st``'s queue so far has drained."""
-        raise NotImplementedError
-
-    def blocking(self, op: str, call: Call, *args: Any) -> None:
-        """Run one op on the default stream and wait for it (for the core's own use)."""
-        self.submit(op, None, call, args).wait()
-
-    def synchronize(self, fn: str, stream: Stream | None) -> Completion:
-        """``synchronize(stream)``: the queue drained, then the stream's unseen errors."""
-        st = self.resolve(stream, fn)
-        if st.state.capturing:
-            raise CaptureError(f"{fn}: {st!r} is capturing; end the capture first")
-        return _with_unseen_errors(self.drained(fn, st), st, fn)
-
-    def event_synchronize(self, fn: str, event: Event) -> Completion:
-        raise NotImplementedError
+        self._tracing: Tracing = state.tracing
+        self._markers = markers
 
 
-class _SyncSubmitter(Submitter):
+class SyncCompletion(_Policy):
     """For drivers whose ops have finished (or raised) when their enqueue returns."""
 
-    def __init__(self, state: BackendState, default_stream: Callable[[], Stream]) -> None:
-        super().__init__(state, default_stream)
-        self._memcpy_h2d = state.driver.memcpy_h2d
-        self._h2d_done = done_none("copy_h2d_async")
+    def __init__(self, state: BackendState, markers: Markers) -> None:
+        super().__init__(state, markers)
+        # One shared finished Completion per kind, for the ops that return nothing.
+        self._done = {kind.public: done_none(kind.public) for kind in OpKind.ALL}
 
-    def submit(
-        self,
-        op: str,
-        stream: Stream | None,
-        call: Call,
-        args: tuple[Any, ...],
-        *,
-        keepalive: tuple[Any, ...] = (),
-        views: tuple[memoryview, ...] = (),
-        result: Any = None,
-        nbytes: int = 0,
-        kernel: Kernel | None = None,
-    ) -> Completion:
-        st = self.resolve(stream, op)
-        state = st.state
-        with state.lock:
-            if state.capturing:
-                call(*args, st.handle)
-                state.captured((*views, *keepalive))
-                return born_captured(op)
-            recorder = self._tracing.recorder
-            try:
-                if recorder is None:
-                    call(*args, st.handle)
+    def run(self, op: Op, stream: Stream) -> Completion:
+        recorder = self._tracing.recorder
+        name = op.kind.public
+        try:
+            if recorder is None:
+                op.call(*op.args, stream.handle)
+            else:
+                span = recorder.span(name, stream, op.nbytes, op.kernel)
+                if span is None:
+                    op.call(*op.args, stream.handle)
                 else:
-                    span = recorder.span(op, st, nbytes, kernel)
-                    if span is None:
-                        call(*args, st.handle)
-                    else:
-                        span.enqueue(call, args, st.handle)
-            except DriverError as exc:
-                return failed(Completion(op, state), exc)
-        return done_none(op) if result is None else born_done(op, result)
-
-    def copy_h2d(
-        self, stream: Stream | None, src: Any, view: memoryview, address: int, entry: Any
-    ) -> Completion:
-        # The hottest op of a synchronous driver (the mock): no keepalive to
-        # hold, no closure, no kwargs, and the stream lock taken without ``with``.
-        if stream is None:
-            st = self._state.default or self._default_stream()
-        elif type(stream) is Stream and stream._backend is self._owner and not stream._closed:
-            st = stream
-        else:
-            st = self.resolve(stream, "copy_h2d_async")
-        state = st.state
-        state.acquire()
-        try:
-            if not state.capturing and self._tracing.recorder is None:
-                try:
-                    self._memcpy_h2d(view, address, st.handle)
-                except DriverError as exc:
-                    return failed(Completion("copy_h2d_async", state), exc)
-                return self._h2d_done
-        finally:
-            state.release()
-        return super().copy_h2d(st, src, view, address, entry)
-
-    def drained(self, op: str, st: Stream) -> Completion:
-        # Everything already ran, but the device may be in a sticky error
-        # state that a real synchronize would report: ask the driver.
-        marker = self.markers.acquire()
-        try:
-            self._driver.event_record(marker, st.handle)
+                    span.enqueue(op.call, op.args, stream.handle)
         except DriverError as exc:
-            return failed(Completion(op, st.state), exc)
+            return failed(Completion(name, stream.state), exc)
+        result = op.result
+        return self._done[name] if result is None else born_done(name, result)
+
+    def drained(self, kind: OpKind, stream: Stream) -> Completion:
+        """Done at once, unless the driver reports a sticky error at a marker.
+
+        Everything already ran, but the device may be in a sticky error state
+        that a real synchronize would report: ask the driver.
+        """
+        markers = self._markers
+        marker = markers.acquire()
+        try:
+            self._driver.event_record(marker, stream.handle)
+        except DriverError as exc:
+            return failed(Completion(kind.public, stream.state), exc)
         finally:
-            self.markers.release(marker)
-        return born_done(op)
+            markers.give_back(marker)
+        return born_done(kind.public)
 
-    def event_synchronize(self, fn: str, event: Event) -> Completion:
-        return born_done(fn)
+    def event_synchronize(self, name: str, event: Event) -> Completion:
+        return born_done(name)
 
 
-class _AsyncSubmitter(Submitter):
+class AsyncCompletion(_Policy):
     """For drivers that run ops later: a marker after each op, a waiter per stream."""
 
-    def submit(
-        self,
-        op: str,
-        stream: Stream | None,
-        call: Call,
-        args: tuple[Any, ...],
-        *,
-        keepalive: tuple[Any, ...] = (),
-        views: tuple[memoryview, ...] = (),
-        result: Any = None,
-        nbytes: int = 0,
-        kernel: Kernel | None = None,
-    ) -> Completion:
-        st = self.resolve(stream, op)
-        state = st.state
-        handle = st.handle
-        with state.lock:
-            if state.capturing:
-                call(*args, handle)
-                state.captured((*views, *keepalive))
-                return born_captured(op)
-            if state.stranded:  # finishes only once the stream is past them
-                keepalive = (*keepalive, *state.stranded)
-                state.stranded.clear()
-            completion = Completion(op, state, result, keepalive, views)
-            recorder = self._tracing.recorder
-            span = None if recorder is None else recorder.span(op, st, nbytes, kernel)
-            try:
-                if span is None:
-                    call(*args, handle)
-                else:
-                    span.enqueue(call, args, handle)  # drops the span if the op raises
-            except DriverError as exc:
-                # A staged copy may have queued some of its pieces before failing.
-                state.stranded.extend(failed_queued(completion, exc))
-                return completion
-            # From here the op is queued: its buffers must outlive it even if
-            # no marker can follow it (say, the backend closing under another
-            # thread), so on any failure they wait for the stream's next op.
-            try:
-                self._follow_with_marker(completion, handle, state, span)
-            except DriverError as exc:
-                if span is not None:
-                    span.abandon()
-                state.stranded.extend(failed_queued(completion, exc))
-                return completion
-            except BaseException:
-                state.stranded.extend((*keepalive, *views))
-                if span is not None:
-                    span.abandon()
-                raise
+    def run(self, op: Op, stream: Stream) -> Completion:
+        state = stream.state
+        handle = stream.handle
+        keepalive = op.keepalive
+        if state.stranded:  # finishes only once the stream is past them
+            keepalive = (*keepalive, *state.stranded)
+            state.stranded.clear()
+        name = op.kind.public
+        completion = Completion(name, state, op.result, keepalive, op.views)
+        recorder = self._tracing.recorder
+        span = None if recorder is None else recorder.span(name, stream, op.nbytes, op.kernel)
+        try:
+            if span is None:
+                op.call(*op.args, handle)
+            else:
+                span.enqueue(op.call, op.args, handle)  # drops the span if the op raises
+        except DriverError as exc:
+            # A staged copy may have queued some of its pieces before failing.
+            state.stranded.extend(failed_queued(completion, exc))
+            return completion
+        # From here the op is queued: its buffers must outlive it even if no
+        # marker can follow it (say, the backend closing under another
+        # thread), so on any failure they wait for the stream's next op.
+        try:
+            self._follow_with_marker(completion, handle, state, span)
+        except DriverError as exc:
+            if span is not None:
+                span.abandon()
+            state.stranded.extend(failed_queued(completion, exc))
+            return completion
+        except BaseException:
+            state.stranded.extend((*keepalive, *op.views))
+            if span is not None:
+                span.abandon()
+            raise
         return completion
 
     def _follow_with_marker(
-        self, completion: Completion, handle: DriverStream, state: Any, span: Any
+        self, completion: Completion, handle: DriverStream, state: StreamState, span: Any
     ) -> None:
         """Record a marker behind the op just queued and hand it to the stream's waiter."""
-        markers = self.markers
+        markers = self._markers
         marker = markers.acquire()  # may raise: a sticky error surfacing at event creation
         try:
             self._driver.event_record(marker, handle)
         except BaseException:
-            markers.release(marker)
+            markers.give_back(marker)
             raise
         if span is not None:
             span.follow(completion, handle)
-        state.started_waiter().submit(marker, completion, markers.release)
+        state.started_waiter().submit(marker, completion, markers.give_back)
 
-    def drained(self, op: str, st: Stream) -> Completion:
-        return self.submit(op, st, _nothing, ())
+    def drained(self, kind: OpKind, stream: Stream) -> Completion:
+        """A Completion that finishes when ``stream``'s queue so far has drained."""
+        return stream.submit(Op(kind, _nothing, ()))
 
-    def event_synchronize(self, fn: str, event: Event) -> Completion:
+    def event_synchronize(self, name: str, event: Event) -> Completion:
         stream = event.last_stream
         if stream is None:
-            return born_done(fn)
+            return born_done(name)
         state = stream.state
         if stream.closed:
             # close() never blocks, so the stream may still be draining the
             # work before the event: finish once the last op queued on it has.
             last = state.last_pending()
             if last is None:
-                return born_done(fn)
-            reached = Completion(fn, None)
+                return born_done(name)
+            reached = Completion(name, None)
             if not last.subscribe(lambda: finish(reached)):
                 finish(reached)
             return reached
-        completion = Completion(fn, state)
+        completion = Completion(name, state)
         with state.lock:
             state.started_waiter().submit(event.handle, completion, None)
         return completion
 
 
-def make_submitter(state: BackendState, default_stream: Callable[[], Stream]) -> Submitter:
-    """The submitter for ``state``'s driver, chosen once."""
-    cls = _SyncSubmitter if state.driver.synchronous else _AsyncSubmitter
-    return cls(state, default_stream)
+def make_policy(state: BackendState, markers: Markers) -> SyncCompletion | AsyncCompletion:
+    """The completion policy for ``state``'s driver, chosen once."""
+    cls = SyncCompletion if state.driver.synchronous else AsyncCompletion
+    return cls(state, markers)
 
 
-def _with_unseen_errors(marker: Completion, stream: Stream, op: str) -> Completion:
+def with_unseen_errors(marker: Completion, stream: Stream, name: str) -> Completion:
     """A Completion that finishes with ``marker``, failing with the stream's unseen errors.
 
     It is on the stream: if this ``synchronize()`` fails and nobody sees it
@@ -355,7 +229,7 @@ def _with_unseen_errors(marker: Completion, stream: Stream, op: str) -> Completi
     ``synchronize()`` or ``close()`` instead of being lost.
     """
     state = stream.state
-    result = Completion(op, state)
+    result = Completion(name, state)
 
     def settle() -> None:
         failures = state.take_failures()
@@ -363,7 +237,7 @@ def _with_unseen_errors(marker: Completion, stream: Stream, op: str) -> Completi
         if failures:
             error = failures[0].error
             for f in failures:
-                _log.error("%s: error from an op nobody awaited: %s", op, f.error)
+                _log.error("%s: error from an op nobody awaited: %s", name, f.error)
         finish(result, error)
 
     if not marker.subscribe(settle):

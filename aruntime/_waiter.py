@@ -9,8 +9,8 @@ polls at an interval.
 Python runs on these threads, but they are ours, not the driver's: no driver
 lock is held while the wake-ups run.
 
-Completion policy (DESIGN.md section 6, rule 6: spin-then-block, measured)
---------------------------------------------------------------------------
+Waiting policy (docs/design.md, "Threads": spin-then-block, measured)
+---------------------------------------------------------------------
 Thread wake-ups and the GIL, not driver calls, are what an await costs on
 the sims, so the policy removes wake-ups rather than shaving calls (the
 measurements behind it are in ``docs/performance.md`` and come from

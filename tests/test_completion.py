@@ -369,7 +369,7 @@ def test_finished_trio_run_while_wake_pending_is_skipped() -> None:
             except trio.RunFinishedError:
                 tokens.append("finished")
 
-        c._add_callback(wake)
+        c.subscribe(wake)
 
     trio.run(grab)  # the run ends before the op does
     c.wait(timeout=30)

@@ -81,7 +81,7 @@ ENTRY_POINTS: dict[str, tuple[int, tuple[str, ...]]] = {
     "destroy_graph": (1, ()),
     "array": (3, ("strides", "stream")),
     "array_from_numpy": (1, ("stream",)),
-    # Compute operations (DESIGN.md section 7).
+    # Compute operations.
     "gemm": (
         6,
         ("lda", "ldb", "ldc", "trans_a", "trans_b", "alpha", "beta", "dtype", "stream"),
@@ -460,8 +460,8 @@ class Invariants:
         gpu = self.gpu
         with contextlib.suppress(ar.AruntimeError):
             gpu.synchronize().wait(30)  # a fuzzed op may have failed unobserved
-        for s in list(gpu._streams):
-            s._take_failures()
+        for s in gpu._state.open_streams():
+            s.state.take_failures()
         out = np.empty_like(CANARY)
         gpu.copy_d2h(self.canary, out)
         np.testing.assert_array_equal(out, CANARY)

@@ -1,4 +1,4 @@
-"""Threads: O(streams), created lazily, all ended by close (DESIGN.md section 6)."""
+"""Threads: O(streams), created lazily, all ended by close (docs/design.md, "Threads")."""
 
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ def test_wake_ups_run_on_waiter_threads_not_driver_threads() -> None:
     ptr = gpu.alloc(8)
     c = gpu.memset_async(ptr, 0, 8)
     seen: list[str] = []
-    assert c._add_callback(lambda: seen.append(threading.current_thread().name))
+    assert c.subscribe(lambda: seen.append(threading.current_thread().name))
     c.wait(30)
     assert seen and seen[0].startswith("aruntime-waiter-"), seen
     gpu.free(ptr)

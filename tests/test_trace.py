@@ -148,7 +148,7 @@ def test_mock_trace_file_structure(tmp_path: Path) -> None:
             gpu.memset_async(dev, 0, 16, stream=side)
             gpu.copy_d2h_async(dev, host)
             gpu.synchronize()  # a marker, not an op: not traced
-        assert trace.written and not trace.active and gpu._tracer is None
+        assert trace.written and not trace.active and gpu._tracing.recorder is None
         gpu.free(dev)
     spans = load(path)
     assert [s["args"]["op"] for s in spans] == [
@@ -408,7 +408,7 @@ def test_env_trace_to_a_missing_folder_warns(
     with pytest.warns(RuntimeWarning, match="not tracing: ARUNTIME_TRACE: the folder"):
         gpu = ar.open_backend("mock")
     with gpu:
-        assert gpu._tracer is None
+        assert gpu._tracing.recorder is None
 
 
 def test_env_trace_on_cuda_sim(tmp_path: Path) -> None:

@@ -62,7 +62,7 @@ async def test_awaits_finish_in_queue_order() -> None:
         order: list[int] = []
         ops = [gpu.memset_async(dev, i & 0xFF, 64, stream=stream) for i in range(200)]
         for i, op in enumerate(ops):
-            if not op._add_callback(lambda i=i: order.append(i)):
+            if not op.subscribe(lambda i=i: order.append(i)):
                 order.append(i)
         for op in reversed(ops):
             await op
@@ -80,7 +80,7 @@ async def test_await_query_finishes_a_done_op_here() -> None:
     dev = gpu.alloc(64)
     try:
         await gpu.memset_async(dev, 0, 64, stream=stream)
-        waiter = stream._waiter_box[0]
+        waiter = stream.state.waiter
         assert waiter is not None
         for _ in range(50):
             op = gpu.memset_async(dev, 1, 64, stream=stream)

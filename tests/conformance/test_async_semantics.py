@@ -1,4 +1,4 @@
-"""Completion semantics every backend must honour (DESIGN.md section 4)."""
+"""Completion semantics every backend must honour (docs/design.md, "The life of an op")."""
 
 from __future__ import annotations
 
@@ -130,4 +130,4 @@ async def test_async_with_waits_for_queued_work(backend: ar.Backend) -> None:
         backend.free(a)  # released once the queued ops have run
     assert backend.closed
     assert (out == 9).all()
-    assert all(w.join(timeout=0) for w in list(backend._waiters))  # every waiter ended
+    assert all(w.join(timeout=0) for w in list(backend._state.waiters))  # every waiter ended

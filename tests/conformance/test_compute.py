@@ -1,4 +1,4 @@
-"""The compute operations (DESIGN.md section 7) against numpy, on every backend.
+"""The compute operations against numpy, on every backend.
 
 Each op runs on every backend the ``backend`` fixture opens here (mock, the
 threaded mock, cuda-sim, levelzero-sim; cuda and levelzero on real devices)

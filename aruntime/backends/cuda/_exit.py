@@ -1,13 +1,13 @@
-"""The interpreter-exit hook shared by every open CUDA driver (see the driver's docstring)."""
+"""The CUDA drivers' part of the interpreter-exit hook (see the driver's docstring)."""
 
 from __future__ import annotations
 
-import atexit
 import os
-import threading
 import time
 import weakref
 from typing import Protocol
+
+from ..._exit import DRIVERS, at_exit
 
 _EXIT_TIMEOUT_ENV = "ARUNTIME_CUDA_EXIT_TIMEOUT_S"
 
@@ -17,16 +17,10 @@ class _Exiting(Protocol):
 
 
 _live_drivers: weakref.WeakSet[_Exiting] = weakref.WeakSet()
-_exit_hook_lock = threading.Lock()
-_exit_hook_registered = False
 
 
 def _register_exit_hook() -> None:
-    global _exit_hook_registered
-    with _exit_hook_lock:
-        if not _exit_hook_registered:
-            atexit.register(_at_exit)
-            _exit_hook_registered = True
+    at_exit(DRIVERS, _at_exit)
 
 
 def _at_exit() -> None:

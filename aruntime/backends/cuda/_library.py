@@ -1,7 +1,7 @@
 """Finding, loading and initialising the CUDA driver library.
 
-Lookup order (DESIGN.md section 2), tried lazily on the first open, never at
-import:
+Lookup order (``ARUNTIME_CUDA_LIBRARY`` in docs/backends.md), tried lazily on
+the first open, never at import:
 
 * ``cuda``: the path in ``ARUNTIME_CUDA_LIBRARY`` when set, then the system
   name ``libcuda.so.1`` (the dynamic loader's search: ``LD_LIBRARY_PATH``,
