@@ -63,7 +63,7 @@ def _package(name: str) -> tuple[BackendPackage, bool]:
 
 
 def resolve_auto() -> str:
-    """The backend ``open_backend("auto")`` opens (DESIGN.md section 2), without opening it."""
+    """The backend ``open_backend("auto")`` opens, without opening it (docs/backends.md)."""
     forced = os.environ.get("ARUNTIME_BACKEND")
     if forced:
         if forced == "auto" or forced not in _BACKENDS:

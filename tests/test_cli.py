@@ -147,7 +147,7 @@ def test_demo_says_when_it_falls_back(
 def test_demo_backend_auto_is_open_backends_auto(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """One rule for "auto" (DESIGN.md section 2); the demo's own preference is "best"."""
+    """One rule for "auto" (docs/backends.md); the demo's own preference is "best"."""
     from aruntime._registry import resolve_auto
 
     monkeypatch.delenv("ARUNTIME_BACKEND", raising=False)

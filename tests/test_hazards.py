@@ -1,9 +1,8 @@
 """The stream-race checker's happens-before rules, on their own (no backend).
 
-Each rule of DESIGN.md section 10 is one test here: what orders two ops, what
-does not, and that a race's message names both ops, both streams, the
-overlapping bytes and both call sites.  The end-to-end tests, through every
-backend, are in tests/conformance/test_hazards.py.
+Each happens-before rule is one test here: what orders two ops (stream order,
+an event, a host wait), what does not, and that a race's message names both
+ops, both streams, the overlapping bytes and both call sites.
 """
 
 from __future__ import annotations
