@@ -17,26 +17,26 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
 import numpy as np
-from _harness import console, median, parse_args, table
+from _harness import SKIPPED, console, median, parse_args, table
 
 import aruntime as ar
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "ray_serve"))
-
-import client
-from deployment import Scaler
-
+# The example's modules import Ray, which is optional (aruntime[ray]): they are
+# loaded in main, so that `aruntime bench` can report the skip.
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "ray_serve"
 INFLIGHT = 32
+QUICK_ARGV = ["--quick"]
 
 
-async def in_process(n: int) -> float:
+async def in_process(scaler_type: Any, n: int) -> float:
     """Requests per second with the handler called directly, ``INFLIGHT`` at a time."""
     values = np.arange(256, dtype=np.float32)
     async with ar.open_backend("cuda-sim") as gpu:
-        scaler = Scaler(gpu)
+        scaler = scaler_type(gpu)
         limit = anyio.Semaphore(INFLIGHT)
 
         async def one() -> None:
@@ -51,7 +51,7 @@ async def in_process(n: int) -> float:
         return n / (time.perf_counter() - start)
 
 
-async def through_serve(url: str, n: int) -> float:
+async def through_serve(client: Any, url: str, n: int) -> float:
     start = time.perf_counter()
     outcomes = await client.fire(url, n)
     elapsed = time.perf_counter() - start
@@ -59,18 +59,28 @@ async def through_serve(url: str, n: int) -> float:
     return n / elapsed
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def main(argv: Sequence[str] | None = None) -> int | None:
     args = parse_args(__doc__.splitlines()[0], argv)
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        console.print("bench_serve needs Ray Serve: pip install 'aruntime[ray]'", markup=False)
+        return SKIPPED
+    if str(EXAMPLE) not in sys.path:
+        sys.path.insert(0, str(EXAMPLE))
+    import client
+    from deployment import Scaler
+
     n = 64 if args.quick else 400
     rounds = args.rounds or (1 if args.quick else 3)
     os.environ.setdefault("ARUNTIME_SIM_DEVICES", "2")
     url = client.start("cuda-sim", replicas=2, sim_devices=2)
     try:
-        anyio.run(through_serve, url, 32)  # warm the proxy, the router and the replicas
+        anyio.run(through_serve, client, url, 32)  # warm the proxy, the router and the replicas
         local, served = [], []
         for _ in range(rounds):
-            local.append(anyio.run(in_process, n))
-            served.append(anyio.run(through_serve, url, n))
+            local.append(anyio.run(in_process, Scaler, n))
+            served.append(anyio.run(through_serve, client, url, n))
     finally:
         client.stop()
     t = table(
@@ -81,7 +91,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     t.add_row("in-process (one backend)", f"{lo:,.0f}", "1.00x")
     t.add_row("Ray Serve (2 replicas, HTTP)", f"{se:,.0f}", f"{se / lo:.2f}x")
     console.print(t)
+    return None
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

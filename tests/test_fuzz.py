@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import aruntime as ar
+from aruntime._ledger import AllocKind
 from aruntime.testing import open_test_backend
 
 SETTINGS = settings(
@@ -395,12 +396,14 @@ def release_one(gpu: ar.Backend, obj: Any) -> None:
         elif isinstance(obj, ar.DevicePtr) and obj.backend is gpu:
             entry = gpu._ledger.get(obj._alloc_id)
             if entry is not None and entry.address == obj.address:
-                if entry.kind == "arena":
+                if entry.kind is AllocKind.ARENA:
                     gpu.free_arena(obj)
-                elif entry.kind in ("device", "managed"):
+                elif entry.kind in (AllocKind.DEVICE, AllocKind.MANAGED):
                     gpu.free(obj)
-                elif entry.kind == "async":
+                elif entry.kind is AllocKind.ASYNC:
                     gpu.free_async(obj)
+                elif entry.kind is not AllocKind.MAPPED:  # a mapping goes with its host buffer
+                    raise AssertionError(f"release_one: no way to free a {entry.kind!r}")
         elif isinstance(obj, ar.HostBuffer) and obj.backend is gpu and not obj.freed:
             if obj.address == obj._record.address:  # type: ignore[union-attr]
                 gpu.free_host_pinned(obj)
