@@ -129,6 +129,13 @@ class _Handle(abc.ABC):
         """True once released (by ``close()`` where it has one, or when its backend closes)."""
         return self._closed
 
+    def usable_by(self, owner: object) -> bool:
+        """Whether ``owner`` may use this handle: its own backend's, and not closed.
+
+        The check every op makes of its stream, in one call.
+        """
+        return self._backend is owner and not self._closed
+
     def _claim(self) -> bool:
         """Take this handle out of the registry; True for the one caller that releases it."""
         if self._closed or not self._resources.claim(self._serial):
@@ -181,7 +188,8 @@ class Stream(_Handle):
         #: The core's bookkeeping for this stream (lock, waiter, capture, errors).
         self.state = state
         self._driver = driver
-        self._policy = policy
+        #: The backend's completion policy's ``run`` (see :meth:`submit`).
+        self._run = policy.run
         self._defer = defer
         drop = None if default else functools.partial(release_stream, driver, handle, state)
         super().__init__(backend, resources, drop)
@@ -210,7 +218,7 @@ class Stream(_Handle):
         try:
             if state.capturing:
                 return state.capture(op, self.handle)
-            return self._policy.run(op, self)
+            return self._run(op, self)
         finally:
             state.release()
 

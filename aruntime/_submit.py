@@ -96,24 +96,30 @@ class SyncCompletion(_Policy):
     def __init__(self, state: BackendState, markers: Markers) -> None:
         super().__init__(state, markers)
         # One shared finished Completion per kind, for the ops that return nothing.
-        self._done = {kind.public: done_none(kind.public) for kind in OpKind.ALL}
+        self._done = {kind: done_none(kind.public) for kind in OpKind.ALL}
 
     def run(self, op: Op, stream: Stream) -> Completion:
-        recorder = self._tracing.recorder
-        name = op.kind.public
         try:
-            if recorder is None:
+            if self._tracing.recorder is None:
                 op.call(*op.args, stream.handle)
             else:
-                span = recorder.span(name, stream, op.nbytes, op.kernel)
-                if span is None:
-                    op.call(*op.args, stream.handle)
-                else:
-                    span.enqueue(op.call, op.args, stream.handle)
+                self._traced(op, stream)
         except DriverError as exc:
-            return failed(Completion(name, stream.state), exc)
+            return failed(Completion(op.kind.public, stream.state), exc)
         result = op.result
-        return self._done[name] if result is None else born_done(name, result)
+        return self._done[op.kind] if result is None else born_done(op.kind.public, result)
+
+    def _traced(self, op: Op, stream: Stream) -> None:
+        recorder = self._tracing.recorder
+        span = (
+            None
+            if recorder is None
+            else recorder.span(op.kind.public, stream, op.nbytes, op.kernel)
+        )
+        if span is None:
+            op.call(*op.args, stream.handle)
+        else:
+            span.enqueue(op.call, op.args, stream.handle)
 
     def drained(self, kind: OpKind, stream: Stream) -> Completion:
         """Done at once, unless the driver reports a sticky error at a marker.
