@@ -86,7 +86,6 @@ typedef struct lz_list {
 typedef struct lz_module {
     lz_obj base;
     arsim_module *m;
-    int fd; /* the memfd it was loaded from; see lz_module.c */
 } lz_module;
 
 typedef struct lz_build_log {

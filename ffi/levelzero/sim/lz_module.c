@@ -8,12 +8,9 @@
  * (ZE_MODULE_FORMAT_NATIVE) is the bytes of a host shared object built from
  * the portable kernel sources (ffi/kernels/ar_host_abi.h). */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "../../sim/spirv/spv.h"
 #include "lz_internal.h"
@@ -45,40 +42,7 @@ static void module_finalize(lz_obj *o) {
     lz_module *m = (lz_module *)o;
     /* Launches still queued hold their own module references in the engine. */
     if (m->m) arsim_module_unload(m->m);
-    if (m->fd >= 0) close(m->fd);
     free(m);
-}
-
-/* Loads image through a memfd that stays open while the module lives.
- *
- * Why not arsim_module_load: it dlopens "/proc/self/fd/N" and closes N at
- * once, so the next module can get the same N, and glibc's dlopen matches
- * already-loaded objects by that path string before it looks at the file:
- * the second module silently becomes the first one again.  Keeping N open
- * until the module is unloaded makes the path unique among live modules. */
-static arsim_status load_native(const void *image, size_t size, arsim_module **out, int *fd_out) {
-    *fd_out = -1;
-    if (size < 4 || memcmp(image, "\177ELF", 4) != 0) return ARSIM_ERR_INVALID_IMAGE;
-    int fd = memfd_create("arze-module", MFD_CLOEXEC);
-    if (fd < 0) return ARSIM_ERR_OUT_OF_MEMORY;
-    const char *p = image;
-    size_t left = size;
-    while (left) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            close(fd);
-            return ARSIM_ERR_OUT_OF_MEMORY;
-        }
-        p += w;
-        left -= (size_t)w;
-    }
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    arsim_status st = arsim_module_load_file(path, out);
-    if (st != ARSIM_OK) close(fd);
-    else *fd_out = fd;
-    return st;
 }
 
 /* Compiles a SPIR-V module for the executor; on failure, the build log says
@@ -137,7 +101,6 @@ ZE_APIEXPORT ze_result_t zeModuleCreate(ze_context_handle_t hContext, ze_device_
         }
     }
     arsim_module *am = NULL;
-    int fd = -1;
     arsim_status st;
     if (desc->format == ZE_MODULE_FORMAT_IL_SPIRV) {
         ze_result_t r = load_spirv(desc->pInputModule, desc->inputSize, &am, phBuildLog);
@@ -145,7 +108,9 @@ ZE_APIEXPORT ze_result_t zeModuleCreate(ze_context_handle_t hContext, ze_device_
             return r;
         st = ARSIM_OK;
     } else {
-        st = load_native(desc->pInputModule, desc->inputSize, &am, &fd);
+        /* The engine's loader keeps the image's memfd open for the module's
+         * life, so two live modules never share a /proc/self/fd path. */
+        st = arsim_module_load(desc->pInputModule, desc->inputSize, &am);
     }
     if (st != ARSIM_OK) {
         char msg[256];
@@ -160,12 +125,10 @@ ZE_APIEXPORT ze_result_t zeModuleCreate(ze_context_handle_t hContext, ze_device_
     lz_module *m = calloc(1, sizeof *m);
     if (!m) {
         arsim_module_unload(am);
-        close(fd);
         return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
     }
     m->base = (lz_obj){.type = LZ_T_MODULE, .refs = 1, .finalize = module_finalize};
     m->m = am;
-    m->fd = fd;
     if (!lz_register(&m->base)) {
         module_finalize(&m->base);
         return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
