@@ -40,9 +40,9 @@ import aruntime as ar
 QUICK_ARGV = ["--quick"]
 KINDS = ("cuda-sim", "levelzero-sim")
 #: The peer link, and the host copy engines (faster: not what is measured).
-PEER_GBPS, COPY_GBPS = 4.0, 32.0
+PEER_GBPS, COPY_GBPS = 1.0, 8.0
 #: What every device op costs in the pool run: the device is the bottleneck.
-OP_LATENCY_US = 5000.0
+OP_LATENCY_US = 20_000.0
 INFLIGHT = 64
 
 
