@@ -41,6 +41,7 @@ from ._ledger import AllocKind, Ledger
 from ._memory import Allocation, DevicePtr, HostBuffer
 from ._objects import Objects
 from ._op import Op, OpKind
+from ._peer_copy import PeerCopies
 from ._shutdown import Shutdown
 from ._state import BackendState
 from ._submit import Markers, make_policy, with_unseen_errors
@@ -87,6 +88,7 @@ class Backend(ComputeOps):
         self._objects = Objects(state, self._policy)
         self._alloc = Allocator(state, self, self._objects)
         self._graphs_part = Graphs(state, self._objects)
+        self._peers = PeerCopies(state, self, self._objects)
         self._shutdown = Shutdown(state, self, self._policy)
         self._tracing = state.tracing
         env_trace = trace_env_path()
@@ -395,6 +397,8 @@ class Backend(ComputeOps):
         self._state.check_open(fn)
         n = check_count(nbytes, fn, "nbytes")
         src, dst = device_operand(src, fn, "src"), device_operand(dst, fn, "dst")
+        if src._backend is not self or dst._backend is not self:
+            return self._peers.copy(src, dst, n, stream)
         src_entry = self._ledger.check_range(src, n, fn, "src")
         dst_entry = self._ledger.check_range(dst, n, fn, "dst")
         st = self._objects.resolve(stream, fn)
@@ -409,6 +413,13 @@ class Backend(ComputeOps):
         args = (s_addr, d_addr, n)
         call = self._driver.memcpy_d2d
         return st.submit(Op(OpKind.COPY_D2D, call, args, (src_entry, dst_entry), (), n))
+
+    def can_access_peer(self, other: Backend) -> bool:
+        """Whether this device reaches ``other``'s memory directly (False for itself).
+
+        ``copy_d2d_async`` between two devices of one driver works either way.
+        """
+        return self._peers.can_access(other)
 
     def copy_d2d_2d_async(
         self,

@@ -183,6 +183,34 @@ class Driver(abc.ABC):
     @abc.abstractmethod
     def stream_wait_event(self, stream: DriverStream, event: DriverEvent) -> None: ...
 
+    # -- several devices -------------------------------------------------
+    def is_peer(self, other: Driver) -> bool:
+        """Whether ``other`` is another device of this same driver (peer copies, waits)."""
+        return False
+
+    def can_access_peer(self, other: Driver) -> bool:
+        """Whether this device reaches ``other``'s memory directly (only asked of a peer)."""
+        return False
+
+    def peer_wait_event(self, stream: DriverStream, event: DriverEvent, other: Driver) -> None:
+        """``stream_wait_event`` with an event of ``other``, a peer (see :meth:`is_peer`)."""
+        self.stream_wait_event(stream, event)
+
+    def memcpy_peer(
+        self,
+        src: int,
+        dst: int,
+        nbytes: int,
+        src_driver: Driver,
+        dst_driver: Driver,
+        stream: DriverStream,
+    ) -> None:
+        """Enqueue a copy between two peers' memory on this device's ``stream``.
+
+        ``src_driver`` and ``dst_driver`` own the two sides; one of them is this driver.
+        """
+        raise NotImplementedError
+
     # -- async ops (enqueue only) ----------------------------------------
     @abc.abstractmethod
     def memcpy_h2d(self, src: memoryview, dst: int, stream: DriverStream) -> None: ...

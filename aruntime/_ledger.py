@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from ._callsite import caller_site
 from ._exceptions import InvalidArgumentError
 from ._memory import Allocation, DevicePtr, HostBuffer
+from ._peer import describe_device
 from ._protocols import Owner
 from ._resources import Resources
 
@@ -197,9 +198,10 @@ class Ledger:
         if not isinstance(ptr, DevicePtr):
             raise TypeError(f"{fn}: {what} must be a DevicePtr, got {type(ptr).__name__}")
         if ptr.backend is not self._backend:
+            theirs, mine = describe_device(ptr.backend), describe_device(self._backend)
+            hint = "" if theirs == mine else "; only copy_d2d_async copies between devices"
             raise InvalidArgumentError(
-                f"{fn}: {what} belongs to another backend ({ptr.backend.name}), "
-                f"not this one ({self._backend.name})"
+                f"{fn}: {what} belongs to another backend ({theirs}), not this one ({mine}){hint}"
             )
         entry = self._entries.get(ptr.alloc_id)
         if entry is None:

@@ -16,6 +16,7 @@ import numpy as np
 from ._driver import Driver, DriverStream
 from ._exceptions import CaptureError, InvalidArgumentError
 from ._handles import Event, Kernel, Module, Stream, SubmitPolicy
+from ._peer import peer_driver
 from ._state import BackendState
 from ._streamstate import StreamState
 from ._validate import no_module_message
@@ -126,11 +127,20 @@ class Objects:
         fn = "stream_wait_event"
         self._state.check_open(fn)
         st = self.resolve(stream, fn)
-        self.check_event(event, fn)
+        if isinstance(event, Event) and event.backend is not self._owner:
+            # Another device's event: legal between devices of one driver.
+            peer = peer_driver(self._owner, event.backend, fn, "the event")
+            event.check_open(fn)
+        else:
+            peer = None
+            self.check_event(event, fn)
         if st.state.capturing:
             raise CaptureError(f"{fn}: cross-stream waits inside a capture are not supported")
         with st.state.lock:
-            self._driver.stream_wait_event(st.handle, event.handle)
+            if peer is None:
+                self._driver.stream_wait_event(st.handle, event.handle)
+            else:
+                self._driver.peer_wait_event(st.handle, event.handle, peer)
 
     def event_query(self, event: Event) -> bool:
         fn = "event_query"

@@ -59,6 +59,8 @@ class BackendState:
         self.default: Stream | None = None
         self.orphans = FailureList()  # unseen errors of closed streams
         self.tracing = Tracing(driver, self.name, self.info, self.lock, self.check_open)
+        #: Peers that queued copies of this device's memory (see add_peer_user).
+        self.peer_users: weakref.WeakSet[BackendState] = weakref.WeakSet()
 
     def check_open(self, fn: str) -> None:
         if self.closed:
@@ -71,6 +73,11 @@ class BackendState:
     def live_waiters(self) -> list[StreamWaiter]:
         with self.lock:
             return list(self.waiters)
+
+    def add_peer_user(self, peer: BackendState) -> None:
+        """``peer``'s streams have queued peer copies of this device's memory."""
+        with self.lock:
+            self.peer_users.add(peer)
 
     def open_streams(self) -> list[Stream]:
         """Every stream not yet closed, the default one included."""
@@ -88,7 +95,14 @@ class BackendState:
         # Every waiter, not just those of open streams: a stream closed with
         # work queued keeps running it, and freeing under it would be a
         # use-after-free on the device.
-        pending = [c for c in (w.last_pending() for w in self.live_waiters()) if c is not None]
+        # A peer copy queued on another device may still read or write this
+        # device's memory: its streams' work counts too.
+        waiters = self.live_waiters()
+        with self.lock:
+            peers = list(self.peer_users)
+        for peer in peers:
+            waiters.extend(peer.live_waiters())
+        pending = [c for c in (w.last_pending() for w in waiters) if c is not None]
         if not pending:
             release()
             return

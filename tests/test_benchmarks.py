@@ -38,3 +38,22 @@ def test_bench_backends_quick_prints_the_table() -> None:
     ):
         assert row in out, out
     assert "6. pageable" in out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sims run on Linux only")
+def test_bench_peer_quick_prints_both_tables() -> None:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_peer.py"), "--quick"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "peer copies of 4 MiB" in out and "open_pool throughput" in out, out
+    assert out.count("cuda-sim") >= 3 and out.count("levelzero-sim") >= 3, out

@@ -34,7 +34,9 @@
  * - Timing: an engine op (copy, memset, fill, kernel) lasts at least
  *   latency_us + bytes / (gbps * 1e9) seconds (bytes only for copies), taken
  *   from ARUNTIME_SIM_OP_LATENCY_US and ARUNTIME_SIM_COPY_GBPS at load or from
- *   arsim_set_timing().  Unset (or <= 0) means fast: the CPU work only.
+ *   arsim_set_timing().  A copy between two devices (arsim_op_copy_peer)
+ *   takes the peer link's bandwidth instead, ARUNTIME_SIM_PEER_GBPS (or
+ *   arsim_set_peer_gbps), and occupies a copy engine of each device.  Unset (or <= 0) means fast: the CPU work only.
  *   Event records/signals/waits and markers cost nothing; host functions
  *   cost what they take.
  * - Device time: event timestamps and the model use a device clock on
@@ -115,6 +117,10 @@ ARSIM_API const char *arsim_status_name(arsim_status s);
  * microseconds (<= 0: none).  Applies to ops that start after the call. */
 ARSIM_EXPORT void arsim_set_timing(double copy_gbps, double op_latency_us);
 ARSIM_EXPORT void arsim_get_timing(double *copy_gbps, double *op_latency_us);
+/* The peer link's bandwidth in GB/s, for copies between two devices
+ * (<= 0: the copy bandwidth above).  ARUNTIME_SIM_PEER_GBPS at load. */
+ARSIM_EXPORT void arsim_set_peer_gbps(double gbps);
+ARSIM_EXPORT double arsim_get_peer_gbps(void);
 
 /* Fault kinds for arsim_inject_fault. */
 #define ARSIM_FAULT_OUT_OF_MEMORY 1   /* next `count` allocations on the device fail */
@@ -351,11 +357,21 @@ typedef enum arsim_copy_dir {
     ARSIM_COPY_D2H = 1,
     ARSIM_COPY_D2D = 2,
     ARSIM_COPY_H2H = 3, /* runs on the H2D engine */
+    ARSIM_COPY_PEER = 4, /* device to another device: arsim_op_copy_peer only */
 } arsim_copy_dir;
 
 ARSIM_API arsim_op *arsim_op_copy(void *dst, const void *src, size_t n, arsim_copy_dir dir);
 /* Like arsim_op_copy but the op owns src (malloc'd) and frees it: for staged
  * pageable copies. */
+/* A copy from device src_dev's memory to device dst_dev's (two devices).  It
+ * runs on the source device's outgoing copy engine and the destination's
+ * incoming one (with one copy engine a device: that one), both busy for its
+ * whole modeled duration, which takes the peer link's bandwidth
+ * (ARUNTIME_SIM_PEER_GBPS, else the copy bandwidth).  It must be submitted to
+ * a queue of one of the two devices: on any other it fails with
+ * ARSIM_ERR_INVALID_DEVICE when it runs. */
+ARSIM_API arsim_op *arsim_op_copy_peer(void *dst, int dst_dev, const void *src, int src_dev,
+                                       size_t n);
 ARSIM_API arsim_op *arsim_op_copy_owned_src(void *dst, void *src_malloced, size_t n,
                                             arsim_copy_dir dir);
 ARSIM_API arsim_op *arsim_op_copy2d(void *dst, size_t dst_pitch, const void *src,

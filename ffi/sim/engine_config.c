@@ -73,6 +73,7 @@ static uint32_t g_compute_units = 16;
 static uint32_t g_copy_engines = 2;
 static _Atomic double g_gbps;       /* <= 0: unlimited */
 static _Atomic double g_latency_us; /* <= 0: none */
+static _Atomic double g_peer_gbps;  /* <= 0: g_gbps */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static double env_double(const char *name, double dflt)
@@ -111,6 +112,7 @@ static void init_once(void)
     eng_sanitize = env_double("ARUNTIME_SIM_SANITIZE", 0) != 0;
     atomic_store(&g_gbps, env_double("ARUNTIME_SIM_COPY_GBPS", 0));
     atomic_store(&g_latency_us, env_double("ARUNTIME_SIM_OP_LATENCY_US", 0));
+    atomic_store(&g_peer_gbps, env_double("ARUNTIME_SIM_PEER_GBPS", 0));
     eng_dev = calloc((size_t)n, sizeof(sim_device));
     if (!eng_dev)
         abort();
@@ -121,6 +123,7 @@ static void init_once(void)
             sim_engine *eng = &eng_dev[i].engines[e];
             pthread_mutex_init(&eng->mu, NULL);
             eng_cond_init_monotonic(&eng->cv);
+            pthread_mutex_init(&eng->tl_mu, NULL);
             eng->device = i;
             eng->index = e;
         }
@@ -156,6 +159,18 @@ void arsim_get_timing(double *copy_gbps, double *op_latency_us)
         *copy_gbps = atomic_load(&g_gbps);
     if (op_latency_us)
         *op_latency_us = atomic_load(&g_latency_us);
+}
+
+void arsim_set_peer_gbps(double gbps)
+{
+    eng_ensure_init();
+    atomic_store(&g_peer_gbps, gbps);
+}
+
+double arsim_get_peer_gbps(void)
+{
+    eng_ensure_init();
+    return atomic_load(&g_peer_gbps);
 }
 
 int arsim_inject_fault(int device_ord, int kind, int count)
@@ -234,6 +249,9 @@ uint64_t eng_modeled_ns(size_t bytes, int is_copy)
 {
     double lat = atomic_load(&g_latency_us);
     double gbps = atomic_load(&g_gbps);
+    double peer = atomic_load(&g_peer_gbps);
+    if (is_copy == 2 && peer > 0)
+        gbps = peer;
     double ns = 0;
     if (lat > 0)
         ns += lat * 1000.0;

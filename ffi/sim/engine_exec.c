@@ -22,15 +22,36 @@ static void advance(arsim_queue *q, uint64_t t)
         atomic_store_explicit(&q->model_time, t, memory_order_relaxed);
 }
 
+/* A peer copy's engines: the source device's outgoing copy engine and the
+ * destination's incoming one.  *local gets the one of `device` (the queue's);
+ * returns the other device, or -1 when the queue's device is neither. */
+static int peer_sides(const arsim_op *op, int device, int *local, int *remote)
+{
+    int out = eng_copy_engine(ARSIM_COPY_D2H), in = eng_copy_engine(ARSIM_COPY_H2D);
+    *local = in;
+    *remote = out;
+    if (device == op->src_dev) {
+        *local = out;
+        *remote = in;
+        return op->dst_dev;
+    }
+    return device == op->dst_dev ? op->src_dev : -1;
+}
+
 /* Where an op runs: on an engine's thread (copies, memsets, fills, kernels:
  * they take device time), on the host-function thread, or, for ops that
  * take no time (markers, records, signals, resets, waits once satisfied),
  * right where the queue is moved on (see engine_threads.c). */
-int eng_op_engine(const arsim_op *op)
+int eng_op_engine(const arsim_op *op, int device)
 {
     switch (op->kind) {
     case OP_COPY:
     case OP_COPY2D:
+        if (op->dir == ARSIM_COPY_PEER) {
+            int local, remote;
+            peer_sides(op, device, &local, &remote);
+            return local;
+        }
         return eng_copy_engine(op->dir);
     case OP_MEMSET8:
     case OP_FILL:
@@ -42,6 +63,45 @@ int eng_op_engine(const arsim_op *op)
     default:
         return -1;
     }
+}
+
+/* The other device's engine a peer copy also occupies (NULL: none). */
+static sim_engine *peer_engine(const arsim_op *op, const sim_engine *mine)
+{
+    int local, remote;
+    int other = peer_sides(op, mine->device, &local, &remote);
+    sim_engine *e = eng_dev_get(other) ? &eng_dev[other].engines[remote] : NULL;
+    return e == mine ? NULL : e;
+}
+
+/* Books the engine (and a peer copy's other engine) from the latest of
+ * `ready` and their last ends, for `duration`; returns the start. */
+static uint64_t book(sim_engine *a, sim_engine *b, uint64_t ready, uint64_t duration)
+{
+    sim_engine *first = b && b < a ? b : a, *second = b && b < a ? a : b;
+    pthread_mutex_lock(&first->tl_mu);
+    if (second)
+        pthread_mutex_lock(&second->tl_mu);
+    uint64_t t0 = ready > a->model_end ? ready : a->model_end;
+    if (b && b->model_end > t0)
+        t0 = b->model_end;
+    a->model_end = t0 + duration;
+    if (b)
+        b->model_end = t0 + duration;
+    if (second)
+        pthread_mutex_unlock(&second->tl_mu);
+    pthread_mutex_unlock(&first->tl_mu);
+    return t0;
+}
+
+static void book_end(sim_engine *e, uint64_t end)
+{
+    if (!e)
+        return;
+    pthread_mutex_lock(&e->tl_mu);
+    if (end > e->model_end)
+        e->model_end = end;
+    pthread_mutex_unlock(&e->tl_mu);
 }
 
 /* An engine op's work, on its engine's thread; returns its status. */
@@ -78,12 +138,21 @@ static int do_work(const arsim_queue *q, const arsim_op *op, sim_device *d)
     }
 }
 
-/* A copy, memset, fill or kernel: takes device time on its engine. */
+/* A copy, memset, fill or kernel: takes device time on its engine (a peer
+ * copy on one engine of each device). */
 static int run_on_engine(arsim_queue *q, const arsim_op *op, sim_device *d, int sticky)
 {
     if (sticky)
         return sticky;
     int is_copy = op->kind == OP_COPY || op->kind == OP_COPY2D;
+    sim_engine *eng = &d->engines[eng_op_engine(op, q->device)], *peer = NULL;
+    if (is_copy && op->dir == ARSIM_COPY_PEER) {
+        int local, remote;
+        if (peer_sides(op, q->device, &local, &remote) < 0)
+            return ARSIM_ERR_INVALID_DEVICE; /* a queue of neither device */
+        peer = peer_engine(op, eng);
+        is_copy = 2;
+    }
     if (op->kind == OP_KERNEL) {
         if (eng_take_fault(&d->fault_illegal)) {
             atomic_store_explicit(&d->sticky, ARSIM_ERR_ILLEGAL_ADDRESS, memory_order_release);
@@ -92,10 +161,10 @@ static int run_on_engine(arsim_queue *q, const arsim_op *op, sim_device *d, int 
         if (eng_take_fault(&d->fault_launch))
             return ARSIM_ERR_LAUNCH_FAILED;
     }
-    /* Runs on the engine's own thread: the engine is ours until we return. */
-    sim_engine *eng = &d->engines[eng_op_engine(op)];
+    /* Runs on the engine's own thread: the engine is ours until we return;
+     * a peer copy's other engine is only booked, in device time. */
     uint64_t duration = eng_modeled_ns(op->n, is_copy);
-    uint64_t ready = ready_time(q, op);
+    uint64_t t0 = duration ? book(eng, peer, ready_time(q, op), duration) : 0;
     uint64_t t_acquired = arsim_now_ns();
     int st = do_work(q, op, d);
     uint64_t t_done = arsim_now_ns();
@@ -103,13 +172,13 @@ static int run_on_engine(arsim_queue *q, const arsim_op *op, sim_device *d, int 
     if (duration == 0) {
         end = t_done; /* no model: device time is real time */
     } else {
-        uint64_t t0 = ready > eng->model_end ? ready : eng->model_end;
         uint64_t work = t_done - t_acquired;
         end = t0 + (work > duration ? work : duration);
         if (t_done < end)
             eng_sleep_until_ns(end);
     }
-    eng->model_end = end;
+    book_end(eng, end);
+    book_end(peer, end);
     advance(q, end);
     return st;
 }

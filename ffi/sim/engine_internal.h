@@ -30,7 +30,10 @@ typedef struct sim_engine {
     int started;           /* the thread exists (guarded by mu) */
     int device;
     int index;
-    uint64_t model_end; /* the timing model's end of the last op; the engine thread only */
+    /* The timing model's end of the engine's last op.  Guarded by tl_mu: a
+     * peer copy running on another device's engine books this one too. */
+    pthread_mutex_t tl_mu;
+    uint64_t model_end;
 } sim_engine;
 
 /* The engines of a device.  ENGINE_HOST is not hardware: it is the driver
@@ -70,7 +73,8 @@ ENG_HIDDEN void eng_sleep_until_ns(uint64_t deadline);
 ENG_HIDDEN void eng_abs_deadline(struct timespec *ts, int64_t timeout_ns);
 ENG_HIDDEN void eng_cond_init_monotonic(pthread_cond_t *cv);
 
-/* The modeled duration of an op, in ns (0: fast). */
+/* The modeled duration of an op, in ns (0: fast).  is_copy: 0 no, 1 a copy,
+ * 2 a peer copy (the peer link's bandwidth). */
 ENG_HIDDEN uint64_t eng_modeled_ns(size_t bytes, int is_copy);
 /* The engine a copy in this direction runs on. */
 ENG_HIDDEN int eng_copy_engine(arsim_copy_dir dir);
@@ -160,6 +164,7 @@ struct arsim_op {
     void *user;
     arsim_event *event;
     arsim_queue *other;
+    int src_dev, dst_dev; /* a peer copy's two devices */
     uint64_t target; /* record seq, or the seq to wait for */
     uint64_t submit_ns; /* when it was submitted: the earliest it can start */
     arsim_queue *queue; /* while dispatched to an engine: the queue it runs for */
@@ -203,8 +208,9 @@ ENG_HIDDEN void eng_queue_finalize(arsim_queue *q);
 
 /* ------------------------------------------- engine_exec.c, engine_kernels.c */
 
-/* Where an op runs: an ENGINE_* index, or -1 (it takes no device time). */
-ENG_HIDDEN int eng_op_engine(const arsim_op *op);
+/* Where an op run by a queue of `device` runs: an ENGINE_* index, or -1 (it
+ * takes no device time). */
+ENG_HIDDEN int eng_op_engine(const arsim_op *op, int device);
 /* Runs one op for q (on its engine's thread, if it has one); returns its status. */
 ENG_HIDDEN int eng_execute(arsim_queue *q, arsim_op *op);
 /* Runs a kernel op's grid; 0, ARSIM_ERR_ILLEGAL_ADDRESS or another failure. */

@@ -40,6 +40,16 @@ arsim_op *arsim_op_copy(void *dst, const void *src, size_t n, arsim_copy_dir dir
     return op;
 }
 
+arsim_op *arsim_op_copy_peer(void *dst, int dst_dev, const void *src, int src_dev, size_t n)
+{
+    arsim_op *op = arsim_op_copy(dst, src, n, ARSIM_COPY_PEER);
+    if (op) {
+        op->dst_dev = dst_dev;
+        op->src_dev = src_dev;
+    }
+    return op;
+}
+
 arsim_op *arsim_op_copy_owned_src(void *dst, void *src_malloced, size_t n, arsim_copy_dir dir)
 {
     arsim_op *op = arsim_op_copy(dst, src_malloced, n, dir);

@@ -286,7 +286,7 @@ static void move_on(arsim_queue *q, arsim_op *done, int status)
             q->tail = NULL;
         q->running = op;
         pthread_mutex_unlock(&q->mu);
-        int engine = eng_op_engine(op);
+        int engine = eng_op_engine(op, q->device);
         if (engine < 0) {
             status = eng_execute(q, op);
             done = op;

@@ -68,6 +68,7 @@ LIBRARIES = [
             "cuda/sim/cusim_func.c",
             "cuda/sim/cusim_occupancy.c",
             "cuda/sim/cusim_mem.c",
+            "cuda/sim/cusim_peer.c",
             "cuda/sim/cusim_exec.c",
             "cuda/sim/cusim_procaddr.c",
             "cuda/sim/cusim_ptds.c",

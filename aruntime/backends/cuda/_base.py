@@ -93,6 +93,8 @@ class _CudaBase(Driver):
         self._helpers: Any = None
         self._hostfn: CData = None
         self._priority_range: tuple[int, int] | None = None
+        #: Peer devices whose access this context has asked for (see ``_enable_peer``).
+        self._peers_tried: set[int] = set()
         _open_drivers.add(self)
 
     def _is_pinned(self, address: int, nbytes: int) -> bool:

@@ -27,3 +27,6 @@ _CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4
 #: Idle memory a stream-ordered pool keeps for reuse instead of returning it
 #: to the device at the next synchronisation: a quarter of the device, at most.
 POOL_KEEP_FRACTION = 4
+
+#: cuCtxEnablePeerAccess when access is already on (another library enabled it).
+_CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import cast
 
-from ..._driver import DriverStream
+from ..._driver import Driver, DriverStream
 from ..._exceptions import OutOfMemoryError
 from .._staging import DIRECT_PAGEABLE_H2D_MAX, chunks
 from ._base import _CudaBase, _current
 from ._constants import (
     _CU_MEMORYTYPE_DEVICE,
     _CU_STREAM_CAPTURE_STATUS_NONE,
+    _CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED,
 )
 from ._ffi import CData
 from ._handles import _Stream
@@ -140,6 +141,58 @@ class _CopyOps(_CudaBase):
         code = self._lib.cuMemcpyDtoDAsync_v2(dst, src, nbytes, cast(_Stream, stream).handle)
         if code != 0:
             raise self._fail(code, "cuMemcpyDtoDAsync_v2")
+
+    # -- several devices -----------------------------------------------------------
+    def is_peer(self, other: Driver) -> bool:
+        return (
+            isinstance(other, _CopyOps)
+            and other._library is self._library
+            and other._device != self._device
+        )
+
+    def can_access_peer(self, other: Driver) -> bool:
+        if not self.is_peer(other):
+            return False
+        peer = cast(_CopyOps, other)
+        out = self._ffi.new("int *")
+        self._check(
+            self._lib.cuDeviceCanAccessPeer(out, self._device, peer._device),
+            "cuDeviceCanAccessPeer",
+        )
+        return bool(out[0])
+
+    def _enable_peer(self, peer: _CopyOps) -> None:
+        """Direct access to ``peer``'s memory, once, where the devices allow it.
+
+        Without it ``cuMemcpyPeerAsync`` still copies, through host memory.
+        Called with this context current; another library may have enabled it.
+        """
+        if peer._device in self._peers_tried:
+            return
+        self._peers_tried.add(peer._device)
+        if not self.can_access_peer(peer):
+            return
+        code = self._lib.cuCtxEnablePeerAccess(peer._ctx, 0)
+        if code not in (0, _CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED):
+            raise self._fail(code, "cuCtxEnablePeerAccess")
+
+    def memcpy_peer(
+        self,
+        src: int,
+        dst: int,
+        nbytes: int,
+        src_driver: Driver,
+        dst_driver: Driver,
+        stream: DriverStream,
+    ) -> None:
+        self._enter("cuMemcpyPeerAsync")
+        source, target = cast(_CopyOps, src_driver), cast(_CopyOps, dst_driver)
+        self._enable_peer(target if source is self else source)
+        code = self._lib.cuMemcpyPeerAsync(
+            dst, target._ctx, src, source._ctx, nbytes, cast(_Stream, stream).handle
+        )
+        if code != 0:
+            raise self._fail(code, "cuMemcpyPeerAsync")
 
     def memcpy_2d(
         self,

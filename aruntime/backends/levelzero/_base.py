@@ -15,7 +15,6 @@ from ._constants import (
     _GROUP_COMPUTE,
     _GROUP_COPY,
     _ST_COMMAND_QUEUE_GROUP_PROPERTIES,
-    _ST_CONTEXT_DESC,
     _ST_HOST_MEM_ALLOC_DESC,
     UINT64_MAX,
 )
@@ -26,6 +25,7 @@ from ._graph_launcher import _GraphLauncher
 from ._handles import _Event, _List, _ZeEvent, _ZeStream
 from ._library import ZeLibrary
 from ._platform import _device_info, _device_properties
+from ._shared_context import acquire_context
 
 
 class _LevelZeroBase(Driver):
@@ -50,11 +50,7 @@ class _LevelZeroBase(Driver):
         self._compute_ordinal, self._compute_queues, self._copy_ordinal, self._copy_queues = (
             self._queue_groups()
         )
-        desc = ffi.new("ze_context_desc_t*")
-        desc.stype = _ST_CONTEXT_DESC
-        context = ffi.new("ze_context_handle_t*")
-        self._check(self._lib.zeContextCreate(driver, desc, context), "zeContextCreate")
-        self._context = context[0]
+        self._context, self._context_key = acquire_context(self._lib, driver, self._check)
         self._lock = threading.Lock()
         self._sizes: dict[int, int] = {}
         self._used = 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from ..._driver import DriverStream
+from ..._driver import Driver, DriverStream
 from ..._exceptions import NotSupportedError
 from ._ffi import ffi
 from ._handles import _ZeStream
@@ -65,6 +65,40 @@ class _CopyOps(_StagedCopyOps):
             ),
             "zeCommandListAppendMemoryCopy",
         )
+
+    # -- several devices -----------------------------------------------------------
+    def is_peer(self, other: Driver) -> bool:
+        return (
+            isinstance(other, _CopyOps)
+            and other._context == self._context  # one ze driver: one shared context
+            and other._device != self._device
+        )
+
+    def can_access_peer(self, other: Driver) -> bool:
+        if not self.is_peer(other):
+            return False
+        value = ffi.new("ze_bool_t*", 0)
+        rc = self._lib.zeDeviceCanAccessPeer(self._device, cast(_CopyOps, other)._device, value)
+        self._check(rc, "zeDeviceCanAccessPeer")
+        return bool(value[0])
+
+    def memcpy_peer(
+        self,
+        src: int,
+        dst: int,
+        nbytes: int,
+        src_driver: Driver,
+        dst_driver: Driver,
+        stream: DriverStream,
+    ) -> None:
+        """Both allocations are in the one context: a plain copy, where the devices allow it."""
+        other = cast(_CopyOps, dst_driver if src_driver is self else src_driver)
+        if not self.can_access_peer(other):
+            raise NotSupportedError(
+                f"{self.backend_name}: zeDeviceCanAccessPeer says these two devices cannot "
+                "reach each other's memory; copy through host memory instead"
+            )
+        self.memcpy_d2d(src, dst, nbytes, stream)
 
     def memcpy_2d(
         self,

@@ -65,6 +65,7 @@ from ._library import ZeLibrary
 from ._memory import _MemoryOps
 from ._modules import _ModuleOps
 from ._platform import _platform, list_devices, loader_components, probe
+from ._shared_context import release_context
 from ._streams import _StreamOps
 
 __all__ = ["LevelZeroDriver", "list_devices", "loader_components", "open_driver", "probe"]
@@ -90,7 +91,7 @@ class LevelZeroDriver(_MemoryOps, _StreamOps, _CopyOps, _ModuleOps, _GraphOps):
         self._staging.close()
         self._events.destroy()
         self._timed_events.destroy()
-        self._lib.zeContextDestroy(self._context)
+        release_context(self._lib, self._context_key)
 
 
 def open_driver(zl: ZeLibrary, device: int, backend_name: str) -> LevelZeroDriver:

@@ -60,17 +60,24 @@ class _EventPool:
         self._deferred: list[_ZeEvent] = []
         #: (passed, waited): ``waited`` is held until ``passed`` is signalled.
         self._guards: list[tuple[_ZeEvent, _ZeEvent]] = []
+        #: (passed, waited, release): the same for another device's event,
+        #: which goes back to its own pool through ``release``.
+        self._foreign: list[tuple[_ZeEvent, _ZeEvent, Callable[[_ZeEvent], None]]] = []
         self._lock = threading.Lock()
 
     def acquire(self) -> _ZeEvent:
         """A reset event with one hold, the caller's."""
+        passed_foreign: list[tuple[_ZeEvent, Callable[[_ZeEvent], None]]] = []
         with self._lock:
             if not self._free:
-                self._sweep()
+                passed_foreign = self._sweep()
             if not self._free:
                 self._grow()
             event = self._free.pop()
             event.holds = 1
+        # Outside our lock: the other pool takes its own.
+        for waited, release in passed_foreign:
+            release(waited)
         try:
             self._check(self._lib.zeEventHostReset(event.handle), "zeEventHostReset")
         except DriverError:
@@ -96,12 +103,20 @@ class _EventPool:
         with self._lock:
             self._guards.append((passed, waited))
 
+    def guard_foreign(
+        self, passed: _ZeEvent, waited: _ZeEvent, release: Callable[[_ZeEvent], None]
+    ) -> None:
+        """:meth:`guard` for ``waited`` of another pool (another device's), freed by ``release``."""
+        with self._lock:
+            self._foreign.append((passed, waited, release))
+
     def _drop(self, event: _ZeEvent) -> None:
         event.holds -= 1
         if event.holds == 0:
             self._deferred.append(event)
 
-    def _sweep(self) -> None:
+    def _sweep(self) -> list[tuple[_ZeEvent, Callable[[_ZeEvent], None]]]:
+        """Free what nothing can use now; returns the other pools' events to give back."""
         lib = self._lib
         guards: list[tuple[_ZeEvent, _ZeEvent]] = []
         for passed, waited in self._guards:
@@ -111,6 +126,14 @@ class _EventPool:
                 self._drop(waited)
                 self._drop(passed)
         self._guards = guards
+        foreign, back = [], []
+        for passed, waited, release in self._foreign:
+            if lib.zeEventQueryStatus(passed.handle) == ZE_RESULT_NOT_READY:
+                foreign.append((passed, waited, release))
+            else:
+                self._drop(passed)
+                back.append((waited, release))
+        self._foreign = foreign
         still: list[_ZeEvent] = []
         for event in self._deferred:
             status = lib.zeEventQueryStatus(event.handle)
@@ -121,16 +144,18 @@ class _EventPool:
                 free = not event.recorded or status != ZE_RESULT_NOT_READY
             (self._free if free else still).append(event)
         self._deferred = still
+        return back
 
     def _grow(self) -> None:
         desc = ffi.new("ze_event_pool_desc_t*")
         desc.stype = _ST_EVENT_POOL_DESC
         desc.flags = _POOL_HOST_VISIBLE | (_POOL_KERNEL_TIMESTAMP if self._timing else 0)
         desc.count = _POOL_SIZE
-        devices = ffi.new("ze_device_handle_t[1]", [self._device])
         pool = ffi.new("ze_event_pool_handle_t*")
+        # No device list: visible to every device of the (shared) context, so
+        # that another device's stream may wait for these events.
         self._check(
-            self._lib.zeEventPoolCreate(self._context, desc, 1, devices, pool), "zeEventPoolCreate"
+            self._lib.zeEventPoolCreate(self._context, desc, 0, ffi.NULL, pool), "zeEventPoolCreate"
         )
         self._pools.append(pool[0])
         edesc = ffi.new("ze_event_desc_t*")
@@ -157,3 +182,4 @@ class _EventPool:
             self._free.clear()
             self._deferred.clear()
             self._guards.clear()
+            self._foreign.clear()

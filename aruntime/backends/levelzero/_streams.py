@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from ..._driver import DriverEvent, DriverStream
+from ..._driver import Driver, DriverEvent, DriverStream
 from ..._exceptions import DeviceLostError, DriverError, InvalidArgumentError
 from ._base import _LevelZeroBase
 from ._constants import (
@@ -205,6 +205,33 @@ class _StreamOps(_LevelZeroBase):
         if ticks > self._ts_mask // 2:  # end before start: a negative interval
             ticks -= self._ts_mask + 1
         return ticks * self._timer_ns / 1e6
+
+    def peer_wait_event(self, stream: DriverStream, event: DriverEvent, other: Driver) -> None:
+        """Wait for another device's event: one context, so our lists can wait for its events."""
+        peer = cast(_StreamOps, other)
+        e = cast(_Event, event)
+        waited = peer._held_current(e)  # held in the peer's pool, which owns it
+        if waited is None:
+            return
+        theirs = peer._pool(e.timing)
+        s = cast(_ZeStream, stream)
+        if self._lib.zeEventQueryStatus(waited.handle) == ZE_RESULT_SUCCESS:
+            theirs.release(waited)
+            return
+        try:
+            passed = self._events.acquire()
+        except BaseException:
+            theirs.release(waited)
+            raise
+        try:
+            with s.lock:
+                self._barrier(self._tail(s), signal=passed, wait=[waited])
+                passed.recorded = True
+        except BaseException:
+            self._events.release(passed)
+            theirs.release(waited)
+            raise
+        self._events.guard_foreign(passed, waited, theirs.release)
 
     def stream_wait_event(self, stream: DriverStream, event: DriverEvent) -> None:
         e = cast(_Event, event)

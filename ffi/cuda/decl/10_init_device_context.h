@@ -14,3 +14,5 @@ CUresult cuCtxGetDevice(CUdevice *device);
 CUresult cuCtxSynchronize(void);
 CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority);
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus);
+CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev);
+CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags);

@@ -40,6 +40,7 @@ typedef struct cu_ctx {
     cu_stream *legacy;  /* the NULL stream */
     int unsafe_captures; /* active captures in global or thread-local mode */
     int capturing_blocking; /* blocking streams in a capture (atomic) */
+    uint64_t peers; /* devices whose memory it may access, a bit each (__atomic) */
 } cu_ctx;
 
 struct cu_stream {
@@ -149,6 +150,11 @@ CUSIM_INTERNAL extern __thread int cusim_tls_ptds;
 CUSIM_INTERNAL CUresult cusim_submit(cu_stream *s, arsim_op *op, uint64_t *seq_out);
 CUSIM_INTERNAL CUresult cusim_submit_graph(cu_stream *s, const arsim_graph *g);
 CUSIM_INTERNAL CUresult cusim_ctx_synchronize(cu_ctx *ctx);
+/* ---- copies (cusim_mem.c), peer copies and access (cusim_peer.c) */
+/* Every 1-D copy; blocking: the synchronous API.  A device-to-device copy
+ * between two devices' memory is a peer copy. */
+CUSIM_INTERNAL CUresult cusim_copy1d(void *dst, const void *src, size_t n, arsim_copy_dir dir,
+                                     CUstream h, int blocking);
 /* Pools (cusim_pool.c): the allocation flag that marks a pool block, and the
  * synchronous free of one (cuMemFree of stream-ordered memory). */
 #define CUSIM_POOL_BLOCK 0x80000000u
@@ -266,6 +272,12 @@ P cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCo
 P cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream);
 P cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
                        CUstream hStream);
+P cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+               CUcontext srcContext, size_t ByteCount);
+P cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                    CUcontext srcContext, size_t ByteCount, CUstream hStream);
+P cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags);
+P cuCtxDisablePeerAccess(CUcontext peerContext);
 P cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy);
 P cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream);
 P cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N);

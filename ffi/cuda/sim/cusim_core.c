@@ -242,6 +242,7 @@ static void ctx_release_resources(cu_ctx *c)
         cusim_stream_free(s);
     }
     arsim_mem_free_owner(c->handle);
+    __atomic_store_n(&c->peers, 0, __ATOMIC_RELAXED); /* a context's peer access goes with it */
     /* A new context starts clean: the sticky error dies with the old one,
      * and so does an error its legacy stream had not reported yet. */
     arsim_device_reset(c->device);

@@ -321,9 +321,32 @@ static arsim_copy_dir dir_of(const void *dst, const void *src)
     return ARSIM_COPY_H2H;
 }
 
+/* The device of device (or managed) memory at p, or -1. */
+static int device_of(const void *p)
+{
+    arsim_alloc a;
+    if (arsim_mem_lookup(p, &a) != ARSIM_OK || !(a.kind & (ARSIM_MEM_DEVICE | ARSIM_MEM_MANAGED)))
+        return -1;
+    return a.device;
+}
+
+/* A device-to-device copy: a peer copy when the two sides are on two
+ * devices, which the stream's device must be one of (NULL: refused). */
+static arsim_op *d2d_op(void *dst, const void *src, size_t n, const cu_stream *s, CUresult *r)
+{
+    int dd = device_of(dst), sd = device_of(src);
+    if (dd == sd || dd < 0 || sd < 0)
+        return arsim_op_copy(dst, src, n, ARSIM_COPY_D2D);
+    if (s->ctx->device != dd && s->ctx->device != sd) {
+        *r = CUDA_ERROR_INVALID_VALUE; /* a third device's stream: not modeled */
+        return NULL;
+    }
+    return arsim_op_copy_peer(dst, dd, src, sd, n);
+}
+
 /* One entry for every 1-D copy.  blocking: the synchronous API. */
-static CUresult copy1d(void *dst, const void *src, size_t n, arsim_copy_dir dir, CUstream h,
-                       int blocking)
+CUresult cusim_copy1d(void *dst, const void *src, size_t n, arsim_copy_dir dir, CUstream h,
+                      int blocking)
 {
     cu_stream *s;
     CUSIM_TRY(cusim_resolve_stream(blocking ? NULL : h, &s));
@@ -349,6 +372,11 @@ static CUresult copy1d(void *dst, const void *src, size_t n, arsim_copy_dir dir,
             return CUDA_ERROR_OUT_OF_MEMORY;
         memcpy(staging, src, n);
         op = arsim_op_copy_owned_src(dst, staging, n, dir);
+    } else if (dir == ARSIM_COPY_D2D) {
+        CUresult refused = CUDA_ERROR_OUT_OF_MEMORY;
+        op = d2d_op(dst, src, n, s, &refused);
+        if (!op)
+            return refused;
     } else {
         op = arsim_op_copy(dst, src, n, dir);
         if (!capturing && dir == ARSIM_COPY_D2H && !is_pinned(dst, n))
@@ -365,45 +393,45 @@ static CUresult copy1d(void *dst, const void *src, size_t n, arsim_copy_dir dir,
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 {
-    return copy1d(dptr(dstDevice), srcHost, ByteCount, ARSIM_COPY_H2D, NULL, 1);
+    return cusim_copy1d(dptr(dstDevice), srcHost, ByteCount, ARSIM_COPY_H2D, NULL, 1);
 }
 
 CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 {
-    return copy1d(dstHost, dptr(srcDevice), ByteCount, ARSIM_COPY_D2H, NULL, 1);
+    return cusim_copy1d(dstHost, dptr(srcDevice), ByteCount, ARSIM_COPY_D2H, NULL, 1);
 }
 
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
 {
-    return copy1d(dptr(dstDevice), dptr(srcDevice), ByteCount, ARSIM_COPY_D2D, NULL, 1);
+    return cusim_copy1d(dptr(dstDevice), dptr(srcDevice), ByteCount, ARSIM_COPY_D2D, NULL, 1);
 }
 
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
                               CUstream hStream)
 {
-    return copy1d(dptr(dstDevice), srcHost, ByteCount, ARSIM_COPY_H2D, hStream, 0);
+    return cusim_copy1d(dptr(dstDevice), srcHost, ByteCount, ARSIM_COPY_H2D, hStream, 0);
 }
 
 CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
                               CUstream hStream)
 {
-    return copy1d(dstHost, dptr(srcDevice), ByteCount, ARSIM_COPY_D2H, hStream, 0);
+    return cusim_copy1d(dstHost, dptr(srcDevice), ByteCount, ARSIM_COPY_D2H, hStream, 0);
 }
 
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
                               CUstream hStream)
 {
-    return copy1d(dptr(dstDevice), dptr(srcDevice), ByteCount, ARSIM_COPY_D2D, hStream, 0);
+    return cusim_copy1d(dptr(dstDevice), dptr(srcDevice), ByteCount, ARSIM_COPY_D2D, hStream, 0);
 }
 
 CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
 {
-    return copy1d(dptr(dst), dptr(src), ByteCount, dir_of(dptr(dst), dptr(src)), NULL, 1);
+    return cusim_copy1d(dptr(dst), dptr(src), ByteCount, dir_of(dptr(dst), dptr(src)), NULL, 1);
 }
 
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
 {
-    return copy1d(dptr(dst), dptr(src), ByteCount, dir_of(dptr(dst), dptr(src)), hStream, 0);
+    return cusim_copy1d(dptr(dst), dptr(src), ByteCount, dir_of(dptr(dst), dptr(src)), hStream, 0);
 }
 
 /* One side of a 2-D copy: its first byte, and whether it is device memory. */

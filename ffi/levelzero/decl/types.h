@@ -98,6 +98,7 @@ typedef enum _ze_api_version_t
     ZE_API_VERSION_FORCE_UINT32 = 0x7fffffff
 } ze_api_version_t;
 
+typedef uint8_t ze_bool_t;
 typedef uint32_t ze_init_flags_t;
 typedef enum _ze_init_flag_t
 {

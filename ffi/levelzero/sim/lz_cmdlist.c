@@ -441,6 +441,13 @@ ZE_APIEXPORT ze_result_t zeCommandListAppendMemoryCopy(ze_command_list_handle_t 
     bool dd = is_device_side(dstptr, &da, &dk), sd = is_device_side(srcptr, &sa, &sk);
     if (!range_ok(dstptr, size, &da, dk) || !range_ok(srcptr, size, &sa, sk))
         return append_fail(&a, ZE_RESULT_ERROR_INVALID_SIZE);
+    if (dd && sd && da.device != sa.device) {
+        /* Two devices' memory: a peer copy, on the copy engines of both.  A
+         * third device's list is not modeled: refused, never run wrongly. */
+        int mine = a.list->device->index;
+        if (mine != da.device && mine != sa.device) return append_fail(&a, ZE_RESULT_ERROR_UNSUPPORTED_FEATURE);
+        return append_commit(&a, arsim_op_copy_peer(dstptr, da.device, srcptr, sa.device, size));
+    }
     return append_commit(&a, arsim_op_copy(dstptr, srcptr, size, copy_dir(dd, sd)));
 }
 
