@@ -68,6 +68,7 @@ ENTRY_POINTS: dict[str, tuple[int, tuple[str, ...]]] = {
     "create_event": (0, ("timing",)),
     "record_event": (1, ("stream",)),
     "stream_wait_event": (2, ()),
+    "can_access_peer": (1, ()),
     "event_query": (1, ()),
     "elapsed_ms": (2, ()),
     "destroy_event": (1, ()),
@@ -153,6 +154,7 @@ VALID: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "create_event": ((), {"timing": True}),
     "record_event": ((Ref("event"),), {"stream": Ref("stream")}),
     "stream_wait_event": ((Ref("stream"), Ref("timing_event")), {}),
+    "can_access_peer": ((Ref("foreign_backend"),), {}),
     "event_query": ((Ref("timing_event"),), {}),
     "elapsed_ms": ((Ref("timing_event"), Ref("timing_event")), {}),
     "destroy_event": ((Ref("event"),), {}),
@@ -273,6 +275,7 @@ POOL_KEYS = (
     "foreign_graph",
     "kernel",
     "foreign_kernel",
+    "foreign_backend",
     "module",
     "module_name",
     "mock_image",
@@ -433,6 +436,7 @@ def fuzz_backends(
         "foreign_event": foreign_event,
         "foreign_graph": foreign_graph,
         "foreign_kernel": other.kernel(other.builtin_module(), "saxpy"),
+        "foreign_backend": other,
     }
     try:
         yield gpu, other, objs
