@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from . import _sites as sites
 from ._completion import (
     Completion,
     born_done,
@@ -116,7 +117,9 @@ class SyncCompletion(_Policy):
                 else:
                     span.enqueue(op.call, op.args, stream.handle)
         except DriverError as exc:
-            return failed(Completion(name, stream.state), exc)
+            completion = failed(Completion(name, stream.state), exc)
+            sites.note(completion)  # the user's call is on the stack: it costs only here
+            return completion
         result = op.result
         return self._done[name] if result is None else born_done(name, result)
 
@@ -154,6 +157,8 @@ class AsyncCompletion(_Policy):
             state.stranded.clear()
         name = op.kind.public
         completion = Completion(name, state, op.result, keepalive, op.views)
+        if sites.recording:
+            sites.note(completion)
         recorder = self._tracing.recorder
         span = None if recorder is None else recorder.span(name, stream, op.nbytes, op.kernel)
         try:
