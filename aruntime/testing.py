@@ -20,6 +20,13 @@ Fixtures:
     skips into failures (CI does).
 ``leak_check``
     The function used at teardown, for tests that want to call it themselves.
+
+Under the backend fixtures a blocking call on the test's event loop warns
+(``RuntimeWarning``), and at teardown an op error nobody observed fails the
+test (:class:`UnobservedError`).  The first test that loses a device is
+remembered, so later tests that cannot use one say which.  Mark a test that
+faults a device on purpose ``@pytest.mark.aruntime_isolated``: it runs in a
+pytest of its own, in a child process (docs: "Testing your code").
 """
 
 from __future__ import annotations
