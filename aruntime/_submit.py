@@ -235,6 +235,15 @@ def _without_entries(keepalive: tuple[Any, ...]) -> tuple[Any, ...]:
     the backend: kept by a pending op, it would keep a dropped backend alive
     and its unclosed-backend warning from ever coming.
     """
+    # The common shapes without a list: a memset's (entry,), a host copy's
+    # (buffer, entry), a device copy's two entries.
+    n = len(keepalive)
+    if n == 1:
+        return () if type(keepalive[0]) is Entry else keepalive
+    if n == 2:
+        first, second = keepalive
+        if type(second) is Entry:
+            return () if type(first) is Entry else (first,)
     return tuple([item for item in keepalive if type(item) is not Entry])
 
 
