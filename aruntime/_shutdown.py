@@ -44,9 +44,15 @@ def _abandon_all_at_exit() -> None:
     a waiter thread running Python (or waking a dead loop) while the
     interpreter tears down, or exit waiting on a device forever.
     """
+    unheard: list[Warning] = []
     for shutdown in list(_open):
-        shutdown.warn_if_forgotten()
+        try:
+            shutdown.warn_if_forgotten()
+        except Warning as exc:  # an "error" warning filter: every backend is abandoned first
+            unheard.append(exc)
         shutdown.abandon()
+    if unheard:
+        raise unheard[0]
 
 
 def _backend_dropped(
