@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 import numpy as np
 
 from . import _dlpack
+from ._blocking import check as check_blocking
 from ._callsite import user_frame, warn_at
 from ._exceptions import (
     CaptureError,
@@ -217,7 +218,9 @@ class DeviceArray:
         try:
             view = cls(ptr, host.shape, host.dtype, stream=stream, owner=backend)
             if host.nbytes:
-                backend.copy_h2d_async(host, ptr, stream).wait()
+                instead = "gpu.alloc(), 'await gpu.copy_h2d_async(host, ptr)', then gpu.array()"
+                check_blocking(fn, instead)
+                backend.copy_h2d_async(host, ptr, stream)._block()
         except BaseException:
             backend.free(ptr)
             raise
@@ -350,12 +353,13 @@ class DeviceArray:
         out = np.empty(self.shape, self.dtype)
         if self.size == 0:
             return out
+        check_blocking("DeviceArray.to_numpy", "'await gpu.copy_d2h_async(array, out)'")
         if self.is_c_contiguous:
-            self.backend.copy_d2h_async(self.ptr[: self.nbytes], out, self.stream).wait()
+            self.backend.copy_d2h_async(self.ptr[: self.nbytes], out, self.stream)._block()
             return out
         extent = _extent(self.shape, self.strides, self.dtype.itemsize)
         raw = np.empty(extent, np.uint8)
-        self.backend.copy_d2h_async(self.ptr[:extent], raw, self.stream).wait()
+        self.backend.copy_d2h_async(self.ptr[:extent], raw, self.stream)._block()
         out[...] = np.ndarray(self.shape, self.dtype, buffer=raw, strides=self.strides)
         return out
 

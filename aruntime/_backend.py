@@ -30,6 +30,7 @@ from typing import Any
 
 from ._alloc import Allocator
 from ._array import DeviceArray, DeviceMem
+from ._blocking import check as check_blocking
 from ._completion import Completion
 from ._compute import ComputeOps
 from ._driver import DeviceInfo, Driver, LaunchConfig
@@ -321,11 +322,13 @@ class Backend(ComputeOps):
     # -------------------------------------------------------- blocking copies
     def copy_h2d(self, src: Any, dst: DeviceMem) -> None:
         """Copy host memory to the device and wait (blocks the calling thread)."""
-        self.copy_h2d_async(src, dst).wait()
+        check_blocking("copy_h2d", "'await gpu.copy_h2d_async(src, dst)'")
+        self.copy_h2d_async(src, dst)._block()
 
     def copy_d2h(self, src: DeviceMem, dst: Any) -> Any:
         """Copy device memory into a writable host buffer and wait; returns ``dst``."""
-        return self.copy_d2h_async(src, dst).wait()
+        check_blocking("copy_d2h", "'await gpu.copy_d2h_async(src, dst)'")
+        return self.copy_d2h_async(src, dst)._block()
 
     def copy_d2d(self, src: DeviceMem, dst: DeviceMem, nbytes: int) -> None:
         """Copy ``nbytes`` bytes between device ranges on the default stream and wait.
@@ -334,7 +337,8 @@ class Backend(ComputeOps):
         ranges must hold ``nbytes`` and not overlap (:class:`InvalidArgumentError`);
         a failed op raises its :class:`DriverError`.
         """
-        self.copy_d2d_async(src, dst, nbytes).wait()
+        check_blocking("copy_d2d", "'await gpu.copy_d2d_async(src, dst, nbytes)'")
+        self.copy_d2d_async(src, dst, nbytes)._block()
 
     def memset(self, ptr: DeviceMem, value: int, nbytes: int) -> None:
         """Set ``nbytes`` bytes at ``ptr`` to ``value`` (0..255) on the default stream and wait.
@@ -342,7 +346,8 @@ class Backend(ComputeOps):
         Blocks the calling thread (on a loop, use :meth:`memset_async`).  A bad
         value or range raises :class:`InvalidArgumentError`, a failed op its DriverError.
         """
-        self.memset_async(ptr, value, nbytes).wait()
+        check_blocking("memset", "'await gpu.memset_async(ptr, value, nbytes)'")
+        self.memset_async(ptr, value, nbytes)._block()
 
     # -------------------------------------------------------------- async ops
     def copy_h2d_async(self, src: Any, dst: DeviceMem, stream: Stream | None = None) -> Completion:

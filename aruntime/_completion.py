@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Generator
 from typing import Any
 
+from ._blocking import check as check_blocking
 from ._exceptions import AruntimeError, CaptureError, InvalidArgumentError
 from ._loop import checkpoint, checkpoint_returning, park
 from ._protocols import CompletionHooks
@@ -152,6 +153,11 @@ class Completion:
         if called from one).  Raises :class:`TimeoutError` if ``timeout``
         seconds pass first; the op itself continues.
         """
+        check_blocking(f"Completion.wait() (of {self._op})", "'await' on the Completion instead")
+        return self._block(timeout)
+
+    def _block(self, timeout: float | None = None) -> Any:
+        """:meth:`wait`, for the blocking calls that have checked their own caller."""
         if timeout is not None:
             timeout = _check_timeout(timeout, self._op)
         if self._state == _PENDING:

@@ -72,7 +72,7 @@ class Objects:
         handle = driver.stream_create(priority) if adopt is None else driver.stream_adopt(adopt)
         state = self._state
         stream_state = StreamState(
-            driver, f"{state.name}-{id(handle):x}", state.orphans, state.add_waiter
+            driver, f"{state.name}-{id(handle):x}", state.orphans, state.waiter_registrar()
         )
         return Stream(
             self._owner,

@@ -44,8 +44,15 @@ def _abandon_all_at_exit() -> None:
     a waiter thread running Python (or waking a dead loop) while the
     interpreter tears down, or exit waiting on a device forever.
     """
+    unheard: list[Warning] = []
     for shutdown in list(_open):
+        try:
+            shutdown.warn_if_forgotten()
+        except Warning as exc:  # an "error" warning filter: every backend is abandoned first
+            unheard.append(exc)
         shutdown.abandon()
+    if unheard:
+        raise unheard[0]
 
 
 def _backend_dropped(
@@ -118,8 +125,9 @@ class Shutdown:
         _open.add(self)
         if not state.driver.synchronous:
             self.need_exit_hook()
+        self._site = user_frame()
         self._finalizer = weakref.finalize(
-            backend, _backend_dropped, state.name, state.driver, state.waiters, user_frame()
+            backend, _backend_dropped, state.name, state.driver, state.waiters, self._site
         )
         self._finalizer.atexit = False  # at exit, _abandon_all_at_exit decides
 
@@ -179,6 +187,26 @@ class Shutdown:
                 for err in errors:
                     _log.error("%s: error from an op nobody awaited: %s", state.name, err)
                 raise errors[0]
+
+    def warn_if_forgotten(self) -> None:
+        """At exit: a backend never closed, with work still in flight, says so.
+
+        Its finalizer cannot: at exit it is detached, and before exit the
+        user's buffers held by the pending work (a pinned host buffer, a
+        graph) may keep the backend alive.  The work is abandoned, and an
+        error it ends with is never seen.
+        """
+        state = self._state
+        if state.closed:
+            return
+        pending = sum(w.pending() for w in state.live_waiters())
+        if pending:
+            warn_at(
+                self._site,
+                f"unclosed backend {state.name!r} at exit, with {pending} ops still "
+                "pending: their results and errors are lost; close it (or use 'with' / "
+                "'async with') so its work is awaited",
+            )
 
     def abandon(self) -> None:
         """Interpreter exit: stop all waiters without waiting for the device."""

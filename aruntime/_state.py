@@ -15,6 +15,7 @@ device.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import weakref
@@ -67,8 +68,16 @@ class BackendState:
             raise ClosedResourceError(f"{fn}: the {self.name} backend is closed")
 
     def add_waiter(self, waiter: StreamWaiter) -> None:
-        with self.lock:
-            self.waiters.add(waiter)
+        _add_waiter(self.lock, self.waiters, waiter)
+
+    def waiter_registrar(self) -> Callable[[StreamWaiter], None]:
+        """What a stream calls with its new waiter: :meth:`add_waiter`, without this state.
+
+        A stream's pending ops hold its StreamState, which holds this; a bound
+        method would keep the backend alive through them, and a backend dropped
+        with work in flight would never be collected, nor warn.
+        """
+        return functools.partial(_add_waiter, self.lock, self.waiters)
 
     def live_waiters(self) -> list[StreamWaiter]:
         with self.lock:
@@ -123,3 +132,10 @@ class BackendState:
         for completion in pending:
             if not completion.subscribe(count_down):
                 count_down()
+
+
+def _add_waiter(
+    lock: threading.RLock, waiters: weakref.WeakSet[StreamWaiter], waiter: StreamWaiter
+) -> None:
+    with lock:
+        waiters.add(waiter)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from . import _sites as sites
 from ._completion import (
     Completion,
     born_done,
@@ -33,6 +34,7 @@ from ._completion import (
 from ._driver import DriverEvent, DriverStream
 from ._exceptions import DriverError
 from ._handles import Event, Stream
+from ._ledger import Entry
 from ._op import Op, OpKind
 from ._state import BackendState
 from ._streamstate import StreamState
@@ -55,27 +57,31 @@ class Markers:
     """
 
     def __init__(self, state: BackendState) -> None:
-        self._state = state
+        # The lock, not the state: every op in flight holds its marker's
+        # give_back, and through the state it would keep the backend alive.
+        self._lock = state.lock
         self._driver = state.driver
         self._free: list[DriverEvent] = []
+        self._released = False
         state.resources.add(self)
 
     def acquire(self) -> DriverEvent:
-        with self._state.lock:
+        with self._lock:
             if self._free:
                 return self._free.pop()
         return self._driver.event_create(False)
 
     def give_back(self, marker: DriverEvent) -> None:
-        with self._state.lock:
-            if not self._state.closed:
+        with self._lock:
+            if not self._released:
                 self._free.append(marker)
                 return
         self._driver.event_destroy(marker)
 
     def release(self) -> None:
-        """The backend is closing: destroy every pooled marker."""
-        with self._state.lock:
+        """The backend is closing: destroy every pooled marker, and later ones as they return."""
+        with self._lock:
+            self._released = True
             markers, self._free = self._free, []
         for marker in markers:
             self._driver.event_destroy(marker)
@@ -105,7 +111,9 @@ class SyncCompletion(_Policy):
             else:
                 self._traced(op, stream)
         except DriverError as exc:
-            return failed(Completion(op.kind.public, stream.state), exc)
+            completion = failed(Completion(op.kind.public, stream.state), exc)
+            sites.note(completion)  # the user's call is on the stack: it costs only here
+            return completion
         result = op.result
         return self._done[op.kind] if result is None else born_done(op.kind.public, result)
 
@@ -148,11 +156,15 @@ class AsyncCompletion(_Policy):
         state = stream.state
         handle = stream.handle
         keepalive = op.keepalive
+        if keepalive:
+            keepalive = _without_entries(keepalive)
         if state.stranded:  # finishes only once the stream is past them
             keepalive = (*keepalive, *state.stranded)
             state.stranded.clear()
         name = op.kind.public
         completion = Completion(name, state, op.result, keepalive, op.views)
+        if sites.recording:
+            sites.note(completion)
         recorder = self._tracing.recorder
         span = None if recorder is None else recorder.span(name, stream, op.nbytes, op.kernel)
         try:
@@ -219,6 +231,26 @@ class AsyncCompletion(_Policy):
         with state.lock:
             state.started_waiter().submit(event.handle, completion, None)
         return completion
+
+
+def _without_entries(keepalive: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An op's keepalive less its ledger entries, for the Completion to hold while it runs.
+
+    The entries matter to captures only (a graph pins them); a running op
+    needs its host buffers.  An entry holds the user's pointer, which holds
+    the backend: kept by a pending op, it would keep a dropped backend alive
+    and its unclosed-backend warning from ever coming.
+    """
+    # The common shapes without a list: a memset's (entry,), a host copy's
+    # (buffer, entry), a device copy's two entries.
+    n = len(keepalive)
+    if n == 1:
+        return () if type(keepalive[0]) is Entry else keepalive
+    if n == 2:
+        first, second = keepalive
+        if type(second) is Entry:
+            return () if type(first) is Entry else (first,)
+    return tuple([item for item in keepalive if type(item) is not Entry])
 
 
 def make_policy(state: BackendState, markers: Markers) -> SyncCompletion | AsyncCompletion:

@@ -20,24 +20,41 @@ Fixtures:
     skips into failures (CI does).
 ``leak_check``
     The function used at teardown, for tests that want to call it themselves.
+
+Under the backend fixtures a blocking call on the test's event loop warns
+(``RuntimeWarning``), and at teardown an op error nobody observed fails the
+test (:class:`UnobservedError`).  The first test that loses a device is
+remembered, so later tests that cannot use one say which.  Mark a test that
+faults a device on purpose ``@pytest.mark.aruntime_isolated``: it runs in a
+pytest of its own, in a child process (docs: "Testing your code").
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import pytest
 
+from . import _blocking as blocking
+from . import _sites as sites
 from ._backend import Backend
-from ._exceptions import AruntimeError, BackendUnavailableError
+from ._completion import Completion
+from ._exceptions import AruntimeError, BackendUnavailableError, DeviceLostError
+from ._isolation import MARKER
+
+# The plugin's hooks for @pytest.mark.aruntime_isolated (pytest finds them here).
+from ._isolation import pytest_configure as pytest_configure
+from ._isolation import pytest_runtest_logreport as pytest_runtest_logreport
+from ._isolation import pytest_runtest_protocol as pytest_runtest_protocol
 from ._registry import open_backend
 
 __all__ = [
     "CONFORMANCE_BACKENDS",
     "LeakError",
+    "UnobservedError",
     "assert_no_leaks",
     "open_test_backend",
 ]
@@ -83,12 +100,78 @@ def _required() -> set[str]:
     return {n.strip() for n in os.environ.get("ARUNTIME_REQUIRE_BACKENDS", "").split(",") if n}
 
 
-def _checked(backend: Backend) -> Iterator[Backend]:
-    reported = True  # until the test and the leak check have passed
+class UnobservedError(AssertionError):
+    """Ops of a test failed and nobody saw the error (no await, ``wait()`` or ``exception()``).
+
+    On a GPU the same test would fail, or return garbage; the fixtures make it
+    fail here too.  The message names each op and the line that enqueued it.
+    """
+
+
+#: Backend variant -> the test that lost its device, and how (for later tests' messages).
+_lost_by: dict[str, tuple[str, str]] = {}
+_SHOWN = 5
+
+
+def _drain(backend: Backend) -> list[BaseException]:
+    """Wait for every queued op without taking anyone's errors; what the waits raised.
+
+    Each stream gets a marker; on a lost device the marker fails with the
+    sticky error, so this also asks the device whether it is still usable.
+    """
+    errors: list[BaseException] = []
+    for marker in backend._shutdown.pending_completions():
+        try:
+            marker.wait(timeout=30)
+        except AruntimeError as exc:
+            errors.append(exc)
+    return errors
+
+
+def _unobserved(backend: Backend, drained: list[BaseException]) -> list[Completion]:
+    """Take the failed ops nobody looked at (less the drain's own markers)."""
+    state = backend._state
+    failures = [c for st in state.open_streams() for c in st.state.take_failures()]
+    failures.extend(state.orphans.take())
+    return [c for c in failures if c.error not in drained]
+
+
+def _describe(completion: Completion) -> str:
+    site = sites.site_of(completion)
+    at = f" enqueued at {site}" if site else ""
+    error = completion.error
+    return f"{completion.op}{at}: {type(error).__name__}: {error}"
+
+
+def _check_unobserved(backend: Backend, variant: str | None, nodeid: str | None) -> None:
+    drained = _drain(backend)
+    failures = _unobserved(backend, drained)
+    lost = [e for e in (*drained, *(c.error for c in failures)) if isinstance(e, DeviceLostError)]
+    if lost and variant is not None and nodeid is not None:
+        # The first: on a driver whose device stays lost for the process, every
+        # later test finds it lost too, and the first is the one to fix.
+        _lost_by.setdefault(variant, (nodeid, f"{type(lost[0]).__name__}: {lost[0]}"))
+    if not failures:
+        return
+    listed = "\n  ".join(_describe(c) for c in failures[:_SHOWN])
+    more = f"\n  and {len(failures) - _SHOWN} more" if len(failures) > _SHOWN else ""
+    raise UnobservedError(
+        f"{len(failures)} op(s) of this test failed and nobody awaited them "
+        f"(await the op, or its stream's synchronize(), to see the error):\n  {listed}{more}"
+    )
+
+
+def _checked(
+    backend: Backend, variant: str | None = None, nodeid: str | None = None
+) -> Iterator[Backend]:
+    reported = True  # until the test and the checks have passed
     try:
-        yield backend
+        # A blocking call on the test's loop warns (an error, under pytest), and
+        # every op's line is taken, for the report of errors nobody saw.
+        with blocking.force(), sites.record():
+            yield backend
         if not backend.closed:
-            backend.synchronize().wait(timeout=30)
+            _check_unobserved(backend, variant, nodeid)
             assert_no_leaks(backend)
         reported = False
     finally:
@@ -100,17 +183,17 @@ def _checked(backend: Backend) -> Iterator[Backend]:
             try:
                 backend.close()
             except AruntimeError:
-                pass  # an unawaited failure the test provoked on purpose
+                pass  # reported above, or the test's own failure says enough
 
 
 @pytest.fixture
-def mock_backend() -> Iterator[Backend]:
-    yield from _checked(open_backend("mock"))
+def mock_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    yield from _checked(_open_or_skip("mock"), "mock", request.node.nodeid)
 
 
 @pytest.fixture
-def async_mock_backend() -> Iterator[Backend]:
-    yield from _checked(open_test_backend("mock-async"))
+def async_mock_backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    yield from _checked(_open_or_skip("mock-async"), "mock-async", request.node.nodeid)
 
 
 @pytest.fixture
@@ -121,7 +204,18 @@ def leak_check() -> Any:
 def _open_or_skip(variant: str) -> Backend:
     try:
         return open_test_backend(variant)
-    except BackendUnavailableError as exc:
+    except AruntimeError as exc:
+        lost = _lost_by.get(variant)
+        if lost is not None:
+            nodeid, how = lost
+            pytest.fail(
+                f"{variant} cannot be opened ({type(exc).__name__}: {exc}); its device was "
+                f"lost earlier, by {nodeid} ({how}). Run tests that fault a device on "
+                f"purpose in a process of their own: @pytest.mark.{MARKER}",
+                pytrace=False,
+            )
+        if not isinstance(exc, BackendUnavailableError):
+            raise
         if variant in _required():
             pytest.fail(f"{variant} is required here (ARUNTIME_REQUIRE_BACKENDS) but: {exc}")
         pytest.skip(f"{variant} unavailable: {exc}")
@@ -129,4 +223,28 @@ def _open_or_skip(variant: str) -> Backend:
 
 @pytest.fixture(params=CONFORMANCE_BACKENDS)
 def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
-    yield from _checked(_open_or_skip(request.param))
+    variant = request.param
+    yield from _checked(_open_or_skip(variant), variant, request.node.nodeid)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, None]:
+    """A test that failed with a lost device says which test lost a device first, if another.
+
+    It may have faulted the device itself (then the section is beside the
+    point); on a driver whose device stays lost for the process, the first
+    test that lost it is the one to look at.
+    """
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed or call.excinfo is None or not _lost_by:
+        return
+    if not isinstance(call.excinfo.value, DeviceLostError):
+        return
+    earlier = [(v, n, how) for v, (n, how) in _lost_by.items() if n != item.nodeid]
+    if earlier:
+        text = "\n".join(f"{v}: lost by {n} ({how})" for v, n, how in earlier)
+        title = "aruntime: a device was lost earlier in this session (unless by this test)"
+        report.sections.append((title, text))

@@ -156,7 +156,7 @@ async def test_exception_and_failed_await(mock_backend: ar.Backend) -> None:
     with pytest.raises(ar.DriverError, match="injected"):
         await c
     with pytest.raises(ar.DriverError):
-        c.wait()
+        await anyio.to_thread.run_sync(c.wait)  # off the loop: wait() blocks
     # It was observed, so synchronize() does not raise it again.
     await mock_backend.synchronize()
     mock_backend.free(ptr)
@@ -391,7 +391,7 @@ async def test_capture_completion_raises_capture_error(mock_backend: ar.Backend)
         with pytest.raises(ar.CaptureError):
             await comp
         with pytest.raises(ar.CaptureError):
-            comp.wait()
+            await anyio.to_thread.run_sync(comp.wait)  # off the loop: wait() blocks
         with pytest.raises(ar.CaptureError):
             comp.exception()
     graph.close()

@@ -164,7 +164,7 @@ async def test_task_group_start_soon_points_at_gather(mock_backend: ar.Backend) 
         with pytest.raises(TypeError, match=r"aruntime\.gather.*not a coroutine"):
             tg.start_soon(mock_backend.copy_d2h_async, dptr, out)  # type: ignore[arg-type]
     # What to write instead: gather is an async function, so a task group runs it.
-    mock_backend.memset(dptr, 5, 8)
+    await mock_backend.memset_async(dptr, 5, 8)
     async with anyio.create_task_group() as tg:
         tg.start_soon(ar.gather, mock_backend.copy_d2h_async(dptr, out))
     assert out == bytes([5]) * 8

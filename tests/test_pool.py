@@ -26,7 +26,7 @@ async def test_a_mock_pool_serves_and_closes() -> None:
         assert len(pool) == 1 and pool.backends[0].name == "mock"
         gpu = pool.least_busy()
         ptr = gpu.alloc(4)
-        gpu.memset(ptr, 7, 4)
+        await gpu.memset_async(ptr, 7, 4)
         assert await gpu.copy_d2h_async(ptr, bytearray(4)) == bytearray(b"\x07" * 4)
         gpu.free(ptr)
     assert pool.closed and all(b.closed for b in pool.backends)

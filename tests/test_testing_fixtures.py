@@ -165,3 +165,206 @@ def test_required_backends_fail_instead_of_skipping(monkeypatch: pytest.MonkeyPa
         testing._open_or_skip("cuda-sim")
     with pytest.raises(pytest.skip.Exception):
         testing._open_or_skip("levelzero-sim")
+
+
+# ------------------------------------------------------------------ faults a GPU would show
+# Each runs an inner pytest session with pytester, so the failures are real ones.
+
+_CONFTEST = 'pytest_plugins = ["aruntime.testing"]\n'
+
+_FAULTING = """
+import numpy as np
+import pytest
+
+import aruntime as ar
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request):
+    return request.param
+
+
+def _oob_scale(gpu, ptr):
+    k = gpu.kernel(gpu.builtin_module("vector_ops"), "scale_f32")
+    n = 1 << 20  # a million floats into a 16-byte buffer: an illegal address on a GPU
+    return gpu.launch(k, n // 256, 256, [np.uint32(n), np.float32(2), ptr])  # LAUNCHED_HERE
+
+
+def test_unawaited_failure(mock_backend):
+    ptr = mock_backend.alloc(16)
+    mock_backend.driver.inject_fault("memset", ar.DriverError)
+    mock_backend.memset_async(ptr, 0, 16)  # FAILS_HERE
+    mock_backend.free(ptr)
+
+
+def test_unawaited_failure_on_a_worker(async_mock_backend):
+    ptr = async_mock_backend.alloc(16)
+    async_mock_backend.driver.inject_fault("memset", ar.DriverError)
+    async_mock_backend.memset_async(ptr, 0, 16)  # FAILS_LATER
+    async_mock_backend.free(ptr)
+
+
+async def test_awaited_failure_passes(mock_backend):
+    ptr = mock_backend.alloc(16)
+    mock_backend.driver.inject_fault("memset", ar.DriverError)
+    with pytest.raises(ar.DriverError):
+        await mock_backend.memset_async(ptr, 0, 16)
+    mock_backend.free(ptr)
+
+
+async def test_faults_but_awaits_only_its_download(mock_backend):
+    ptr = mock_backend.alloc(16)
+    await mock_backend.copy_h2d_async(np.arange(4, dtype=np.float32), ptr)
+    _oob_scale(mock_backend, ptr)  # never awaited
+    out = await mock_backend.copy_d2h_async(ptr, np.empty(4, np.float32))
+    mock_backend.free(ptr)
+    assert out.tolist() == [0.0, 2.0, 4.0, 6.0]
+"""
+
+
+def _line(path: Path, marker: str) -> int:
+    """The line of the file pytester wrote that holds ``marker``."""
+    return next(i for i, text in enumerate(path.read_text().splitlines(), 1) if marker in text)
+
+
+def test_an_unobserved_failure_fails_its_test_naming_the_op_and_its_line(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(_CONFTEST)
+    pytester.makepyfile(test_user=_FAULTING)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-p", "anyio")
+    out = result.stdout.str()
+    written = pytester.path / "test_user.py"
+    here, later = _line(written, "FAILS_HERE"), _line(written, "FAILS_LATER")
+    launched = _line(written, "LAUNCHED_HERE")
+    assert "ERROR at teardown of test_unawaited_failure " in out, out
+    assert f"memset_async enqueued at {pytester.path / 'test_user.py'}:{here}" in out, out
+    assert "UnobservedError: 1 op(s) of this test failed and nobody awaited them" in out, out
+    # On the threaded mock the op fails later, on a worker: its line was taken at the call.
+    assert "ERROR at teardown of test_unawaited_failure_on_a_worker" in out, out
+    assert f"test_user.py:{later}" in out, out
+    # The sticky fault fails the download, and the launch nobody awaited is named too.
+    # (a test whose teardown fails counts as passed and as an error)
+    result.assert_outcomes(passed=4, failed=2, errors=4)
+    assert "FAILED test_user.py::test_faults_but_awaits_only_its_download[asyncio]" in out, out
+    assert "DeviceLostError: copy_d2h: the device was lost earlier (launch: mock kernel" in out
+    assert f"launch enqueued at {pytester.path / 'test_user.py'}:{launched}" in out, out
+
+
+_LOSES = """
+import numpy as np
+import pytest
+
+import aruntime as ar
+
+
+def test_loses_the_device(mock_backend):
+    ptr = mock_backend.alloc(16)
+    k = mock_backend.kernel(mock_backend.builtin_module("vector_ops"), "scale_f32")
+    n = 1 << 20
+    done = mock_backend.launch(k, n // 256, 256, [np.uint32(n), np.float32(2), ptr])
+    with pytest.raises(ar.DeviceLostError):
+        done.wait()  # seen: the test passes, but the device is gone
+    mock_backend.free(ptr)
+
+
+def test_cannot_open_it_any_more(mock_backend):
+    pass
+
+
+def test_fails_on_the_lost_device():
+    raise ar.DeviceLostError("cuMemAlloc_v2: the device was lost", backend="mock")
+"""
+
+# Stands for a driver whose device stays lost for the whole process (as cuda.h
+# says of CUDA_ERROR_ILLEGAL_ADDRESS): once a test lost it, opening fails.
+_PROCESS_WIDE_LOSS = """
+import aruntime as ar
+import aruntime.testing as testing
+
+pytest_plugins = ["aruntime.testing"]
+
+_open = testing.open_test_backend
+
+
+def _open_unless_lost(variant, **options):
+    if testing._lost_by:
+        raise ar.DeviceLostError(f"open {variant}: the device was lost", backend=variant)
+    return _open(variant, **options)
+
+
+testing.open_test_backend = _open_unless_lost
+"""
+
+
+def test_later_tests_say_which_test_lost_the_device(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(testing, "_lost_by", {})
+    monkeypatch.setattr(testing, "open_test_backend", testing.open_test_backend)
+    pytester.makeconftest(_PROCESS_WIDE_LOSS)
+    pytester.makepyfile(test_user=_LOSES)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    out = result.stdout.str()
+    result.assert_outcomes(passed=1, failed=1, errors=1)
+    assert (
+        "mock cannot be opened (DeviceLostError: open mock: the device was lost); its device "
+        "was lost earlier, by test_user.py::test_loses_the_device (DeviceLostError:" in out
+    ), out
+    assert "@pytest.mark.aruntime_isolated" in out, out
+    assert "aruntime: a device was lost earlier in this session" in out, out
+    assert "mock: lost by test_user.py::test_loses_the_device" in out, out
+
+
+_ISOLATED = """
+import os
+import pytest
+
+import aruntime as ar
+
+
+@pytest.mark.aruntime_isolated
+def test_crashes():
+    with ar.open_backend("mock") as gpu:
+        gpu.alloc(8)
+        os._exit(3)  # as a driver that aborts the process would
+
+
+@pytest.mark.aruntime_isolated
+def test_fails_inside():
+    assert os.environ.get("ARUNTIME_ISOLATED_REPORTS"), "not in a child"
+    assert 1 == 2, "the child's own assertion"
+
+
+@pytest.mark.aruntime_isolated
+def test_skips_inside():
+    pytest.skip("the child's own skip")
+
+
+@pytest.mark.aruntime_isolated
+@pytest.mark.parametrize("n", [1, 2])
+def test_passes_inside(n, mock_backend):
+    assert os.environ.get("ARUNTIME_ISOLATED_REPORTS")
+    mock_backend.free(mock_backend.alloc(n))
+
+
+def test_the_session_goes_on():
+    assert not os.environ.get("ARUNTIME_ISOLATED_REPORTS")
+"""
+
+
+def test_the_isolated_marker_runs_a_test_in_a_child_process(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    monkeypatch.delenv("ARUNTIME_ISOLATED_REPORTS", raising=False)
+    pytester.makeconftest(_CONFTEST)
+    pytester.makepyfile(test_user=_ISOLATED)
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rs")
+    out = result.stdout.str()
+    result.assert_outcomes(passed=3, failed=2, skipped=1)
+    assert "the isolated child process ended with exit status 3 before the test finished" in out
+    assert "AssertionError: the child's own assertion" in out, out
+    assert "the child's own skip" in out, out
