@@ -137,6 +137,11 @@ CUresult cuUserObjectRetain(CUuserObject, unsigned int);
 CUresult cuUserObjectRelease(CUuserObject, unsigned int);
 CUresult cuGraphRetainUserObject(CUgraph, CUuserObject, unsigned int, unsigned int);
 CUresult cuGraphReleaseUserObject(CUgraph, CUuserObject, unsigned int);
+CUresult cuGraphNodeFindInClone(CUgraphNode *, CUgraphNode, CUgraph);
+CUresult cuGraphDebugDotPrint(CUgraph, const char *, unsigned int);
+typedef struct { int result; CUgraphNode errorNode; CUgraphNode errorFromNode; }
+    CUgraphExecUpdateResultInfo;
+CUresult cuGraphExecUpdate_v2(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *);
 CUresult cuGetProcAddress(const char *, void **, int, unsigned long long);
 """
 )
@@ -595,3 +600,58 @@ def test_get_proc_address_finds_the_graph_calls(
     fn = ffi.new("void **")
     _ok(lib.cuGetProcAddress(name.encode(), fn, version, 0))
     assert fn[0] == ffi.cast("void *", getattr(lib, symbol))
+
+
+def test_clones_find_their_nodes_and_graphs_print_as_dot(lib: Any, tmp_path: Path) -> None:
+    g = _graph(lib)
+    a = ffi.new("CUgraphNode *")
+    _ok(lib.cuGraphAddEmptyNode(a, g, ffi.NULL, 0))
+    b = ffi.new("CUgraphNode *")
+    _ok(lib.cuGraphAddEmptyNode(b, g, a, 1))
+    clone = ffi.new("CUgraph *")
+    _ok(lib.cuGraphClone(clone, g))
+    found = ffi.new("CUgraphNode *")
+    _ok(lib.cuGraphNodeFindInClone(found, b[0], clone[0]))
+    deps = ffi.new("CUgraphNode[1]")
+    count = ffi.new("size_t *", 1)
+    _ok(lib.cuGraphNodeGetDependencies(found[0], deps, count))
+    other = ffi.new("CUgraphNode *")
+    _ok(lib.cuGraphNodeFindInClone(other, a[0], clone[0]))
+    assert count[0] == 1 and deps[0] == other[0] != a[0]
+    assert lib.cuGraphNodeFindInClone(found, b[0], g) == CUDA_ERROR_INVALID_VALUE
+    dot = tmp_path / "g.dot"
+    _ok(lib.cuGraphDebugDotPrint(g, str(dot).encode(), 0))
+    text = dot.read_text()
+    assert text.startswith("digraph") and text.count("->") == 1 and text.count("empty") == 2
+    for x in (clone[0], g):
+        _ok(lib.cuGraphDestroy(x))
+
+
+def test_exec_update_swaps_in_a_graph_of_the_same_shape(lib: Any, stream: Any) -> None:
+    d = ffi.new("CUdeviceptr *")
+    _ok(lib.cuMemAlloc_v2(d, 16))
+    host = np.zeros(4, np.uint32)
+    graphs = []
+    for value in (1, 2):
+        g = _graph(lib)
+        _add_d2h(lib, g, host, d[0], _add_memset(lib, g, d[0], value, 4))
+        graphs.append(g)
+    exe = ffi.new("CUgraphExec *")
+    _ok(lib.cuGraphInstantiateWithFlags(exe, graphs[0], 0))
+    info = ffi.new("CUgraphExecUpdateResultInfo *")
+    _ok(lib.cuGraphExecUpdate_v2(exe[0], graphs[1], info))
+    assert info.result == 0
+    _ok(lib.cuGraphLaunch(exe[0], stream))
+    _ok(lib.cuStreamSynchronize(stream))
+    assert (host == 2).all()
+    # Another shape: refused, and the executable graph keeps its work.
+    _add_memset(lib, graphs[0], d[0], 3, 4)
+    assert lib.cuGraphExecUpdate_v2(exe[0], graphs[0], info) == 910  # UPDATE_FAILURE
+    assert info.result == 2  # TOPOLOGY_CHANGED
+    _ok(lib.cuGraphLaunch(exe[0], stream))
+    _ok(lib.cuStreamSynchronize(stream))
+    assert (host == 2).all()
+    _ok(lib.cuGraphExecDestroy(exe[0]))
+    for g in graphs:
+        _ok(lib.cuGraphDestroy(g))
+    _ok(lib.cuMemFree_v2(d[0]))

@@ -131,6 +131,7 @@ struct cu_gnode {
     cu_graph *graph;
     CUgraphNodeType type;
     size_t order; /* creation order: the layout keeps it where edges allow */
+    uint64_t origin; /* in a clone: the node it was copied from (cuGraphNodeFindInClone) */
     arsim_graph *body; /* the ops it runs (kernel, copy, memset, host, event) */
     cu_graph *child; /* CU_GRAPH_NODE_TYPE_GRAPH: its own copy */
     cu_gmem *mem; /* MEM_ALLOC: the allocation; MEM_FREE: the one it frees */
@@ -154,6 +155,7 @@ typedef struct cu_graph_exec {
     cu_gmem **allocs, **frees; /* the graph memory its launches allocate and free */
     size_t nallocs, nfrees;
     cu_uref *urefs;
+    char *shape; /* node types and edge counts in layout order: what an update must keep */
 } cu_graph_exec;
 
 /* ---- graphs (cusim_graph.c); callers hold g_capture_mu */
@@ -424,6 +426,9 @@ P cuGraphExecDestroy(CUgraphExec hGraphExec);
 P cuGraphDestroy(CUgraph hGraph);
 P cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph);
 P cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream);
+P cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo);
+P cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph);
+P cuGraphDebugDotPrint(CUgraph hGraph, const char *path, unsigned int flags);
 P cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes, size_t *numRootNodes);
 P cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, size_t *numEdges);
 P cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *edgeData, size_t *numEdges);

@@ -5,6 +5,7 @@
  * (creation order where the edges leave a choice) and copies their ops into
  * one list: a launch runs on one queue, which is one of the orders the graph
  * allows.  Every structural change holds g_capture_mu, as captures do. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -241,6 +242,7 @@ static CUresult clone_node(const cu_gnode *src, cu_graph *dst, cu_gnode **out)
     cu_gnode *n;
     CUSIM_TRY(cusim_gnode_add(dst, src->type, body, NULL, 0, &n));
     n->order = src->order;
+    n->origin = src->handle;
     n->event = src->event;
     n->p = src->p;
     if (src->mem) {
@@ -339,6 +341,18 @@ static CUresult exec_note_mem(cu_gmem ***list, size_t *n, cu_gmem *m)
     return CUDA_SUCCESS;
 }
 
+/* Appends node n's part of the shape: its type and how many edges reach it. */
+static CUresult shape_add(cu_graph_exec *x, const cu_gnode *n)
+{
+    size_t len = x->shape ? strlen(x->shape) : 0;
+    char *s = realloc(x->shape, len + 32);
+    if (!s)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    snprintf(s + len, 32, "%u:%zu%s;", (unsigned)n->type, n->ndeps, n->child ? "{" : "");
+    x->shape = s;
+    return CUDA_SUCCESS;
+}
+
 static CUresult flatten(const cu_graph *g, cu_graph_exec *x)
 {
     cu_gnode **order;
@@ -346,6 +360,9 @@ static CUresult flatten(const cu_graph *g, cu_graph_exec *x)
     CUresult r = CUDA_SUCCESS;
     for (size_t i = 0; r == CUDA_SUCCESS && i < g->n; i++) {
         cu_gnode *n = order[i];
+        r = shape_add(x, n);
+        if (r != CUDA_SUCCESS)
+            break;
         if (n->child)
             r = flatten(n->child, x);
         else if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
@@ -369,6 +386,7 @@ void cusim_exec_free(cu_graph_exec *x)
     free(x->allocs);
     free(x->frees);
     cusim_urefs_release(x->urefs);
+    free(x->shape);
     free(x);
 }
 
@@ -699,4 +717,121 @@ CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
     cusim_exec_free(x);
     cusim_uobj_flush();
     return CUDA_SUCCESS;
+}
+
+CUresult cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode,
+                                CUgraph hClonedGraph)
+{
+    CUSIM_TRY(cusim_check_init());
+    if (!phNode)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&g_capture_mu);
+    cu_graph *g = arsim_handle_get((uint64_t)(uintptr_t)hClonedGraph, HK_GRAPH);
+    cu_gnode *found = NULL;
+    for (size_t i = 0; g && !found && i < g->n; i++)
+        if (g->nodes[i]->origin == (uint64_t)(uintptr_t)hOriginalNode)
+            found = g->nodes[i];
+    if (found)
+        *phNode = node_handle(found);
+    pthread_mutex_unlock(&g_capture_mu);
+    return found ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static const char *type_name(CUgraphNodeType t)
+{
+    static const char *const names[] = {"kernel", "memcpy", "memset", "host", "graph",
+                                        "empty", "wait_event", "event_record", "ext_sem_signal",
+                                        "ext_sem_wait", "mem_alloc", "mem_free"};
+    return t < sizeof names / sizeof names[0] ? names[t] : "node";
+}
+
+static void dot_nodes(FILE *f, const cu_graph *g)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        const cu_gnode *n = g->nodes[i];
+        fprintf(f, "  n%llu [label=\"%s %llu\"];\n", (unsigned long long)n->handle,
+                type_name(n->type), (unsigned long long)n->handle);
+        for (size_t d = 0; d < n->ndeps; d++)
+            fprintf(f, "  n%llu -> n%llu;\n", (unsigned long long)n->deps[d]->handle,
+                    (unsigned long long)n->handle);
+        if (n->child)
+            dot_nodes(f, n->child);
+    }
+}
+
+/* The graph in Graphviz's DOT language: one vertex per node, named by type
+ * (the flags choose detail CUDA adds; the sim writes the same for all). */
+CUresult cuGraphDebugDotPrint(CUgraph hGraph, const char *path, unsigned int flags)
+{
+    CUSIM_TRY(cusim_check_init());
+    (void)flags;
+    if (!path)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&g_capture_mu);
+    cu_graph *g = arsim_handle_get((uint64_t)(uintptr_t)hGraph, HK_GRAPH);
+    FILE *f = g ? fopen(path, "w") : NULL;
+    if (f) {
+        fprintf(f, "digraph cuda_sim_graph_%llu {\n", (unsigned long long)g->handle);
+        dot_nodes(f, g);
+        fputs("}\n", f);
+    }
+    pthread_mutex_unlock(&g_capture_mu);
+    if (!g)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!f || fclose(f) != 0)
+        return CUDA_ERROR_OPERATING_SYSTEM;
+    return CUDA_SUCCESS;
+}
+
+/* Replaces an executable graph's work with hGraph's, when hGraph has the
+ * shape it was made from (node types and edges, in layout order); a change
+ * of shape, or graph memory on either side, fails and changes nothing. */
+static CUresult exec_update(cu_graph_exec *x, const cu_graph *g, CUgraphExecUpdateResult *why)
+{
+    cu_graph_exec *y = calloc(1, sizeof *y);
+    if (!y || arsim_graph_create(&y->g) != ARSIM_OK) {
+        free(y);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    CUresult r = flatten(g, y);
+    if (r == CUDA_SUCCESS && (x->nallocs || x->nfrees || y->nallocs || y->nfrees)) {
+        *why = CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
+        r = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    } else if (r == CUDA_SUCCESS && strcmp(x->shape ? x->shape : "", y->shape ? y->shape : "")) {
+        *why = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+        r = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    }
+    if (r == CUDA_SUCCESS)
+        r = cusim_urefs_copy(g->urefs, &y->urefs);
+    if (r == CUDA_SUCCESS) {
+        /* Launches in flight run copies: swapping the lists under them is safe. */
+        arsim_graph *ops = x->g;
+        cu_uref *urefs = x->urefs;
+        x->g = y->g;
+        x->urefs = y->urefs;
+        y->g = ops;
+        y->urefs = urefs;
+    }
+    cusim_exec_free(y);
+    return r;
+}
+
+CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
+                              CUgraphExecUpdateResultInfo *resultInfo)
+{
+    CUSIM_TRY(cusim_check_init());
+    if (!resultInfo)
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(resultInfo, 0, sizeof *resultInfo);
+    pthread_mutex_lock(&g_capture_mu);
+    cu_graph_exec *x = arsim_handle_get((uint64_t)(uintptr_t)hGraphExec, HK_GRAPH_EXEC);
+    cu_graph *g = arsim_handle_get((uint64_t)(uintptr_t)hGraph, HK_GRAPH);
+    CUgraphExecUpdateResult why = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    CUresult r = !x || !g ? CUDA_ERROR_INVALID_VALUE
+                 : g->capturing ? CUDA_ERROR_ILLEGAL_STATE
+                                : exec_update(x, g, &why);
+    pthread_mutex_unlock(&g_capture_mu);
+    cusim_uobj_flush();
+    resultInfo->result = why;
+    return r;
 }
