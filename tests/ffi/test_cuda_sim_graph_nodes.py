@@ -68,6 +68,10 @@ typedef struct {
 } CUDA_MEMCPY3D;
 typedef struct { int type; int reserved0[3]; long long reserved1[29]; long long reserved2; }
     CUgraphNodeParams;
+typedef struct {
+    unsigned long long handle; int type; unsigned int size; CUgraph *phGraph_out; CUcontext ctx;
+} CUDA_CONDITIONAL_NODE_PARAMS;
+CUresult cuGraphNodeGetParams(CUgraphNode, CUgraphNodeParams *);
 CUresult cuStreamCreate(CUstream *, unsigned int);
 CUresult cuStreamDestroy_v2(CUstream);
 CUresult cuStreamSynchronize(CUstream);
@@ -516,24 +520,83 @@ def test_user_objects_live_as_long_as_their_last_holder(lib: Any, stream: Any) -
     _ok(lib.cuGraphDestroy(g))
 
 
-def test_conditional_handles_are_made_and_conditional_nodes_refused(lib: Any) -> None:
-    g = _graph(lib)
+IF, WHILE, SWITCH = 0, 1, 2
+UNSET = 0xEE
+
+
+def _conditional(lib: Any, g: Any, kind: int, size: int, default: int) -> list[Any]:
+    """A conditional node of g on a new handle; its body graphs."""
     h = ffi.new("unsigned long long *")
-    _ok(lib.cuGraphConditionalHandleCreate(h, g, ffi.NULL, 1, 1))
-    other = ffi.new("unsigned long long *")
-    _ok(lib.cuGraphConditionalHandleCreate(other, g, ffi.NULL, 0, 0))
-    assert h[0] != other[0]
+    _ok(lib.cuGraphConditionalHandleCreate(h, g, ffi.NULL, default, 1))  # ASSIGN_DEFAULT
     params = ffi.new("CUgraphNodeParams *")
     params.type = CONDITIONAL
+    cond = ffi.cast("CUDA_CONDITIONAL_NODE_PARAMS *", params.reserved1)
+    cond.handle, cond.type, cond.size = h[0], kind, size
     node = ffi.new("CUgraphNode *")
-    # The condition is set by device code through the device runtime, which
-    # the sim has not: refused, not run with the default value.
+    _ok(lib.cuGraphAddNode_v2(node, g, ffi.NULL, ffi.NULL, 0, params))
+    back = ffi.new("CUgraphNodeParams *")
+    _ok(lib.cuGraphNodeGetParams(node[0], back))
+    got = ffi.cast("CUDA_CONDITIONAL_NODE_PARAMS *", back.reserved1)
+    assert (got.handle, got.type, got.size) == (h[0], kind, size)
+    return [cond.phGraph_out[i] for i in range(size)]
+
+
+@pytest.mark.parametrize(
+    ("kind", "size", "default", "runs"),
+    [
+        (IF, 1, 1, 0),
+        (IF, 1, 0, None),
+        (IF, 2, 0, 1),
+        (SWITCH, 3, 2, 2),
+        (SWITCH, 2, 5, None),
+        (WHILE, 1, 0, None),
+    ],
+)
+def test_conditional_nodes_run_the_body_their_condition_picks(
+    lib: Any, stream: Any, kind: int, size: int, default: int, runs: int | None
+) -> None:
+    # Only device code could change a condition (through the device runtime,
+    # which the sim has not), so each launch sees the handle's default value.
+    d = ffi.new("CUdeviceptr *")
+    _ok(lib.cuMemAlloc_v2(d, 4 * size))
+    host = np.zeros(size, np.uint32)
+    g = _graph(lib)
+    first = _add_memset(lib, g, d[0], UNSET, size)
+    bodies = _conditional(lib, g, kind, size, default)
+    for i, body in enumerate(bodies):
+        _add_memset(lib, body, d[0] + 4 * i, i + 1, 1)
+        assert lib.cuGraphDestroy(body) == CUDA_ERROR_ILLEGAL_STATE  # its node owns it
+    nodes = ffi.new("CUgraphNode[2]")
+    count = ffi.new("size_t *", 2)
+    _ok(lib.cuGraphGetNodes(g, nodes, count))
+    _ok(lib.cuGraphAddDependencies(g, _one(first), _one(nodes[1]), 1))
+    _add_d2h(lib, g, host, d[0], nodes[1])
+    _run(lib, g, stream)
+    expect = np.full(size, UNSET, np.uint32)
+    if runs is not None:
+        expect[runs] = runs + 1
+    assert (host == expect).all()
+    _ok(lib.cuGraphDestroy(g))
+    _ok(lib.cuMemFree_v2(d[0]))
+
+
+def test_a_while_loop_nothing_can_end_is_refused(lib: Any) -> None:
+    g = _graph(lib)
+    _conditional(lib, g, WHILE, 1, 1)
+    exe = ffi.new("CUgraphExec *")
+    assert lib.cuGraphInstantiateWithFlags(exe, g, 0) == CUDA_ERROR_NOT_SUPPORTED
+    params = ffi.new("CUgraphNodeParams *")
+    params.type = CONDITIONAL
+    cond = ffi.cast("CUDA_CONDITIONAL_NODE_PARAMS *", params.reserved1)
+    cond.handle, cond.type, cond.size = 12345, IF, 1  # no such handle
+    node = ffi.new("CUgraphNode *")
+    assert lib.cuGraphAddNode_v2(node, g, ffi.NULL, ffi.NULL, 0, params) == (
+        CUDA_ERROR_INVALID_VALUE
+    )
+    params.type = KERNEL  # made through cuGraphAddKernelNode instead
     assert lib.cuGraphAddNode_v2(node, g, ffi.NULL, ffi.NULL, 0, params) == (
         CUDA_ERROR_NOT_SUPPORTED
     )
-    params.type = EMPTY
-    _ok(lib.cuGraphAddNode_v2(node, g, ffi.NULL, ffi.NULL, 0, params))
-    assert _types(lib, g) == [EMPTY]
     _ok(lib.cuGraphDestroy(g))
 
 
@@ -588,6 +651,7 @@ def test_cuda_arrays_are_refused(lib: Any) -> None:
         ("cuGraphAddKernelNode", 12000, "cuGraphAddKernelNode_v2"),
         ("cuGraphGetEdges", 12030, "cuGraphGetEdges_v2"),
         ("cuGraphAddNode", 12030, "cuGraphAddNode_v2"),
+        ("cuGraphNodeGetParams", 13020, "cuGraphNodeGetParams"),
         ("cuUserObjectCreate", 11030, "cuUserObjectCreate"),
         ("cuGraphConditionalHandleCreate", 12030, "cuGraphConditionalHandleCreate"),
         ("cuMemGetMemPool", 13000, "cuMemGetMemPool"),

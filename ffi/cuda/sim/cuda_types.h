@@ -411,8 +411,18 @@ typedef struct CUDA_MEM_ALLOC_NODE_PARAMS_v1_st {
     size_t bytesize;
     CUdeviceptr dptr;
 } CUDA_MEM_ALLOC_NODE_PARAMS;
-/* cuGraphAddNode's parameters: only the type is read here (the sim builds
- * no node from this form; see cusim_graph_nodes.c). */
+enum { CU_GRAPH_COND_TYPE_IF = 0, CU_GRAPH_COND_TYPE_WHILE = 1, CU_GRAPH_COND_TYPE_SWITCH = 2 };
+enum { CU_GRAPH_COND_ASSIGN_DEFAULT = 1 };
+typedef unsigned int CUgraphConditionalNodeType;
+typedef struct CUDA_CONDITIONAL_NODE_PARAMS {
+    CUgraphConditionalHandle handle;
+    CUgraphConditionalNodeType type;
+    unsigned int size;
+    CUgraph *phGraph_out;
+    CUcontext ctx;
+} CUDA_CONDITIONAL_NODE_PARAMS;
+/* cuGraphAddNode's parameters: the type, then (at reserved1) the union of
+ * the per-type structs; the sim reads the conditional one (cusim_graph_nodes.c). */
 typedef struct CUgraphNodeParams_st {
     CUgraphNodeType type;
     int reserved0[3];

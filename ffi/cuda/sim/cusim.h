@@ -134,6 +134,9 @@ struct cu_gnode {
     uint64_t origin; /* in a clone: the node it was copied from (cuGraphNodeFindInClone) */
     arsim_graph *body; /* the ops it runs (kernel, copy, memset, host, event) */
     cu_graph *child; /* CU_GRAPH_NODE_TYPE_GRAPH: its own copy */
+    cu_graph **bodies; /* CU_GRAPH_NODE_TYPE_CONDITIONAL: its body graphs, which it owns */
+    CUgraph *body_handles; /* the same, as phGraph_out hands them out */
+    CUDA_CONDITIONAL_NODE_PARAMS cond;
     cu_gmem *mem; /* MEM_ALLOC: the allocation; MEM_FREE: the one it frees */
     CUevent event; /* EVENT_RECORD / WAIT_EVENT */
     union {
@@ -178,6 +181,10 @@ CUSIM_INTERNAL cu_graph *cusim_capture_graph(cu_capture *cap);
 CUSIM_INTERNAL CUresult cusim_capture_advance(cu_capture *cap, cu_gnode *node);
 /* A deep copy of g (a child graph node's). */
 CUSIM_INTERNAL CUresult cusim_graph_clone(const cu_graph *g, cu_graph **out);
+/* A conditional node's condition: the default value of its handle (the
+ * value at each launch: only device code could change it, through the
+ * device runtime, which the sim has not).  -1: no such handle. */
+CUSIM_INTERNAL long long cusim_cond_value(CUgraphConditionalHandle h);
 /* ---- graph memory and user objects (cusim_graph_mem.c) */
 #define CUSIM_GRAPH_MEM 0x40000000u /* allocation flag: graph memory */
 CUSIM_INTERNAL CUresult cusim_gmem_new(int device, arsim_mem_kind kind, size_t size,
@@ -461,6 +468,7 @@ P cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraph
 P cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *params_out);
 P cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUdeviceptr dptr);
 P cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out);
+P cuGraphNodeGetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams);
 P cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraphNodeParams *nodeParams);
 P cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUgraphNodeParams *nodeParams);
 P cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value);

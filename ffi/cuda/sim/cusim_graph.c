@@ -37,6 +37,10 @@ static void node_free(cu_gnode *n)
     arsim_graph_destroy(n->body);
     if (n->child)
         cusim_graph_free(n->child);
+    for (unsigned i = 0; n->bodies && i < n->cond.size; i++)
+        cusim_graph_free(n->bodies[i]);
+    free(n->bodies);
+    free(n->body_handles);
     if (n->mem)
         cusim_gmem_unref(n->mem);
     free(n->kargs);
@@ -230,6 +234,29 @@ CUresult cusim_capture_add_exec(cu_capture *cap, const arsim_graph *ops)
 
 /* ------------------------------------------------------------- copies */
 
+static CUresult clone_bodies(const cu_gnode *src, cu_gnode *n)
+{
+    unsigned size = src->cond.size;
+    n->bodies = calloc(size, sizeof *n->bodies);
+    n->body_handles = calloc(size, sizeof *n->body_handles);
+    n->cond = src->cond;
+    n->cond.phGraph_out = n->body_handles;
+    if (!n->bodies || !n->body_handles) {
+        n->cond.size = 0; /* node_free frees what there is */
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    for (unsigned i = 0; i < size; i++) {
+        CUresult r = cusim_graph_clone(src->bodies[i], &n->bodies[i]);
+        if (r != CUDA_SUCCESS) {
+            n->cond.size = i;
+            return r;
+        }
+        n->bodies[i]->owned = 1;
+        n->body_handles[i] = (CUgraph)(uintptr_t)n->bodies[i]->handle;
+    }
+    return CUDA_SUCCESS;
+}
+
 static CUresult clone_node(const cu_gnode *src, cu_graph *dst, cu_gnode **out)
 {
     arsim_graph *body = NULL;
@@ -251,6 +278,8 @@ static CUresult clone_node(const cu_gnode *src, cu_graph *dst, cu_gnode **out)
     }
     if (src->child)
         CUSIM_TRY(cusim_graph_clone(src->child, &n->child));
+    if (src->bodies)
+        CUSIM_TRY(clone_bodies(src, n));
     if (src->type == CU_GRAPH_NODE_TYPE_KERNEL)
         n->p.kernel.kernelParams = NULL; /* the copy's body holds the values */
     *out = n;
@@ -353,6 +382,25 @@ static CUresult shape_add(cu_graph_exec *x, const cu_gnode *n)
     return CUDA_SUCCESS;
 }
 
+static CUresult flatten(const cu_graph *g, cu_graph_exec *x);
+
+/* The body a conditional node runs at every launch (NULL: none), from its
+ * condition's value (see cusim_cond_value). */
+static CUresult conditional_body(const cu_gnode *n, const cu_graph **body)
+{
+    long long v = cusim_cond_value(n->cond.handle);
+    *body = NULL;
+    if (v < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (n->cond.type == CU_GRAPH_COND_TYPE_WHILE && v)
+        return CUDA_ERROR_NOT_SUPPORTED; /* nothing could end the loop */
+    if (n->cond.type == CU_GRAPH_COND_TYPE_IF)
+        *body = v ? n->bodies[0] : n->cond.size == 2 ? n->bodies[1] : NULL;
+    else if (n->cond.type == CU_GRAPH_COND_TYPE_SWITCH)
+        *body = (unsigned long long)v < n->cond.size ? n->bodies[v] : NULL;
+    return CUDA_SUCCESS;
+}
+
 static CUresult flatten(const cu_graph *g, cu_graph_exec *x)
 {
     cu_gnode **order;
@@ -363,8 +411,13 @@ static CUresult flatten(const cu_graph *g, cu_graph_exec *x)
         r = shape_add(x, n);
         if (r != CUDA_SUCCESS)
             break;
-        if (n->child)
-            r = flatten(n->child, x);
+        const cu_graph *body = NULL;
+        if (n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL && r == CUDA_SUCCESS)
+            r = conditional_body(n, &body);
+        if (r != CUDA_SUCCESS)
+            break;
+        if (n->child || body)
+            r = flatten(n->child ? n->child : body, x);
         else if (n->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
             r = exec_note_mem(&x->allocs, &x->nallocs, n->mem);
         else if (n->type == CU_GRAPH_NODE_TYPE_MEM_FREE)

@@ -390,20 +390,50 @@ CUresult cuGraphReleaseUserObject(CUgraph graph, CUuserObject object, unsigned i
 
 /* ------------------------------------------------------------- conditionals */
 
+/* The handles made, with their default values: a handle is the graph's
+ * handle and a count, so it never repeats. */
+typedef struct cond_entry {
+    CUgraphConditionalHandle handle;
+    unsigned value;
+    struct cond_entry *next;
+} cond_entry;
+static cond_entry *g_conds; /* guarded by g_capture_mu */
+
 CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out, CUgraph hGraph,
                                         CUcontext ctx, unsigned int defaultLaunchValue,
                                         unsigned int flags)
 {
     CUSIM_TRY(cusim_check_init());
-    (void)defaultLaunchValue; /* read by conditional nodes, which the sim refuses */
-    if (!pHandle_out || (flags & ~1u) || (ctx && !cusim_ctx_from_handle(ctx)))
+    if (!pHandle_out || (flags & ~(unsigned)CU_GRAPH_COND_ASSIGN_DEFAULT) ||
+        (ctx && !cusim_ctx_from_handle(ctx)))
         return CUDA_ERROR_INVALID_VALUE;
+    cond_entry *e = malloc(sizeof *e);
+    if (!e)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_lock(&g_capture_mu);
     cu_graph *g = arsim_handle_get((uint64_t)(uintptr_t)hGraph, HK_GRAPH);
-    if (g)
-        *pHandle_out = (g->handle << 16) | ++g->next_cond;
+    if (g) {
+        /* With or without CU_GRAPH_COND_ASSIGN_DEFAULT the value at every
+         * launch is the default: the initial value, which nothing here can
+         * change. */
+        e->handle = (g->handle << 16) | ++g->next_cond;
+        e->value = defaultLaunchValue;
+        e->next = g_conds;
+        g_conds = e;
+        *pHandle_out = e->handle;
+    }
     pthread_mutex_unlock(&g_capture_mu);
+    if (!g)
+        free(e);
     return g ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+long long cusim_cond_value(CUgraphConditionalHandle h)
+{
+    for (cond_entry *e = g_conds; e; e = e->next)
+        if (e->handle == h)
+            return e->value;
+    return -1;
 }
 
 /* ------------------------------------------------------------- launch */

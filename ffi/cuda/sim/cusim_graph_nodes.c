@@ -1,9 +1,7 @@
 /* cuda-sim: building graphs by hand, one cuGraphAdd*Node per node type, and
  * reading a node's parameters back.  Each node holds the ops it runs, made
  * as the matching stream call would make them.  What the sim does not model
- * is refused when the node is made: conditional nodes (their condition is
- * set by device code through the device runtime, which the sim has not),
- * copies of CUDA arrays or of more than one 2-D slice, kernel arguments
+ * is refused when the node is made: copies of CUDA arrays or of more than one 2-D slice, kernel arguments
  * through `extra`, and graph memory nodes inside a child graph. */
 #include <stdlib.h>
 #include <string.h>
@@ -325,9 +323,14 @@ CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph,
 
 static int has_mem_nodes(const cu_graph *g)
 {
-    for (size_t i = 0; i < g->n; i++)
-        if (g->nodes[i]->mem || (g->nodes[i]->child && has_mem_nodes(g->nodes[i]->child)))
+    for (size_t i = 0; i < g->n; i++) {
+        const cu_gnode *n = g->nodes[i];
+        if (n->mem || (n->child && has_mem_nodes(n->child)))
             return 1;
+        for (unsigned b = 0; n->bodies && b < n->cond.size; b++)
+            if (has_mem_nodes(n->bodies[b]))
+                return 1;
+    }
     return 0;
 }
 
@@ -446,8 +449,57 @@ CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph,
     return r;
 }
 
-/* cuGraphAddNode's generic form: the sim builds nodes through the calls
- * above; a conditional node, which this form alone makes, is refused. */
+/* A conditional node and its body graphs.  Its condition at a launch is
+ * its handle's default value (cusim_cond_value), so instantiation picks the
+ * body it runs; a while loop whose condition is not zero could never end,
+ * and is refused there. */
+static CUresult add_conditional(CUgraphNode *ph, CUgraph hg, const CUgraphNode *deps,
+                                size_t ndeps, CUDA_CONDITIONAL_NODE_PARAMS *c)
+{
+    unsigned max = c->type == CU_GRAPH_COND_TYPE_IF       ? 2
+                   : c->type == CU_GRAPH_COND_TYPE_WHILE  ? 1
+                   : c->type == CU_GRAPH_COND_TYPE_SWITCH ? ~0u
+                                                          : 0;
+    if (!c->size || c->size > max || (c->ctx && !cusim_ctx_from_handle(c->ctx)))
+        return CUDA_ERROR_INVALID_VALUE;
+    cu_graph **bodies = calloc(c->size, sizeof *bodies);
+    CUgraph *handles = calloc(c->size, sizeof *handles);
+    cu_gnode *n = NULL;
+    pthread_mutex_lock(&g_capture_mu);
+    CUresult r = !bodies || !handles ? CUDA_ERROR_OUT_OF_MEMORY
+                 : cusim_cond_value(c->handle) < 0 ? CUDA_ERROR_INVALID_VALUE
+                                                   : CUDA_SUCCESS;
+    for (unsigned i = 0; r == CUDA_SUCCESS && i < c->size; i++) {
+        bodies[i] = cusim_graph_new();
+        if (!bodies[i])
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        else {
+            bodies[i]->owned = 1;
+            handles[i] = (CUgraph)(uintptr_t)bodies[i]->handle;
+        }
+    }
+    if (r == CUDA_SUCCESS)
+        r = add_node(ph, hg, deps, ndeps, CU_GRAPH_NODE_TYPE_CONDITIONAL, NULL, &n);
+    if (r == CUDA_SUCCESS) {
+        n->bodies = bodies;
+        n->body_handles = handles;
+        n->cond = *c;
+        n->cond.phGraph_out = handles;
+        n->has_params = 1;
+        c->phGraph_out = handles;
+    }
+    for (unsigned i = 0; r != CUDA_SUCCESS && bodies && i < c->size; i++)
+        cusim_graph_free(bodies[i]);
+    pthread_mutex_unlock(&g_capture_mu);
+    if (r != CUDA_SUCCESS) {
+        free(bodies);
+        free(handles);
+    }
+    return r;
+}
+
+/* cuGraphAddNode's generic form: empty and conditional nodes (the one kind
+ * only this form makes); the others through their own calls above. */
 CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
                            const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData,
                            size_t numDependencies, CUgraphNodeParams *nodeParams)
@@ -460,6 +512,9 @@ CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
             return CUDA_ERROR_NOT_SUPPORTED;
     if (nodeParams->type == CU_GRAPH_NODE_TYPE_EMPTY)
         return cuGraphAddEmptyNode(phGraphNode, hGraph, dependencies, numDependencies);
+    if (nodeParams->type == CU_GRAPH_NODE_TYPE_CONDITIONAL)
+        return add_conditional(phGraphNode, hGraph, dependencies, numDependencies,
+                               (CUDA_CONDITIONAL_NODE_PARAMS *)(void *)nodeParams->reserved1);
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
@@ -556,5 +611,16 @@ CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out)
     cu_gnode *n;
     CUSIM_TRY(node_of(hNode, CU_GRAPH_NODE_TYPE_MEM_FREE, dptr_out, &n));
     *dptr_out = cusim_gmem_ptr(n->mem);
+    return CUDA_SUCCESS;
+}
+
+/* The generic read-back: conditional nodes, which have no call of their own. */
+CUresult cuGraphNodeGetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams)
+{
+    cu_gnode *n;
+    CUSIM_TRY(node_of(hNode, CU_GRAPH_NODE_TYPE_CONDITIONAL, nodeParams, &n));
+    memset(nodeParams, 0, sizeof *nodeParams);
+    nodeParams->type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    memcpy(nodeParams->reserved1, &n->cond, sizeof n->cond);
     return CUDA_SUCCESS;
 }

@@ -203,6 +203,7 @@ static const proc_entry g_procs[] = {
     {"cuGraphMemAllocNodeGetParams", 11040, (void *)cuGraphMemAllocNodeGetParams, NULL},
     {"cuGraphAddMemFreeNode", 11040, (void *)cuGraphAddMemFreeNode, NULL},
     {"cuGraphMemFreeNodeGetParams", 11040, (void *)cuGraphMemFreeNodeGetParams, NULL},
+    {"cuGraphNodeGetParams", 13020, (void *)cuGraphNodeGetParams, NULL},
     {"cuGraphAddNode", 12020, (void *)cuGraphAddNode, NULL},
     {"cuGraphAddNode", 12030, (void *)cuGraphAddNode_v2, NULL},
     {"cuDeviceGetGraphMemAttribute", 11040, (void *)cuDeviceGetGraphMemAttribute, NULL},
