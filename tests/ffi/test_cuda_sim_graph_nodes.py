@@ -719,3 +719,47 @@ def test_exec_update_swaps_in_a_graph_of_the_same_shape(lib: Any, stream: Any) -
     for g in graphs:
         _ok(lib.cuGraphDestroy(g))
     _ok(lib.cuMemFree_v2(d[0]))
+
+
+def test_graphs_with_memory_nodes_keep_their_nodes_and_edges(lib: Any, stream: Any) -> None:
+    g = _graph(lib)
+    alloc, dptr = _add_alloc(lib, g, 64)
+    memset = _add_memset(lib, g, dptr, 1, 16, alloc)
+    # CUDA: no node or edge of such a graph may be deleted, and it is not cloned.
+    assert lib.cuGraphDestroyNode(memset) == CUDA_ERROR_INVALID_VALUE
+    assert lib.cuGraphRemoveDependencies(g, _one(alloc), _one(memset), 1) == (
+        CUDA_ERROR_INVALID_VALUE
+    )
+    clone = ffi.new("CUgraph *")
+    assert lib.cuGraphClone(clone, g) == CUDA_ERROR_NOT_SUPPORTED
+    assert _types(lib, g) == [MEM_ALLOC, MEMSET]
+    # Auto-free-on-launch: each launch frees what the last one left allocated.
+    exe = ffi.new("CUgraphExec *")
+    _ok(lib.cuGraphInstantiateWithFlags(exe, g, 1))
+    for _ in range(2):
+        _ok(lib.cuGraphLaunch(exe[0], stream))
+    _ok(lib.cuStreamSynchronize(stream))
+    _ok(lib.cuMemFree_v2(dptr))
+    _ok(lib.cuGraphExecDestroy(exe[0]))
+    _ok(lib.cuGraphDestroy(g))
+
+
+def test_a_condition_serves_only_its_own_graph(lib: Any) -> None:
+    mine, other = _graph(lib), _graph(lib)
+    h = ffi.new("unsigned long long *")
+    _ok(lib.cuGraphConditionalHandleCreate(h, mine, ffi.NULL, 1, 0))
+    params = ffi.new("CUgraphNodeParams *")
+    params.type = CONDITIONAL
+    cond = ffi.cast("CUDA_CONDITIONAL_NODE_PARAMS *", params.reserved1)
+    cond.handle, cond.type, cond.size = h[0], IF, 1
+    node = ffi.new("CUgraphNode *")
+    assert lib.cuGraphAddNode_v2(node, other, ffi.NULL, ffi.NULL, 0, params) == (
+        CUDA_ERROR_INVALID_VALUE
+    )
+    _ok(lib.cuGraphAddNode_v2(node, mine, ffi.NULL, ffi.NULL, 0, params))
+    # A body graph of `mine` may use it too (a nested conditional).
+    body = cond.phGraph_out[0]
+    cond.phGraph_out = ffi.NULL
+    _ok(lib.cuGraphAddNode_v2(node, body, ffi.NULL, ffi.NULL, 0, params))
+    for g in (mine, other):
+        _ok(lib.cuGraphDestroy(g))

@@ -117,6 +117,7 @@ typedef struct cu_uref {
 
 typedef struct cu_graph {
     uint64_t handle;
+    uint64_t root; /* the top graph a body belongs to: its conditional handles serve it */
     cu_capture *capturing; /* non-NULL while a capture is filling it */
     cu_gnode **nodes;
     size_t n, cap;
@@ -159,6 +160,7 @@ typedef struct cu_graph_exec {
     size_t nallocs, nfrees;
     cu_uref *urefs;
     char *shape; /* node types and edge counts in layout order: what an update must keep */
+    int auto_free; /* each launch first frees what the last one left allocated */
 } cu_graph_exec;
 
 /* ---- graphs (cusim_graph.c); callers hold g_capture_mu */

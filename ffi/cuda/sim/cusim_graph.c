@@ -131,6 +131,17 @@ CUresult cusim_gnode_add(cu_graph *g, CUgraphNodeType type, arsim_graph *body,
     return CUDA_SUCCESS;
 }
 
+/* CUDA forbids deleting nodes or edges of, and cloning, a graph that holds
+ * graph memory nodes. */
+static int holds_mem_nodes(const cu_graph *g)
+{
+    for (size_t i = 0; i < g->n; i++)
+        if (g->nodes[i]->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC ||
+            g->nodes[i]->type == CU_GRAPH_NODE_TYPE_MEM_FREE)
+            return 1;
+    return 0;
+}
+
 /* ------------------------------------------------------------- capture */
 
 cu_graph *cusim_capture_graph(cu_capture *cap)
@@ -482,7 +493,9 @@ CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
     pthread_mutex_lock(&g_capture_mu);
     cu_graph *g = arsim_handle_get((uint64_t)(uintptr_t)originalGraph, HK_GRAPH);
     cu_graph *c = NULL;
-    CUresult r = g ? cusim_graph_clone(g, &c) : CUDA_ERROR_INVALID_HANDLE;
+    CUresult r = !g                  ? CUDA_ERROR_INVALID_HANDLE
+                 : holds_mem_nodes(g) ? CUDA_ERROR_NOT_SUPPORTED
+                                      : cusim_graph_clone(g, &c);
     pthread_mutex_unlock(&g_capture_mu);
     if (r == CUDA_SUCCESS)
         *phGraphClone = (CUgraph)(uintptr_t)c->handle;
@@ -659,7 +672,9 @@ static CUresult change_edges(CUgraph hGraph, const CUgraphNode *from, const CUgr
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&g_capture_mu);
     cu_graph *g = arsim_handle_get((uint64_t)(uintptr_t)hGraph, HK_GRAPH);
-    CUresult r = g ? edges_check(g, from, to, edgeData, n, adding) : CUDA_ERROR_INVALID_HANDLE;
+    CUresult r = !g                              ? CUDA_ERROR_INVALID_HANDLE
+                 : !adding && holds_mem_nodes(g) ? CUDA_ERROR_INVALID_VALUE
+                                                 : edges_check(g, from, to, edgeData, n, adding);
     for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++) {
         cu_gnode *a = node_get(from[i]), *b = node_get(to[i]);
         if (adding)
@@ -714,9 +729,9 @@ CUresult cuGraphDestroyNode(CUgraphNode hNode)
     CUSIM_TRY(cusim_check_init());
     pthread_mutex_lock(&g_capture_mu);
     cu_gnode *n = node_get(hNode);
-    if (!n) {
+    if (!n || holds_mem_nodes(n->graph)) {
         pthread_mutex_unlock(&g_capture_mu);
-        return CUDA_ERROR_INVALID_HANDLE;
+        return n ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_HANDLE;
     }
     cu_graph *g = n->graph;
     list_remove(g->nodes, &g->n, n);
@@ -726,6 +741,7 @@ CUresult cuGraphDestroyNode(CUgraphNode hNode)
         list_remove(g->capturing->deps, &g->capturing->ndeps, n);
     node_free(n);
     pthread_mutex_unlock(&g_capture_mu);
+    cusim_uobj_flush(); /* a child or body graph may have held user objects */
     return CUDA_SUCCESS;
 }
 
@@ -735,7 +751,8 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
     CUSIM_TRY(cusim_check_init());
     if (!phGraphExec)
         return CUDA_ERROR_INVALID_VALUE;
-    (void)flags; /* auto-free-on-launch, upload, device launch: not modelled */
+    /* Upload and device launch change nothing here; auto-free-on-launch
+     * frees what the last launch left allocated (cusim_gmem_launch). */
     cu_graph_exec *x = calloc(1, sizeof *x);
     if (!x || arsim_graph_create(&x->g) != ARSIM_OK) {
         free(x);
@@ -748,6 +765,7 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
                                 : flatten(g, x);
     if (r == CUDA_SUCCESS)
         r = cusim_urefs_copy(g->urefs, &x->urefs);
+    x->auto_free = (flags & 1) != 0; /* CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH */
     pthread_mutex_unlock(&g_capture_mu);
     if (r == CUDA_SUCCESS && !(x->handle = arsim_handle_new(HK_GRAPH_EXEC, x)))
         r = CUDA_ERROR_OUT_OF_MEMORY;

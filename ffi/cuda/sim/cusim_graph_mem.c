@@ -119,6 +119,8 @@ void cusim_gmem_unref(cu_gmem *m)
 CUresult cusim_gmem_launch(cu_graph_exec *x)
 {
     pthread_mutex_lock(&g_gmem_mu);
+    for (size_t i = 0; x->auto_free && i < x->nallocs; i++)
+        set_live_locked(x->allocs[i], 0);
     for (size_t i = 0; i < x->nallocs; i++) {
         if (x->allocs[i]->live) {
             pthread_mutex_unlock(&g_gmem_mu);
@@ -416,7 +418,7 @@ CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out, C
         /* With or without CU_GRAPH_COND_ASSIGN_DEFAULT the value at every
          * launch is the default: the initial value, which nothing here can
          * change. */
-        e->handle = (g->handle << 16) | ++g->next_cond;
+        e->handle = ((g->root ? g->root : g->handle) << 16) | ++g->next_cond;
         e->value = defaultLaunchValue;
         e->next = g_conds;
         g_conds = e;

@@ -478,6 +478,12 @@ static CUresult add_conditional(CUgraphNode *ph, CUgraph hg, const CUgraphNode *
             handles[i] = (CUgraph)(uintptr_t)bodies[i]->handle;
         }
     }
+    cu_graph *g = arsim_handle_get((uint64_t)(uintptr_t)hg, HK_GRAPH);
+    uint64_t root = g ? (g->root ? g->root : g->handle) : 0;
+    if (r == CUDA_SUCCESS && g && c->handle >> 16 != root)
+        r = CUDA_ERROR_INVALID_VALUE; /* a condition made for another graph */
+    for (unsigned i = 0; r == CUDA_SUCCESS && i < c->size; i++)
+        bodies[i]->root = root;
     if (r == CUDA_SUCCESS)
         r = add_node(ph, hg, deps, ndeps, CU_GRAPH_NODE_TYPE_CONDITIONAL, NULL, &n);
     if (r == CUDA_SUCCESS) {
