@@ -14,6 +14,9 @@ allocations are ledger entries like the others (:attr:`AllocKind.ASYNC`), made a
 released in a stream's order rather than after all queued work: by the
 driver's own pool where it has one (CUDA), else by the core's
 :class:`aruntime._stream_pool.StreamPool`.  Neither call waits for the device.
+Inside a capture, on a driver with its own pool (CUDA), the pair becomes the
+graph's memory nodes: the address is fixed at capture, and each launch
+allocates it until the captured ``free_async`` (or one after the launch).
 """
 
 from __future__ import annotations
@@ -51,6 +54,10 @@ class Allocator:
         # The core's stream-ordered pool, where the driver has none.  A
         # resource made before any allocation: released after all of them.
         self._pool: StreamPool | None = None
+        # alloc_async memory made inside a capture: the driver's graph memory,
+        # which the graph allocates at each launch; freed by free_async in the
+        # capture (a free node) or after a launch, never by the ledger.
+        self._graph_memory: set[int] = set()
         if not self._driver.stream_ordered_alloc:
             self._pool = StreamPool(self._driver, state.info.total_memory // 4)
             state.resources.add(self._pool)
@@ -153,15 +160,20 @@ class Allocator:
         st = self._objects.resolve(stream, fn)
         state = st.state
         with state.lock:
-            _refuse_capture(fn, st)
+            in_graph = state.capturing
             if self._pool is None:
+                # Capturing, the driver records a graph memory alloc node.
                 address = self._driver.mem_alloc_async(n, st.handle)
             else:
+                _refuse_capture(fn, st)
                 address = self._pool.alloc(n, st)
         alloc_id = new_alloc_id()
         ptr = DevicePtr(self._owner, address, n, alloc_id)
         kind = AllocKind.ASYNC
-        self._add(alloc_id, kind, address, n, address, 0, ptr, self._device_free(kind, address))
+        free = None if in_graph else self._device_free(kind, address)
+        self._add(alloc_id, kind, address, n, address, 0, ptr, free)
+        if in_graph:
+            self._graph_memory.add(alloc_id)
         return ptr
 
     def free_async(self, ptr: DevicePtr, stream: object) -> None:
@@ -171,6 +183,9 @@ class Allocator:
         entry = self._freeable(fn, ptr, (AllocKind.ASYNC,))
         state = st.state
         with state.lock:
+            if entry.alloc_id in self._graph_memory:
+                self._free_graph_memory(entry, st)
+                return
             _refuse_capture(fn, st)
             if not self._forget(entry) or entry.free_memory is None:
                 return
@@ -186,6 +201,15 @@ class Allocator:
             writes = ((entry.address, entry.nbytes),)
             op = Op(OpKind.FREE_ASYNC, free, (raw,), writes=writes)
             op.call(*op.args, st.handle)
+
+    def _free_graph_memory(self, entry: Entry, st: Stream) -> None:
+        """free_async of graph memory: in a capture a free node, else the launch's allocation."""
+        if not self._forget(entry):
+            return
+        self._graph_memory.discard(entry.alloc_id)
+        writes = ((entry.address, entry.nbytes),)
+        op = Op(OpKind.FREE_ASYNC, self._driver.mem_free_async, (entry.raw_address,), writes=writes)
+        op.call(*op.args, st.handle)
 
     # -- pinned host memory --------------------------------------------------------------
     def alloc_host_pinned(self, nbytes: int) -> HostBuffer:
@@ -336,6 +360,7 @@ def _free_host(driver: Driver, record: _HostRecord) -> None:
 def _refuse_capture(fn: str, stream: Stream) -> None:
     if stream.state.capturing:
         raise CaptureError(
-            f"{fn}: {stream!r} is capturing, and stream-ordered allocation is not "
-            "recorded into graphs; allocate before begin_capture"
+            f"{fn}: {stream!r} is capturing, and this backend's stream-ordered memory is "
+            "not recorded into graphs (only CUDA's graph memory nodes are); allocate "
+            "before begin_capture"
         )

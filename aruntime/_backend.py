@@ -209,7 +209,9 @@ class Backend(ComputeOps):
         this call may use the memory; other streams must be ordered after that
         stream (``stream_wait_event``) first.  Memory freed with
         :meth:`free_async` is reused.  Never blocks and never synchronises.
-        Not allowed on a capturing stream (``CaptureError``).
+        On a capturing stream, CUDA records it as a graph memory node: each
+        launch allocates it until the captured :meth:`free_async` (or one
+        after the launch); other backends raise ``CaptureError``.
         """
         return self._alloc.alloc_async(nbytes, stream)
 

@@ -407,6 +407,25 @@ ARSIM_API arsim_op *arsim_op_event_wait_signaled(arsim_event *e);
 /* Wait until `other` has completed `seq` ops (see arsim_queue_submitted). */
 ARSIM_API arsim_op *arsim_op_queue_wait(arsim_queue *other, uint64_t seq);
 ARSIM_API void arsim_op_free(arsim_op *op);
+/* What an op does, for a front end that reports it (a CUDA graph node's
+ * type).  The numbers are the builders above, in their order. */
+typedef enum arsim_op_kind {
+    ARSIM_OPK_COPY = 1,
+    ARSIM_OPK_COPY2D,
+    ARSIM_OPK_MEMSET8,
+    ARSIM_OPK_FILL,
+    ARSIM_OPK_KERNEL,
+    ARSIM_OPK_HOST_FN,
+    ARSIM_OPK_RELEASE_FN,
+    ARSIM_OPK_MARKER,
+    ARSIM_OPK_EVENT_RECORD,
+    ARSIM_OPK_EVENT_WAIT,
+    ARSIM_OPK_EVENT_SIGNAL,
+    ARSIM_OPK_EVENT_RESET,
+    ARSIM_OPK_EVENT_WAIT_SIGNALED,
+    ARSIM_OPK_QUEUE_WAIT,
+} arsim_op_kind;
+ARSIM_API arsim_op_kind arsim_op_kind_of(const arsim_op *op);
 
 /* ---------------------------------------------------------------- queues */
 
@@ -448,6 +467,12 @@ ARSIM_API size_t arsim_graph_size(const arsim_graph *g);
 /* Deep copy (an "instantiated" graph is a clone). */
 ARSIM_API arsim_status arsim_graph_clone(const arsim_graph *g, arsim_graph **out);
 ARSIM_API void arsim_graph_destroy(arsim_graph *g);
+/* Appends a copy of each op of src to dst, in order. */
+ARSIM_API arsim_status arsim_graph_append_graph(arsim_graph *dst, const arsim_graph *src);
+/* The kind of op i of g (0 if there is none). */
+ARSIM_API arsim_op_kind arsim_graph_op_kind(const arsim_graph *g, size_t i);
+/* A copy of op i of g, or NULL (out of memory, or no such op). */
+ARSIM_API arsim_op *arsim_graph_op_clone(const arsim_graph *g, size_t i);
 
 #ifdef __cplusplus
 }

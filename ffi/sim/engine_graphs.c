@@ -70,6 +70,28 @@ arsim_status arsim_graph_clone(const arsim_graph *g, arsim_graph **out)
     return ARSIM_OK;
 }
 
+arsim_status arsim_graph_append_graph(arsim_graph *dst, const arsim_graph *src)
+{
+    if (!dst || !src)
+        return ARSIM_ERR_INVALID_VALUE;
+    for (size_t i = 0; i < src->n; i++) {
+        arsim_status st = arsim_graph_append(dst, eng_op_clone(src->ops[i]));
+        if (st != ARSIM_OK)
+            return st;
+    }
+    return ARSIM_OK;
+}
+
+arsim_op_kind arsim_graph_op_kind(const arsim_graph *g, size_t i)
+{
+    return g && i < g->n ? arsim_op_kind_of(g->ops[i]) : (arsim_op_kind)0;
+}
+
+arsim_op *arsim_graph_op_clone(const arsim_graph *g, size_t i)
+{
+    return g && i < g->n ? eng_op_clone(g->ops[i]) : NULL;
+}
+
 arsim_status arsim_queue_submit_graph(arsim_queue *q, const arsim_graph *g)
 {
     if (!q || !g)

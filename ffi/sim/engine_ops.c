@@ -14,6 +14,13 @@ static arsim_op *op_new(enum op_kind kind)
     return op;
 }
 
+_Static_assert((int)ARSIM_OPK_QUEUE_WAIT == (int)OP_QUEUE_WAIT, "arsim_op_kind follows op_kind");
+
+arsim_op_kind arsim_op_kind_of(const arsim_op *op)
+{
+    return op ? (arsim_op_kind)op->kind : (arsim_op_kind)0;
+}
+
 void arsim_op_free(arsim_op *op)
 {
     if (!op)

@@ -77,6 +77,9 @@ LIBRARIES = [
             "cuda/sim/cusim_fatbin.c",
             "cuda/sim/cusim_ptxsyms.c",
             "cuda/sim/cusim_graph_params.c",
+            "cuda/sim/cusim_graph.c",
+            "cuda/sim/cusim_graph_nodes.c",
+            "cuda/sim/cusim_graph_mem.c",
             *PTX_SOURCES,
         ),
         depends=(

@@ -173,8 +173,8 @@ async def test_ledger_and_misuse(backend: ar.Backend) -> None:
     with pytest.raises(TypeError, match="nbytes must be an int"):
         backend.alloc_async(1.5, stream)  # type: ignore[arg-type]
     capturing = backend.create_stream()
-    with pytest.raises(ar.CaptureError, match="alloc_async"), backend.capture(capturing):
-        backend.alloc_async(NBYTES, capturing)
+    with pytest.raises(ar.CaptureError, match="free_async"), backend.capture(capturing):
+        backend.free_async(ptr, capturing)  # a graph frees only what it allocated
     backend.free_async(ptr, stream)
     assert backend.live_alloc_count() == 0
     with pytest.raises(ar.InvalidArgumentError):
@@ -182,6 +182,34 @@ async def test_ledger_and_misuse(backend: ar.Backend) -> None:
     await backend.synchronize(stream)
     stream.close()
     capturing.close()
+
+
+async def test_alloc_async_inside_a_capture(backend: ar.Backend) -> None:
+    stream = backend.create_stream()
+    if backend.name not in ("cuda", "cuda-sim"):
+        # Only CUDA's graph memory nodes record a stream-ordered allocation.
+        with pytest.raises(ar.CaptureError, match="alloc_async"), backend.capture(stream):
+            backend.alloc_async(NBYTES, stream)
+        stream.close()
+        return
+    keep = backend.alloc(NBYTES)
+    with backend.capture(stream) as graph:
+        scratch = backend.alloc_async(NBYTES, stream)
+        backend.memset_async(scratch, 0x5A, NBYTES, stream=stream)
+        backend.copy_d2d_async(scratch, keep, NBYTES, stream=stream)
+        backend.free_async(scratch, stream)
+    with pytest.raises(ar.InvalidArgumentError):
+        backend.memset_async(scratch, 0, NBYTES, stream=stream)  # freed in the graph
+    for value in (0, 1):
+        # Each launch allocates and frees the scratch memory again.
+        await backend.memset_async(keep, value, NBYTES, stream=stream)
+        await backend.launch_graph(graph, stream)
+        out = await backend.copy_d2h_async(keep, np.zeros(NBYTES, np.uint8), stream=stream)
+        assert (out == 0x5A).all()
+    backend.destroy_graph(graph)
+    backend.free(keep)
+    await backend.synchronize(stream)
+    stream.close()
 
 
 async def test_default_stream_and_sweep(backend: ar.Backend) -> None:

@@ -22,6 +22,8 @@ enum { HK_CTX = 1, HK_STREAM, HK_EVENT, HK_MODULE, HK_FUNCTION, HK_GRAPH, HK_GRA
 /* CUlibrary handles (cusim_library.c).  A CUkernel is the HK_FUNCTION handle
  * of its library's function: the sim has one device, one copy of the code. */
 enum { HK_LIBRARY = HK_POOL + 1 };
+/* Graph nodes and user objects (cusim_graph*.c). */
+enum { HK_GRAPH_NODE = HK_LIBRARY + 1, HK_USER_OBJECT };
 /* CUlinkState handles (cusim_link.c): a number well apart from the kinds
  * above, so kinds added beside it cannot take it by accident. */
 enum { HK_LINK = 0x40 };
@@ -55,10 +57,17 @@ struct cu_stream {
 };
 
 #define CUSIM_MAX_CAPTURE_STREAMS 64
+typedef struct cu_gnode cu_gnode;
 struct cu_capture {
     uint64_t handle; /* events refer to a capture by handle: it may end */
     uint64_t graph_handle;
-    arsim_graph *g;
+    int to_graph; /* cuStreamBeginCaptureToGraph: the graph is the caller's */
+    /* The nodes the next captured node depends on (cuStreamGetCaptureInfo's
+     * dependencies); each captured node replaces them. */
+    cu_gnode **deps;
+    size_t ndeps, depcap;
+    CUgraphNode *dep_out; /* their handles, as cuStreamGetCaptureInfo hands them out */
+    size_t dep_out_cap;
     cu_stream *origin;
     int mode;
     int invalidated;
@@ -95,16 +104,113 @@ typedef struct cu_module {
     cu_function *funcs;
 } cu_module;
 
+/* Graphs are nodes with dependencies (cusim_graph.c).  Instantiation lays
+ * them out in one order that respects every edge, as one op list: the sim
+ * runs a launch on one queue, which is one of the orders the graph allows.
+ * Structure is guarded by g_capture_mu, as captures fill graphs. */
+typedef struct cu_gmem cu_gmem; /* graph memory (cusim_graph_mem.c) */
+typedef struct cu_uobj cu_uobj; /* a user object (cusim_graph_mem.c) */
+typedef struct cu_uref {
+    cu_uobj *obj;
+    unsigned count;
+    struct cu_uref *next;
+} cu_uref;
+
 typedef struct cu_graph {
     uint64_t handle;
-    arsim_graph *g;
+    uint64_t root; /* the top graph a body belongs to: its conditional handles serve it */
     cu_capture *capturing; /* non-NULL while a capture is filling it */
+    cu_gnode **nodes;
+    size_t n, cap;
+    size_t next_order;
+    int owned; /* a child or conditional body: its node owns it */
+    cu_uref *urefs; /* user objects it holds references to */
+    unsigned long long next_cond; /* conditional handles made for it */
 } cu_graph;
+
+struct cu_gnode {
+    uint64_t handle;
+    cu_graph *graph;
+    CUgraphNodeType type;
+    size_t order; /* creation order: the layout keeps it where edges allow */
+    uint64_t origin; /* in a clone: the node it was copied from (cuGraphNodeFindInClone) */
+    arsim_graph *body; /* the ops it runs (kernel, copy, memset, host, event) */
+    cu_graph *child; /* CU_GRAPH_NODE_TYPE_GRAPH: its own copy */
+    cu_graph **bodies; /* CU_GRAPH_NODE_TYPE_CONDITIONAL: its body graphs, which it owns */
+    CUgraph *body_handles; /* the same, as phGraph_out hands them out */
+    CUDA_CONDITIONAL_NODE_PARAMS cond;
+    cu_gmem *mem; /* MEM_ALLOC: the allocation; MEM_FREE: the one it frees */
+    CUevent event; /* EVENT_RECORD / WAIT_EVENT */
+    union {
+        CUDA_KERNEL_NODE_PARAMS kernel;
+        CUDA_MEMSET_NODE_PARAMS memset;
+        CUDA_HOST_NODE_PARAMS host;
+        CUDA_MEMCPY3D copy;
+        CUDA_MEM_ALLOC_NODE_PARAMS alloc;
+    } p; /* what the node was made with, for the *GetParams calls */
+    int has_params; /* p is set (a captured kernel, copy or memset has none) */
+    void *kargs; /* kernel argument values or alloc access descriptors that p points to */
+    cu_gnode **deps;
+    size_t ndeps, depcap;
+};
 
 typedef struct cu_graph_exec {
     uint64_t handle;
     arsim_graph *g;
+    cu_gmem **allocs, **frees; /* the graph memory its launches allocate and free */
+    size_t nallocs, nfrees;
+    cu_uref *urefs;
+    char *shape; /* node types and edge counts in layout order: what an update must keep */
+    int auto_free; /* each launch first frees what the last one left allocated */
 } cu_graph_exec;
+
+/* ---- graphs (cusim_graph.c); callers hold g_capture_mu */
+CUSIM_INTERNAL cu_graph *cusim_graph_new(void);
+CUSIM_INTERNAL void cusim_graph_free(cu_graph *g); /* removes its handle too */
+/* A node of graph g of the given type with deps; owns body (may be NULL). */
+CUSIM_INTERNAL CUresult cusim_gnode_add(cu_graph *g, CUgraphNodeType type, arsim_graph *body,
+                                        cu_gnode *const *deps, size_t ndeps, cu_gnode **out);
+/* Appends op (owned) to the capture as a node after its dependencies. */
+CUSIM_INTERNAL CUresult cusim_capture_add_op(cu_capture *cap, arsim_op *op);
+/* cuMemAllocAsync / cuMemFreeAsync in a capture: a graph memory node (the
+ * node takes its own reference to m). */
+CUSIM_INTERNAL CUresult cusim_capture_add_mem(cu_capture *cap, CUgraphNodeType type, cu_gmem *m);
+/* cuGraphLaunch into a capture: a child graph node running ops. */
+CUSIM_INTERNAL CUresult cusim_capture_add_exec(cu_capture *cap, const arsim_graph *ops);
+/* The graph a capture fills (NULL if it is gone). */
+CUSIM_INTERNAL cu_graph *cusim_capture_graph(cu_capture *cap);
+/* Makes node, just added with the capture's dependencies, the one the next
+ * captured node depends on. */
+CUSIM_INTERNAL CUresult cusim_capture_advance(cu_capture *cap, cu_gnode *node);
+/* A deep copy of g (a child graph node's). */
+CUSIM_INTERNAL CUresult cusim_graph_clone(const cu_graph *g, cu_graph **out);
+/* A conditional node's condition: the default value of its handle (the
+ * value at each launch: only device code could change it, through the
+ * device runtime, which the sim has not).  -1: no such handle. */
+CUSIM_INTERNAL long long cusim_cond_value(CUgraphConditionalHandle h);
+/* ---- graph memory and user objects (cusim_graph_mem.c) */
+#define CUSIM_GRAPH_MEM 0x40000000u /* allocation flag: graph memory */
+CUSIM_INTERNAL CUresult cusim_gmem_new(int device, arsim_mem_kind kind, size_t size,
+                                       cu_gmem **out);
+CUSIM_INTERNAL cu_gmem *cusim_gmem_of(CUdeviceptr p); /* NULL: no graph memory there */
+CUSIM_INTERNAL void cusim_gmem_ref(cu_gmem *m);
+CUSIM_INTERNAL void cusim_gmem_unref(cu_gmem *m);
+CUSIM_INTERNAL CUdeviceptr cusim_gmem_ptr(const cu_gmem *m);
+CUSIM_INTERNAL size_t cusim_gmem_size(const cu_gmem *m);
+CUSIM_INTERNAL int cusim_gmem_device(const cu_gmem *m);
+/* Launch bookkeeping: refuses a launch whose allocations are still live,
+ * then marks them live and the frees' dead. */
+CUSIM_INTERNAL CUresult cusim_gmem_launch(cu_graph_exec *x);
+/* cuMemFree / cuMemFreeAsync of graph memory outside a graph. */
+CUSIM_INTERNAL CUresult cusim_gmem_user_free(cu_gmem *m, cu_stream *s);
+CUSIM_INTERNAL void cusim_urefs_release(cu_uref *list);
+CUSIM_INTERNAL CUresult cusim_urefs_copy(const cu_uref *from, cu_uref **to);
+/* A user object whose last reference goes is destroyed by the next flush on
+ * the releasing thread, after it lets go of the driver's locks: its
+ * destructor may drop client objects whose teardown calls back in. */
+CUSIM_INTERNAL void cusim_uobj_release(cu_uobj *o, unsigned count);
+CUSIM_INTERNAL void cusim_uobj_flush(void);
+CUSIM_INTERNAL void cusim_exec_free(cu_graph_exec *x);
 
 /* ---- entry-point preambles.  Every entry point starts with the same checks
  * (initialised, a current context or a live stream, then its handles), and
@@ -339,6 +445,63 @@ P cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
 P cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
 P cuGraphExecDestroy(CUgraphExec hGraphExec);
 P cuGraphDestroy(CUgraph hGraph);
+P cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph);
+P cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream);
+P cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo);
+P cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph);
+P cuGraphDebugDotPrint(CUgraph hGraph, const char *path, unsigned int flags);
+P cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes, size_t *numRootNodes);
+P cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, size_t *numEdges);
+P cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *edgeData, size_t *numEdges);
+P cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *dependencies, size_t *numDependencies);
+P cuGraphNodeGetDependencies_v2(CUgraphNode hNode, CUgraphNode *dependencies, CUgraphEdgeData *edgeData, size_t *numDependencies);
+P cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode *dependentNodes, size_t *numDependentNodes);
+P cuGraphNodeGetDependentNodes_v2(CUgraphNode hNode, CUgraphNode *dependentNodes, CUgraphEdgeData *edgeData, size_t *numDependentNodes);
+P cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, size_t numDependencies);
+P cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, const CUgraphEdgeData *edgeData, size_t numDependencies);
+P cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, size_t numDependencies);
+P cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, const CUgraphEdgeData *edgeData, size_t numDependencies);
+P cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type);
+P cuGraphDestroyNode(CUgraphNode hNode);
+P cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies);
+P cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS *nodeParams);
+P cuGraphKernelNodeGetParams_v2(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *nodeParams);
+P cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx);
+P cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *nodeParams);
+P cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_MEMCPY3D *copyParams, CUcontext ctx);
+P cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D *nodeParams);
+P cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, const CUDA_HOST_NODE_PARAMS *nodeParams);
+P cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS *nodeParams);
+P cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraph childGraph);
+P cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph);
+P cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUevent event);
+P cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CUevent *event_out);
+P cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUevent event);
+P cuGraphEventWaitNodeGetEvent(CUgraphNode hNode, CUevent *event_out);
+P cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams);
+P cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *params_out);
+P cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUdeviceptr dptr);
+P cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out);
+P cuGraphNodeGetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams);
+P cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, size_t numDependencies, CUgraphNodeParams *nodeParams);
+P cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUgraphNodeParams *nodeParams);
+P cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value);
+P cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value);
+P cuDeviceGraphMemTrim(CUdevice device);
+P cuUserObjectCreate(CUuserObject *object_out, void *ptr, CUhostFn destroy, unsigned int initialRefcount, unsigned int flags);
+P cuUserObjectRetain(CUuserObject object, unsigned int count);
+P cuUserObjectRelease(CUuserObject object, unsigned int count);
+P cuGraphRetainUserObject(CUgraph graph, CUuserObject object, unsigned int count, unsigned int flags);
+P cuGraphReleaseUserObject(CUgraph graph, CUuserObject object, unsigned int count);
+P cuGraphConditionalHandleCreate(CUgraphConditionalHandle *pHandle_out, CUgraph hGraph, CUcontext ctx, unsigned int defaultLaunchValue, unsigned int flags);
+P cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode);
+P cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode *dependencies, size_t numDependencies, unsigned int flags);
+P cuStreamUpdateCaptureDependencies_v2(CUstream hStream, CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags);
+P cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray);
+P cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray);
+P cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type);
+P cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count);
+P cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool, CUmemLocation *location);
 
 P cuLinkCreate(unsigned int numOptions, CUjit_option *options, void **optionValues,
                CUlinkState *stateOut);

@@ -655,7 +655,7 @@ CUresult cusim_submit(cu_stream *s, arsim_op *op, uint64_t *seq_out)
     if (cap) {
         CUresult r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
         if (!cap->invalidated)
-            r = cusim_status(arsim_queue_submit(s->q, op, NULL)); /* appends to the graph */
+            r = cusim_capture_add_op(cap, op); /* a node of the capture's graph */
         else
             arsim_op_free(op);
         pthread_mutex_unlock(&g_capture_mu);
@@ -675,11 +675,9 @@ CUresult cusim_submit_graph(cu_stream *s, const arsim_graph *g)
     pthread_mutex_lock(&g_capture_mu);
     cu_capture *cap = s->cap;
     if (cap) {
-        CUresult r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-        if (!cap->invalidated)
-            r = cusim_status(arsim_queue_submit_graph(s->q, g));
+        /* cuGraphLaunch adds a child graph node instead (cusim_graph_mem.c). */
         pthread_mutex_unlock(&g_capture_mu);
-        return r;
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     pthread_mutex_unlock(&g_capture_mu);
     CUSIM_TRY(legacy_ordering(s));

@@ -270,7 +270,6 @@ static void capture_join(cu_capture *cap, cu_stream *s)
 {
     if (s->cap == cap || cap->nmembers >= CUSIM_MAX_CAPTURE_STREAMS)
         return;
-    arsim_queue_begin_capture(s->q, cap->g);
     if (!(s->flags & CU_STREAM_NON_BLOCKING))
         __atomic_fetch_add(&s->ctx->capturing_blocking, 1, __ATOMIC_RELEASE);
     cap->members[cap->nmembers++] = s;
@@ -309,45 +308,99 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
     return cusim_submit(s, arsim_op_event_wait(e->ev), NULL);
 }
 
-CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+/* Begins a capture into g (a new graph when g is NULL) after deps. */
+static CUresult begin_capture(cu_stream *s, CUstreamCaptureMode mode, cu_graph *into,
+                              cu_gnode *const *deps, size_t ndeps)
 {
-    cu_stream *s;
-    CUSIM_TRY(cusim_resolve_stream(hStream, &s));
     if (mode > CU_STREAM_CAPTURE_MODE_RELAXED) /* unsigned, as in cuda.h: no negatives */
         return CUDA_ERROR_INVALID_VALUE;
     if (s->is_legacy)
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; /* the NULL stream cannot capture */
     cu_capture *cap = calloc(1, sizeof *cap);
-    cu_graph *g = calloc(1, sizeof *g);
-    if (!cap || !g || arsim_graph_create(&g->g) != ARSIM_OK) {
-        free(cap);
-        free(g);
+    if (!cap)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    pthread_mutex_lock(&g_capture_mu);
-    if (s->cap) {
-        pthread_mutex_unlock(&g_capture_mu);
-        arsim_graph_destroy(g->g);
-        free(g);
+    if (s->cap || (into && into->capturing)) {
         free(cap);
         return CUDA_ERROR_ILLEGAL_STATE;
     }
-    g->handle = arsim_handle_new(HK_GRAPH, g);
+    cu_graph *g = into ? into : cusim_graph_new();
+    CUresult r = g ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; r == CUDA_SUCCESS && i < ndeps; i++) {
+        if (!deps[i] || deps[i]->graph != g)
+            r = CUDA_ERROR_INVALID_VALUE;
+        else if (cap->ndeps == cap->depcap) {
+            cu_gnode **l = realloc(cap->deps, (ndeps ? ndeps : 1) * sizeof *l);
+            r = l ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+            cap->deps = l ? l : cap->deps;
+            cap->depcap = l ? ndeps : cap->depcap;
+        }
+        if (r == CUDA_SUCCESS)
+            cap->deps[cap->ndeps++] = deps[i];
+    }
+    if (r != CUDA_SUCCESS) {
+        if (g && !into)
+            cusim_graph_free(g);
+        free(cap->deps);
+        free(cap);
+        return r;
+    }
     g->capturing = cap;
     cap->handle = arsim_handle_new(HK_CAPTURE, cap);
     cap->graph_handle = g->handle;
-    cap->g = g->g;
+    cap->to_graph = into != NULL;
     cap->origin = s;
     cap->mode = mode;
     cap->id = atomic_fetch_add(&g_capture_ids, 1) + 1;
     capture_join(cap, s);
-    pthread_mutex_unlock(&g_capture_mu);
-    if (mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
-        pthread_mutex_lock(&s->ctx->mu);
-        s->ctx->unsafe_captures++;
-        pthread_mutex_unlock(&s->ctx->mu);
-    }
     return CUDA_SUCCESS;
+}
+
+static void note_unsafe_capture(cu_stream *s, CUstreamCaptureMode mode, int delta)
+{
+    if (mode == CU_STREAM_CAPTURE_MODE_RELAXED)
+        return;
+    pthread_mutex_lock(&s->ctx->mu);
+    s->ctx->unsafe_captures += delta;
+    pthread_mutex_unlock(&s->ctx->mu);
+}
+
+CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+{
+    cu_stream *s;
+    CUSIM_TRY(cusim_resolve_stream(hStream, &s));
+    pthread_mutex_lock(&g_capture_mu);
+    CUresult r = begin_capture(s, mode, NULL, NULL, 0);
+    pthread_mutex_unlock(&g_capture_mu);
+    if (r == CUDA_SUCCESS)
+        note_unsafe_capture(s, mode, 1);
+    return r;
+}
+
+CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
+                                     const CUgraphNode *dependencies,
+                                     const CUgraphEdgeData *dependencyData,
+                                     size_t numDependencies, CUstreamCaptureMode mode)
+{
+    cu_stream *s;
+    CUSIM_TRY(cusim_resolve_stream(hStream, &s));
+    if (numDependencies && !dependencies)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; dependencyData && i < numDependencies; i++)
+        if (dependencyData[i].type || dependencyData[i].from_port || dependencyData[i].to_port)
+            return CUDA_ERROR_NOT_SUPPORTED; /* programmatic edges: not modelled */
+    cu_gnode **deps = numDependencies ? malloc(numDependencies * sizeof *deps) : NULL;
+    if (numDependencies && !deps)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_lock(&g_capture_mu);
+    cu_graph *g = arsim_handle_get((uint64_t)(uintptr_t)hGraph, HK_GRAPH);
+    for (size_t i = 0; i < numDependencies; i++)
+        deps[i] = arsim_handle_get((uint64_t)(uintptr_t)dependencies[i], HK_GRAPH_NODE);
+    CUresult r = g ? begin_capture(s, mode, g, deps, numDependencies) : CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_unlock(&g_capture_mu);
+    free(deps);
+    if (r == CUDA_SUCCESS)
+        note_unsafe_capture(s, mode, 1);
+    return r;
 }
 
 CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
@@ -367,23 +420,22 @@ CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
     }
     while (cap->nmembers > 0)
         cusim_capture_detach(cap->members[cap->nmembers - 1]);
-    int invalidated = cap->invalidated;
     arsim_handle_remove(cap->handle, HK_CAPTURE);
-    cu_graph *g = arsim_handle_get(cap->graph_handle, HK_GRAPH);
+    cu_graph *g = cusim_capture_graph(cap);
     if (g)
         g->capturing = NULL;
-    pthread_mutex_unlock(&g_capture_mu);
-    if (cap->mode != CU_STREAM_CAPTURE_MODE_RELAXED) {
-        pthread_mutex_lock(&s->ctx->mu);
-        s->ctx->unsafe_captures--;
-        pthread_mutex_unlock(&s->ctx->mu);
+    int invalidated = cap->invalidated;
+    if (invalidated && g && !cap->to_graph) {
+        cusim_graph_free(g);
+        g = NULL;
     }
+    pthread_mutex_unlock(&g_capture_mu);
+    cusim_uobj_flush();
+    note_unsafe_capture(s, cap->mode, -1);
+    free(cap->deps);
+    free(cap->dep_out);
     free(cap);
     if (invalidated) {
-        if (g && arsim_handle_remove(g->handle, HK_GRAPH)) {
-            arsim_graph_destroy(g->g);
-            free(g);
-        }
         *phGraph = NULL;
         return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     }
@@ -409,12 +461,25 @@ static CUresult capture_info(CUstream hStream, CUstreamCaptureStatus *status, cu
         *id = cap ? cap->id : 0;
     if (graph)
         *graph = cap ? (CUgraph)(uintptr_t)cap->graph_handle : NULL;
-    pthread_mutex_unlock(&g_capture_mu);
+    CUresult r = CUDA_SUCCESS;
+    if (cap && cap->ndeps > cap->dep_out_cap) {
+        CUgraphNode *l = realloc(cap->dep_out, cap->ndeps * sizeof *l);
+        r = l ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+        if (l) {
+            cap->dep_out = l;
+            cap->dep_out_cap = cap->ndeps;
+        }
+    }
+    size_t n = cap && r == CUDA_SUCCESS ? cap->ndeps : 0;
+    for (size_t i = 0; i < n; i++)
+        cap->dep_out[i] = (CUgraphNode)(uintptr_t)cap->deps[i]->handle;
+    /* Valid until the next call that changes the capture, as in CUDA. */
     if (deps)
-        *deps = NULL; /* the sim's graphs have no node objects */
+        *deps = n ? cap->dep_out : NULL;
     if (ndeps)
-        *ndeps = 0;
-    return CUDA_SUCCESS;
+        *ndeps = n;
+    pthread_mutex_unlock(&g_capture_mu);
+    return r;
 }
 
 CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
@@ -443,6 +508,65 @@ CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *capt
                         numDependencies_out);
 }
 
+static CUresult update_deps(CUstream hStream, CUgraphNode *dependencies,
+                            const CUgraphEdgeData *edgeData, size_t n, unsigned int flags)
+{
+    cu_stream *s;
+    CUSIM_TRY(cusim_resolve_stream(hStream, &s));
+    if (flags > CU_STREAM_SET_CAPTURE_DEPENDENCIES || (n && !dependencies))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; edgeData && i < n; i++)
+        if (edgeData[i].type || edgeData[i].from_port || edgeData[i].to_port)
+            return CUDA_ERROR_NOT_SUPPORTED; /* programmatic edges: not modelled */
+    pthread_mutex_lock(&g_capture_mu);
+    cu_capture *cap = s->cap;
+    cu_graph *g = cap ? cusim_capture_graph(cap) : NULL;
+    CUresult r = !cap ? CUDA_ERROR_ILLEGAL_STATE
+                 : cap->invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+                                    : CUDA_SUCCESS;
+    for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++) {
+        cu_gnode *d = arsim_handle_get((uint64_t)(uintptr_t)dependencies[i], HK_GRAPH_NODE);
+        if (!d || d->graph != g)
+            r = CUDA_ERROR_INVALID_VALUE;
+    }
+    size_t want = (flags == CU_STREAM_SET_CAPTURE_DEPENDENCIES ? 0 : cap ? cap->ndeps : 0) + n;
+    if (r == CUDA_SUCCESS && want > cap->depcap) {
+        cu_gnode **l = realloc(cap->deps, want * sizeof *l);
+        r = l ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+        if (l) {
+            cap->deps = l;
+            cap->depcap = want;
+        }
+    }
+    if (r == CUDA_SUCCESS) {
+        if (flags == CU_STREAM_SET_CAPTURE_DEPENDENCIES)
+            cap->ndeps = 0;
+        for (size_t i = 0; i < n; i++) {
+            cu_gnode *d = arsim_handle_get((uint64_t)(uintptr_t)dependencies[i], HK_GRAPH_NODE);
+            int seen = 0;
+            for (size_t k = 0; k < cap->ndeps; k++)
+                seen |= cap->deps[k] == d;
+            if (!seen)
+                cap->deps[cap->ndeps++] = d;
+        }
+    }
+    pthread_mutex_unlock(&g_capture_mu);
+    return r;
+}
+
+CUresult cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode *dependencies,
+                                           size_t numDependencies, unsigned int flags)
+{
+    return update_deps(hStream, dependencies, NULL, numDependencies, flags);
+}
+
+CUresult cuStreamUpdateCaptureDependencies_v2(CUstream hStream, CUgraphNode *dependencies,
+                                              const CUgraphEdgeData *dependencyData,
+                                              size_t numDependencies, unsigned int flags)
+{
+    return update_deps(hStream, dependencies, dependencyData, numDependencies, flags);
+}
+
 CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
 {
     CUSIM_TRY(cusim_check_init());
@@ -452,100 +576,6 @@ CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
     CUstreamCaptureMode old = current;
     current = *mode;
     *mode = old;
-    return CUDA_SUCCESS;
-}
-
-/* ------------------------------------------------------------- graphs */
-
-CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
-{
-    CUSIM_TRY(cusim_check_init());
-    if (!phGraph || flags != 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    cu_graph *g = calloc(1, sizeof *g);
-    if (!g || arsim_graph_create(&g->g) != ARSIM_OK) {
-        free(g);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    g->handle = arsim_handle_new(HK_GRAPH, g);
-    *phGraph = (CUgraph)(uintptr_t)g->handle;
-    return CUDA_SUCCESS;
-}
-
-CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
-{
-    CUSIM_GET(g, cu_graph, hGraph, HK_GRAPH);
-    if (!numNodes)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (nodes)
-        return CUDA_ERROR_NOT_SUPPORTED; /* only the count: nodes are not objects here */
-    *numNodes = arsim_graph_size(g->g);
-    return CUDA_SUCCESS;
-}
-
-CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
-                                     unsigned long long flags)
-{
-    CUSIM_TRY(cusim_check_init());
-    if (!phGraphExec)
-        return CUDA_ERROR_INVALID_VALUE;
-    (void)flags; /* auto-free-on-launch, upload, device launch: not modelled */
-    pthread_mutex_lock(&g_capture_mu);
-    cu_graph *g = arsim_handle_get((uint64_t)(uintptr_t)hGraph, HK_GRAPH);
-    if (!g || g->capturing) {
-        pthread_mutex_unlock(&g_capture_mu);
-        return g ? CUDA_ERROR_ILLEGAL_STATE : CUDA_ERROR_INVALID_HANDLE;
-    }
-    cu_graph_exec *x = calloc(1, sizeof *x);
-    if (!x || arsim_graph_clone(g->g, &x->g) != ARSIM_OK) {
-        pthread_mutex_unlock(&g_capture_mu);
-        free(x);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    pthread_mutex_unlock(&g_capture_mu);
-    x->handle = arsim_handle_new(HK_GRAPH_EXEC, x);
-    *phGraphExec = (CUgraphExec)(uintptr_t)x->handle;
-    return CUDA_SUCCESS;
-}
-
-CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
-{
-    cu_stream *s;
-    CUSIM_TRY(cusim_resolve_stream(hStream, &s));
-    cu_graph_exec *x = arsim_handle_get((uint64_t)(uintptr_t)hGraphExec, HK_GRAPH_EXEC);
-    if (!x)
-        return CUDA_ERROR_INVALID_HANDLE;
-    return cusim_submit_graph(s, x->g);
-}
-
-CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
-{
-    CUSIM_TRY(cusim_check_init());
-    cu_graph_exec *x = arsim_handle_remove((uint64_t)(uintptr_t)hGraphExec, HK_GRAPH_EXEC);
-    if (!x)
-        return CUDA_ERROR_INVALID_HANDLE;
-    /* Launches already submitted run copies of the ops: safe to free now. */
-    arsim_graph_destroy(x->g);
-    free(x);
-    return CUDA_SUCCESS;
-}
-
-CUresult cuGraphDestroy(CUgraph hGraph)
-{
-    CUSIM_TRY(cusim_check_init());
-    pthread_mutex_lock(&g_capture_mu);
-    cu_graph *g = arsim_handle_get((uint64_t)(uintptr_t)hGraph, HK_GRAPH);
-    if (g && g->capturing) {
-        pthread_mutex_unlock(&g_capture_mu);
-        return CUDA_ERROR_ILLEGAL_STATE;
-    }
-    if (g)
-        arsim_handle_remove(g->handle, HK_GRAPH);
-    pthread_mutex_unlock(&g_capture_mu);
-    if (!g)
-        return CUDA_ERROR_INVALID_HANDLE;
-    arsim_graph_destroy(g->g);
-    free(g);
     return CUDA_SUCCESS;
 }
 

@@ -112,7 +112,11 @@ static CUresult mem_free(void *p, unsigned kinds)
     else
         for (int d = 0; d < arsim_device_count(); d++)
             arsim_device_synchronize(d);
-    if (a.flags & CUSIM_POOL_BLOCK) {
+    if (a.flags & CUSIM_GRAPH_MEM) {
+        CUresult gr = cusim_gmem_user_free(cusim_gmem_of((CUdeviceptr)(uintptr_t)p), NULL);
+        if (gr != CUDA_SUCCESS)
+            return gr;
+    } else if (a.flags & CUSIM_POOL_BLOCK) {
         CUresult pr = cusim_pool_free_now(p); /* back to its pool */
         if (pr != CUDA_SUCCESS)
             return pr;
@@ -584,4 +588,23 @@ CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short us, size_t N, CUstream h
 CUresult cuMemsetD32Async(CUdeviceptr d, unsigned int ui, size_t N, CUstream h)
 {
     return memset_any(d, &ui, 4, N, h, 0);
+}
+
+/* CUDA arrays, and the textures and surfaces made over them, are not
+ * modelled: refused, never imitated with linear memory. */
+CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray)
+{
+    (void)pHandle;
+    (void)pAllocateArray;
+    CUSIM_TRY(cusim_check_init());
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult cuArray3DCreate_v2(CUarray *pHandle,
+                            const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray)
+{
+    (void)pHandle;
+    (void)pAllocateArray;
+    CUSIM_TRY(cusim_check_init());
+    return CUDA_ERROR_NOT_SUPPORTED;
 }

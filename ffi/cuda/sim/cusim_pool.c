@@ -52,9 +52,11 @@
  * Allocating with the device out of memory first releases the pool's idle
  * blocks, then fails with CUDA_ERROR_OUT_OF_MEMORY.
  *
- * Stream capture of these calls (graph memory nodes) is not modelled: the
- * call fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the
- * capture, never records something that would replay wrongly.
+ * In a stream capture, an allocation becomes a graph memory alloc node and
+ * a free of graph memory a free node (cusim_graph_mem.c), as in CUDA: the
+ * pool's own blocks are not used, since graph memory lives as long as the
+ * graph does.  A capture that frees memory the graph did not allocate fails
+ * with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and is invalidated.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -66,6 +68,8 @@ enum { BLOCK_USED = 1, BLOCK_FREEING, BLOCK_IDLE };
 
 /* A request may leave up to max(request, REUSE_SLACK) of a block unused. */
 #define REUSE_SLACK ((size_t)1 << 20)
+
+#define MAX_DEVICES 64
 
 typedef struct cu_pool cu_pool;
 typedef struct pool_free_op pool_free_op;
@@ -95,6 +99,10 @@ struct cu_pool {
     pool_block *blocks;
     uint64_t threshold, reserved, reserved_high, used, used_high;
     int reuse_follow, reuse_opportunistic, reuse_internal;
+    /* cuMemPoolSetAccess: what each other device may do (its own device
+     * always reads and writes).  The sim's devices share one address space,
+     * so this is recorded and reported, not enforced. */
+    unsigned char access[MAX_DEVICES];
 };
 
 /* One queued free: the block and the generation it freed, and the refit
@@ -108,7 +116,6 @@ struct pool_free_op {
     uint64_t fit_seq;
 };
 
-#define MAX_DEVICES 64
 static pthread_mutex_t g_pools_mu = PTHREAD_MUTEX_INITIALIZER;
 static cu_pool *g_default[MAX_DEVICES];
 static uint64_t g_current[MAX_DEVICES]; /* 0: the default pool */
@@ -271,6 +278,31 @@ static void pool_free_done(void *arg)
     release_blocks(gone);
     if (finished)
         pool_finish(p);
+}
+
+/* An allocation on a capturing stream: a graph memory alloc node.  Returns
+ * 0 if s is not capturing (then nothing happened). */
+static int capture_alloc(cu_stream *s, int device, size_t size, CUdeviceptr *out, CUresult *r)
+{
+    if (!__atomic_load_n(&s->cap, __ATOMIC_ACQUIRE))
+        return 0;
+    cu_gmem *m = NULL;
+    *r = cusim_gmem_new(device, ARSIM_MEM_DEVICE, size, &m);
+    pthread_mutex_lock(&g_capture_mu);
+    cu_capture *cap = s->cap;
+    if (cap && *r == CUDA_SUCCESS)
+        *r = cap->invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+                              : cusim_capture_add_mem(cap, CU_GRAPH_NODE_TYPE_MEM_ALLOC, m);
+    pthread_mutex_unlock(&g_capture_mu);
+    if (!cap && *r == CUDA_SUCCESS) {
+        cusim_gmem_unref(m); /* the capture ended meanwhile: allocate normally */
+        return 0;
+    }
+    if (*r == CUDA_SUCCESS)
+        *out = cusim_gmem_ptr(m);
+    if (m && (cap || *r != CUDA_SUCCESS))
+        cusim_gmem_unref(m); /* the node holds it now */
+    return 1;
 }
 
 static int stream_capturing(cu_stream *s)
@@ -490,6 +522,62 @@ CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
+/* CUDA 13's form of cuDeviceGetMemPool.  The sim's pools hold device memory
+ * only: pinned host and managed pools are not modelled. */
+CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type)
+{
+    CUSIM_TRY(cusim_check_init());
+    if (!pool || !location)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (type != CU_MEM_ALLOCATION_TYPE_PINNED || location->type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return cuDeviceGetMemPool(pool, location->id);
+}
+
+static CUresult access_check(const cu_pool *p, const CUmemAccessDesc *d)
+{
+    if (d->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUSIM_TRY(check_device(d->location.id));
+    if (d->flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && d->flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+        d->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* A pool's own device keeps read-write access. */
+    if (d->location.id == p->device && d->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+        return CUDA_ERROR_INVALID_DEVICE;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count)
+{
+    CUSIM_TRY(cusim_check_init());
+    cu_pool *p = pool_get(pool);
+    if (!p || (count && !map))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; i++)
+        CUSIM_TRY(access_check(p, &map[i]));
+    pthread_mutex_lock(&p->mu);
+    for (size_t i = 0; i < count; i++)
+        p->access[map[i].location.id] = (unsigned char)map[i].flags;
+    pthread_mutex_unlock(&p->mu);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool,
+                            CUmemLocation *location)
+{
+    CUSIM_TRY(cusim_check_init());
+    cu_pool *p = pool_get(memPool);
+    if (!p || !flags || !location || location->type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUSIM_TRY(check_device(location->id));
+    pthread_mutex_lock(&p->mu);
+    *flags = location->id == p->device ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                                       : p->access[location->id];
+    pthread_mutex_unlock(&p->mu);
+    return CUDA_SUCCESS;
+}
+
 CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 {
     CUSIM_TRY(check_device(dev));
@@ -645,8 +733,9 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPoo
     cu_pool *p = pool_get(pool);
     if (!dptr || !p)
         return CUDA_ERROR_INVALID_VALUE;
-    if (stream_capturing(s))
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    CUresult r;
+    if (capture_alloc(s, p->device, pool_request(bytesize), dptr, &r))
+        return r;
     return pool_alloc(p, pool_request(bytesize), s, dptr);
 }
 
@@ -656,8 +745,9 @@ CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
     CUSIM_TRY(cusim_resolve_stream(hStream, &s));
     if (!dptr)
         return CUDA_ERROR_INVALID_VALUE;
-    if (stream_capturing(s))
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    CUresult r;
+    if (capture_alloc(s, s->ctx->device, pool_request(bytesize), dptr, &r))
+        return r;
     cu_pool *p = current_pool(s->ctx->device);
     if (!p)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -703,11 +793,28 @@ static CUresult free_plain_async(void *base, cu_stream *s)
     return r;
 }
 
+/* cuMemFreeAsync of graph memory: a free node in a capture, else freed in
+ * stream order. */
+static CUresult free_graph_mem(cu_gmem *gm, cu_stream *s)
+{
+    pthread_mutex_lock(&g_capture_mu);
+    cu_capture *cap = s->cap;
+    CUresult r = CUDA_SUCCESS;
+    if (cap)
+        r = cap->invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+                             : cusim_capture_add_mem(cap, CU_GRAPH_NODE_TYPE_MEM_FREE, gm);
+    pthread_mutex_unlock(&g_capture_mu);
+    return cap ? r : cusim_gmem_user_free(gm, s);
+}
+
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {
     cu_stream *s;
     CUSIM_TRY(cusim_resolve_stream(hStream, &s));
     void *base = (void *)(uintptr_t)dptr;
+    cu_gmem *gm = cusim_gmem_of(dptr);
+    if (gm)
+        return free_graph_mem(gm, s);
     arsim_alloc a;
     if (!base || arsim_mem_lookup(base, &a) != ARSIM_OK || a.base != base ||
         !(a.kind & (ARSIM_MEM_DEVICE | ARSIM_MEM_MANAGED)))

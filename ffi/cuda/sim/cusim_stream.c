@@ -49,7 +49,6 @@ void cusim_capture_detach(cu_stream *s)
     cu_capture *cap = s->cap;
     if (!cap)
         return;
-    arsim_queue_end_capture(s->q, NULL);
     if (!(s->flags & CU_STREAM_NON_BLOCKING))
         __atomic_fetch_sub(&s->ctx->capturing_blocking, 1, __ATOMIC_RELEASE);
     for (int i = 0; i < cap->nmembers; i++) {
@@ -78,11 +77,11 @@ void cusim_stream_free(cu_stream *s)
             while (cap->nmembers > 0)
                 cusim_capture_detach(cap->members[cap->nmembers - 1]);
             arsim_handle_remove(cap->handle, HK_CAPTURE);
-            cu_graph *g = arsim_handle_remove(cap->graph_handle, HK_GRAPH);
-            if (g) {
-                arsim_graph_destroy(g->g);
-                free(g);
-            }
+            cu_graph *g = cusim_capture_graph(cap);
+            if (g && cap->to_graph)
+                g->capturing = NULL; /* the caller's graph: it stays */
+            else if (g)
+                cusim_graph_free(g);
             ended = cap;
         } else {
             cusim_capture_detach(s);
@@ -95,8 +94,11 @@ void cusim_stream_free(cu_stream *s)
             s->ctx->unsafe_captures--;
             pthread_mutex_unlock(&s->ctx->mu);
         }
+        free(ended->deps);
+        free(ended->dep_out);
         free(ended);
     }
+    cusim_uobj_flush();
     if (!s->is_legacy) {
         cu_ctx *c = s->ctx;
         pthread_mutex_lock(&c->mu);
