@@ -53,6 +53,7 @@ from ._validate import (
     check_kernel_args,
     check_shared_mem,
     device_operand,
+    launch_ranges,
 )
 
 __all__ = ["Backend", "BackendStatistics"]
@@ -78,8 +79,8 @@ class Backend(ComputeOps):
     whose exit first awaits all queued work), or call :meth:`close`.
     """
 
-    def __init__(self, driver: Driver) -> None:
-        state = BackendState(driver, self, self)
+    def __init__(self, driver: Driver, *, check_hazards: bool = False) -> None:
+        state = BackendState(driver, self, self, check_hazards=check_hazards)
         self._state = state
         self._driver = driver
         self._ledger: Ledger = state.ledger
@@ -109,6 +110,11 @@ class Backend(ComputeOps):
     def driver(self) -> Driver:
         """The driver object, for backend-specific extras (the mock's call log...)."""
         return self._driver
+
+    @property
+    def check_hazards(self) -> bool:
+        """Whether stream-race checking is on (``open_backend(check_hazards=...)``)."""
+        return self._state.hazards is not None
 
     @property
     def closed(self) -> bool:
@@ -472,12 +478,18 @@ class Backend(ComputeOps):
         *,
         shared_mem: int = 0,
         stream: Stream | None = None,
+        reads: tuple[DeviceMem, ...] | list[DeviceMem] | None = None,
+        writes: tuple[DeviceMem, ...] | list[DeviceMem] | None = None,
     ) -> Completion:
         """Enqueue a kernel launch.
 
         ``args`` are explicit: DevicePtr, numpy scalars (``np.float32(2)``) or
         raw bytes; a bare Python int or float raises :class:`TypeError`.
         Cancelling the await abandons the wait only.
+
+        ``reads``/``writes`` narrow the pointer arguments for race checking: a
+        pointer only in ``reads`` is read; any other is read and written, all
+        of it.  Each must be one of ``args``' pointers (InvalidArgumentError).
         """
         fn = "launch"
         self._state.check_open(fn)
@@ -503,7 +515,9 @@ class Backend(ComputeOps):
                 entries.append(self._ledger.check_ptr(arg, fn, f"args[{i}]"))
                 touched.append((arg.address, arg.nbytes))
         st = self._objects.resolve(stream, fn)
-        ranges = tuple(touched)
+        ranges = read_ranges = tuple(touched)
+        if reads is not None or writes is not None:
+            read_ranges, ranges = launch_ranges(checked, reads, writes, fn)
         op = Op(
             OpKind.LAUNCH,
             self._driver.launch,
@@ -513,7 +527,7 @@ class Backend(ComputeOps):
             0,
             None,
             kernel,
-            ranges,
+            read_ranges,
             ranges,
         )
         return st.submit(op)
@@ -529,7 +543,9 @@ class Backend(ComputeOps):
         st = self._objects.resolve(stream, fn)
         if st.state.capturing:
             raise CaptureError(f"{fn}: {st!r} is capturing; end the capture first")
-        return with_unseen_errors(self._policy.drained(OpKind.SYNCHRONIZE, st), st, fn)
+        completion = with_unseen_errors(self._policy.drained(OpKind.SYNCHRONIZE, st), st, fn)
+        hazards = self._state.hazards
+        return completion if hazards is None else hazards.synchronize(completion, st)
 
     def event_synchronize(self, event: Event) -> Completion:
         """A Completion for the work before ``event``'s latest record.
@@ -539,7 +555,10 @@ class Backend(ComputeOps):
         """
         fn = "event_synchronize"
         self._state.check_open(fn)
-        return self._policy.event_synchronize(fn, self._objects.check_event(event, fn))
+        checked = self._objects.check_event(event, fn)
+        completion = self._policy.event_synchronize(fn, checked)
+        hazards = self._state.hazards
+        return completion if hazards is None else hazards.event_synchronize(completion, checked)
 
     # -------------------------------------------------------------- streams
     def create_stream(self, *, priority: int = 0) -> Stream:

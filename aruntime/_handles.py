@@ -36,6 +36,7 @@ __all__ = [
     "Graph",
     "GraphBody",
     "HandleOwner",
+    "HazardHook",
     "Kernel",
     "Module",
     "Stream",
@@ -66,6 +67,13 @@ class SubmitPolicy(Protocol):
 
     def run(self, op: Op, stream: Stream) -> Completion:
         """Enqueue ``op`` (the stream's lock is held, it is not capturing); its Completion."""
+
+
+class HazardHook(Protocol):
+    """Stream-race checking, as a stream sees it (aruntime._racecheck.RaceCheck)."""
+
+    def run(self, op: Op, stream: Stream, policy: SubmitPolicy) -> Completion:
+        """Check ``op`` against the other streams' work, then enqueue it through ``policy``."""
 
 
 #: Runs a release once the work queued so far, on every stream, has finished.
@@ -172,6 +180,8 @@ class Stream(_Handle):
         *,
         default: bool = False,
         foreign: bool = False,
+        hazards: HazardHook | None = None,
+        hazard_id: int = 0,
     ) -> None:
         self.handle = handle
         self.priority = priority
@@ -183,6 +193,9 @@ class Stream(_Handle):
         self._driver = driver
         self._policy = policy
         self._defer = defer
+        #: Stream-race checking (None when off) and this stream's number in it.
+        self.hazards = hazards
+        self.hazard_id = hazard_id
         drop = None if default else functools.partial(release_stream, driver, handle, state)
         super().__init__(backend, resources, drop)
 
@@ -210,6 +223,8 @@ class Stream(_Handle):
         try:
             if state.capturing:
                 return state.capture(op, self.handle)
+            if self.hazards is not None:
+                return self.hazards.run(op, self, self._policy)
             return self._policy.run(op, self)
         finally:
             state.release()

@@ -36,7 +36,8 @@ O(streams) when a clock is merged.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -58,6 +59,10 @@ class Access:
 
     ``what`` describes the memory (``"device allocation 0x7f00 (4096 bytes)"``,
     ``"host buffer"``), so a message can say which buffer two ops shared.
+    ``keep`` ties the record to the object that owns the bytes: a
+    ``weakref.ref`` (the record lapses when the object dies, so a new buffer
+    at a reused host address is not taken for the old one) or the object
+    itself (held until the record is pruned, for objects without weak refs).
     """
 
     space: Space
@@ -65,6 +70,7 @@ class Access:
     hi: int
     write: bool
     what: str = ""
+    keep: object = None
 
 
 class _Record:
@@ -72,6 +78,7 @@ class _Record:
 
     __slots__ = (
         "hi",
+        "keep",
         "lo",
         "op",
         "seq",
@@ -91,6 +98,7 @@ class _Record:
         self.hi = access.hi
         self.write = access.write
         self.what = access.what
+        self.keep = access.keep
         self.stream = stream
         self.seq = seq
         self.op = op
@@ -107,6 +115,12 @@ class _StreamClock:
         self.label = label
 
 
+def _dead(record: _Record) -> bool:
+    """Whether the object that owned the record's bytes is gone (its address may be reused)."""
+    keep = record.keep
+    return type(keep) is weakref.ref and keep() is None
+
+
 def _merge(into: dict[int, int], other: dict[int, int]) -> None:
     for stream, count in other.items():
         if into.get(stream, 0) < count:
@@ -116,7 +130,9 @@ def _merge(into: dict[int, int], other: dict[int, int]) -> None:
 class HazardChecker:
     """The happens-before state of one backend.  Thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, describe: Callable[[Space, int, int], str] | None = None) -> None:
+        """``describe(space, lo, hi)`` names memory in messages when an access has no ``what``."""
+        self._describe = describe
         self._lock = threading.Lock()
         self._streams: dict[int, _StreamClock] = {}
         self._events: dict[int, dict[int, int]] = {}
@@ -173,6 +189,23 @@ class HazardChecker:
             if clock is not None:
                 self._host_joins(clock)
 
+    def host_waited_clock(self, clock: dict[int, int]) -> None:
+        """The host saw everything ``clock`` covers finish (a snapshot from this checker)."""
+        with self._lock:
+            self._host_joins(clock)
+
+    def stream_clock(self, stream: int) -> dict[int, int]:
+        """A snapshot of what ``stream``'s queue covers so far (for a later host wait)."""
+        with self._lock:
+            state = self._stream(stream)
+            self._join_host(state)
+            return dict(state.clock)
+
+    def event_clock(self, event: int) -> dict[int, int]:
+        """A snapshot of what ``event``'s latest record covers (empty if never recorded)."""
+        with self._lock:
+            return dict(self._events.get(event, {}))
+
     def host_waited_all(self) -> None:
         """The host waited for every stream (a device-wide synchronisation)."""
         with self._lock:
@@ -192,18 +225,34 @@ class HazardChecker:
         access conflicts with an earlier one not ordered before it; then
         nothing is recorded, as the caller enqueues nothing.
         """
-        accesses = tuple(accesses)
         with self._lock:
-            state = self._stream(stream)
-            self._join_host(state)
-            clock = state.clock
-            for access in accesses:
-                self._check(access, clock, op, state.label, site)
-            seq = clock[stream] + 1
-            clock[stream] = seq
-            for access in accesses:
-                self._add(_Record(access, stream, seq, op, state.label, site), clock)
-            return stream, seq
+            return stream, self._submit(stream, op, tuple(accesses), site)[stream]
+
+    def submit_snapshot(
+        self, stream: int, op: str, accesses: Iterable[Access], site: str
+    ) -> dict[int, int]:
+        """:meth:`submit`, returning instead a snapshot of the stream's clock after the op.
+
+        Handing the snapshot to :meth:`host_waited_clock` when the host sees
+        the op finish orders after it everything the op itself was ordered
+        after (through events, on other streams), not just its own stream.
+        """
+        with self._lock:
+            return dict(self._submit(stream, op, tuple(accesses), site))
+
+    def _submit(
+        self, stream: int, op: str, accesses: tuple[Access, ...], site: str
+    ) -> dict[int, int]:
+        state = self._stream(stream)
+        self._join_host(state)
+        clock = state.clock
+        for access in accesses:
+            self._check(access, clock, op, state.label, site)
+        seq = clock[stream] + 1
+        clock[stream] = seq
+        for access in accesses:
+            self._add(_Record(access, stream, seq, op, state.label, site), clock)
+        return clock
 
     def forget_range(self, space: Space, lo: int, hi: int) -> None:
         """Drop the records inside ``[lo, hi)``: the memory was freed in a way the driver orders."""
@@ -246,16 +295,19 @@ class HazardChecker:
         host = self._host
         for records in self._records.values():
             if records:
-                records[:] = [r for r in records if host.get(r.stream, 0) < r.seq]
+                records[:] = [r for r in records if host.get(r.stream, 0) < r.seq and not _dead(r)]
 
     def _check(self, access: Access, clock: dict[int, int], op: str, label: str, site: str) -> None:
         lo, hi, write = access.lo, access.hi, access.write
         for r in self._records[access.space]:
             if r.hi <= lo or r.lo >= hi or not (write or r.write):
                 continue
-            if clock.get(r.stream, 0) >= r.seq:
-                continue  # ordered: the earlier op happens before this one
-            raise HazardError(_message(access, op, label, site, r))
+            if clock.get(r.stream, 0) >= r.seq or _dead(r):
+                continue  # ordered, or its buffer is gone (a new one may have its address)
+            what = access.what or r.what
+            if not what and self._describe is not None:
+                what = self._describe(access.space, max(lo, r.lo), min(hi, r.hi))
+            raise HazardError(_message(access, op, label, site, r, what))
 
     def _add(self, record: _Record, clock: dict[int, int]) -> None:
         records = self._records[record.space]
@@ -271,17 +323,18 @@ class HazardChecker:
                 and (write or not r.write)
                 and clock.get(r.stream, 0) >= r.seq
             )
+            and not _dead(r)
         ]
         kept.append(record)
         records[:] = kept
 
 
-def _message(access: Access, op: str, label: str, site: str, earlier: _Record) -> str:
+def _message(access: Access, op: str, label: str, site: str, earlier: _Record, what: str) -> str:
     lo = max(access.lo, earlier.lo)
     hi = min(access.hi, earlier.hi)
     mine = "writes" if access.write else "reads"
     theirs = "writes" if earlier.write else "reads"
-    what = access.what or earlier.what or ("host memory" if access.space else "device memory")
+    what = what or ("host memory" if access.space else "device memory")
     return (
         f"{op}: stream race: {op} on {label} (at {site}) {mine} bytes "
         f"0x{lo:x}..0x{hi:x} ({hi - lo} bytes) of {what}, which {earlier.op} on "

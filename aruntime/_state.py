@@ -25,6 +25,7 @@ from ._exceptions import ClosedResourceError, DriverError
 from ._handles import Event, Graph, HandleOwner, Module, Stream
 from ._ledger import REDZONE_BYTES, Ledger, redzones_enabled
 from ._protocols import Owner
+from ._racecheck import RaceCheck
 from ._resources import Resources
 from ._streamstate import FailureList
 from ._trace import Tracing
@@ -38,7 +39,9 @@ _log = logging.getLogger("aruntime")
 class BackendState:
     """The shared state of one opened backend."""
 
-    def __init__(self, driver: Driver, owner: Owner, handles: HandleOwner) -> None:
+    def __init__(
+        self, driver: Driver, owner: Owner, handles: HandleOwner, *, check_hazards: bool = False
+    ) -> None:
         self.driver = driver
         self.name = driver.backend_name
         self.info: DeviceInfo = driver.device_info()
@@ -59,6 +62,8 @@ class BackendState:
         self.default: Stream | None = None
         self.orphans = FailureList()  # unseen errors of closed streams
         self.tracing = Tracing(driver, self.name, self.info, self.lock, self.check_open)
+        #: Stream-race checking (docs/testing.md), or None when it is off.
+        self.hazards = RaceCheck(self.ledger) if check_hazards else None
 
     def check_open(self, fn: str) -> None:
         if self.closed:

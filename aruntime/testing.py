@@ -20,6 +20,10 @@ Fixtures:
     skips into failures (CI does).
 ``leak_check``
     The function used at teardown, for tests that want to call it themselves.
+
+Every backend these fixtures open checks for stream races
+(``check_hazards=True``): an op that races with another stream's work
+raises :class:`aruntime.HazardError` in the test, as it could fail on a GPU.
 """
 
 from __future__ import annotations
@@ -72,7 +76,11 @@ def assert_no_leaks(backend: Backend) -> None:
 
 
 def open_test_backend(variant: str, **options: Any) -> Backend:
-    """Open one of :data:`CONFORMANCE_BACKENDS` (``mock-async`` is a threaded mock)."""
+    """Open one of :data:`CONFORMANCE_BACKENDS` (``mock-async`` is a threaded mock).
+
+    Stream-race checking is on unless ``check_hazards=False`` is passed.
+    """
+    options.setdefault("check_hazards", True)
     if variant == "mock-async":
         options.setdefault("latency", 0.0005)
         return open_backend("mock", **options)
@@ -105,7 +113,7 @@ def _checked(backend: Backend) -> Iterator[Backend]:
 
 @pytest.fixture
 def mock_backend() -> Iterator[Backend]:
-    yield from _checked(open_backend("mock"))
+    yield from _checked(open_test_backend("mock"))
 
 
 @pytest.fixture
