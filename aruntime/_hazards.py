@@ -38,12 +38,14 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from enum import IntEnum
+from typing import Final, NamedTuple, TypeAlias
 
 from ._exceptions import HazardError
 
-__all__ = ["Access", "HazardChecker", "Space"]
+__all__ = ["Access", "HazardChecker", "Site", "Space"]
+
+_WeakRef = weakref.ref
 
 
 class Space(IntEnum):
@@ -53,8 +55,7 @@ class Space(IntEnum):
     HOST = 1
 
 
-@dataclass(frozen=True, slots=True)
-class Access:
+class Access(NamedTuple):
     """One byte range ``[lo, hi)`` an op reads or writes, with a name for messages.
 
     ``what`` describes the memory (``"device allocation 0x7f00 (4096 bytes)"``,
@@ -63,6 +64,7 @@ class Access:
     ``weakref.ref`` (the record lapses when the object dies, so a new buffer
     at a reused host address is not taken for the old one) or the object
     itself (held until the record is pruned, for objects without weak refs).
+    A named tuple, not a dataclass: one is made per range of every op.
     """
 
     space: Space
@@ -71,39 +73,29 @@ class Access:
     write: bool
     what: str = ""
     keep: object = None
+    #: Made by the host at enqueue, not by the device in stream order (an
+    #: upload from pageable memory, which the driver stages as it is called):
+    #: only host waits order it after earlier ops, and nothing later races it.
+    by_host: bool = False
 
 
-class _Record:
-    """An access already made by an op: where, by which op, and how it was ordered."""
+#: A call site: ``"file:line"``, or ``(file, line)`` to be formatted only for a message.
+Site: TypeAlias = "str | tuple[str, int]"
 
-    __slots__ = (
-        "hi",
-        "keep",
-        "lo",
-        "op",
-        "seq",
-        "site",
-        "space",
-        "stream",
-        "stream_label",
-        "what",
-        "write",
-    )
-
-    def __init__(
-        self, access: Access, stream: int, seq: int, op: str, stream_label: str, site: str
-    ) -> None:
-        self.space = access.space
-        self.lo = access.lo
-        self.hi = access.hi
-        self.write = access.write
-        self.what = access.what
-        self.keep = access.keep
-        self.stream = stream
-        self.seq = seq
-        self.op = op
-        self.stream_label = stream_label
-        self.site = site
+# An access already made by an op is kept as a plain tuple (one per range of
+# every op, so the cheapest thing to build):
+# (lo, hi, write, stream, seq, keep, what, op, stream label, site).
+_Record = tuple[int, int, bool, int, int, object, str, str, str, Site]
+_LO: Final = 0
+_HI: Final = 1
+_WRITE: Final = 2
+_STREAM: Final = 3
+_SEQ: Final = 4
+_KEEP: Final = 5
+_WHAT: Final = 6
+_OP: Final = 7
+_LABEL: Final = 8
+_SITE: Final = 9
 
 
 class _StreamClock:
@@ -117,8 +109,8 @@ class _StreamClock:
 
 def _dead(record: _Record) -> bool:
     """Whether the object that owned the record's bytes is gone (its address may be reused)."""
-    keep = record.keep
-    return type(keep) is weakref.ref and keep() is None
+    keep = record[_KEEP]
+    return type(keep) is _WeakRef and keep() is None
 
 
 def _merge(into: dict[int, int], other: dict[int, int]) -> None:
@@ -138,7 +130,9 @@ class HazardChecker:
         self._events: dict[int, dict[int, int]] = {}
         self._host: dict[int, int] = {}
         self._host_version = 0
-        self._records: dict[Space, list[_Record]] = {Space.DEVICE: [], Space.HOST: []}
+        # By space, indexed by the Space's int (hashing an enum member costs
+        # ten times indexing with it, on every range of every op).
+        self._records: list[list[_Record]] = [[], []]
         self._next_stream = 1
 
     # -- streams and events ----------------------------------------------------------------
@@ -191,8 +185,15 @@ class HazardChecker:
 
     def host_waited_clock(self, clock: dict[int, int]) -> None:
         """The host saw everything ``clock`` covers finish (a snapshot from this checker)."""
-        with self._lock:
-            self._host_joins(clock)
+        with self._lock:  # _host_joins, inlined: it runs for every awaited op
+            host = self._host
+            changed = False
+            for stream, count in clock.items():
+                if host.get(stream, 0) < count:
+                    host[stream] = count
+                    changed = True
+            if changed:  # records it covers go at the next _add (or record_count)
+                self._host_version += 1
 
     def stream_clock(self, stream: int) -> dict[int, int]:
         """A snapshot of what ``stream``'s queue covers so far (for a later host wait)."""
@@ -215,7 +216,7 @@ class HazardChecker:
 
     # -- ops -------------------------------------------------------------------------------
     def submit(
-        self, stream: int, op: str, accesses: Iterable[Access], site: str
+        self, stream: int, op: str, accesses: Iterable[Access], site: Site
     ) -> tuple[int, int]:
         """Check one op about to be enqueued on ``stream``; record it if it is race-free.
 
@@ -225,11 +226,10 @@ class HazardChecker:
         access conflicts with an earlier one not ordered before it; then
         nothing is recorded, as the caller enqueues nothing.
         """
-        with self._lock:
-            return stream, self._submit(stream, op, tuple(accesses), site)[stream]
+        return stream, self.submit_snapshot(stream, op, accesses, site)[stream]
 
     def submit_snapshot(
-        self, stream: int, op: str, accesses: Iterable[Access], site: str
+        self, stream: int, op: str, accesses: Iterable[Access], site: Site
     ) -> dict[int, int]:
         """:meth:`submit`, returning instead a snapshot of the stream's clock after the op.
 
@@ -237,33 +237,64 @@ class HazardChecker:
         the op finish orders after it everything the op itself was ordered
         after (through events, on other streams), not just its own stream.
         """
+        # One function, no helpers: it runs for every op (see bench_hazards.py).
         with self._lock:
-            return dict(self._submit(stream, op, tuple(accesses), site))
-
-    def _submit(
-        self, stream: int, op: str, accesses: tuple[Access, ...], site: str
-    ) -> dict[int, int]:
-        state = self._stream(stream)
-        self._join_host(state)
-        clock = state.clock
-        for access in accesses:
-            self._check(access, clock, op, state.label, site)
-        seq = clock[stream] + 1
-        clock[stream] = seq
-        for access in accesses:
-            self._add(_Record(access, stream, seq, op, state.label, site), clock)
-        return clock
+            state = self._streams.get(stream)
+            if state is None:
+                raise ValueError(f"hazard checker: no stream numbered {stream}")
+            if state.host_version != self._host_version:
+                self._join_host(state)
+            clock = state.clock
+            label = state.label
+            every = self._records
+            host = self._host
+            for access in accesses:
+                order = host if access.by_host else clock
+                for r in every[access.space]:  # _check, inlined
+                    if r[_HI] <= access.lo or r[_LO] >= access.hi:
+                        continue
+                    if (access.write or r[_WRITE]) and order.get(r[_STREAM], 0) < r[_SEQ]:
+                        self._check(access, order, op, label, site)
+            seq = clock[stream] + 1
+            clock[stream] = seq
+            for space, lo, hi, write, what, keep, by_host in accesses:
+                if by_host:
+                    continue  # done already, before anything enqueued after it
+                record = (lo, hi, write, stream, seq, keep, what, op, label, site)
+                records = every[space]
+                if not records:
+                    records.append(record)
+                elif len(records) == 1:  # the usual case, without _add's list
+                    r = records[0]
+                    if (
+                        (
+                            lo <= r[_LO]
+                            and r[_HI] <= hi
+                            and (write or not r[_WRITE])
+                            and clock.get(r[_STREAM], 0) >= r[_SEQ]
+                        )
+                        or host.get(r[_STREAM], 0) >= r[_SEQ]
+                        or _dead(r)
+                    ):
+                        records[0] = record
+                    else:
+                        records.append(record)
+                else:
+                    self._add(space, records, record, clock)
+            return clock.copy()
 
     def forget_range(self, space: Space, lo: int, hi: int) -> None:
         """Drop the records inside ``[lo, hi)``: the memory was freed in a way the driver orders."""
         with self._lock:
             records = self._records[space]
-            records[:] = [r for r in records if r.hi <= lo or r.lo >= hi]
+            if records:
+                self._records[space] = [r for r in records if r[_HI] <= lo or r[_LO] >= hi]
 
     def record_count(self) -> int:
         """How many access records are held (for tests: they must stay few)."""
         with self._lock:
-            return sum(len(r) for r in self._records.values())
+            self._prune()
+            return sum(len(r) for r in self._records)
 
     # -- internals -------------------------------------------------------------------------
     def _stream(self, stream: int) -> _StreamClock:
@@ -293,52 +324,76 @@ class HazardChecker:
         # Every op submitted from now on starts after the host's clock, so a
         # record the host has waited for can never be part of a race again.
         host = self._host
-        for records in self._records.values():
+        every = self._records
+        for space, records in enumerate(every):
             if records:
-                records[:] = [r for r in records if host.get(r.stream, 0) < r.seq and not _dead(r)]
+                every[space] = [
+                    r for r in records if host.get(r[_STREAM], 0) < r[_SEQ] and not _dead(r)
+                ]
 
-    def _check(self, access: Access, clock: dict[int, int], op: str, label: str, site: str) -> None:
+    def _check(
+        self, access: Access, clock: dict[int, int], op: str, label: str, site: Site
+    ) -> None:
         lo, hi, write = access.lo, access.hi, access.write
         for r in self._records[access.space]:
-            if r.hi <= lo or r.lo >= hi or not (write or r.write):
+            if r[_HI] <= lo or r[_LO] >= hi or not (write or r[_WRITE]):
                 continue
-            if clock.get(r.stream, 0) >= r.seq or _dead(r):
+            if clock.get(r[_STREAM], 0) >= r[_SEQ] or _dead(r):
                 continue  # ordered, or its buffer is gone (a new one may have its address)
-            what = access.what or r.what
+            what = access.what or r[_WHAT]
             if not what and self._describe is not None:
-                what = self._describe(access.space, max(lo, r.lo), min(hi, r.hi))
+                what = self._describe(access.space, max(lo, r[_LO]), min(hi, r[_HI]))
             raise HazardError(_message(access, op, label, site, r, what))
 
-    def _add(self, record: _Record, clock: dict[int, int]) -> None:
-        records = self._records[record.space]
-        lo, hi, write = record.lo, record.hi, record.write
+    def _add(
+        self, space: int, records: list[_Record], record: _Record, clock: dict[int, int]
+    ) -> None:
+        lo, hi, write = record[_LO], record[_HI], record[_WRITE]
+        host = self._host
         # An earlier access this one covers, ordered before it and no stronger,
-        # can only race with what this one would race with too: drop it.
+        # can only race with what this one would race with too: drop it.  So
+        # go those the host has waited for (the pruning a host wait defers).
         kept = [
             r
             for r in records
             if not (
-                lo <= r.lo
-                and r.hi <= hi
-                and (write or not r.write)
-                and clock.get(r.stream, 0) >= r.seq
+                lo <= r[_LO]
+                and r[_HI] <= hi
+                and (write or not r[_WRITE])
+                and clock.get(r[_STREAM], 0) >= r[_SEQ]
             )
+            and host.get(r[_STREAM], 0) < r[_SEQ]
             and not _dead(r)
         ]
         kept.append(record)
-        records[:] = kept
+        self._records[space] = kept
 
 
-def _message(access: Access, op: str, label: str, site: str, earlier: _Record, what: str) -> str:
-    lo = max(access.lo, earlier.lo)
-    hi = min(access.hi, earlier.hi)
+def _site(site: Site) -> str:
+    return site if isinstance(site, str) else f"{site[0]}:{site[1]}"
+
+
+def _message(access: Access, op: str, label: str, site: Site, earlier: _Record, what: str) -> str:
+    lo = max(access.lo, earlier[_LO])
+    hi = min(access.hi, earlier[_HI])
     mine = "writes" if access.write else "reads"
-    theirs = "writes" if earlier.write else "reads"
+    theirs = "writes" if earlier[_WRITE] else "reads"
+    their_op, their_label = earlier[_OP], earlier[_LABEL]
     what = what or ("host memory" if access.space else "device memory")
     return (
-        f"{op}: stream race: {op} on {label} (at {site}) {mine} bytes "
-        f"0x{lo:x}..0x{hi:x} ({hi - lo} bytes) of {what}, which {earlier.op} on "
-        f"{earlier.stream_label} (at {earlier.site}) {theirs}, and nothing orders the two: "
-        f"record an event on {earlier.stream_label} after {earlier.op} and make "
-        f"{label} wait for it (stream_wait_event), or await {earlier.op} first"
+        f"{op}: stream race: {op} on {label} (at {_site(site)}) {mine} bytes "
+        f"0x{lo:x}..0x{hi:x} ({hi - lo} bytes) of {what}, which {their_op} on "
+        f"{their_label} (at {_site(earlier[_SITE])}) {theirs}, and nothing orders the two: "
+        + (
+            f"await {their_op} first: {op} reads pageable host memory as it is called, so "
+            "an event does not order it (with memory from alloc_host_pinned it would)"
+            if access.by_host
+            else f"record an event on {_short(their_label)} after {their_op} and make "
+            f"{_short(label)} wait for it (stream_wait_event), or await {their_op} first"
+        )
     )
+
+
+def _short(label: str) -> str:
+    """A stream's label without its parenthesis (where it was made), for the second mention."""
+    return label.split(" (", 1)[0]

@@ -11,20 +11,26 @@ memory.  So with checking off the core pays one ``is None`` test per op
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import itertools
 import os
+import sys
 import weakref
+from collections.abc import Callable
+from types import CodeType
 from typing import Any
 
 import numpy as np
 from cffi import FFI
 
-from ._callsite import caller_site
+from ._callsite import PACKAGE_DIR as _PACKAGE_DIR
+from ._callsite import caller_site, user_frame
 from ._completion import Completion, watched
 from ._handles import Event, Stream, SubmitPolicy
 from ._hazards import Access, HazardChecker, Space
 from ._ledger import Ledger
+from ._memory import HostBuffer
 from ._op import Op, OpKind, Range
 
 __all__ = ["ENV", "RaceCheck", "checking_requested"]
@@ -33,6 +39,14 @@ __all__ = ["ENV", "RaceCheck", "checking_requested"]
 ENV = "ARUNTIME_CHECK_HAZARDS"
 
 _ffi = FFI()
+_UINTPTR = _ffi.typeof("uintptr_t")
+_c_char = ctypes.c_char
+_new = tuple.__new__
+_partial = functools.partial  # an Access without NamedTuple's Python-level __new__
+# Enum members read once: a member lookup on the class costs a microsecond.
+_DEVICE = Space.DEVICE
+_HOST = Space.HOST
+_addressof = ctypes.addressof
 # The core's own ops: guard bands (blocking, touching bytes no user op may)
 # and empty markers.  They order nothing and race with nothing of the user's.
 _UNCHECKED = frozenset({OpKind.REDZONE, OpKind.SCAN_REDZONES, OpKind.SYNCHRONIZE, OpKind.CLOSE})
@@ -66,22 +80,103 @@ def _host_owner(view: memoryview) -> object:
         return owner
 
 
+def _host_address(view: memoryview) -> int:
+    if not view.readonly:
+        return _addressof(_c_char.from_buffer(view))  # ctypes: the cheaper of the two
+    return int(_ffi.cast(_UINTPTR, _ffi.from_buffer(view)))
+
+
+# The address of each live numpy array that owns its memory, by id(): most
+# host buffers are such arrays, used op after op, and asking a buffer for its
+# address costs more than the rest of an op's checking.
+_owned: dict[int, tuple[weakref.ref[Any], int]] = {}
+
+
+def _drop_owned(ref: weakref.ref[Any], key: int) -> None:
+    entry = _owned.get(key)
+    if entry is not None and entry[0] is ref:
+        del _owned[key]
+
+
 def _host_access(view: memoryview, write: bool) -> Access:
-    lo = int(_ffi.cast("uintptr_t", _ffi.from_buffer(view)))
-    return Access(Space.HOST, lo, lo + view.nbytes, write, "a host buffer", _host_owner(view))
+    obj = view.obj
+    if type(obj) is np.ndarray and obj.base is None:  # a view of all of it, from its start
+        key = id(obj)
+        entry = _owned.get(key)
+        if entry is None or entry[0]() is not obj:
+            ref = weakref.ref(obj, functools.partial(_drop_owned, key=key))
+            entry = _owned[key] = (ref, _host_address(view))
+        ref, lo = entry
+        return _new(Access, (_HOST, lo, lo + view.nbytes, write, "a host buffer", ref, False))
+    lo = _host_address(view)
+    return Access(_HOST, lo, lo + view.nbytes, write, "a host buffer", _host_owner(view))
 
 
 def _accesses(reads: tuple[Range, ...], writes: tuple[Range, ...]) -> list[Access]:
     out: list[Access] = []
-    for ranges, write in ((reads, False), (writes, True)):
+    for ranges, write in ((writes, True), (reads, False)):  # a write says more
         for r in ranges:
             if isinstance(r, memoryview):
                 out.append(_host_access(r, write))
             else:
                 address, nbytes = r
                 if nbytes:
-                    out.append(Access(Space.DEVICE, address, address + nbytes, write))
+                    out.append(
+                        _new(Access, (_DEVICE, address, address + nbytes, write, "", None, False))
+                    )
     return out
+
+
+def _h2d_accesses(op: Op) -> list[Access]:
+    view, address = op.args
+    device = _new(Access, (_DEVICE, address, address + op.nbytes, True, "", None, False))
+    source = _host_access(view, False)
+    if type(op.keepalive[0]) is not HostBuffer:
+        # Pageable memory: the driver reads it as the call is made (CUDA's
+        # cuMemcpyHtoDAsync stages it then), so only a host wait orders it
+        # after a download into the same buffer; an event on the device does not.
+        source = source._replace(by_host=True)
+    return [device, source]
+
+
+def _d2h_accesses(op: Op) -> list[Access]:
+    address, view = op.args
+    device = _new(Access, (_DEVICE, address, address + op.nbytes, False, "", None, False))
+    return [_host_access(view, True), device]
+
+
+#: The accesses of the commonest ops, straight from their arguments (what
+#: ``Op.reads``/``Op.writes`` would say, without building those first).
+_FAST: dict[OpKind, Callable[[Op], list[Access]]] = {
+    OpKind.COPY_H2D: _h2d_accesses,
+    OpKind.COPY_D2H: _d2h_accesses,
+}
+
+
+def _user_site() -> tuple[str, int]:
+    """``(file, line)`` of the user's call that made the op being checked.
+
+    From :meth:`RaceCheck.run`, a public async op is three frames up (the op,
+    ``Stream.submit``, this check): jumping there makes one frame object, where
+    walking up from here would make one per frame (Python 3.11 makes them
+    lazily).  Wrappers (blocking copies, compute ops) walk on from there.
+    """
+    try:
+        frame = sys._getframe(4)
+    except ValueError:
+        return user_frame()
+    code = frame.f_code
+    outside = _outside.get(code)
+    if outside is None:
+        outside = not code.co_filename.startswith(_PACKAGE_DIR)
+        if len(_outside) < 4096:  # code made at run time (exec) must not grow it forever
+            _outside[code] = outside
+    if outside:
+        return code.co_filename, frame.f_lineno
+    return user_frame()
+
+
+_outside: dict[CodeType, bool] = {}
 
 
 def _op_name(op: Op) -> str:
@@ -99,6 +194,9 @@ class RaceCheck:
         self.checker = HazardChecker(describe=self._describe)
         self._events: set[int] = set()
         self._made = itertools.count(1)  # tells apart streams made on one line
+        # Bound once: run() uses them for every op.
+        self._submit = self.checker.submit_snapshot
+        self._waited = self.checker.host_waited_clock
 
     # -- streams and ops ---------------------------------------------------------------------
     def add_stream(self, *, default: bool) -> int:
@@ -109,14 +207,17 @@ class RaceCheck:
 
     def run(self, op: Op, stream: Stream, policy: SubmitPolicy) -> Completion:
         """Check ``op`` (HazardError, nothing enqueued), then enqueue it through ``policy``."""
-        if op.kind in _UNCHECKED:
+        kind = op.kind
+        fast = _FAST.get(kind)
+        if fast is not None:
+            accesses = fast(op)
+        elif kind in _UNCHECKED:
             return policy.run(op, stream)
-        number = stream.hazard_id
-        clock = self.checker.submit_snapshot(
-            number, _op_name(op), _accesses(op.reads, op.writes), caller_site()
-        )
-        completion = policy.run(op, stream)
-        return watched(completion, functools.partial(self.checker.host_waited_clock, clock))
+        else:
+            accesses = _accesses(op.reads, op.writes)
+        name = kind.public if op.kernel is None else _op_name(op)
+        clock = self._submit(stream.hazard_id, name, accesses, _user_site())
+        return watched(policy.run(op, stream), _partial(self._waited, clock))
 
     def free_async(self, writes: tuple[tuple[int, int], ...], stream: Stream) -> None:
         """``free_async`` is a write of the whole allocation; then the range is forgotten.

@@ -148,10 +148,12 @@ async def test_a_kernel_then_a_download_on_another_stream(backend: ar.Backend, f
 async def test_a_host_buffer_a_download_writes_and_an_upload_reads(
     backend: ar.Backend, fix: str
 ) -> None:
+    """Pinned memory: the device reads it in stream order, so an event orders the two."""
     s1, s2 = backend.create_stream(), backend.create_stream()
     a, b = backend.alloc(NBYTES), backend.alloc(NBYTES)
     await backend.copy_h2d_async(data(5), a)
-    host = np.zeros(2 * N, np.float32)
+    pinned = backend.alloc_host_pinned(2 * NBYTES)
+    host = pinned.view(np.float32)
     site1 = at(+1)
     down = backend.copy_d2h_async(a, host[:N], stream=s1)
     if fix == "done":  # done() answering True is a host wait too
@@ -165,6 +167,30 @@ async def test_a_host_buffer_a_download_writes_and_an_upload_reads(
         backend.copy_h2d_async(source, b, stream=s2)
     await finish(backend, s1, s2)
     if fix not in ("race", "disjoint"):
+        np.testing.assert_array_equal(await backend.copy_d2h_async(b, empty()), data(5))
+    del host, source
+    backend.free_host_pinned(pinned)
+    backend.free(a)
+    backend.free(b)
+
+
+@pytest.mark.parametrize("fix", ["event", "host_wait"])
+async def test_an_upload_from_pageable_memory_is_ordered_by_host_waits_only(
+    backend: ar.Backend, fix: str
+) -> None:
+    """The driver reads pageable memory as the upload is called: an event cannot order that."""
+    s1, s2 = backend.create_stream(), backend.create_stream()
+    a, b = backend.alloc(NBYTES), backend.alloc(NBYTES)
+    await backend.copy_h2d_async(data(5), a)
+    host = np.zeros(N, np.float32)
+    site1 = at(+1)
+    down = backend.copy_d2h_async(a, host, stream=s1)
+    await order(backend, fix, s1, s2, down)
+    site2 = at(+2)
+    with raced_if(fix == "event", "reads pageable host memory", site1, site2):
+        backend.copy_h2d_async(host, b, stream=s2)
+    await finish(backend, s1, s2)
+    if fix == "host_wait":
         np.testing.assert_array_equal(await backend.copy_d2h_async(b, empty()), data(5))
     backend.free(a)
     backend.free(b)
