@@ -98,7 +98,7 @@ def _drop_owned(ref: weakref.ref[Any], key: int) -> None:
         del _owned[key]
 
 
-def _host_access(view: memoryview, write: bool) -> Access:
+def _host_access(view: memoryview, write: bool, by_host: bool = False) -> Access:
     obj = view.obj
     if type(obj) is np.ndarray and obj.base is None:  # a view of all of it, from its start
         key = id(obj)
@@ -107,9 +107,10 @@ def _host_access(view: memoryview, write: bool) -> Access:
             ref = weakref.ref(obj, functools.partial(_drop_owned, key=key))
             entry = _owned[key] = (ref, _host_address(view))
         ref, lo = entry
-        return _new(Access, (_HOST, lo, lo + view.nbytes, write, "a host buffer", ref, False))
+        return _new(Access, (_HOST, lo, lo + view.nbytes, write, "a host buffer", ref, by_host))
     lo = _host_address(view)
-    return Access(_HOST, lo, lo + view.nbytes, write, "a host buffer", _host_owner(view))
+    owner = _host_owner(view)
+    return Access(_HOST, lo, lo + view.nbytes, write, "a host buffer", owner, by_host)
 
 
 def _accesses(reads: tuple[Range, ...], writes: tuple[Range, ...]) -> list[Access]:
@@ -130,13 +131,10 @@ def _accesses(reads: tuple[Range, ...], writes: tuple[Range, ...]) -> list[Acces
 def _h2d_accesses(op: Op) -> list[Access]:
     view, address = op.args
     device = _new(Access, (_DEVICE, address, address + op.nbytes, True, "", None, False))
-    source = _host_access(view, False)
-    if type(op.keepalive[0]) is not HostBuffer:
-        # Pageable memory: the driver reads it as the call is made (CUDA's
-        # cuMemcpyHtoDAsync stages it then), so only a host wait orders it
-        # after a download into the same buffer; an event on the device does not.
-        source = source._replace(by_host=True)
-    return [device, source]
+    # Pageable memory: the driver reads it as the call is made (CUDA's
+    # cuMemcpyHtoDAsync stages it then), so only a host wait orders it after
+    # a download into the same buffer; an event on the device does not.
+    return [device, _host_access(view, False, type(op.keepalive[0]) is not HostBuffer)]
 
 
 def _d2h_accesses(op: Op) -> list[Access]:
