@@ -130,6 +130,12 @@ class HazardChecker:
         self._events: dict[int, dict[int, int]] = {}
         self._host: dict[int, int] = {}
         self._host_version = 0
+        # Snapshots of ops the host has seen finish, not yet folded into
+        # ``_host``: appending is atomic and takes no lock, which matters on
+        # every await; whatever reads ``_host`` folds them in first.
+        self._seen: list[dict[int, int]] = []
+        #: ``host_saw(snapshot)``: :meth:`host_waited_clock`, deferred (any thread).
+        self.host_saw = self._seen.append
         # By space, indexed by the Space's int (hashing an enum member costs
         # ten times indexing with it, on every range of every op).
         self._records: list[list[_Record]] = [[], []]
@@ -148,6 +154,7 @@ class HazardChecker:
         """``record_event(event, stream)``: the event now stands for the stream's work so far."""
         with self._lock:
             state = self._stream(stream)
+            self._fold()
             self._join_host(state)
             self._events[event] = dict(state.clock)
 
@@ -199,6 +206,7 @@ class HazardChecker:
         """A snapshot of what ``stream``'s queue covers so far (for a later host wait)."""
         with self._lock:
             state = self._stream(stream)
+            self._fold()
             self._join_host(state)
             return dict(state.clock)
 
@@ -242,6 +250,8 @@ class HazardChecker:
             state = self._streams.get(stream)
             if state is None:
                 raise ValueError(f"hazard checker: no stream numbered {stream}")
+            if self._seen:
+                self._fold()
             if state.host_version != self._host_version:
                 self._join_host(state)
             clock = state.clock
@@ -293,6 +303,7 @@ class HazardChecker:
     def record_count(self) -> int:
         """How many access records are held (for tests: they must stay few)."""
         with self._lock:
+            self._fold()
             self._prune()
             return sum(len(r) for r in self._records)
 
@@ -302,6 +313,12 @@ class HazardChecker:
             return self._streams[stream]
         except KeyError:
             raise ValueError(f"hazard checker: no stream numbered {stream}") from None
+
+    def _fold(self) -> None:
+        """Fold the snapshots :attr:`host_saw` collected into the host's clock."""
+        seen = self._seen
+        while seen:
+            self._host_joins(seen.pop(), prune=False)
 
     def _join_host(self, state: _StreamClock) -> None:
         if state.host_version != self._host_version:

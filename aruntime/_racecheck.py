@@ -194,7 +194,7 @@ class RaceCheck:
         self._made = itertools.count(1)  # tells apart streams made on one line
         # Bound once: run() uses them for every op.
         self._submit = self.checker.submit_snapshot
-        self._waited = self.checker.host_waited_clock
+        self._waited = self.checker.host_saw
 
     # -- streams and ops ---------------------------------------------------------------------
     def add_stream(self, *, default: bool) -> int:
@@ -236,12 +236,12 @@ class RaceCheck:
     def synchronize(self, completion: Completion, stream: Stream) -> Completion:
         """``synchronize(stream)``: seeing it finish orders the host after the queue so far."""
         clock = self.checker.stream_clock(stream.hazard_id)
-        return watched(completion, functools.partial(self.checker.host_waited_clock, clock))
+        return watched(completion, functools.partial(self.checker.host_saw, clock))
 
     def event_synchronize(self, completion: Completion, event: Event) -> Completion:
         """``event_synchronize``/``await event``: the host follows the event's latest record."""
         clock = self.checker.event_clock(id(event))
-        return watched(completion, functools.partial(self.checker.host_waited_clock, clock))
+        return watched(completion, functools.partial(self.checker.host_saw, clock))
 
     def event_query(self, event: Event, reached: bool) -> None:
         """A True ``event_query`` is a host wait that has already returned."""
