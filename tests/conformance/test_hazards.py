@@ -71,6 +71,12 @@ async def order(
             backend.stream_wait_event(second, event)
     elif fix == "host_wait":
         await op
+    elif fix == "await_stream":
+        await first
+    elif fix == "await_event":
+        with backend.create_event() as event:
+            backend.record_event(event, first)
+            await event
 
 
 async def finish(backend: ar.Backend, *streams: ar.Stream) -> None:
@@ -83,7 +89,7 @@ async def test_the_fixtures_check_for_races(backend: ar.Backend) -> None:
     assert backend.check_hazards
 
 
-@pytest.mark.parametrize("fix", FIXES)
+@pytest.mark.parametrize("fix", [*FIXES, "await_stream", "await_event"])
 async def test_an_upload_then_a_kernel_on_another_stream(backend: ar.Backend, fix: str) -> None:
     s1, s2 = backend.create_stream(), backend.create_stream()
     buf = backend.alloc(2 * NBYTES)
