@@ -193,7 +193,7 @@ class Stream(_Handle):
         self._driver = driver
         self._policy = policy
         self._defer = defer
-        #: Stream-race checking (None when off) and this stream's number in it.
+        # The core's stream-race checking (None when off) and this stream's number in it.
         self.hazards = hazards
         self.hazard_id = hazard_id
         drop = None if default else functools.partial(release_stream, driver, handle, state)
