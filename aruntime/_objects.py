@@ -86,7 +86,7 @@ class Objects:
             default=default,
             foreign=adopt is not None,
             hazards=hazards,
-            hazard_id=0 if hazards is None else hazards.add_stream(default=default),
+            hazard_id=0 if hazards is None else hazards.add_stream(driver, handle, default),
         )
 
     def default_stream(self) -> Stream:

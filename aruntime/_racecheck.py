@@ -27,6 +27,8 @@ from cffi import FFI
 from ._callsite import PACKAGE_DIR as _PACKAGE_DIR
 from ._callsite import caller_site, user_frame
 from ._completion import Completion, watched
+from ._driver import Driver, DriverStream
+from ._exceptions import NotSupportedError
 from ._handles import Event, Stream, SubmitPolicy
 from ._hazards import Access, HazardChecker, Space
 from ._ledger import Ledger
@@ -192,16 +194,35 @@ class RaceCheck:
         self.checker = HazardChecker(describe=self._describe)
         self._events: set[int] = set()
         self._made = itertools.count(1)  # tells apart streams made on one line
+        self._by_native: dict[int, int] = {}
         # Bound once: run() uses them for every op.
         self._submit = self.checker.submit_snapshot
         self._waited = self.checker.host_saw
 
     # -- streams and ops ---------------------------------------------------------------------
-    def add_stream(self, *, default: bool) -> int:
-        """A checker number for a new stream, labelled with the user's line that made it."""
-        if default:
-            return self.checker.add_stream("the default stream")
-        return self.checker.add_stream(f"stream #{next(self._made)} (created at {caller_site()})")
+    def add_stream(self, driver: Driver, handle: DriverStream, default: bool) -> int:
+        """A checker number for a new stream, labelled with the user's line that made it.
+
+        Streams over one native stream (``wrap_stream`` of one of ours, as a
+        DLPack export does to order the consumer) share the number: they are
+        one queue on the device.
+        """
+        try:
+            native: int | None = driver.stream_handle_int(handle)
+        except NotSupportedError:
+            native = None
+        number = None if native is None else self._by_native.get(native)
+        if number is None:
+            if default:
+                number = self.checker.add_stream("the default stream")
+            else:
+                label = f"stream #{next(self._made)} (created at {caller_site()})"
+                number = self.checker.add_stream(label)
+            if native is not None:
+                # A destroyed stream's handle may come back for a new one, which then
+                # continues its order: that can hide a race, never invent one.
+                self._by_native[native] = number
+        return number
 
     def run(self, op: Op, stream: Stream, policy: SubmitPolicy) -> Completion:
         """Check ``op`` (HazardError, nothing enqueued), then enqueue it through ``policy``."""
