@@ -30,6 +30,7 @@ from ._callsite import caller_site
 from ._driver import Driver
 from ._exceptions import CaptureError, InvalidArgumentError, OutOfMemoryError
 from ._handles import Stream
+from ._hazards import Space
 from ._ledger import AllocKind, Entry, new_alloc_id, park
 from ._memory import DevicePtr, HostBuffer, _HostRecord
 from ._objects import Objects
@@ -136,6 +137,8 @@ class Allocator:
         entry = self._freeable(fn, ptr, kinds)
         if not self._forget(entry) or entry.free_memory is None:
             return
+        if self._state.hazards is not None:  # released behind all queued work: nothing races
+            self._state.hazards.forget(Space.DEVICE, entry.address, entry.nbytes)
         if not park(entry, entry.free_memory):  # a live graph uses it: released at its destroy
             self._state.after_queued_work(entry.free_memory)
 
@@ -187,6 +190,10 @@ class Allocator:
                 self._free_graph_memory(entry, st)
                 return
             _refuse_capture(fn, st)
+            # An op like the others, though nobody awaits it: it ends every use of the range.
+            writes = ((entry.address, entry.nbytes),)
+            if self._state.hazards is not None:  # a race raises before anything is freed
+                self._state.hazards.free_async(writes, st)
             if not self._forget(entry) or entry.free_memory is None:
                 return
             if park(entry, entry.free_memory):
@@ -197,8 +204,6 @@ class Allocator:
                 if self._pool is None
                 else functools.partial(_pool_free, self._pool, st)
             )
-            # An op like the others, though nobody awaits it: it ends every use of the range.
-            writes = ((entry.address, entry.nbytes),)
             op = Op(OpKind.FREE_ASYNC, free, (raw,), writes=writes)
             op.call(*op.args, st.handle)
 
@@ -249,6 +254,8 @@ class Allocator:
             self._forget(mapped)
         entry = self._ledger.get(record.alloc_id)
         if entry is not None and self._forget(entry) and entry.free_memory is not None:
+            if self._state.hazards is not None:
+                self._state.hazards.forget(Space.HOST, record.address, record.nbytes)
             self._state.after_queued_work(entry.free_memory)
 
     def host_ptr_to_device(self, buf: HostBuffer) -> DevicePtr:

@@ -38,6 +38,7 @@ from ._exceptions import AruntimeError, CaptureError, InvalidArgumentError
 from ._graphs import Graphs
 from ._handles import Event, Graph, Kernel, Module, Stream
 from ._interop import foreign_stream_handle
+from ._launch import launch_op
 from ._ledger import AllocKind, Ledger
 from ._memory import Allocation, DevicePtr, HostBuffer
 from ._objects import Objects
@@ -52,7 +53,6 @@ from ._validate import (
     check_byte_value,
     check_count,
     check_dims,
-    check_kernel_args,
     check_shared_mem,
     device_operand,
 )
@@ -80,8 +80,8 @@ class Backend(ComputeOps):
     whose exit first awaits all queued work), or call :meth:`close`.
     """
 
-    def __init__(self, driver: Driver) -> None:
-        state = BackendState(driver, self, self)
+    def __init__(self, driver: Driver, *, check_hazards: bool = False) -> None:
+        state = BackendState(driver, self, self, check_hazards=check_hazards)
         self._state = state
         self._driver = driver
         self._ledger: Ledger = state.ledger
@@ -112,6 +112,11 @@ class Backend(ComputeOps):
     def driver(self) -> Driver:
         """The driver object, for backend-specific extras (the mock's call log...)."""
         return self._driver
+
+    @property
+    def check_hazards(self) -> bool:
+        """Whether stream-race checking is on (``open_backend(check_hazards=...)``)."""
+        return self._state.hazards is not None
 
     @property
     def closed(self) -> bool:
@@ -490,12 +495,18 @@ class Backend(ComputeOps):
         *,
         shared_mem: int = 0,
         stream: Stream | None = None,
+        reads: tuple[DeviceMem, ...] | list[DeviceMem] | None = None,
+        writes: tuple[DeviceMem, ...] | list[DeviceMem] | None = None,
     ) -> Completion:
         """Enqueue a kernel launch.
 
         ``args`` are explicit: DevicePtr, numpy scalars (``np.float32(2)``) or
         raw bytes; a bare Python int or float raises :class:`TypeError`.
         Cancelling the await abandons the wait only.
+
+        ``reads``/``writes`` narrow the pointer arguments for race checking: a
+        pointer only in ``reads`` is read; any other is read and written, all
+        of it.  Each must be one of ``args``' pointers (InvalidArgumentError).
         """
         fn = "launch"
         self._state.check_open(fn)
@@ -510,30 +521,8 @@ class Backend(ComputeOps):
             check_dims(block, fn, "block"),
             check_shared_mem(shared_mem, fn),
         )
-        checked = check_kernel_args(args, fn)
-        # The ledger entries of the memory it uses (a capture pins them, see
-        # _graphs), and its ranges: without annotations a pointer argument is
-        # read and written, all of it.
-        entries = []
-        touched = []
-        for i, arg in enumerate(checked):
-            if isinstance(arg, DevicePtr):
-                entries.append(self._ledger.check_ptr(arg, fn, f"args[{i}]"))
-                touched.append((arg.address, arg.nbytes))
         st = self._objects.resolve(stream, fn)
-        ranges = tuple(touched)
-        op = Op(
-            OpKind.LAUNCH,
-            self._driver.launch,
-            (kernel.handle, config, checked),
-            tuple(entries),
-            (),
-            0,
-            None,
-            kernel,
-            ranges,
-            ranges,
-        )
+        op = launch_op(self._ledger, self._driver, kernel, config, args, reads, writes)
         return st.submit(op)
 
     def synchronize(self, stream: Stream | None = None) -> Completion:
@@ -547,7 +536,9 @@ class Backend(ComputeOps):
         st = self._objects.resolve(stream, fn)
         if st.state.capturing:
             raise CaptureError(f"{fn}: {st!r} is capturing; end the capture first")
-        return with_unseen_errors(self._policy.drained(OpKind.SYNCHRONIZE, st), st, fn)
+        completion = with_unseen_errors(self._policy.drained(OpKind.SYNCHRONIZE, st), st, fn)
+        hazards = self._state.hazards
+        return completion if hazards is None else hazards.synchronize(completion, st)
 
     def event_synchronize(self, event: Event) -> Completion:
         """A Completion for the work before ``event``'s latest record.
@@ -557,7 +548,10 @@ class Backend(ComputeOps):
         """
         fn = "event_synchronize"
         self._state.check_open(fn)
-        return self._policy.event_synchronize(fn, self._objects.check_event(event, fn))
+        checked = self._objects.check_event(event, fn)
+        completion = self._policy.event_synchronize(fn, checked)
+        hazards = self._state.hazards
+        return completion if hazards is None else hazards.event_synchronize(completion, checked)
 
     # -------------------------------------------------------------- streams
     def create_stream(self, *, priority: int = 0) -> Stream:

@@ -6,21 +6,38 @@ import contextlib
 import sys
 import warnings
 from pathlib import Path
+from types import CodeType
 
-__all__ = ["caller_site", "user_frame", "warn_at"]
+__all__ = ["PACKAGE_DIR", "caller_site", "user_frame", "warn_at"]
 
-_PACKAGE_DIR = str(Path(__file__).resolve().parent)
+#: Where aruntime's own modules are: a frame whose file is under it is the core's.
+PACKAGE_DIR = _PACKAGE_DIR = str(Path(__file__).resolve().parent)
 # ``with gpu.capture(s) as graph:`` makes its graph from contextlib's __exit__.
 _CONTEXTLIB = contextlib.__file__
+
+
+# Code objects already classified (inside aruntime or not): stream-race
+# checking asks for the user's frame on every op, so the test must be cheap.
+_inside: dict[CodeType, bool] = {}
+
+
+def _is_inside(code: CodeType) -> bool:
+    filename = code.co_filename
+    inside = filename.startswith(_PACKAGE_DIR) or filename == _CONTEXTLIB
+    if len(_inside) < 4096:  # code made at run time (exec) must not grow it forever
+        _inside[code] = inside
+    return inside
 
 
 def user_frame() -> tuple[str, int]:
     """``(filename, line)`` of the innermost frame outside aruntime (and contextlib)."""
     frame = sys._getframe(1)
+    inside = _inside.get
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(_PACKAGE_DIR) and filename != _CONTEXTLIB:
-            return filename, frame.f_lineno
+        code = frame.f_code
+        known = inside(code)
+        if not (_is_inside(code) if known is None else known):
+            return code.co_filename, frame.f_lineno
         frame = frame.f_back  # type: ignore[assignment]
     return "<unknown>", 0
 

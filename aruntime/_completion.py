@@ -30,6 +30,7 @@ __all__ = [
     "failed",
     "finish",
     "settled",
+    "watched",
 ]
 
 _log = logging.getLogger("aruntime")
@@ -89,6 +90,7 @@ class Completion:
         "_lock",
         "_op",
         "_result",
+        "_seen",
         "_state",
         "_views",
     )
@@ -115,6 +117,8 @@ class Completion:
         self._views = views
         self._callbacks: list[_Callback] = []
         self._lock = threading.Lock()
+        # What to tell when the host first sees the op finished (hazard checking).
+        self._seen: _Callback | None = None
 
     # -- public ------------------------------------------------------------
     @property
@@ -127,7 +131,12 @@ class Completion:
         state = self._state
         if state == _PENDING:
             self._kick_waiter()  # someone is watching: its waiter must not sleep on it
-        return state in (_DONE, _FAILED)
+            return False
+        if state == _CAPTURED:
+            return False
+        if self._seen is not None:
+            self._host_saw()
+        return True
 
     def exception(self) -> BaseException | None:
         """The op's error, or None if it succeeded.
@@ -141,6 +150,8 @@ class Completion:
             raise CaptureError(f"{self._op}: this op was recorded into a graph and never runs")
         if state == _PENDING:
             raise AruntimeError(f"{self._op}: still pending; await it or call wait() first")
+        if self._seen is not None:
+            self._host_saw()
         if state == _FAILED:
             self._observe()
             return self._error
@@ -200,6 +211,8 @@ class Completion:
         if self._state == _DONE:
             # Finished already (always, on the mock): still a checkpoint, and
             # one made without a generator of our own around it.
+            if self._seen is not None:
+                self._host_saw()
             return checkpoint_returning(self._result)
         return self._await_slow()
 
@@ -233,8 +246,16 @@ class Completion:
         if hooks is not None:
             hooks.finish_ready(self)
 
+    def _host_saw(self) -> None:
+        """The host has seen the op finish: say so once (see :func:`watched`)."""
+        seen, self._seen = self._seen, None
+        if seen is not None:
+            seen()
+
     def _outcome(self) -> Any:
         state = self._state
+        if self._seen is not None and state in (_DONE, _FAILED):
+            self._host_saw()
         if state == _DONE:
             return self._result
         if state == _FAILED:
@@ -302,7 +323,21 @@ def born_done(op: str, result: Any = None, state: int = _DONE) -> Completion:
     c._views = ()
     c._callbacks = []
     c._lock = _NO_LOCK
+    c._seen = None
     return c
+
+
+def watched(completion: Completion, seen: _Callback) -> Completion:
+    """``completion``, made to call ``seen()`` once the host first sees it finished.
+
+    Seeing is what orders the host after an op: awaiting it, ``wait()``, or
+    ``done()`` or ``exception()`` answering.  A Completion born finished may
+    be shared between ops (:func:`done_none`), so it is copied first.
+    """
+    if completion._lock is _NO_LOCK:
+        completion = born_done(completion._op, completion._result, completion._state)
+    completion._seen = seen
+    return completion
 
 
 def done_none(op: str) -> Completion:

@@ -150,6 +150,8 @@ class ComputeOps:
             *,
             shared_mem: int = 0,
             stream: Stream | None = None,
+            reads: tuple[Any, ...] | list[Any] | None = None,
+            writes: tuple[Any, ...] | list[Any] | None = None,
         ) -> Completion: ...
 
         def kernel(self, module: Module | str, func_name: str) -> Kernel: ...
@@ -191,11 +193,19 @@ class ComputeOps:
         return kernel
 
     def _run(
-        self, module: str, suffix: str, total: int, args: list[Any], stream: Stream | None
+        self,
+        module: str,
+        suffix: str,
+        total: int,
+        args: list[Any],
+        stream: Stream | None,
+        out: DevicePtr,
     ) -> Completion:
+        """Launch ``module``'s kernel; it writes ``out`` and only reads its other pointers."""
         kernel = self._compute_kernel(module, f"{module}_{suffix}")
         grid = max(1, min(-(-total // _BLOCK), _MAX_GRID))
-        return self.launch(kernel, grid, _BLOCK, args, stream=stream)
+        pointers = [a for a in args if isinstance(a, DevicePtr)]
+        return self.launch(kernel, grid, _BLOCK, args, stream=stream, reads=pointers, writes=(out,))
 
     # ------------------------------------------------------------------- gemm
     def gemm(
@@ -277,7 +287,7 @@ class ComputeOps:
             np.uint32(ta),
             np.uint32(tb),
         ]
-        return self._run("gemm", suffix, m_ * n_, args, stream)
+        return self._run("gemm", suffix, m_ * n_, args, stream, c)
 
     # ----------------------------------------------------------------- conv2d
     def conv2d_forward(
@@ -341,7 +351,7 @@ class ComputeOps:
             w,
             y,
         ]
-        return self._run("conv2d", suffix, math.prod(want), args, stream)
+        return self._run("conv2d", suffix, math.prod(want), args, stream, y)
 
     # -------------------------------------------------------------- attention
     def attention(
@@ -412,7 +422,7 @@ class ComputeOps:
             v,
             out,
         ]
-        return self._run("attention", suffix, b_ * h_ * sq, args, stream)
+        return self._run("attention", suffix, b_ * h_ * sq, args, stream, out)
 
     # ----------------------------------------------------------------- reduce
     def reduce(
@@ -459,7 +469,7 @@ class ComputeOps:
         total = math.prod(dims)
         self._check_operands(fn, ("y", y, outer * inner * size), (("x", x, total * size),))
         args: list[Any] = [np.uint64(outer), np.uint64(length), np.uint64(inner), np.uint32(code)]
-        return self._run("reduce", suffix, outer * inner, [*args, x, y], stream)
+        return self._run("reduce", suffix, outer * inner, [*args, x, y], stream, y)
 
     # ----------------------------------------------------------- element-wise
     def unary(
@@ -494,7 +504,7 @@ class ComputeOps:
         if count == 0:
             return self._objects.resolve(stream, fn).no_op(fn, None)
         args: list[Any] = [np.uint64(count), np.uint32(code), x, y]
-        return self._run("unary", suffix, count, args, stream)
+        return self._run("unary", suffix, count, args, stream, y)
 
     def binary(
         self,
@@ -530,4 +540,4 @@ class ComputeOps:
         if count == 0:
             return self._objects.resolve(stream, fn).no_op(fn, None)
         args: list[Any] = [np.uint64(count), np.uint32(code), a, b, out]
-        return self._run("binary", suffix, count, args, stream)
+        return self._run("binary", suffix, count, args, stream, out)

@@ -36,6 +36,7 @@ __all__ = [
     "Graph",
     "GraphBody",
     "HandleOwner",
+    "HazardHook",
     "Kernel",
     "Module",
     "Stream",
@@ -66,6 +67,13 @@ class SubmitPolicy(Protocol):
 
     def run(self, op: Op, stream: Stream) -> Completion:
         """Enqueue ``op`` (the stream's lock is held, it is not capturing); its Completion."""
+
+
+class HazardHook(Protocol):
+    """Stream-race checking, as a stream sees it (aruntime._racecheck.RaceCheck)."""
+
+    def run(self, op: Op, stream: Stream, run: Callable[[Op, Stream], Completion]) -> Completion:
+        """Check ``op`` against the other streams' work, then enqueue it with ``run``."""
 
 
 #: Runs a release once the work queued so far, on every stream, has finished.
@@ -179,6 +187,8 @@ class Stream(_Handle):
         *,
         default: bool = False,
         foreign: bool = False,
+        hazards: HazardHook | None = None,
+        hazard_id: int = 0,
     ) -> None:
         self.handle = handle
         self.priority = priority
@@ -191,6 +201,9 @@ class Stream(_Handle):
         #: The backend's completion policy's ``run`` (see :meth:`submit`).
         self._run = policy.run
         self._defer = defer
+        # The core's stream-race checking (None when off) and this stream's number in it.
+        self.hazards = hazards
+        self.hazard_id = hazard_id
         drop = None if default else functools.partial(release_stream, driver, handle, state)
         super().__init__(backend, resources, drop)
 
@@ -218,6 +231,8 @@ class Stream(_Handle):
         try:
             if state.capturing:
                 return state.capture(op, self.handle)
+            if self.hazards is not None:
+                return self.hazards.run(op, self, self._run)
             return self._run(op, self)
         finally:
             state.release()

@@ -36,13 +36,16 @@ O(streams) when a clock is merged.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
-from dataclasses import dataclass
+import weakref
+from collections.abc import Callable, Iterable
 from enum import IntEnum
+from typing import Final, NamedTuple, TypeAlias
 
 from ._exceptions import HazardError
 
-__all__ = ["Access", "HazardChecker", "Space"]
+__all__ = ["Access", "HazardChecker", "Site", "Space"]
+
+_WeakRef = weakref.ref
 
 
 class Space(IntEnum):
@@ -52,12 +55,16 @@ class Space(IntEnum):
     HOST = 1
 
 
-@dataclass(frozen=True, slots=True)
-class Access:
+class Access(NamedTuple):
     """One byte range ``[lo, hi)`` an op reads or writes, with a name for messages.
 
     ``what`` describes the memory (``"device allocation 0x7f00 (4096 bytes)"``,
     ``"host buffer"``), so a message can say which buffer two ops shared.
+    ``keep`` ties the record to the object that owns the bytes: a
+    ``weakref.ref`` (the record lapses when the object dies, so a new buffer
+    at a reused host address is not taken for the old one) or the object
+    itself (held until the record is pruned, for objects without weak refs).
+    A named tuple, not a dataclass: one is made per range of every op.
     """
 
     space: Space
@@ -65,37 +72,30 @@ class Access:
     hi: int
     write: bool
     what: str = ""
+    keep: object = None
+    #: Made by the host at enqueue, not by the device in stream order (an
+    #: upload from pageable memory, which the driver stages as it is called):
+    #: only host waits order it after earlier ops, and nothing later races it.
+    by_host: bool = False
 
 
-class _Record:
-    """An access already made by an op: where, by which op, and how it was ordered."""
+#: A call site: ``"file:line"``, or ``(file, line)`` to be formatted only for a message.
+Site: TypeAlias = "str | tuple[str, int]"
 
-    __slots__ = (
-        "hi",
-        "lo",
-        "op",
-        "seq",
-        "site",
-        "space",
-        "stream",
-        "stream_label",
-        "what",
-        "write",
-    )
-
-    def __init__(
-        self, access: Access, stream: int, seq: int, op: str, stream_label: str, site: str
-    ) -> None:
-        self.space = access.space
-        self.lo = access.lo
-        self.hi = access.hi
-        self.write = access.write
-        self.what = access.what
-        self.stream = stream
-        self.seq = seq
-        self.op = op
-        self.stream_label = stream_label
-        self.site = site
+# An access already made by an op is kept as a plain tuple (one per range of
+# every op, so the cheapest thing to build):
+# (lo, hi, write, stream, seq, keep, what, op, stream label, site).
+_Record = tuple[int, int, bool, int, int, object, str, str, str, Site]
+_LO: Final = 0
+_HI: Final = 1
+_WRITE: Final = 2
+_STREAM: Final = 3
+_SEQ: Final = 4
+_KEEP: Final = 5
+_WHAT: Final = 6
+_OP: Final = 7
+_LABEL: Final = 8
+_SITE: Final = 9
 
 
 class _StreamClock:
@@ -107,6 +107,12 @@ class _StreamClock:
         self.label = label
 
 
+def _dead(record: _Record) -> bool:
+    """Whether the object that owned the record's bytes is gone (its address may be reused)."""
+    keep = record[_KEEP]
+    return type(keep) is _WeakRef and keep() is None
+
+
 def _merge(into: dict[int, int], other: dict[int, int]) -> None:
     for stream, count in other.items():
         if into.get(stream, 0) < count:
@@ -116,13 +122,23 @@ def _merge(into: dict[int, int], other: dict[int, int]) -> None:
 class HazardChecker:
     """The happens-before state of one backend.  Thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, describe: Callable[[Space, int, int], str] | None = None) -> None:
+        """``describe(space, lo, hi)`` names memory in messages when an access has no ``what``."""
+        self._describe = describe
         self._lock = threading.Lock()
         self._streams: dict[int, _StreamClock] = {}
         self._events: dict[int, dict[int, int]] = {}
         self._host: dict[int, int] = {}
         self._host_version = 0
-        self._records: dict[Space, list[_Record]] = {Space.DEVICE: [], Space.HOST: []}
+        # Snapshots of ops the host has seen finish, not yet folded into
+        # ``_host``: appending is atomic and takes no lock, which matters on
+        # every await; whatever reads ``_host`` folds them in first.
+        self._seen: list[dict[int, int]] = []
+        #: ``host_saw(snapshot)``: :meth:`host_waited_clock`, deferred (any thread).
+        self.host_saw = self._seen.append
+        # By space, indexed by the Space's int (hashing an enum member costs
+        # ten times indexing with it, on every range of every op).
+        self._records: list[list[_Record]] = [[], []]
         self._next_stream = 1
 
     # -- streams and events ----------------------------------------------------------------
@@ -138,6 +154,7 @@ class HazardChecker:
         """``record_event(event, stream)``: the event now stands for the stream's work so far."""
         with self._lock:
             state = self._stream(stream)
+            self._fold()
             self._join_host(state)
             self._events[event] = dict(state.clock)
 
@@ -173,6 +190,31 @@ class HazardChecker:
             if clock is not None:
                 self._host_joins(clock)
 
+    def host_waited_clock(self, clock: dict[int, int]) -> None:
+        """The host saw everything ``clock`` covers finish (a snapshot from this checker)."""
+        with self._lock:  # _host_joins, inlined: it runs for every awaited op
+            host = self._host
+            changed = False
+            for stream, count in clock.items():
+                if host.get(stream, 0) < count:
+                    host[stream] = count
+                    changed = True
+            if changed:  # records it covers go at the next _add (or record_count)
+                self._host_version += 1
+
+    def stream_clock(self, stream: int) -> dict[int, int]:
+        """A snapshot of what ``stream``'s queue covers so far (for a later host wait)."""
+        with self._lock:
+            state = self._stream(stream)
+            self._fold()
+            self._join_host(state)
+            return dict(state.clock)
+
+    def event_clock(self, event: int) -> dict[int, int]:
+        """A snapshot of what ``event``'s latest record covers (empty if never recorded)."""
+        with self._lock:
+            return dict(self._events.get(event, {}))
+
     def host_waited_all(self) -> None:
         """The host waited for every stream (a device-wide synchronisation)."""
         with self._lock:
@@ -182,7 +224,7 @@ class HazardChecker:
 
     # -- ops -------------------------------------------------------------------------------
     def submit(
-        self, stream: int, op: str, accesses: Iterable[Access], site: str
+        self, stream: int, op: str, accesses: Iterable[Access], site: Site
     ) -> tuple[int, int]:
         """Check one op about to be enqueued on ``stream``; record it if it is race-free.
 
@@ -192,29 +234,78 @@ class HazardChecker:
         access conflicts with an earlier one not ordered before it; then
         nothing is recorded, as the caller enqueues nothing.
         """
-        accesses = tuple(accesses)
+        return stream, self.submit_snapshot(stream, op, accesses, site)[stream]
+
+    def submit_snapshot(
+        self, stream: int, op: str, accesses: Iterable[Access], site: Site
+    ) -> dict[int, int]:
+        """:meth:`submit`, returning instead a snapshot of the stream's clock after the op.
+
+        Handing the snapshot to :meth:`host_waited_clock` when the host sees
+        the op finish orders after it everything the op itself was ordered
+        after (through events, on other streams), not just its own stream.
+        """
+        # One function, no helpers: it runs for every op (see bench_hazards.py).
         with self._lock:
-            state = self._stream(stream)
-            self._join_host(state)
+            state = self._streams.get(stream)
+            if state is None:
+                raise ValueError(f"hazard checker: no stream numbered {stream}")
+            if self._seen:
+                self._fold()
+            if state.host_version != self._host_version:
+                self._join_host(state)
             clock = state.clock
+            label = state.label
+            every = self._records
+            host = self._host
             for access in accesses:
-                self._check(access, clock, op, state.label, site)
+                order = host if access.by_host else clock
+                for r in every[access.space]:  # _check, inlined
+                    if r[_HI] <= access.lo or r[_LO] >= access.hi:
+                        continue
+                    if (access.write or r[_WRITE]) and order.get(r[_STREAM], 0) < r[_SEQ]:
+                        self._check(access, order, op, label, site)
             seq = clock[stream] + 1
             clock[stream] = seq
-            for access in accesses:
-                self._add(_Record(access, stream, seq, op, state.label, site), clock)
-            return stream, seq
+            for space, lo, hi, write, what, keep, by_host in accesses:
+                if by_host:
+                    continue  # done already, before anything enqueued after it
+                record = (lo, hi, write, stream, seq, keep, what, op, label, site)
+                records = every[space]
+                if not records:
+                    records.append(record)
+                elif len(records) == 1:  # the usual case, without _add's list
+                    r = records[0]
+                    if (
+                        (
+                            lo <= r[_LO]
+                            and r[_HI] <= hi
+                            and (write or not r[_WRITE])
+                            and clock.get(r[_STREAM], 0) >= r[_SEQ]
+                        )
+                        or host.get(r[_STREAM], 0) >= r[_SEQ]
+                        or _dead(r)
+                    ):
+                        records[0] = record
+                    else:
+                        records.append(record)
+                else:
+                    self._add(space, records, record, clock)
+            return clock.copy()
 
     def forget_range(self, space: Space, lo: int, hi: int) -> None:
         """Drop the records inside ``[lo, hi)``: the memory was freed in a way the driver orders."""
         with self._lock:
             records = self._records[space]
-            records[:] = [r for r in records if r.hi <= lo or r.lo >= hi]
+            if records:
+                self._records[space] = [r for r in records if r[_HI] <= lo or r[_LO] >= hi]
 
     def record_count(self) -> int:
         """How many access records are held (for tests: they must stay few)."""
         with self._lock:
-            return sum(len(r) for r in self._records.values())
+            self._fold()
+            self._prune()
+            return sum(len(r) for r in self._records)
 
     # -- internals -------------------------------------------------------------------------
     def _stream(self, stream: int) -> _StreamClock:
@@ -222,6 +313,12 @@ class HazardChecker:
             return self._streams[stream]
         except KeyError:
             raise ValueError(f"hazard checker: no stream numbered {stream}") from None
+
+    def _fold(self) -> None:
+        """Fold the snapshots :attr:`host_saw` collected into the host's clock."""
+        seen = self._seen
+        while seen:
+            self._host_joins(seen.pop(), prune=False)
 
     def _join_host(self, state: _StreamClock) -> None:
         if state.host_version != self._host_version:
@@ -244,48 +341,76 @@ class HazardChecker:
         # Every op submitted from now on starts after the host's clock, so a
         # record the host has waited for can never be part of a race again.
         host = self._host
-        for records in self._records.values():
+        every = self._records
+        for space, records in enumerate(every):
             if records:
-                records[:] = [r for r in records if host.get(r.stream, 0) < r.seq]
+                every[space] = [
+                    r for r in records if host.get(r[_STREAM], 0) < r[_SEQ] and not _dead(r)
+                ]
 
-    def _check(self, access: Access, clock: dict[int, int], op: str, label: str, site: str) -> None:
+    def _check(
+        self, access: Access, clock: dict[int, int], op: str, label: str, site: Site
+    ) -> None:
         lo, hi, write = access.lo, access.hi, access.write
         for r in self._records[access.space]:
-            if r.hi <= lo or r.lo >= hi or not (write or r.write):
+            if r[_HI] <= lo or r[_LO] >= hi or not (write or r[_WRITE]):
                 continue
-            if clock.get(r.stream, 0) >= r.seq:
-                continue  # ordered: the earlier op happens before this one
-            raise HazardError(_message(access, op, label, site, r))
+            if clock.get(r[_STREAM], 0) >= r[_SEQ] or _dead(r):
+                continue  # ordered, or its buffer is gone (a new one may have its address)
+            what = access.what or r[_WHAT]
+            if not what and self._describe is not None:
+                what = self._describe(access.space, max(lo, r[_LO]), min(hi, r[_HI]))
+            raise HazardError(_message(access, op, label, site, r, what))
 
-    def _add(self, record: _Record, clock: dict[int, int]) -> None:
-        records = self._records[record.space]
-        lo, hi, write = record.lo, record.hi, record.write
+    def _add(
+        self, space: int, records: list[_Record], record: _Record, clock: dict[int, int]
+    ) -> None:
+        lo, hi, write = record[_LO], record[_HI], record[_WRITE]
+        host = self._host
         # An earlier access this one covers, ordered before it and no stronger,
-        # can only race with what this one would race with too: drop it.
+        # can only race with what this one would race with too: drop it.  So
+        # go those the host has waited for (the pruning a host wait defers).
         kept = [
             r
             for r in records
             if not (
-                lo <= r.lo
-                and r.hi <= hi
-                and (write or not r.write)
-                and clock.get(r.stream, 0) >= r.seq
+                lo <= r[_LO]
+                and r[_HI] <= hi
+                and (write or not r[_WRITE])
+                and clock.get(r[_STREAM], 0) >= r[_SEQ]
             )
+            and host.get(r[_STREAM], 0) < r[_SEQ]
+            and not _dead(r)
         ]
         kept.append(record)
-        records[:] = kept
+        self._records[space] = kept
 
 
-def _message(access: Access, op: str, label: str, site: str, earlier: _Record) -> str:
-    lo = max(access.lo, earlier.lo)
-    hi = min(access.hi, earlier.hi)
+def _site(site: Site) -> str:
+    return site if isinstance(site, str) else f"{site[0]}:{site[1]}"
+
+
+def _message(access: Access, op: str, label: str, site: Site, earlier: _Record, what: str) -> str:
+    lo = max(access.lo, earlier[_LO])
+    hi = min(access.hi, earlier[_HI])
     mine = "writes" if access.write else "reads"
-    theirs = "writes" if earlier.write else "reads"
-    what = access.what or earlier.what or ("host memory" if access.space else "device memory")
+    theirs = "writes" if earlier[_WRITE] else "reads"
+    their_op, their_label = earlier[_OP], earlier[_LABEL]
+    what = what or ("host memory" if access.space else "device memory")
     return (
-        f"{op}: stream race: {op} on {label} (at {site}) {mine} bytes "
-        f"0x{lo:x}..0x{hi:x} ({hi - lo} bytes) of {what}, which {earlier.op} on "
-        f"{earlier.stream_label} (at {earlier.site}) {theirs}, and nothing orders the two: "
-        f"record an event on {earlier.stream_label} after {earlier.op} and make "
-        f"{label} wait for it (stream_wait_event), or await {earlier.op} first"
+        f"{op}: stream race: {op} on {label} (at {_site(site)}) {mine} bytes "
+        f"0x{lo:x}..0x{hi:x} ({hi - lo} bytes) of {what}, which {their_op} on "
+        f"{their_label} (at {_site(earlier[_SITE])}) {theirs}, and nothing orders the two: "
+        + (
+            f"await {their_op} first: {op} reads pageable host memory as it is called, so "
+            "an event does not order it (with memory from alloc_host_pinned it would)"
+            if access.by_host
+            else f"record an event on {_short(their_label)} after {their_op} and make "
+            f"{_short(label)} wait for it (stream_wait_event), or await {their_op} first"
+        )
     )
+
+
+def _short(label: str) -> str:
+    """A stream's label without its parenthesis (where it was made), for the second mention."""
+    return label.split(" (", 1)[0]

@@ -74,6 +74,7 @@ class Objects:
         stream_state = StreamState(
             driver, f"{state.name}-{id(handle):x}", state.orphans, state.waiter_registrar()
         )
+        hazards = state.hazards
         return Stream(
             self._owner,
             state.resources,
@@ -85,6 +86,8 @@ class Objects:
             state.after_queued_work,
             default=default,
             foreign=adopt is not None,
+            hazards=hazards,
+            hazard_id=0 if hazards is None else hazards.add_stream(driver, handle, default),
         )
 
     def default_stream(self) -> Stream:
@@ -122,6 +125,8 @@ class Objects:
         with st.state.lock:
             self._driver.event_record(event.handle, st.handle)
             event.note_recorded(st)
+            if self._state.hazards is not None:
+                self._state.hazards.record_event(event, st)
 
     def stream_wait_event(self, stream: Stream, event: Event) -> None:
         fn = "stream_wait_event"
@@ -141,12 +146,17 @@ class Objects:
                 self._driver.stream_wait_event(st.handle, event.handle)
             else:
                 self._driver.peer_wait_event(st.handle, event.handle, peer)
+            if self._state.hazards is not None:
+                self._state.hazards.stream_wait_event(st, event)
 
     def event_query(self, event: Event) -> bool:
         fn = "event_query"
         self._state.check_open(fn)
         self.check_event(event, fn)
-        return self._driver.event_query(event.handle)
+        reached = self._driver.event_query(event.handle)
+        if self._state.hazards is not None:
+            self._state.hazards.event_query(event, reached)
+        return reached
 
     def elapsed_ms(self, start: Event, end: Event) -> float:
         fn = "elapsed_ms"

@@ -11,6 +11,7 @@ from ._backend import Backend
 from ._backend_package import BackendPackage
 from ._driver import DeviceInfo
 from ._exceptions import BackendUnavailableError, InvalidArgumentError
+from ._racecheck import checking_requested
 
 __all__ = [
     "BACKEND_NAMES",
@@ -84,11 +85,15 @@ def resolve_auto() -> str:
     return "mock"
 
 
-def open_backend(name: str = "auto", device: int = 0, **options: Any) -> Backend:
+def open_backend(
+    name: str = "auto", device: int = 0, *, check_hazards: bool | None = None, **options: Any
+) -> Backend:
     """Open a backend on one device.
 
     ``"auto"`` means ``ARUNTIME_BACKEND`` if set, else a real CUDA device, else a
-    real Level Zero device, else the mock.  ``options`` go to the backend
+    real Level Zero device, else the mock.  ``check_hazards=True`` turns on
+    stream-race checking (:class:`HazardError`, docs/testing.md); None (the
+    default) turns it on when ``ARUNTIME_CHECK_HAZARDS=1``.  ``options`` go to the backend
     (the mock takes ``device_name``, ``total_memory``, ``compute_units`` and
     ``latency``; the others take none).  An option the backend does not take
     raises TypeError naming it and the ones it does take.
@@ -99,11 +104,12 @@ def open_backend(name: str = "auto", device: int = 0, **options: Any) -> Backend
         raise TypeError(f"open_backend: device must be an int, got {type(device).__name__}")
     if device < 0:
         raise InvalidArgumentError(f"open_backend: device must be >= 0, got {device}")
+    checking = checking_requested(check_hazards)
     if name == "auto":
         name = resolve_auto()
     module, sim = _package(name)
     driver = module.open_driver(device, sim=sim, **options)
-    return Backend(driver)
+    return Backend(driver, check_hazards=checking)
 
 
 def resolve_kind(name: str) -> str:

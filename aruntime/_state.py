@@ -26,6 +26,7 @@ from ._exceptions import ClosedResourceError, DriverError
 from ._handles import Event, Graph, HandleOwner, Module, Stream
 from ._ledger import REDZONE_BYTES, Ledger, redzones_enabled
 from ._protocols import Owner
+from ._racecheck import RaceCheck
 from ._resources import Resources
 from ._streamstate import FailureList
 from ._trace import Tracing
@@ -39,7 +40,9 @@ _log = logging.getLogger("aruntime")
 class BackendState:
     """The shared state of one opened backend."""
 
-    def __init__(self, driver: Driver, owner: Owner, handles: HandleOwner) -> None:
+    def __init__(
+        self, driver: Driver, owner: Owner, handles: HandleOwner, *, check_hazards: bool = False
+    ) -> None:
         self.driver = driver
         self.name = driver.backend_name
         self.info: DeviceInfo = driver.device_info()
@@ -62,6 +65,8 @@ class BackendState:
         self.tracing = Tracing(driver, self.name, self.info, self.lock, self.check_open)
         #: Peers that queued copies of this device's memory (see add_peer_user).
         self.peer_users: weakref.WeakSet[BackendState] = weakref.WeakSet()
+        #: Stream-race checking (docs/testing.md), or None when it is off.
+        self.hazards = RaceCheck(self.ledger) if check_hazards else None
 
     def check_open(self, fn: str) -> None:
         if self.closed:

@@ -21,6 +21,8 @@ __all__ = [
     "check_kernel_args",
     "device_operand",
     "no_module_message",
+    "launch_ranges",
+    "pointer_args_named",
 ]
 
 MAX_BLOCK_THREADS = 1024
@@ -122,6 +124,53 @@ def device_operand(obj: object, fn: str, what: str, host: object = None) -> Devi
         )
     ptr: DevicePtr = as_operand(obj, fn, what, host)
     return ptr
+
+
+def pointer_args_named(args: list[Any], given: object, fn: str, what: str) -> set[int]:
+    """The indices of the pointer arguments that ``given`` (``reads=`` or ``writes=``) names.
+
+    Each entry must be a DevicePtr (or DeviceArray) equal to one of the
+    kernel's pointer arguments: an annotation naming memory the kernel is
+    not given would narrow nothing and hide a mistake.
+    """
+    if not isinstance(given, (list, tuple)):
+        raise TypeError(
+            f"{fn}: {what} must be a tuple of DevicePtr or DeviceArray, got {type(given).__name__}"
+        )
+    found: set[int] = set()
+    for j, obj in enumerate(given):
+        ptr = device_operand(obj, fn, f"{what}[{j}]")
+        matches = [i for i, arg in enumerate(args) if isinstance(arg, DevicePtr) and arg == ptr]
+        if not matches:
+            raise InvalidArgumentError(
+                f"{fn}: {what}[{j}] ({ptr!r}) is not one of the kernel's pointer arguments"
+            )
+        found.update(matches)
+    return found
+
+
+def launch_ranges(
+    args: list[Any], reads: object, writes: object, fn: str
+) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
+    """A launch's read and written ranges under its ``reads=``/``writes=`` annotations.
+
+    A pointer argument named only in ``reads`` is read; every other one is
+    written (a write orders like a read and a write together).
+    """
+    only_read = set()
+    if reads is not None:
+        only_read = pointer_args_named(args, reads, fn, "reads")
+    if writes is not None:
+        only_read -= pointer_args_named(args, writes, fn, "writes")
+    read_ranges: list[tuple[int, int]] = []
+    write_ranges: list[tuple[int, int]] = []
+    for i, arg in enumerate(args):
+        if isinstance(arg, DevicePtr):
+            span = (arg.address, arg.nbytes)
+            read_ranges.append(span)
+            if i not in only_read:
+                write_ranges.append(span)
+    return tuple(read_ranges), tuple(write_ranges)
 
 
 def check_dims(value: object, fn: str, what: str) -> tuple[int, int, int]:

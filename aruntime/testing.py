@@ -21,6 +21,10 @@ Fixtures:
 ``leak_check``
     The function used at teardown, for tests that want to call it themselves.
 
+Every backend these fixtures open checks for stream races
+(``check_hazards=True``): an op that races with another stream's work
+raises :class:`aruntime.HazardError` in the test, as it could fail on a GPU.
+
 Under the backend fixtures a blocking call on the test's event loop warns
 (``RuntimeWarning``), and at teardown an op error nobody observed fails the
 test (:class:`UnobservedError`).  The first test that loses a device is
@@ -89,7 +93,11 @@ def assert_no_leaks(backend: Backend) -> None:
 
 
 def open_test_backend(variant: str, **options: Any) -> Backend:
-    """Open one of :data:`CONFORMANCE_BACKENDS` (``mock-async`` is a threaded mock)."""
+    """Open one of :data:`CONFORMANCE_BACKENDS` (``mock-async`` is a threaded mock).
+
+    Stream-race checking is on unless ``check_hazards=False`` is passed.
+    """
+    options.setdefault("check_hazards", True)
     if variant == "mock-async":
         options.setdefault("latency", 0.0005)
         return open_backend("mock", **options)

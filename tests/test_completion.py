@@ -186,7 +186,8 @@ async def test_unawaited_error_raised_by_next_synchronize(
         # Faults hit the next op of a kind *executed*; use a kind only ``s`` runs.
         gpu.driver.inject_fault("copy_h2d", ar.NotSupportedError)
         gpu.copy_h2d_async(bytes(32), ptr, stream=s)  # nobody awaits this
-        gpu.memset_async(ptr, 2, 32)  # the default stream is unaffected
+        other = gpu.alloc(32)  # not `ptr`: two unordered streams writing it would race
+        gpu.memset_async(other, 2, 32)  # the default stream is unaffected
         await gpu.synchronize()
         with (
             caplog.at_level(logging.ERROR, logger="aruntime"),
@@ -197,6 +198,7 @@ async def test_unawaited_error_raised_by_next_synchronize(
         await s  # raised once, then forgotten
         s.close()
         gpu.free(ptr)
+        gpu.free(other)
     finally:
         gpu.close()
 

@@ -377,6 +377,8 @@ class Pool:
         o["mock_image"] = {"noop": lambda launch, *a: None}
         o["bad_image"] = {1: "not callable"}
         o["completion"] = gpu.memset_async(o["ptr"], 0, 4)
+        # Valid calls on other streams use `ptr`: a host wait orders them after it.
+        gpu.synchronize().wait(30)
 
     def resolve(self, value: Any) -> Any:
         if isinstance(value, Ref):

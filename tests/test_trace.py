@@ -142,10 +142,19 @@ def test_mock_trace_file_structure(tmp_path: Path) -> None:
         kern = gpu.kernel(module, "double")
         host = np.arange(256, dtype=np.float32)
         dev = gpu.alloc(host.nbytes)
-        with gpu.create_stream(priority=1) as side, gpu.trace(path) as trace:
+        with (
+            gpu.create_stream(priority=1) as side,
+            gpu.create_event() as uploaded,
+            gpu.create_event() as computed,
+            gpu.trace(path) as trace,
+        ):
             gpu.copy_h2d_async(host, dev)
+            gpu.record_event(uploaded)  # events order the streams (no race), untraced
+            gpu.stream_wait_event(side, uploaded)
             gpu.launch(kern, 1, 256, [np.uint32(256), dev], stream=side)
             gpu.memset_async(dev, 0, 16, stream=side)
+            gpu.record_event(computed, side)
+            gpu.stream_wait_event(gpu.default_stream(), computed)
             gpu.copy_d2h_async(dev, host)
             gpu.synchronize()  # a marker, not an op: not traced
         assert trace.written and not trace.active and gpu._tracing.recorder is None

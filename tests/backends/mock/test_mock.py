@@ -24,8 +24,14 @@ def gpu(request: pytest.FixtureRequest) -> Iterator[ar.Backend]:
         b.close()
 
 
-def test_call_log(mock_backend: ar.Backend) -> None:
-    gpu = mock_backend
+def test_call_log() -> None:
+    # The ops below touch one buffer from two streams in no order: a race the
+    # fixtures' checking would refuse, and beside the point of a call log.
+    with ar.open_backend("mock", check_hazards=False) as gpu:
+        _call_log(gpu)
+
+
+def _call_log(gpu: ar.Backend) -> None:
     drv: Any = gpu.driver
     s = gpu.create_stream()
     ptr = gpu.alloc(64)

@@ -1,0 +1,124 @@
+"""Turning stream-race checking on and off, and what it keeps (on the mock).
+
+The races themselves, on every backend, are in tests/conformance/test_hazards.py.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+import aruntime as ar
+
+pytestmark = pytest.mark.anyio
+
+
+def test_it_is_off_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ARUNTIME_CHECK_HAZARDS", raising=False)
+    with ar.open_backend("mock") as gpu:
+        assert not gpu.check_hazards
+    with ar.open_backend("mock", check_hazards=True) as gpu:
+        assert gpu.check_hazards
+
+
+@pytest.mark.parametrize(("value", "on"), [("1", True), ("0", False), ("", False)])
+def test_the_environment_turns_it_on(monkeypatch: pytest.MonkeyPatch, value: str, on: bool) -> None:
+    monkeypatch.setenv("ARUNTIME_CHECK_HAZARDS", value)
+    with ar.open_backend("mock") as gpu:
+        assert gpu.check_hazards is on
+
+
+def test_an_explicit_false_wins_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARUNTIME_CHECK_HAZARDS", "1")
+    with ar.open_backend("mock", check_hazards=False) as gpu:
+        assert not gpu.check_hazards
+
+
+def test_check_hazards_must_be_a_bool() -> None:
+    with pytest.raises(TypeError, match="check_hazards must be a bool"):
+        ar.open_backend("mock", check_hazards="yes")  # type: ignore[arg-type]
+
+
+def test_with_checking_off_a_race_runs_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ARUNTIME_CHECK_HAZARDS", raising=False)
+    with ar.open_backend("mock") as gpu:
+        s1, s2 = gpu.create_stream(), gpu.create_stream()
+        ptr = gpu.alloc(64)
+        gpu.memset_async(ptr, 1, 64, stream=s1)
+        gpu.memset_async(ptr, 2, 64, stream=s2)  # a race nobody checks
+        gpu.synchronize(s1).wait()
+        gpu.synchronize(s2).wait()
+        gpu.free(ptr)
+        s1.close()
+        s2.close()
+
+
+async def test_awaited_ops_keep_few_records(mock_backend: ar.Backend) -> None:
+    gpu = mock_backend
+    streams = [gpu.create_stream() for _ in range(3)]
+    ptr = gpu.alloc(4096)
+    host = np.zeros(4096, np.uint8)
+    for i in range(200):
+        await gpu.copy_h2d_async(host, ptr, stream=streams[i % 3])
+    checker = gpu._state.hazards.checker  # type: ignore[union-attr]
+    assert checker.record_count() <= 2
+    for stream in streams:
+        stream.close()
+    gpu.free(ptr)
+
+
+async def test_a_dead_host_buffer_is_not_mistaken_for_a_new_one(mock_backend: ar.Backend) -> None:
+    """A new array at a freed array's address has none of its history."""
+    gpu = mock_backend
+    s1, s2 = gpu.create_stream(), gpu.create_stream()
+    a, b = gpu.alloc(256), gpu.alloc(256)
+    seen: set[int] = set()
+    for _ in range(20):
+        host = np.ones(256, np.uint8)
+        seen.add(host.ctypes.data)
+        gpu.copy_d2h_async(a, host, stream=s1)  # writes `host`, never awaited
+        del host
+        gc.collect()
+        fresh = np.ones(256, np.uint8)  # often at the same address
+        gpu.copy_h2d_async(fresh, b, stream=s2)  # reads it: no race with a dead buffer
+        if fresh.ctypes.data in seen:
+            break
+        del fresh
+    else:
+        pytest.fail("numpy never reused a freed buffer's address: this test tests nothing")
+    await s1
+    await s2
+    s1.close()
+    s2.close()
+    gpu.free(a)
+    gpu.free(b)
+
+
+async def test_a_live_host_buffer_keeps_its_history(mock_backend: ar.Backend) -> None:
+    gpu = mock_backend
+    s1, s2 = gpu.create_stream(), gpu.create_stream()
+    a, b = gpu.alloc(256), gpu.alloc(256)
+    host = bytearray(256)  # no weak references: the record holds it
+    gpu.copy_d2h_async(a, host, stream=s1)
+    with pytest.raises(ar.HazardError, match="host"):
+        gpu.copy_h2d_async(memoryview(host)[128:], b[:128], stream=s2)
+    await s1
+    await gpu.copy_h2d_async(host, b, stream=s2)
+    s1.close()
+    s2.close()
+    gpu.free(a)
+    gpu.free(b)
+
+
+async def test_exception_is_a_host_wait(mock_backend: ar.Backend) -> None:
+    gpu = mock_backend
+    s1, s2 = gpu.create_stream(), gpu.create_stream()
+    ptr = gpu.alloc(64)
+    fill = gpu.memset_async(ptr, 1, 64, stream=s1)
+    assert fill.exception() is None
+    await gpu.memset_async(ptr, 2, 64, stream=s2)
+    s1.close()
+    s2.close()
+    gpu.free(ptr)
