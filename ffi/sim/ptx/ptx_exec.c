@@ -171,7 +171,8 @@ static int do_call(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m
 {
     const pfunc *cf = &b->mod->funcs[in->target];
     const pcall *c = &fr->f->calls[in->aux];
-    uint32_t base = fr->local_base + ((fr->f->local_bytes + 15u) & ~15u);
+    uint32_t la = b->mod->local_align;
+    uint32_t base = fr->local_base + ((fr->f->local_bytes + la - 1) & ~(la - 1));
     if ((uint64_t)base + cf->local_bytes > b->stack)
         return E_FAIL; /* call stack overflow (deep recursion) */
     frame callee;
@@ -376,6 +377,17 @@ static int run_frame(block_ctx *b, warp *w, frame *fr)
 
 /* ------------------------------------------------------------- launch */
 
+/* Zeroed memory whose address is a multiple of align (a power of two >= 16),
+ * so that .align on .shared and .local holds for the generic addresses. */
+static void *aligned_zero(size_t align, size_t n)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, align, n))
+        return NULL;
+    memset(p, 0, n);
+    return p;
+}
+
 static int run_blocks(const ptx_kernel_ctx *kc, const ar_launch *L, void **params, uint64_t begin,
                       uint64_t end)
 {
@@ -390,10 +402,10 @@ static int run_blocks(const ptx_kernel_ctx *kc, const ar_launch *L, void **param
     b.nwarps = (b.nthreads + 31) / 32;
     b.dyn_size = L->shared_bytes;
     b.shared_size = f->shared_static + L->shared_bytes;
-    b.stack = (mod->max_local + 15u) & ~15u;
+    b.stack = (mod->max_local + mod->local_align - 1) & ~(mod->local_align - 1);
     int rc = 0;
     b.params = calloc(1, f->param_bytes ? f->param_bytes : 1);
-    b.shared = calloc(1, b.shared_size ? b.shared_size : 1);
+    b.shared = aligned_zero(mod->shared_align, b.shared_size ? b.shared_size : 1);
     b.warps = calloc(b.nwarps, sizeof *b.warps);
     if (!b.params || !b.shared || !b.warps) {
         rc = E_FAIL;
@@ -407,7 +419,7 @@ static int run_blocks(const ptx_kernel_ctx *kc, const ar_launch *L, void **param
         w->top.f = f;
         w->top.R = malloc((size_t)(f->nslots ? f->nslots : 1) * sizeof(lanes_t));
         w->top.pf = calloc(PTX_LANES, f->frame_bytes ? f->frame_bytes : 1);
-        w->local = b.stack ? calloc(PTX_LANES, b.stack) : NULL;
+        w->local = b.stack ? aligned_zero(mod->local_align, (size_t)PTX_LANES * b.stack) : NULL;
         if (!w->top.R || !w->top.pf || (b.stack && !w->local)) {
             rc = E_FAIL;
             goto out;

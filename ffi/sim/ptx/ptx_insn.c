@@ -590,15 +590,43 @@ static int parse_activemask(parser *ps, insn *x)
     return 0;
 }
 
+/* One parenthesised list of a call: the caller's .param variables, whose
+ * frame offsets are written to off (at most PTX_MAX_CALL_ARGS of them). */
+static int parse_call_list(parser *ps, insn *x, uint32_t *off, int32_t *n)
+{
+    if (ptx_expect(ps, '('))
+        return -1;
+    *n = 0;
+    while (!is_p(cur(ps), ')')) {
+        tok *t = cur(ps);
+        char nm[PTX_NAME_MAX];
+        tokstr(t, nm, sizeof nm);
+        if (t->kind != TK_ID)
+            return REFUSE("call: expected a .param variable, not '%s'", nm);
+        if (*n >= PTX_MAX_CALL_ARGS)
+            return REFUSE("call: more than %d arguments or returns", PTX_MAX_CALL_ARGS);
+        sym *s = ptx_find_sym(ps->fsyms, ps->nfsyms, nm);
+        if (!s || s->kind != SYM_FPARAM)
+            return REFUSE("call: '%s' is not a .param variable of the caller", nm);
+        off[(*n)++] = (uint32_t)s->value;
+        ps->i++;
+        if (is_p(cur(ps), ','))
+            ps->i++;
+        else if (!is_p(cur(ps), ')'))
+            return REFUSE("call: expected ',' or ')' in an argument list");
+    }
+    ps->i++;
+    return 0;
+}
+
 /* call has its own operand syntax: [(rets),] name[, (args)];  It is parsed
  * before the generic operand list, and emits itself. */
 static int parse_call(parser *ps, insn *x)
 {
-    opnd rets, args;
-    memset(&rets, 0, sizeof rets);
-    memset(&args, 0, sizeof args);
+    pcall c;
+    memset(&c, 0, sizeof c);
     if (is_p(cur(ps), '(')) {
-        if (ptx_parse_operand(ps, &rets) || ptx_expect(ps, ','))
+        if (parse_call_list(ps, x, c.ret_off, &c.nrets) || ptx_expect(ps, ','))
             return -1;
     }
     if (cur(ps)->kind != TK_ID)
@@ -610,7 +638,7 @@ static int parse_call(parser *ps, insn *x)
         ps->i++;
         if (!is_p(cur(ps), '('))
             return REFUSE("call: indirect calls are not supported");
-        if (ptx_parse_operand(ps, &args))
+        if (parse_call_list(ps, x, c.arg_off, &c.nargs))
             return -1;
     }
     if (is_p(cur(ps), ','))
@@ -623,20 +651,7 @@ static int parse_call(parser *ps, insn *x)
     pfunc *f = ps->f;
     if (!GROW(f->calls, f->ncalls, f->cap_calls))
         return ptx_nomem(ps);
-    pcall *c = &f->calls[f->ncalls];
-    memset(c, 0, sizeof *c);
-    c->nargs = args.nv;
-    c->nrets = rets.nv;
-    for (int k = 0; k < args.nv + rets.nv; k++) {
-        const char *nm = k < args.nv ? args.vnames[k] : rets.vnames[k - args.nv];
-        sym *s = ptx_find_sym(ps->fsyms, ps->nfsyms, nm);
-        if (!s || s->kind != SYM_FPARAM)
-            return REFUSE("call: '%s' is not a .param variable of the caller", nm);
-        if (k < args.nv)
-            c->arg_off[k] = (uint32_t)s->value;
-        else
-            c->ret_off[k - args.nv] = (uint32_t)s->value;
-    }
+    f->calls[f->ncalls] = c;
     x->in.aux = (int32_t)f->ncalls++;
     if (!GROW(ps->callfix, ps->ncallfix, ps->cap_callfix))
         return ptx_nomem(ps);
