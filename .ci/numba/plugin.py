@@ -29,30 +29,51 @@ def initialize_from_pytest_config(request: pytest.FixtureRequest) -> None:
     request.cls._dump_failed_filechecks = request.config.getoption("dump_failed_filechecks")
 
 
+def _test_id(item: pytest.Item) -> str:
+    """module.dotted.name::Class::test: pytest's own node ids of --pyargs tests
+    are relative to the folder the run starts in, which says nothing here."""
+    module = getattr(item, "module", None)
+    name = module.__name__ if module is not None else item.path.stem
+    return f"{name}::{item.nodeid.split('::', 1)[-1]}"
+
+
 class _Outcomes:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.outcomes: dict[str, dict[str, str]] = {}
+        self.outcomes: dict[str, dict[str, Any]] = {}
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[Any]) -> Any:
         report = (yield).get_result()
-        if report.when == "call" or report.outcome != "passed":
-            previous = self.outcomes.get(report.nodeid)
-            # A failed teardown after a passed call still counts the test as failed.
-            if previous is None or previous["outcome"] == "passed":
-                outcome = "error" if report.failed and report.when != "call" else report.outcome
-                message = ""
-                if report.failed:
-                    message = report.longrepr.reprcrash.message if hasattr(
-                        report.longrepr, "reprcrash"
-                    ) else str(report.longrepr)
-                elif report.skipped and isinstance(report.longrepr, tuple):
-                    message = str(report.longrepr[2])
-                self.outcomes[report.nodeid] = {"outcome": outcome, "message": message[:400]}
+        entry = self.outcomes.setdefault(
+            _test_id(item), {"outcome": "passed", "message": "", "seconds": 0.0}
+        )
+        entry["seconds"] = round(entry["seconds"] + report.duration, 3)
+        # The first phase that does not pass decides: a failed setup is an
+        # error, a failed call a failure, a failed teardown after a pass an error.
+        if entry["outcome"] != "passed" or report.outcome == "passed":
+            return
+        if report.skipped:
+            entry["outcome"] = "skipped"
+            if isinstance(report.longrepr, tuple):
+                entry["message"] = str(report.longrepr[2])[:400]
+            return
+        entry["outcome"] = "failed" if report.when == "call" else "error"
+        crash = getattr(report.longrepr, "reprcrash", None)
+        entry["message"] = (crash.message if crash else str(report.longrepr))[:400]
+
+    def pytest_runtest_logfinish(self) -> None:
+        # Written as the run goes, so a run cut short still tells what it saw.
+        if len(self.outcomes) % 20 == 0:
+            self._write()
 
     def pytest_sessionfinish(self) -> None:
-        self.path.write_text(json.dumps(self.outcomes, indent=1, sort_keys=True))
+        self._write()
+
+    def _write(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.outcomes, indent=1, sort_keys=True))
+        tmp.replace(self.path)
 
 
 def pytest_configure(config: pytest.Config) -> None:

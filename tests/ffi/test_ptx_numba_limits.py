@@ -241,7 +241,8 @@ def test_a_module_global_is_device_memory_the_host_can_copy_and_set(cu: Cuda) ->
     assert lib.cuModuleGetGlobal_v2(ptr, size, mod, b"flag") == CUDA_SUCCESS
     assert size[0] == 4
     flag = int(ptr[0])
-    cu.check(cu.lib.cuMemcpyHtoD_v2(flag, ffi.cast("void *", np.array([10], np.uint32).ctypes.data), 4))
+    ten = np.array([10], np.uint32)
+    cu.check(cu.lib.cuMemcpyHtoD_v2(flag, ffi.cast("void *", ten.ctypes.data), 4))
     cu.check(module.launch([("unsigned int", 5)]))
     assert int(read(cu, flag, np.zeros(1, np.uint32))[0]) == 10 + 5 * 7
     assert lib.cuMemsetD8_v2(flag, 0, 4) == CUDA_SUCCESS
@@ -306,3 +307,153 @@ ret;
     assert len({int(a) for a in got[:, 0]}) == block  # each thread its own
     assert all(int(a) % 512 == 0 for a in got[:, 1])
     assert all(int(a) % 1024 == 0 for a in got[:, 2])
+
+
+def test_a_register_declared_in_a_block_ends_with_it(cu: Cuda) -> None:
+    # The inner %v shadows the outer one only inside its block; after the
+    # block the outer %v (still 7) is what the store reads.
+    text = """
+.visible .entry k(.param .u64 out)
+{
+.reg .b32 %v;
+.reg .b64 %rd<2>;
+mov.u32 %v, 7;
+{
+.reg .b32 %v;
+mov.u32 %v, 100;
+}
+{
+.reg .b64 %v;
+mov.u64 %v, 200;
+}
+ld.param.u64 %rd0, [out];
+cvta.to.global.u64 %rd0, %rd0;
+st.global.u32 [%rd0], %v;
+ret;
+}
+"""
+    module = Module(cu, text)
+    out = cu.alloc(4)
+    cu.check(module.launch([("unsigned long long", out)]))
+    assert int(read(cu, out, np.zeros(1, np.uint32))[0]) == 7
+
+
+def test_a_register_of_a_closed_block_is_unknown(cu: Cuda) -> None:
+    text = ".visible .entry k()\n{\n{\n.reg .b32 %w;\nmov.u32 %w, 1;\n}\n"
+    text += "add.u32 %w, %w, 1;\nret;\n}\n"
+    rc, _mod, log = load_ex(cu, (HEAD + text).encode())
+    assert rc == 218 and "%w" in log, log
+
+
+def test_set_writes_one_point_zero_or_all_ones(cu: Cuda) -> None:
+    text = """
+.visible .entry k(.param .u64 x, .param .u64 out)
+{
+.reg .b32 %r<6>;
+.reg .f32 %f<4>;
+.reg .b64 %rd<4>;
+.reg .pred %p<2>;
+ld.param.u64 %rd0, [x];
+cvta.to.global.u64 %rd0, %rd0;
+ld.param.u64 %rd1, [out];
+cvta.to.global.u64 %rd1, %rd1;
+mov.u32 %r0, %tid.x;
+mul.wide.u32 %rd2, %r0, 4;
+add.s64 %rd3, %rd0, %rd2;
+ld.global.f32 %f0, [%rd3];
+set.lt.f32.f32 %f1, %f0, 0f40000000;
+set.gtu.u32.f32 %r1, %f0, 0f40000000;
+setp.eq.u32 %p0, %r0, 3;
+set.ne.and.s32.f32 %r2, %f0, 0f00000000, %p0;
+mul.wide.u32 %rd2, %r0, 12;
+add.s64 %rd3, %rd1, %rd2;
+st.global.f32 [%rd3], %f1;
+st.global.u32 [%rd3+4], %r1;
+st.global.u32 [%rd3+8], %r2;
+ret;
+}
+"""
+    module = Module(cu, text)
+    x = np.array([1.0, 2.0, 3.0, 5.0, np.nan, -1.0, 0.0, 2.5], np.float32)
+    n = x.size
+    out = cu.alloc(12 * n)
+    args = [("unsigned long long", write(cu, x)), ("unsigned long long", out)]
+    cu.check(module.launch(args, block=n))
+    raw = read(cu, out, np.zeros((n, 3), np.uint32))
+    with np.errstate(invalid="ignore"):
+        lt = np.where(x < 2.0, 1.0, 0.0).astype(np.float32)
+        gtu = np.where((x > 2.0) | np.isnan(x), 0xFFFFFFFF, 0).astype(np.uint32)
+        ne_and = np.where((x != 0.0) & ~np.isnan(x) & (np.arange(n) == 3), 0xFFFFFFFF, 0)
+    assert list(raw[:, 0].view(np.float32)) == list(lt)
+    assert list(raw[:, 1]) == list(gtu)
+    assert list(raw[:, 2]) == list(ne_and.astype(np.uint32))
+
+
+BAR_RED = """
+.visible .entry k(.param .u64 x, .param .u64 out)
+{
+.reg .b32 %r<4>;
+.reg .b64 %rd<4>;
+.reg .pred %p<4>;
+ld.param.u64 %rd0, [x];
+cvta.to.global.u64 %rd0, %rd0;
+ld.param.u64 %rd1, [out];
+cvta.to.global.u64 %rd1, %rd1;
+mov.u32 %r0, %tid.x;
+mul.wide.u32 %rd2, %r0, 4;
+add.s64 %rd3, %rd0, %rd2;
+ld.global.u32 %r1, [%rd3];
+setp.ne.u32 %p0, %r1, 0;
+bar.red.popc.u32 %r2, 0, %p0;
+bar.red.and.pred %p1, 0, %p0;
+bar.red.or.pred %p2, 0, !%p0;
+selp.u32 %r3, 1, 0, %p1;
+shl.b32 %r3, %r3, 1;
+selp.u32 %r1, 1, 0, %p2;
+or.b32 %r3, %r3, %r1;
+mul.wide.u32 %rd2, %r0, 8;
+add.s64 %rd3, %rd1, %rd2;
+st.global.v2.u32 [%rd3], {%r2, %r3};
+ret;
+}
+"""
+
+
+def test_bar_red_reduces_the_predicate_over_the_whole_block(cu: Cuda) -> None:
+    module = Module(cu, BAR_RED)
+    rng = np.random.default_rng(19)
+    for n, x in (
+        (100, (rng.random(100) < 0.3).astype(np.uint32)),  # four warps, the last partial
+        (64, np.ones(64, np.uint32)),
+        (33, np.zeros(33, np.uint32)),
+    ):
+        out = cu.alloc(8 * n)
+        args = [("unsigned long long", write(cu, x)), ("unsigned long long", out)]
+        cu.check(module.launch(args, block=n))
+        got = read(cu, out, np.zeros((n, 2), np.uint32))
+        flags = (int(x.all()) << 1) | int((x == 0).any())
+        assert list(got[:, 0]) == [int(x.sum())] * n
+        assert list(got[:, 1]) == [flags] * n
+
+
+def test_bar_red_mixed_with_bar_sync_fails_the_launch(cu: Cuda) -> None:
+    # Warp 0 waits at bar.red while warp 1 waits at bar.sync: the sim does not
+    # pair different barriers, so it refuses rather than guess.
+    text = """
+.visible .entry k()
+{
+.reg .b32 %r<2>;
+.reg .pred %p<2>;
+mov.u32 %r0, %tid.x;
+setp.lt.u32 %p0, %r0, 32;
+@%p0 bra $L_red;
+bar.sync 0;
+bra $L_end;
+$L_red:
+bar.red.popc.u32 %r1, 0, %p0;
+$L_end:
+ret;
+}
+"""
+    module = Module(cu, text)
+    assert module.launch([], block=64) != CUDA_SUCCESS

@@ -343,18 +343,32 @@ static int parse_param_list(parser *ps, int entry, pparam *out, uint32_t *nout, 
     return 0;
 }
 
+#define PTX_MAX_NESTING 64
+
 static int parse_body(parser *ps)
 {
+    /* A block's .reg and .param declarations end with it (a nested block may
+     * redeclare an outer name): the counts at each '{' are restored at '}'. */
+    size_t regs_at[PTX_MAX_NESTING], syms_at[PTX_MAX_NESTING];
     int depth = 1;
     while (depth > 0) {
         tok *t = cur(ps);
         if (t->kind == TK_EOF)
             return ptx_fail(ps, t->line, PTX_ERR_INVALID, "unterminated function body");
         if (is_p(t, '{')) {
+            if (depth == PTX_MAX_NESTING)
+                return ptx_fail(ps, t->line, PTX_ERR_INVALID, "blocks nested deeper than %d",
+                                PTX_MAX_NESTING);
+            regs_at[depth] = ps->nregs;
+            syms_at[depth] = ps->nfsyms;
             depth++;
             ps->i++;
         } else if (is_p(t, '}')) {
             depth--;
+            if (depth > 0) {
+                ps->nregs = regs_at[depth];
+                ps->nfsyms = syms_at[depth];
+            }
             ps->i++;
         } else if (is_p(t, ';')) {
             ps->i++;
