@@ -457,3 +457,25 @@ ret;
 """
     module = Module(cu, text)
     assert module.launch([], block=64) != CUDA_SUCCESS
+
+
+def test_the_address_range_of_pinned_memory_is_its_allocation(cu: Cuda) -> None:
+    # The shared cffi view lacks these calls: this test declares them.
+    range_ffi = cffi.FFI()
+    range_ffi.cdef(
+        "int cuMemHostAlloc(void **, size_t, unsigned int);\n"
+        "int cuMemHostGetDevicePointer_v2(unsigned long long *, void *, unsigned int);\n"
+        "int cuMemGetAddressRange_v2(unsigned long long *, size_t *, unsigned long long);\n"
+        "int cuMemFreeHost(void *);\n"
+    )
+    sim = range_ffi.dlopen(str(sim_library_path()))
+    host = range_ffi.new("void **")
+    assert sim.cuMemHostAlloc(host, 4096, 0x2) == CUDA_SUCCESS  # CU_MEMHOSTALLOC_DEVICEMAP
+    try:
+        dev = range_ffi.new("unsigned long long *")
+        assert sim.cuMemHostGetDevicePointer_v2(dev, host[0], 0) == CUDA_SUCCESS
+        base, size = range_ffi.new("unsigned long long *"), range_ffi.new("size_t *")
+        assert sim.cuMemGetAddressRange_v2(base, size, dev[0] + 100) == CUDA_SUCCESS
+        assert (base[0], size[0]) == (dev[0], 4096)
+    finally:
+        sim.cuMemFreeHost(host[0])
