@@ -22,6 +22,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="numba-cuda's own option: write reproducers of failed FileCheck tests",
     )
     parser.addoption("--numba-sim-outcomes", default="", help="JSON file for each test's outcome")
+    parser.addoption(
+        "--numba-sim-leave-out",
+        default="",
+        help="JSON file of test ids (module::Class::test) not to run",
+    )
 
 
 @pytest.fixture(scope="class")
@@ -74,6 +79,16 @@ class _Outcomes:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.outcomes, indent=1, sort_keys=True))
         tmp.replace(self.path)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    path = config.getoption("numba_sim_leave_out")
+    if not path:
+        return
+    leave_out = set(json.loads(Path(path).read_text()))
+    kept = [item for item in items if _test_id(item) not in leave_out]
+    config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+    items[:] = kept
 
 
 def pytest_configure(config: pytest.Config) -> None:
