@@ -26,7 +26,10 @@
 #include <stdint.h>
 
 #define AR_HOST_ABI_VERSION 1u
-#define AR_KERNEL_MAX_PARAMS 32u
+/* CUDA allows 32,764 bytes of kernel parameters; numba passes each array as
+ * several scalars, so a kernel of a few arrays has dozens.  A library built
+ * against a smaller array still works: only num_params entries are read. */
+#define AR_KERNEL_MAX_PARAMS 1024u
 #define AR_KINFO_PREFIX "__ar_kinfo_"
 
 typedef struct ar_dim3 {

@@ -45,6 +45,7 @@ PTX_SOURCES = (
     "sim/ptx/ptx_exec_cvt.c",
     "sim/ptx/ptx_exec_mem.c",
     "sim/ptx/ptx_exec_warp.c",
+    "sim/ptx/ptx_query.c",
 )
 PTX_HEADERS = (
     "sim/ptx/ptx.h",

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "../../sim/engine.h"
+#include "../../sim/ptx/ptx.h"
 #include "cuda_types.h"
 
 #define CUSIM_INTERNAL __attribute__((visibility("hidden")))
@@ -95,6 +96,9 @@ typedef struct cu_function {
     /* cuFuncSetAttribute's settable attributes (atomic); 0 means "as loaded". */
     int max_dynamic_shared_set; /* 1 + the value set, so 0 stays "unset" */
     int carveout_set;           /* 1 + the value set (-1 allowed) */
+    /* A PTX kernel's declared resources (set once, when the handle is made);
+     * zeros for host code, which declares none. */
+    ptx_kernel_attrs attrs;
 } cu_function;
 
 typedef struct cu_module {
@@ -293,7 +297,6 @@ CUSIM_INTERNAL void cusim_ptx_syms_free(cusim_ptx_syms *syms);
 /* ---- functions (cusim_func.c): the model cuFuncGetAttribute and the
  * occupancy calculator share, since the sim has no compiled binary to read. */
 #define CUSIM_FUNC_REGS 32         /* registers per thread */
-#define CUSIM_FUNC_STATIC_SHARED 0 /* static shared bytes per block */
 #define CUSIM_SHARED_PER_BLOCK 49152 /* default and opt-in maximum alike */
 static inline cu_function *cusim_function_get(CUfunction h)
 {
@@ -305,7 +308,7 @@ static inline cu_function *cusim_function_get(CUfunction h)
 static inline int cusim_func_max_dynamic_shared(const cu_function *f)
 {
     int set = __atomic_load_n(&f->max_dynamic_shared_set, __ATOMIC_RELAXED);
-    return set ? set - 1 : CUSIM_SHARED_PER_BLOCK - CUSIM_FUNC_STATIC_SHARED;
+    return set ? set - 1 : CUSIM_SHARED_PER_BLOCK - (int)f->attrs.shared_static;
 }
 
 /* ---- exported API */
@@ -531,6 +534,8 @@ P cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_option *
 P cuLibraryUnload(CUlibrary library);
 P cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name);
 P cuLibraryGetModule(CUmodule *pMod, CUlibrary library);
+P cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name);
+P cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name);
 P cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel);
 P cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel);
 P cuKernelGetName(const char **name, CUkernel hfunc);

@@ -789,6 +789,7 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
     }
     f->k = k;
     f->mod = cm;
+    ptx_kernel_attributes(k, &f->attrs);
     f->handle = arsim_handle_new(HK_FUNCTION, f);
     f->next = cm->funcs;
     cm->funcs = f;
@@ -855,6 +856,39 @@ static CUresult params_from_extra(const ar_kernel_info *info, void **extra, void
     return CUDA_SUCCESS;
 }
 
+/* A module variable of a PTX module (host code has none the sim can see).
+ * Either output may be NULL, as in cuda.h. */
+CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
+{
+    CUSIM_TRY(cusim_check_init());
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
+    cu_module *cm = arsim_handle_get((uint64_t)(uintptr_t)hmod, HK_MODULE);
+    if (!cm)
+        return CUDA_ERROR_INVALID_HANDLE;
+    void *p;
+    size_t size;
+    if (ptx_module_global(cm->m, name, &p, &size) != 0)
+        return CUDA_ERROR_NOT_FOUND;
+    if (dptr)
+        *dptr = (CUdeviceptr)(uintptr_t)p;
+    if (bytes)
+        *bytes = size;
+    return CUDA_SUCCESS;
+}
+
+/* .maxntid and .reqntid bind as on the GPU: a block over the maximum, or
+ * other than the required shape, does not launch. */
+static CUresult check_launch_bounds(const cu_function *fn, unsigned x, unsigned y, unsigned z)
+{
+    const ptx_kernel_attrs *a = &fn->attrs;
+    if (a->max_threads && (unsigned long long)x * y * z > a->max_threads)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (a->reqntid[0] && (x != a->reqntid[0] || y != a->reqntid[1] || z != a->reqntid[2]))
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                         unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                         unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
@@ -874,6 +908,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
         return CUDA_ERROR_INVALID_VALUE;
     if (sharedMemBytes > (unsigned)cusim_func_max_dynamic_shared(fn))
         return CUDA_ERROR_INVALID_VALUE;
+    CUSIM_TRY(check_launch_bounds(fn, blockDimX, blockDimY, blockDimZ));
     const ar_kernel_info *info = fn->k->info;
     void *argv[AR_KERNEL_MAX_PARAMS];
     void **params = kernelParams;

@@ -1,11 +1,11 @@
 /* cuda-sim: function attributes, names and cuLaunchKernelEx.
  *
  * The sim's device is compute capability 8.0 (cuDeviceGetAttribute).  What a
- * real driver reads from the compiled binary (registers, static shared and
- * local memory) the sim does not have, so cuFuncGetAttribute answers with a
- * stated model: 32 registers a thread, no static shared, constant or local
- * memory, PTX and binary version 80.  The occupancy calculator
- * (cusim_occupancy.c) uses the same figures, so the two always agree. */
+ * real driver reads from the compiled binary the sim does not have.  Static
+ * shared, constant and local memory and the launch bounds are the ones the
+ * PTX declares (ptx_query.c; none for host code); the register count is a
+ * stated model, 32 a thread, and PTX and binary version are 80.  The
+ * occupancy calculator (cusim_occupancy.c) uses the same register figure. */
 #include "cusim.h"
 
 #define CUSIM_SM_VERSION 80
@@ -21,10 +21,12 @@ CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfu
         return CUDA_ERROR_INVALID_HANDLE;
     int carveout;
     switch (attrib) {
-    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = CUSIM_MAX_THREADS_PER_BLOCK; break;
-    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *pi = CUSIM_FUNC_STATIC_SHARED; break;
-    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *pi = 0; break;
-    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *pi = 0; break;
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+        *pi = f->attrs.max_threads ? (int)f->attrs.max_threads : CUSIM_MAX_THREADS_PER_BLOCK;
+        break;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *pi = (int)f->attrs.shared_static; break;
+    case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *pi = (int)f->attrs.const_bytes; break;
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *pi = (int)f->attrs.local_bytes; break;
     case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = CUSIM_FUNC_REGS; break;
     case CU_FUNC_ATTRIBUTE_PTX_VERSION: *pi = CUSIM_SM_VERSION; break;
     case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = CUSIM_SM_VERSION; break;
@@ -53,7 +55,7 @@ CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int v
     CUSIM_GET(f, cu_function, hfunc, HK_FUNCTION);
     switch (attrib) {
     case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-        if (value < 0 || value > CUSIM_SHARED_PER_BLOCK - CUSIM_FUNC_STATIC_SHARED)
+        if (value < 0 || value > CUSIM_SHARED_PER_BLOCK - (int)f->attrs.shared_static)
             return CUDA_ERROR_INVALID_VALUE;
         __atomic_store_n(&f->max_dynamic_shared_set, value + 1, __ATOMIC_RELAXED);
         return CUDA_SUCCESS;

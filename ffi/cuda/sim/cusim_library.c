@@ -175,6 +175,15 @@ CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
     return CUDA_SUCCESS;
 }
 
+CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name)
+{
+    CUSIM_TRY(cusim_check_init());
+    cu_library *lib = library_get(library);
+    if (!lib)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return cuModuleGetGlobal_v2(dptr, bytes, lib->module, name);
+}
+
 CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
 {
     CUSIM_TRY(cusim_check_init());

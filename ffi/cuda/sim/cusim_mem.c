@@ -189,8 +189,9 @@ CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr 
 {
     CUSIM_TRY(cusim_check_init());
     arsim_alloc a;
-    if (arsim_mem_lookup(dptr(p), &a) != ARSIM_OK ||
-        !(a.kind & (ARSIM_MEM_DEVICE | ARSIM_MEM_MANAGED)))
+    /* With unified addressing pinned host memory (and a module's variables,
+     * registered memory here) is mapped at the same address: a device range. */
+    if (arsim_mem_lookup(dptr(p), &a) != ARSIM_OK || !(a.kind & DEV_KINDS))
         return CUDA_ERROR_NOT_FOUND;
     if (pbase)
         *pbase = (CUdeviceptr)(uintptr_t)a.base;

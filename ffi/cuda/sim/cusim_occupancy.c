@@ -3,8 +3,8 @@
  * The same arithmetic as for a compute capability 8.0 multiprocessor, over
  * the limits cuDeviceGetAttribute reports (2048 threads, 32 blocks, 65536
  * registers and 167936 bytes of shared memory per multiprocessor) and the
- * function model of cusim_func.c (CUSIM_FUNC_REGS registers a thread,
- * CUSIM_FUNC_STATIC_SHARED static shared bytes).  The sim runs any launch
+ * function model of cusim_func.c (CUSIM_FUNC_REGS registers a thread, the
+ * static shared bytes and the launch bound the PTX declares).  The sim runs any launch
  * the limits allow whatever the answer; the numbers exist so that callers
  * that size grids from them (cuda.core, CuPy, user code) get sane grids. */
 #include "cusim.h"
@@ -21,6 +21,8 @@ static int blocks_per_sm(const cu_function *f, int block_size, size_t dynamic_sh
 {
     if (block_size > 1024 || dynamic_shared > (size_t)cusim_func_max_dynamic_shared(f))
         return 0;
+    if (f->attrs.max_threads && (unsigned)block_size > f->attrs.max_threads)
+        return 0;
     int warps = (block_size + WARP - 1) / WARP;
     int blocks = SM_MAX_BLOCKS;
     int by_threads = SM_MAX_THREADS / (warps * WARP);
@@ -29,7 +31,7 @@ static int blocks_per_sm(const cu_function *f, int block_size, size_t dynamic_sh
         blocks = by_threads;
     if (by_registers < blocks)
         blocks = by_registers;
-    size_t shared = dynamic_shared + CUSIM_FUNC_STATIC_SHARED;
+    size_t shared = dynamic_shared + f->attrs.shared_static;
     if (shared > 0 && (int)(SM_SHARED / shared) < blocks)
         blocks = (int)(SM_SHARED / shared);
     return blocks;
@@ -123,7 +125,8 @@ CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunc
         return CUDA_SUCCESS;
     }
     size_t per_block = SM_SHARED / (size_t)numBlocks;
-    per_block = per_block > CUSIM_FUNC_STATIC_SHARED ? per_block - CUSIM_FUNC_STATIC_SHARED : 0;
+    size_t fixed = f->attrs.shared_static;
+    per_block = per_block > fixed ? per_block - fixed : 0;
     size_t cap = (size_t)cusim_func_max_dynamic_shared(f);
     *dynamicSmemSize = per_block < cap ? per_block : cap;
     return CUDA_SUCCESS;

@@ -596,8 +596,10 @@ ZE_APIEXPORT ze_result_t zeCommandListAppendLaunchKernel(ze_command_list_handle_
     /* A kernel whose arguments are not all set would run on garbage (as
      * OpenCL's CL_INVALID_KERNEL_ARGS refuses too). */
     uint32_t np = k->k->info->num_params;
-    uint32_t all = np >= 32 ? 0xffffffffu : (1u << np) - 1u;
-    if ((k->set_mask & all) != all) {
+    int unset = 0;
+    for (uint32_t i = 0; i < np; i++)
+        unset |= !(k->set_mask[i / 64] >> (i % 64) & 1u);
+    if (unset) {
         pthread_mutex_unlock(&k->lock);
         lz_unref(&k->base);
         return append_fail(&a, ZE_RESULT_ERROR_INVALID_ARGUMENT);

@@ -102,7 +102,7 @@ typedef struct lz_kernel {
     uint32_t group[3];
     uint8_t *args; /* packed argument values, offsets[i] each */
     size_t offsets[AR_KERNEL_MAX_PARAMS];
-    uint32_t set_mask; /* bit i: argument i was set (AR_KERNEL_MAX_PARAMS <= 32) */
+    uint64_t set_mask[AR_KERNEL_MAX_PARAMS / 64]; /* bit i: argument i was set */
 } lz_kernel;
 
 /* State shared by the translation units. */

@@ -249,7 +249,7 @@ ZE_APIEXPORT ze_result_t zeKernelSetArgumentValue(ze_kernel_handle_t hKernel, ui
         /* A NULL value sets the argument to zero (a null pointer). */
         if (pArgValue) memcpy(k->args + k->offsets[argIndex], pArgValue, argSize);
         else memset(k->args + k->offsets[argIndex], 0, argSize);
-        k->set_mask |= 1u << argIndex;
+        k->set_mask[argIndex / 64] |= 1ull << (argIndex % 64);
         pthread_mutex_unlock(&k->lock);
     }
     lz_unref(&k->base);

@@ -9,6 +9,7 @@
 #define CUSIM_PTX_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../engine.h"
 
@@ -29,5 +30,24 @@ __attribute__((visibility("hidden"))) int ptx_looks_like(const char *image);
 __attribute__((visibility("hidden"))) ptx_status ptx_module_load(const char *text,
                                                                 arsim_module **out, char *log,
                                                                 size_t log_size);
+
+/* A PTX kernel's resources, as its PTX declares them (ptx_query.c). */
+typedef struct ptx_kernel_attrs {
+    uint32_t shared_static; /* bytes of static .shared (the module's) */
+    uint32_t local_bytes;   /* per-thread .local: its depot and its callees' deepest chain */
+    uint32_t const_bytes;   /* bytes of the module's .const variables */
+    uint32_t max_threads;   /* product of .reqntid or .maxntid; 0 when neither is given */
+    uint32_t reqntid[3];    /* .reqntid, zeros when absent */
+} ptx_kernel_attrs;
+
+/* 1 and *out filled if k is a kernel of a PTX module, else 0. */
+__attribute__((visibility("hidden"))) int ptx_kernel_attributes(const arsim_kernel *k,
+                                                                ptx_kernel_attrs *out);
+/* 0 and the address and size of module variable name (.global or .const) if
+ * m is a PTX module that declares it, else -1.  The memory is registered
+ * with the engine, so copies and memsets reach it as device memory. */
+__attribute__((visibility("hidden"))) int ptx_module_global(const arsim_module *m,
+                                                            const char *name, void **ptr,
+                                                            size_t *size);
 
 #endif /* CUSIM_PTX_H */

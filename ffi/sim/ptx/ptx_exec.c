@@ -171,7 +171,8 @@ static int do_call(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m
 {
     const pfunc *cf = &b->mod->funcs[in->target];
     const pcall *c = &fr->f->calls[in->aux];
-    uint32_t base = fr->local_base + ((fr->f->local_bytes + 15u) & ~15u);
+    uint32_t la = b->mod->local_align;
+    uint32_t base = fr->local_base + ((fr->f->local_bytes + la - 1) & ~(la - 1));
     if ((uint64_t)base + cf->local_bytes > b->stack)
         return E_FAIL; /* call stack overflow (deep recursion) */
     frame callee;
@@ -268,12 +269,33 @@ static void exec_return(warp *w, frame *fr, const pinsn *in, uint32_t m)
     fr->cur_pc++;
 }
 
-static void exec_barrier(frame *fr, uint32_t m)
+/* A group's arrival at bar.red: adds its predicates to the block's
+ * reduction.  -1 when the block's other arrivals are at another kind of
+ * barrier, which the sim does not pair up. */
+static int arrive_red(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
+{
+    if (b->bar_arrivals && b->bar_red != in->mode)
+        return -1;
+    b->bar_red = in->mode;
+    uint32_t neg = (in->neg >> 2) & 1, set = 0;
+    FOR_LANES(m, set |= (uint32_t)((fr->R[in->c][l] & 1) ^ neg) << l);
+    b->red_popc += (uint32_t)__builtin_popcount(set);
+    b->red_all &= (set & m) == m;
+    b->red_any |= set != 0;
+    w->red_dst = in->d;
+    w->red_lanes |= m;
+    return 0;
+}
+
+static int exec_barrier(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
 {
     if (!m) {
         fr->cur_pc++;
-        return;
+        return 0;
     }
+    if (in->mode ? arrive_red(b, w, fr, in, m) : (b->bar_arrivals && b->bar_red))
+        return E_FAIL;
+    b->bar_arrivals++;
     wait_at(fr, 0, 0);
     for (uint32_t q = m; q; q &= q - 1)
         fr->pc[__builtin_ctz(q)] = fr->cur_pc + 1;
@@ -281,6 +303,28 @@ static void exec_barrier(frame *fr, uint32_t m)
     fr->active &= ~m;
     if (fr->active)
         fr->cur_pc++;
+    return 0;
+}
+
+/* Every warp is at the barrier or done: bar.red's lanes get the result. */
+static void release_barrier(block_ctx *b)
+{
+    uint32_t value = b->bar_red == BAR_RED_POPC ? b->red_popc
+                     : b->bar_red == BAR_RED_AND ? b->red_all : b->red_any;
+    for (uint32_t wi = 0; wi < b->nwarps; wi++) {
+        warp *w = &b->warps[wi];
+        frame *fr = &w->top;
+        FOR_LANES(w->red_lanes, fr->R[w->red_dst][l] = value);
+        w->red_lanes = 0;
+        fr->wdirty = 1;
+        fr->waiting |= fr->blocked;
+        fr->blocked = 0;
+        fr->active = 0;
+        fr->cur_pc = 0;
+    }
+    b->bar_red = 0;
+    b->bar_arrivals = b->red_popc = b->red_any = 0;
+    b->red_all = 1;
 }
 
 /* shfl, vote, redux, match, bar.warp: run once the named lanes are here. */
@@ -319,8 +363,7 @@ static inline int exec_control(block_ctx *b, warp *w, frame *fr, const pinsn *in
         fr->cur_pc++;
         return 1;
     case OP_BAR:
-        exec_barrier(fr, m);
-        return 1;
+        return exec_barrier(b, w, fr, in, m) ? E_FAIL : 1;
     case OP_CALL:
         if (m) {
             int rc = do_call(b, w, fr, in, m);
@@ -376,6 +419,17 @@ static int run_frame(block_ctx *b, warp *w, frame *fr)
 
 /* ------------------------------------------------------------- launch */
 
+/* Zeroed memory whose address is a multiple of align (a power of two >= 16),
+ * so that .align on .shared and .local holds for the generic addresses. */
+static void *aligned_zero(size_t align, size_t n)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, align, n))
+        return NULL;
+    memset(p, 0, n);
+    return p;
+}
+
 static int run_blocks(const ptx_kernel_ctx *kc, const ar_launch *L, void **params, uint64_t begin,
                       uint64_t end)
 {
@@ -390,10 +444,10 @@ static int run_blocks(const ptx_kernel_ctx *kc, const ar_launch *L, void **param
     b.nwarps = (b.nthreads + 31) / 32;
     b.dyn_size = L->shared_bytes;
     b.shared_size = f->shared_static + L->shared_bytes;
-    b.stack = (mod->max_local + 15u) & ~15u;
+    b.stack = (mod->max_local + mod->local_align - 1) & ~(mod->local_align - 1);
     int rc = 0;
     b.params = calloc(1, f->param_bytes ? f->param_bytes : 1);
-    b.shared = calloc(1, b.shared_size ? b.shared_size : 1);
+    b.shared = aligned_zero(mod->shared_align, b.shared_size ? b.shared_size : 1);
     b.warps = calloc(b.nwarps, sizeof *b.warps);
     if (!b.params || !b.shared || !b.warps) {
         rc = E_FAIL;
@@ -407,7 +461,7 @@ static int run_blocks(const ptx_kernel_ctx *kc, const ar_launch *L, void **param
         w->top.f = f;
         w->top.R = malloc((size_t)(f->nslots ? f->nslots : 1) * sizeof(lanes_t));
         w->top.pf = calloc(PTX_LANES, f->frame_bytes ? f->frame_bytes : 1);
-        w->local = b.stack ? calloc(PTX_LANES, b.stack) : NULL;
+        w->local = b.stack ? aligned_zero(mod->local_align, (size_t)PTX_LANES * b.stack) : NULL;
         if (!w->top.R || !w->top.pf || (b.stack && !w->local)) {
             rc = E_FAIL;
             goto out;
@@ -439,7 +493,11 @@ static int run_blocks(const ptx_kernel_ctx *kc, const ar_launch *L, void **param
             fr->next_pc = fr->nopark_pc = PTX_NONE;
             fr->local_base = 0;
             fill_specials(&b, w, fr);
+            w->red_lanes = 0;
         }
+        b.bar_red = 0;
+        b.bar_arrivals = b.red_popc = b.red_any = 0;
+        b.red_all = 1;
         for (;;) {
             int blocked = 0, live = 0;
             for (uint32_t wi = 0; wi < b.nwarps && rc == 0; wi++) {
@@ -457,15 +515,7 @@ static int run_blocks(const ptx_kernel_ctx *kc, const ar_launch *L, void **param
             if (rc || !live)
                 break;
             (void)blocked;
-            /* Every warp is done or at the barrier: release it. */
-            for (uint32_t wi = 0; wi < b.nwarps; wi++) {
-                frame *fr = &b.warps[wi].top;
-                fr->wdirty = 1;
-                fr->waiting |= fr->blocked;
-                fr->blocked = 0;
-                fr->active = 0;
-                fr->cur_pc = 0;
-            }
+            release_barrier(&b);
         }
     }
 out:

@@ -56,6 +56,7 @@ typedef struct warp {
     uint32_t id;
     int finished;
     uint32_t tid[3][PTX_LANES];
+    uint32_t red_dst, red_lanes; /* bar.red: the result's register and its lanes */
     uint8_t *local;    /* lane * stack bytes */
 } warp;
 
@@ -70,6 +71,10 @@ typedef struct block_ctx {
     uint32_t stack;
     uint32_t ctaid[3];
     warp *warps;
+    /* The barrier being filled: 0 for bar.sync, else the bar.red operation,
+     * which every arrival must share; the reduction of the predicates so far. */
+    int bar_red;
+    uint32_t red_popc, red_all, red_any, bar_arrivals;
     range cache[8];
     unsigned cache_next;
 } block_ctx;

@@ -126,7 +126,23 @@ static void exec_move(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_
     }
 }
 
-/* selp, setp, testp. */
+/* setp's and set's comparison of one lane's operands. */
+static int compare_lane(const pinsn *in, uint64_t a, uint64_t b)
+{
+    int t = in->type;
+    if (t == T_F32) {
+        float x = sim_f32(a), y = sim_f32(b);
+        if (in->flags & FL_FTZ) { x = ftz32(x); y = ftz32(y); }
+        return fcmp(in->mode, x, y);
+    }
+    if (t == T_F64)
+        return fcmp(in->mode, sim_f64(a), sim_f64(b));
+    if (t == T_F16 || t == T_BF16)
+        return fcmp(in->mode, ptx_to_double(a & 0xffff, t), ptx_to_double(b & 0xffff, t));
+    return icmp(in->mode, is_signed(t), a, b, ibits(t));
+}
+
+/* selp, setp, set, testp. */
 static void exec_compare(frame *fr, const pinsn *in, uint32_t m, uint64_t *D, const uint64_t *A,
                          const uint64_t *B, const uint64_t *C)
 {
@@ -139,23 +155,14 @@ static void exec_compare(frame *fr, const pinsn *in, uint32_t m, uint64_t *D, co
         FOR_LANES(m, D[l] = ((C[l] & 1) ^ neg) ? A[l] & mask : B[l] & mask);
         break;
     }
+    case OP_SET:
     case OP_SETP: {
         uint64_t *Q = in->d2 != PTX_NONE ? R[in->d2] : NULL;
         uint64_t negc = (in->neg >> 2) & 1;
         int bop = in->type2;
+        uint64_t yes = in->imm == T_F32 ? 0x3f800000u : 0xffffffffu;
         FOR_LANES(m, {
-            int r;
-            if (t == T_F32) {
-                float x = sim_f32(A[l]), y = sim_f32(B[l]);
-                if (in->flags & FL_FTZ) { x = ftz32(x); y = ftz32(y); }
-                r = fcmp(in->mode, x, y);
-            } else if (t == T_F64) {
-                r = fcmp(in->mode, sim_f64(A[l]), sim_f64(B[l]));
-            } else if (t == T_F16 || t == T_BF16) {
-                r = fcmp(in->mode, ptx_to_double(A[l] & 0xffff, t), ptx_to_double(B[l] & 0xffff, t));
-            } else {
-                r = icmp(in->mode, is_signed(t), A[l], B[l], ibits(t));
-            }
+            int r = compare_lane(in, A[l], B[l]);
             int nr = !r;
             if (bop != BOOL_NONE) {
                 int c = (int)((C[l] & 1) ^ negc);
@@ -163,7 +170,7 @@ static void exec_compare(frame *fr, const pinsn *in, uint32_t m, uint64_t *D, co
                 else if (bop == BOOL_OR) { r = r || c; nr = nr || c; }
                 else { r = r ^ c; nr = nr ^ c; }
             }
-            D[l] = (uint64_t)r;
+            D[l] = in->op == OP_SET ? (r ? yes : 0) : (uint64_t)r;
             if (Q)
                 Q[l] = (uint64_t)nr;
         });
@@ -209,6 +216,7 @@ int ptx_exec_data(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
         return 0;
     case OP_SELP:
     case OP_SETP:
+    case OP_SET:
     case OP_TESTP:
         exec_compare(fr, in, m, D, A, B, C);
         return 0;

@@ -425,6 +425,23 @@ static int parse_setp(parser *ps, insn *x)
     return 0;
 }
 
+/* set.CmpOp[.BoolOp].dtype.stype d, a, b[, c]: setp's comparison, written as
+ * 1.0f or all ones (dtype .f32 or an integer) for true and 0 for false. */
+static int parse_set(parser *ps, insn *x)
+{
+    if (x->nt != 2 || x->types[1] == T_PRED || x->types[0] == T_PRED)
+        return REFUSE("'%s' needs a destination and a source type", x->opname);
+    int dt = x->types[0];
+    if (dt != T_F32 && dt != T_U32 && dt != T_S32 && dt != T_B32)
+        return REFUSE("'%s': destination type must be .u32 .s32 .b32 or .f32", x->opname);
+    if (parse_setp(ps, x))
+        return -1;
+    x->in.imm = dt;
+    if (x->in.d2 != PTX_NONE)
+        return REFUSE("'%s' has one destination", x->opname);
+    return 0;
+}
+
 static int parse_select(parser *ps, insn *x)
 {
     NEEDS(4, 4);
@@ -466,6 +483,31 @@ static int parse_noarg(parser *ps, insn *x)
     return 0;
 }
 
+/* bar.red.popc.u32 d, a, {!}c and bar.red.{and,or}.pred p, a, {!}c: a
+ * bar.sync whose every thread gets the reduction of c over the block. */
+static int parse_bar_red(parser *ps, insn *x)
+{
+    static const char *const ops[] = {NULL, "popc", "and", "or"};
+    mods *md = &x->md;
+    (void)has(md, "cta");
+    (void)has(md, "sync");
+    x->in.mode = (uint8_t)first_of(md, ops, 3);
+    if (!x->in.mode)
+        return REFUSE("'%s' needs .popc, .and or .or", x->opname);
+    if ((x->in.mode == BAR_RED_POPC) != (x->ty == T_U32) || (x->ty != T_U32 && x->ty != T_PRED))
+        return REFUSE("'%s': .popc is .u32, .and and .or are .pred", x->opname);
+    NEEDS(3, 4);
+    if (x->n == 4)
+        return REFUSE("'%s' with a thread count is not supported", x->opname);
+    DST(0, d);
+    SRC(1, a, T_B32);
+    SRC(2, c, T_PRED);
+    if (x->ops[2].neg)
+        x->in.neg |= 4;
+    ps->f->uses_barrier = 1;
+    return 0;
+}
+
 static int parse_barrier(parser *ps, insn *x)
 {
     mods *md = &x->md;
@@ -476,8 +518,10 @@ static int parse_barrier(parser *ps, insn *x)
         SRC(0, a, T_B32);
         return 0;
     }
+    if (has(md, "red"))
+        return parse_bar_red(ps, x);
     if (!has(md, "sync") && !(BASE_IS("barrier") && md->n == 0) && !has(md, "cta"))
-        return REFUSE("unsupported instruction '%s' (only bar.sync)", x->opname);
+        return REFUSE("unsupported instruction '%s' (only bar.sync and bar.red)", x->opname);
     (void)has(md, "cta");
     (void)has(md, "sync");
     NEEDS(1, 2);
@@ -590,15 +634,43 @@ static int parse_activemask(parser *ps, insn *x)
     return 0;
 }
 
+/* One parenthesised list of a call: the caller's .param variables, whose
+ * frame offsets are written to off (at most PTX_MAX_CALL_ARGS of them). */
+static int parse_call_list(parser *ps, insn *x, uint32_t *off, int32_t *n)
+{
+    if (ptx_expect(ps, '('))
+        return -1;
+    *n = 0;
+    while (!is_p(cur(ps), ')')) {
+        tok *t = cur(ps);
+        char nm[PTX_NAME_MAX];
+        tokstr(t, nm, sizeof nm);
+        if (t->kind != TK_ID)
+            return REFUSE("call: expected a .param variable, not '%s'", nm);
+        if (*n >= PTX_MAX_CALL_ARGS)
+            return REFUSE("call: more than %d arguments or returns", PTX_MAX_CALL_ARGS);
+        sym *s = ptx_find_sym(ps->fsyms, ps->nfsyms, nm);
+        if (!s || s->kind != SYM_FPARAM)
+            return REFUSE("call: '%s' is not a .param variable of the caller", nm);
+        off[(*n)++] = (uint32_t)s->value;
+        ps->i++;
+        if (is_p(cur(ps), ','))
+            ps->i++;
+        else if (!is_p(cur(ps), ')'))
+            return REFUSE("call: expected ',' or ')' in an argument list");
+    }
+    ps->i++;
+    return 0;
+}
+
 /* call has its own operand syntax: [(rets),] name[, (args)];  It is parsed
  * before the generic operand list, and emits itself. */
 static int parse_call(parser *ps, insn *x)
 {
-    opnd rets, args;
-    memset(&rets, 0, sizeof rets);
-    memset(&args, 0, sizeof args);
+    pcall c;
+    memset(&c, 0, sizeof c);
     if (is_p(cur(ps), '(')) {
-        if (ptx_parse_operand(ps, &rets) || ptx_expect(ps, ','))
+        if (parse_call_list(ps, x, c.ret_off, &c.nrets) || ptx_expect(ps, ','))
             return -1;
     }
     if (cur(ps)->kind != TK_ID)
@@ -610,7 +682,7 @@ static int parse_call(parser *ps, insn *x)
         ps->i++;
         if (!is_p(cur(ps), '('))
             return REFUSE("call: indirect calls are not supported");
-        if (ptx_parse_operand(ps, &args))
+        if (parse_call_list(ps, x, c.arg_off, &c.nargs))
             return -1;
     }
     if (is_p(cur(ps), ','))
@@ -623,20 +695,7 @@ static int parse_call(parser *ps, insn *x)
     pfunc *f = ps->f;
     if (!GROW(f->calls, f->ncalls, f->cap_calls))
         return ptx_nomem(ps);
-    pcall *c = &f->calls[f->ncalls];
-    memset(c, 0, sizeof *c);
-    c->nargs = args.nv;
-    c->nrets = rets.nv;
-    for (int k = 0; k < args.nv + rets.nv; k++) {
-        const char *nm = k < args.nv ? args.vnames[k] : rets.vnames[k - args.nv];
-        sym *s = ptx_find_sym(ps->fsyms, ps->nfsyms, nm);
-        if (!s || s->kind != SYM_FPARAM)
-            return REFUSE("call: '%s' is not a .param variable of the caller", nm);
-        if (k < args.nv)
-            c->arg_off[k] = (uint32_t)s->value;
-        else
-            c->ret_off[k - args.nv] = (uint32_t)s->value;
-    }
+    f->calls[f->ncalls] = c;
     x->in.aux = (int32_t)f->ncalls++;
     if (!GROW(ps->callfix, ps->ncallfix, ps->cap_callfix))
         return ptx_nomem(ps);
@@ -697,7 +756,7 @@ static int finish(parser *ps, insn *x)
     for (int i = 0; i < x->md.n; i++)
         if (!x->md.used[i] && !harmless(x->md.m[i]))
             return REFUSE("unsupported instruction '%s' (modifier .%s)", x->opname, x->md.m[i]);
-    if (in->op == OP_SETP || in->op == OP_SELP || in->op == OP_MOV || in->op == OP_LD ||
+    if (in->op == OP_SETP || in->op == OP_SET || in->op == OP_SELP || in->op == OP_MOV || in->op == OP_LD ||
         in->op == OP_ST) {
         if (!in->type)
             return REFUSE("'%s' needs a type", x->opname);

@@ -48,6 +48,7 @@ enum { RND_NONE = 0, RND_RN, RND_RZ, RND_RM, RND_RP, RND_RNI, RND_RZI, RND_RMI, 
 enum { CMP_EQ = 1, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_LO, CMP_LS, CMP_HI, CMP_HS,
        CMP_EQU, CMP_NEU, CMP_LTU, CMP_LEU, CMP_GTU, CMP_GEU, CMP_NUM, CMP_NAN };
 enum { BOOL_NONE = 0, BOOL_AND, BOOL_OR, BOOL_XOR };
+enum { BAR_RED_POPC = 1, BAR_RED_AND, BAR_RED_OR };
 enum { ATOM_ADD = 1, ATOM_MIN, ATOM_MAX, ATOM_EXCH, ATOM_CAS, ATOM_AND, ATOM_OR, ATOM_XOR,
        ATOM_INC, ATOM_DEC };
 enum { SHFL_UP = 1, SHFL_DOWN, SHFL_BFLY, SHFL_IDX };
@@ -97,7 +98,7 @@ typedef struct pinsn {
 
 /* A call site: the caller-frame offsets of the argument and return .param
  * variables, in order. */
-#define PTX_MAX_CALL_ARGS 16
+#define PTX_MAX_CALL_ARGS 128
 typedef struct pcall {
     int32_t nargs, nrets;
     uint32_t arg_off[PTX_MAX_CALL_ARGS];
@@ -140,6 +141,9 @@ typedef struct pfunc {
     uint32_t frame_bytes;  /* per-lane .param frame (formals, returns, call args) */
     uint32_t local_bytes;  /* per-lane .local depot of this function */
     uint32_t shared_static; /* .entry: bytes of static shared memory (module + body) */
+    uint32_t local_total;   /* .entry: per-lane .local of its deepest call chain */
+    uint32_t maxntid[3];    /* .maxntid, zeros when absent */
+    uint32_t reqntid[3];    /* .reqntid, zeros when absent */
     pcall *calls;
     uint32_t ncalls, cap_calls;
     ar_kernel_info info;
@@ -150,6 +154,8 @@ typedef struct pvar {
     char *name;
     void *data;
     size_t size;
+    int is_const;   /* .const (else .global) */
+    int registered; /* data is registered with the engine, so copies can reach it */
 } pvar;
 
 typedef struct pmodule {
@@ -160,12 +166,18 @@ typedef struct pmodule {
     uint32_t shared_module; /* bytes of module-scope .shared variables */
     int has_dynamic_shared;
     uint32_t max_local;  /* per-lane local stack every launch gets */
+    uint32_t local_align;  /* largest .local alignment (>= 16): every depot starts at one */
+    uint32_t shared_align; /* largest .shared alignment (>= 16): the block's base has it */
 } pmodule;
 
 PTX_HIDDEN void ptx_program_free(pmodule *m);
+/* Registers each module variable with the engine (ptx_query.c); -1 if one fails. */
+PTX_HIDDEN int ptx_register_vars(pmodule *m);
 /* The foreign kernel entry point (arsim_foreign_run); kernel_ctx is a pfunc*
  * whose module is reachable through ptx_kernel_ctx. */
+#define PTX_CTX_MAGIC 0x50545831u
 typedef struct ptx_kernel_ctx {
+    uint32_t magic; /* PTX_CTX_MAGIC: tells a PTX module from other foreign ones */
     pmodule *mod;
     uint32_t func;
 } ptx_kernel_ctx;

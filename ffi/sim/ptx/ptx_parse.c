@@ -186,6 +186,8 @@ static int parse_var(parser *ps, int space, int module_scope, int is_extern)
                     return -1;
                 ps->m->has_dynamic_shared = 1;
             } else {
+                if (align > ps->m->shared_align)
+                    ps->m->shared_align = align;
                 ps->shared_pool = align_up(ps->shared_pool, align);
                 if (ptx_add_sym(ps, module_scope, name, SYM_SHARED, ps->shared_pool, (uint32_t)count * esize))
                     return -1;
@@ -194,6 +196,8 @@ static int parse_var(parser *ps, int space, int module_scope, int is_extern)
         } else if (space == S_LOCAL) {
             if (module_scope || count < 0)
                 return ptx_fail(ps, line, PTX_ERR_INVALID, "unsupported .local declaration of '%s'", name);
+            if (align > ps->m->local_align)
+                ps->m->local_align = align;
             uint32_t off = align_up(ps->f->local_bytes, align < 16 ? 16 : align);
             if (ptx_add_sym(ps, 0, name, SYM_LOCAL, off, (uint32_t)count * esize))
                 return -1;
@@ -220,7 +224,7 @@ static int parse_var(parser *ps, int space, int module_scope, int is_extern)
                 return ptx_fail(ps, line, PTX_ERR_INVALID, "variable '%s' has no size", name);
             size_t size = (size_t)nelem * esize;
             void *data = NULL;
-            if (posix_memalign(&data, 64, size ? size : 1))
+            if (posix_memalign(&data, align > 64 ? align : 64, size ? size : 1))
                 return ptx_nomem(ps);
             memset(data, 0, size);
             if (save != ps->i) {
@@ -234,6 +238,7 @@ static int parse_var(parser *ps, int space, int module_scope, int is_extern)
             v->name = strdup(name);
             v->data = data;
             v->size = size;
+            v->is_const = space == S_CONST;
             if (!v->name || ptx_add_sym(ps, 1, name, SYM_VAR, (uint64_t)(uintptr_t)data, (uint32_t)size))
                 return ptx_nomem(ps);
         }
@@ -338,18 +343,32 @@ static int parse_param_list(parser *ps, int entry, pparam *out, uint32_t *nout, 
     return 0;
 }
 
+#define PTX_MAX_NESTING 64
+
 static int parse_body(parser *ps)
 {
+    /* A block's .reg and .param declarations end with it (a nested block may
+     * redeclare an outer name): the counts at each '{' are restored at '}'. */
+    size_t regs_at[PTX_MAX_NESTING], syms_at[PTX_MAX_NESTING];
     int depth = 1;
     while (depth > 0) {
         tok *t = cur(ps);
         if (t->kind == TK_EOF)
             return ptx_fail(ps, t->line, PTX_ERR_INVALID, "unterminated function body");
         if (is_p(t, '{')) {
+            if (depth == PTX_MAX_NESTING)
+                return ptx_fail(ps, t->line, PTX_ERR_INVALID, "blocks nested deeper than %d",
+                                PTX_MAX_NESTING);
+            regs_at[depth] = ps->nregs;
+            syms_at[depth] = ps->nfsyms;
             depth++;
             ps->i++;
         } else if (is_p(t, '}')) {
             depth--;
+            if (depth > 0) {
+                ps->nregs = regs_at[depth];
+                ps->nfsyms = syms_at[depth];
+            }
             ps->i++;
         } else if (is_p(t, ';')) {
             ps->i++;
@@ -424,6 +443,25 @@ static int find_func(pmodule *m, const char *name)
     return -1;
 }
 
+/* The numbers after a performance directive; for .maxntid and .reqntid (dims
+ * not NULL) up to three dimensions, the missing ones 1. */
+static int parse_launch_bound(parser *ps, uint32_t *dims)
+{
+    int n = 0;
+    while (cur(ps)->kind == TK_NUM || is_p(cur(ps), ',')) {
+        if (cur(ps)->kind == TK_NUM && dims) {
+            uint64_t v;
+            if (n == 3 || ptx_parse_uint(cur(ps), &v) || v == 0 || v > 1024)
+                return ptx_fail(ps, cur(ps)->line, PTX_ERR_INVALID, "bad .maxntid or .reqntid");
+            dims[n++] = (uint32_t)v;
+        }
+        ps->i++;
+    }
+    for (; dims && n > 0 && n < 3; n++)
+        dims[n] = 1;
+    return 0;
+}
+
 static int parse_function(parser *ps, int entry, int is_extern)
 {
     int line = cur(ps)->line;
@@ -473,9 +511,11 @@ static int parse_function(parser *ps, int entry, int is_extern)
                 goto fail;
             continue;
         }
+        uint32_t *dims = is_id(cur(ps), ".maxntid") ? tmp.maxntid
+                         : is_id(cur(ps), ".reqntid") ? tmp.reqntid : NULL;
         ps->i++;
-        while (cur(ps)->kind == TK_NUM || is_p(cur(ps), ','))
-            ps->i++;
+        if (parse_launch_bound(ps, dims))
+            goto fail;
     }
     int idx = find_func(m, name);
     if (idx < 0) {
@@ -694,6 +734,8 @@ void ptx_program_free(pmodule *m)
     }
     for (uint32_t i = 0; i < m->nvars; i++) {
         free(m->vars[i].name);
+        if (m->vars[i].registered)
+            arsim_mem_unregister(m->vars[i].data);
         free(m->vars[i].data);
     }
     free(m->funcs);
@@ -737,7 +779,7 @@ static uint32_t local_stack(pmodule *m, uint32_t fi, int depth)
         if (s > deepest)
             deepest = s;
     }
-    uint64_t total = (uint64_t)align_up(f->local_bytes, 16) + deepest;
+    uint64_t total = (uint64_t)align_up(f->local_bytes, m->local_align) + deepest;
     return total > (1u << 20) ? 1u << 20 : (uint32_t)total;
 }
 
@@ -750,6 +792,8 @@ ptx_status ptx_module_load(const char *text, arsim_module **out, char *log, size
     if (log && log_size)
         log[0] = 0;
     ps.m = calloc(1, sizeof *ps.m);
+    if (ps.m)
+        ps.m->local_align = ps.m->shared_align = 16;
     int long_line = 0;
     if (!ps.m || ptx_lex(text, &ps.lx, &long_line) != 0) {
         free(ps.m);
@@ -795,6 +839,7 @@ ptx_status ptx_module_load(const char *text, arsim_module **out, char *log, size
             m->funcs[i].shared_static = m->shared_module;
             if (m->funcs[i].is_entry && m->funcs[i].defined) {
                 uint32_t s = local_stack(m, i, 0);
+                m->funcs[i].local_total = s;
                 if (s > maxlocal)
                     maxlocal = s;
             }
@@ -813,6 +858,10 @@ ptx_status ptx_module_load(const char *text, arsim_module **out, char *log, size
         ptx_program_free(m);
         return ps.err;
     }
+    if (ptx_register_vars(m)) {
+        ptx_program_free(m);
+        return PTX_ERR_OUT_OF_MEMORY;
+    }
     /* One engine module; its kernels are the .entry functions. */
     ptx_kernel_ctx *kc = calloc(m->nfuncs ? m->nfuncs : 1, sizeof *kc);
     if (!kc) {
@@ -820,6 +869,7 @@ ptx_status ptx_module_load(const char *text, arsim_module **out, char *log, size
         return PTX_ERR_OUT_OF_MEMORY;
     }
     for (uint32_t i = 0; i < m->nfuncs; i++) {
+        kc[i].magic = PTX_CTX_MAGIC;
         kc[i].mod = m;
         kc[i].func = i;
     }
