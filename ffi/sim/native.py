@@ -61,7 +61,9 @@ LIBRARIES = [
         soname="libcuda.so.1",
         sources=(
             *ENGINE_SOURCES,
+            "cuda/sim/cusim_init.c",
             "cuda/sim/cusim_core.c",
+            "cuda/sim/cusim_submit.c",
             "cuda/sim/cusim_errors.c",
             "cuda/sim/cusim_stream.c",
             "cuda/sim/cusim_export.c",
@@ -81,6 +83,7 @@ LIBRARIES = [
             "cuda/sim/cusim_graph.c",
             "cuda/sim/cusim_graph_nodes.c",
             "cuda/sim/cusim_graph_mem.c",
+            "cuda/sim/cusim_graph_launch.c",
             *PTX_SOURCES,
         ),
         depends=(

@@ -205,8 +205,10 @@ CUSIM_INTERNAL int cusim_gmem_device(const cu_gmem *m);
 /* Launch bookkeeping: refuses a launch whose allocations are still live,
  * then marks them live and the frees' dead. */
 CUSIM_INTERNAL CUresult cusim_gmem_launch(cu_graph_exec *x);
-/* cuMemFree / cuMemFreeAsync of graph memory outside a graph. */
-CUSIM_INTERNAL CUresult cusim_gmem_user_free(cu_gmem *m, cu_stream *s);
+/* cuMemFree / cuMemFreeAsync of graph memory outside a graph: ``queued``
+ * when a stream op (cusim_gmem_free_done) will release the backing. */
+CUSIM_INTERNAL CUresult cusim_gmem_user_free(cu_gmem *m, int queued);
+CUSIM_INTERNAL void cusim_gmem_free_done(void *m);
 CUSIM_INTERNAL void cusim_urefs_release(cu_uref *list);
 CUSIM_INTERNAL CUresult cusim_urefs_copy(const cu_uref *from, cu_uref **to);
 /* A user object whose last reference goes is destroyed by the next flush on

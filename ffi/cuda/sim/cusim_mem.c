@@ -113,7 +113,7 @@ static CUresult mem_free(void *p, unsigned kinds)
         for (int d = 0; d < arsim_device_count(); d++)
             arsim_device_synchronize(d);
     if (a.flags & CUSIM_GRAPH_MEM) {
-        CUresult gr = cusim_gmem_user_free(cusim_gmem_of((CUdeviceptr)(uintptr_t)p), NULL);
+        CUresult gr = cusim_gmem_user_free(cusim_gmem_of((CUdeviceptr)(uintptr_t)p), 0);
         if (gr != CUDA_SUCCESS)
             return gr;
     } else if (a.flags & CUSIM_POOL_BLOCK) {

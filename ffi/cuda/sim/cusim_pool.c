@@ -804,7 +804,13 @@ static CUresult free_graph_mem(cu_gmem *gm, cu_stream *s)
         r = cap->invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
                              : cusim_capture_add_mem(cap, CU_GRAPH_NODE_TYPE_MEM_FREE, gm);
     pthread_mutex_unlock(&g_capture_mu);
-    return cap ? r : cusim_gmem_user_free(gm, s);
+    if (cap)
+        return r;
+    CUSIM_TRY(cusim_gmem_user_free(gm, 1));
+    r = cusim_submit(s, arsim_op_release_fn(cusim_gmem_free_done, gm), NULL);
+    if (r != CUDA_SUCCESS)
+        cusim_gmem_free_done(gm); /* nothing will run on a poisoned device */
+    return r;
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)

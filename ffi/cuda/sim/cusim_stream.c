@@ -9,7 +9,6 @@
 
 #include "cusim.h"
 
-pthread_mutex_t g_capture_mu = PTHREAD_MUTEX_INITIALIZER;
 
 CUresult cusim_stream_new(cu_ctx *ctx, unsigned flags, int priority, int legacy, cu_stream **out)
 {
