@@ -11,6 +11,10 @@ static _Atomic int g_initialized;
 
 CUresult cusim_check_init(void)
 {
+    /* As NVIDIA's driver answers a child forked after cuInit: every call
+     * fails with "initialization error" (the engine threads stayed behind). */
+    if (arsim_forked())
+        return CUDA_ERROR_NOT_INITIALIZED;
     return atomic_load_explicit(&g_initialized, memory_order_acquire) ? CUDA_SUCCESS
                                                                       : CUDA_ERROR_NOT_INITIALIZED;
 }
@@ -23,11 +27,17 @@ CUresult cuInit(unsigned int Flags)
 {
     if (Flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
+    if (arsim_forked())
+        return CUDA_ERROR_NOT_INITIALIZED;
     /* Lets tests play a stub or broken driver. */
     const char *forced = getenv("ARUNTIME_SIM_CUINIT_RESULT");
     if (forced && *forced && atoi(forced) != 0)
         return (CUresult)atoi(forced);
     arsim_device_count(); /* reads the knobs */
+    arsim_mark_in_use();
+    /* cuda.h: after a sticky error "any further CUDA work will return the
+     * same error" until the process is relaunched, on every device. */
+    arsim_set_sticky_process_wide(1);
     atomic_store_explicit(&g_initialized, 1, memory_order_release);
     return CUDA_SUCCESS;
 }
@@ -242,9 +252,9 @@ static void ctx_release_resources(cu_ctx *c)
         cusim_stream_free(s);
     }
     arsim_mem_free_owner(c->handle);
-    /* A new context starts clean: the sticky error dies with the old one,
-     * and so does an error its legacy stream had not reported yet. */
-    arsim_device_reset(c->device);
+    /* An error its legacy stream had not reported yet dies with it.  A
+     * sticky error does not: cuda.h says the process must be relaunched
+     * (arsim_clear_faults stands in for that, for tests). */
     arsim_queue_take_error(c->legacy->q);
 }
 
@@ -255,6 +265,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
         return r;
     if (!pctx)
         return CUDA_ERROR_INVALID_VALUE;
+    CUSIM_TRY(cusim_status(arsim_device_sticky(dev))); /* no new context after a sticky error */
     pthread_mutex_lock(&g_primary_mu);
     if (!g_primary[dev]) {
         r = ctx_new(dev, 1, 0, &g_primary[dev]);
@@ -290,8 +301,6 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
     pthread_mutex_lock(&g_primary_mu);
     if (g_primary[dev])
         ctx_release_resources(g_primary[dev]);
-    else
-        arsim_device_reset(dev);
     pthread_mutex_unlock(&g_primary_mu);
     return CUDA_SUCCESS;
 }
@@ -335,6 +344,7 @@ CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
     CUSIM_TRY(check_device(dev));
     if (!pctx)
         return CUDA_ERROR_INVALID_VALUE;
+    CUSIM_TRY(cusim_status(arsim_device_sticky(dev)));
     cu_ctx *c;
     CUSIM_TRY(ctx_new(dev, 0, flags, &c));
     push_ctx(c->handle);
