@@ -50,9 +50,10 @@
  *   executes on that queue, which carries it to every waiter of that event,
  *   or else by the next arsim_queue_synchronize / arsim_queue_take_error.
  *   Ops after a non-sticky failure run normally.
- *   A sticky fault (ARSIM_ERR_ILLEGAL_ADDRESS) poisons the device: every
- *   later op on it fails with that error (ops still complete, so nobody
- *   hangs) and arsim_device_sticky() reports it until arsim_device_reset().
+ *   A sticky fault (ARSIM_ERR_ILLEGAL_ADDRESS) poisons the device (every
+ *   device, with arsim_set_sticky_process_wide): every later op on it fails
+ *   with that error (ops still complete, so nobody hangs) and
+ *   arsim_device_sticky() reports it until arsim_device_reset().
  * - Memory faults: every allocation is its own mapping followed by a guard
  *   page, so a kernel that runs past an allocation's last page faults.  A
  *   SIGSEGV/SIGBUS on a thread running a kernel is caught there (siglongjmp
