@@ -22,7 +22,7 @@ from typing import Any
 
 from .._callsite import caller_site
 from .._exceptions import AruntimeError
-from .._native import native_library_path
+from .._native import native_library_looked_up, native_library_path
 
 __all__ = ["fault_report", "launch_site_hook", "recover_lost_sim"]
 
@@ -93,6 +93,8 @@ def recover_lost_sim(backend: str) -> str:
     would need a fresh process after a sticky fault.  Only the sim's own
     test hook can undo one (``arsim_clear_faults``, ``arze_sim_clear_faults``).
     """
+    if not native_library_looked_up():
+        return ""  # no sim is loaded, and looking one up would build it
     lost = _sim_function(backend, "arsim_lost_devices")
     if lost is None:
         return ""
