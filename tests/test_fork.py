@@ -13,9 +13,12 @@ import contextlib
 import ctypes
 import os
 import signal
+import subprocess
+import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -26,6 +29,7 @@ import aruntime as ar
 from aruntime.backends._sim_faults import _sim_function
 
 _DEADLINE_S = 60.0  # a child that has not exited by then is hung
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _fork(child: Callable[[], list[str]]) -> list[str]:
@@ -63,7 +67,7 @@ def _fork(child: Callable[[], list[str]]) -> list[str]:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             os.close(read)
-            pytest.fail(f"the forked child hung; it had reported: {data.decode()!r}")
+            raise AssertionError(f"the forked child hung; it had reported: {data.decode()!r}")
         else:
             time.sleep(0.05)
     with contextlib.suppress(BlockingIOError):
@@ -105,8 +109,38 @@ def _slow_ops(kind: str) -> Iterator[None]:
         set_timing(0.0, 0.0)
 
 
+def _alone(scenario: str, *args: str) -> None:
+    """Run ``scenario(*args)`` of this module in a fresh interpreter, which forks.
+
+    Never in the test process itself: forking it would copy every earlier
+    test's threads and backends into the child.
+    """
+    code = f"import tests.test_fork as t; t.{scenario}(*{args!r})"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH")))),
+    }
+    run = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=240
+    )
+    assert run.returncode == 0, f"{scenario}{args} failed alone:\n{run.stdout}{run.stderr}"
+
+
 @pytest.mark.parametrize("kind", ["mock", "cuda-sim", "levelzero-sim"])
 def test_a_forked_child_cannot_use_its_parents_backend(kind: str) -> None:
+    _alone("inherited_scenario", kind)
+
+
+@pytest.mark.parametrize("kind", ["cuda-sim", "levelzero-sim"])
+def test_a_sim_refuses_a_new_backend_in_a_forked_child(kind: str) -> None:
+    _alone("new_sim_scenario", kind)
+
+
+def test_a_new_mock_in_a_forked_child_works() -> None:
+    _alone("new_mock_scenario")
+
+
+def inherited_scenario(kind: str) -> None:
     gpu = ar.open_backend(kind)
     buf = gpu.alloc(4096)
     try:
@@ -144,8 +178,7 @@ def test_a_forked_child_cannot_use_its_parents_backend(kind: str) -> None:
     assert outcome["close"] == "ok", lines  # a no-op: the parent's device state is the parent's
 
 
-@pytest.mark.parametrize("kind", ["cuda-sim", "levelzero-sim"])
-def test_a_sim_refuses_a_new_backend_in_a_forked_child(kind: str) -> None:
+def new_sim_scenario(kind: str) -> None:
     # The parent initialized the driver (and closed its backend) before forking.
     ar.open_backend(kind).close()
 
@@ -162,7 +195,7 @@ def test_a_sim_refuses_a_new_backend_in_a_forked_child(kind: str) -> None:
     assert f"a fork of process {os.getpid()}" in line and "spawn" in line, line
 
 
-def test_a_new_mock_in_a_forked_child_works() -> None:
+def new_mock_scenario() -> None:
     ar.open_backend("mock").close()
 
     def child() -> list[str]:

@@ -8,14 +8,19 @@ run them stayed in the parent.  Waiting on either must not hang.
 from __future__ import annotations
 
 import numpy as np
-from _cudasim_support import CUDA_SUCCESS, Cuda, Gate, ffi
+from _cudasim_support import CUDA_SUCCESS, Cuda, Gate, ffi, run_alone
 
 from tests.test_fork import _fork
 
 CUDA_ERROR_NOT_INITIALIZED = 3
 
 
-def test_every_call_in_a_forked_child_is_not_initialized(cu: Cuda) -> None:
+def test_every_call_in_a_forked_child_is_not_initialized() -> None:
+    # In a fresh interpreter: the test process itself is never forked.
+    run_alone(__file__, "_fork_scenario")
+
+
+def _fork_scenario(cu: Cuda) -> None:
     lib = cu.lib
     s = ffi.new("CUstream *")
     cu.check(lib.cuStreamCreate(s, 0))
