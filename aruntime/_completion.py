@@ -27,6 +27,7 @@ __all__ = [
     "born_captured",
     "born_done",
     "done_none",
+    "fail_forked",
     "failed",
     "finish",
     "settled",
@@ -375,6 +376,22 @@ def failed_queued(completion: Completion, error: BaseException) -> tuple[Any, ..
         completion._views = ()
     completion._finish(error)
     return held
+
+
+def fail_forked(completion: Completion, error: Callable[[str], BaseException]) -> None:
+    """In a forked child: fail ``completion``, pending on a thread that did not survive fork().
+
+    Its lock may have been held by such a thread, so it gets a new one, and
+    its wake-ups are dropped, not run: they belong to the parent's loops.
+    """
+    completion._lock = threading.Lock()
+    if completion._state != _PENDING:
+        return
+    completion._error = error(completion._op)
+    completion._state = _FAILED
+    completion._callbacks = []
+    completion._keepalive = ()
+    completion._views = ()
 
 
 def born_captured(op: str) -> Completion:

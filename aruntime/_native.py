@@ -17,7 +17,7 @@ from types import ModuleType
 
 from ._exceptions import BackendUnavailableError
 
-__all__ = ["native_library_path"]
+__all__ = ["native_library_looked_up", "native_library_path"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _LIB_DIR = _PACKAGE_DIR / "_lib"
@@ -25,6 +25,7 @@ _SOURCE_ROOT = _PACKAGE_DIR.parent
 _SOURCE_FFI = _SOURCE_ROOT / "ffi" / "build.py"
 _lock = threading.Lock()
 _checked = False
+_looked_up = False
 
 
 def _load_builder() -> ModuleType:
@@ -66,8 +67,15 @@ def _rebuild_from_source() -> None:
     _checked = True
 
 
+def native_library_looked_up() -> bool:
+    """Whether this process has asked for a native library yet (else none is loaded)."""
+    return _looked_up
+
+
 def native_library_path(filename: str) -> Path:
     """The path of one of the project's shared objects, building it if needed."""
+    global _looked_up
+    _looked_up = True
     with _lock:
         if os.environ.get("ARUNTIME_NO_NATIVE_BUILD") != "1":
             try:

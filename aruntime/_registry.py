@@ -10,7 +10,8 @@ from typing import Any, cast
 from ._backend import Backend
 from ._backend_package import BackendPackage
 from ._driver import DeviceInfo
-from ._exceptions import BackendUnavailableError, InvalidArgumentError
+from ._exceptions import BackendUnavailableError, DriverError, InvalidArgumentError
+from ._fork import parent_pid
 from ._racecheck import checking_requested
 
 __all__ = [
@@ -108,7 +109,19 @@ def open_backend(
     if name == "auto":
         name = resolve_auto()
     module, sim = _package(name)
-    driver = module.open_driver(device, sim=sim, **options)
+    try:
+        driver = module.open_driver(device, sim=sim, **options)
+    except (BackendUnavailableError, DriverError) as exc:
+        parent = parent_pid()
+        if parent is None or name == "mock":
+            raise
+        # NVIDIA's driver, and the sims, refuse a child forked after init.
+        raise BackendUnavailableError(
+            f"open_backend({name!r}): {exc}; this process is a fork of process {parent}: "
+            "a driver initialized before fork() cannot be used in the child (CUDA answers "
+            "CUDA_ERROR_NOT_INITIALIZED); open backends only after the fork, or start the "
+            "child with the 'spawn' or 'forkserver' method"
+        ) from exc
     return Backend(driver, check_hazards=checking)
 
 

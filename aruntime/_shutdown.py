@@ -25,6 +25,7 @@ from ._completion import Completion
 from ._driver import Driver
 from ._exceptions import DriverError
 from ._exit import BACKENDS, at_exit
+from ._fork import forked_error, on_fork_in_child
 from ._ledger import Entry
 from ._op import OpKind
 from ._state import BackendState
@@ -112,6 +113,14 @@ def _leak_message(name: str, entries: list[Entry], top: int = 5) -> str:
         f"that were still live; free them (or use sweep_unreleased()) before closing. "
         f"Allocated at: {listed}{more}"
     )
+
+
+def _mark_forked(parent: int) -> None:
+    for shutdown in list(_open):
+        shutdown.forked(parent)
+
+
+on_fork_in_child(_mark_forked)
 
 
 class Shutdown:
@@ -220,6 +229,23 @@ class Shutdown:
         for waiter in waiters:
             waiter.abandon()
         state.tracing.stop_all(abandon=True)
+
+    def forked(self, parent: int) -> None:
+        """In a forked child: the backend is the parent's; every call now raises, nothing waits.
+
+        Runs on the child's only thread right after the fork, so it takes no
+        lock (one may have been held by a thread the fork left behind).  The
+        driver is never called again here: its close belongs to the parent.
+        """
+        state = self._state
+        state.lock = threading.RLock()
+        state.forked_from = parent
+        state.closed = True
+        self._finalizer.detach()
+        _open.discard(self)
+        name = state.name
+        for waiter in list(state.waiters):
+            waiter.fail_after_fork(lambda op: forked_error(op, name, parent))
 
     def pending_completions(self) -> list[Completion]:
         """What ``async with``'s exit awaits before it closes."""

@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from ._driver import DeviceInfo, Driver
 from ._exceptions import ClosedResourceError, DriverError
+from ._fork import forked_error
 from ._handles import Event, Graph, HandleOwner, Module, Stream
 from ._ledger import REDZONE_BYTES, Ledger, redzones_enabled
 from ._protocols import Owner
@@ -50,6 +51,8 @@ class BackendState:
         self.handles = handles
         self.lock = threading.RLock()
         self.closed = False
+        #: In a forked child, the pid of the parent that opened this backend.
+        self.forked_from: int | None = None
         self.ledger = Ledger(owner)
         self.redzone = REDZONE_BYTES if redzones_enabled() else 0
         #: Every live resource, in creation order (see _resources).
@@ -70,6 +73,8 @@ class BackendState:
 
     def check_open(self, fn: str) -> None:
         if self.closed:
+            if self.forked_from is not None:
+                raise forked_error(fn, self.name, self.forked_from)
             raise ClosedResourceError(f"{fn}: the {self.name} backend is closed")
 
     def add_waiter(self, waiter: StreamWaiter) -> None:

@@ -55,7 +55,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ._completion import Completion, finish
+from ._completion import Completion, fail_forked, finish
 from ._driver import Driver, DriverEvent
 from ._exceptions import AruntimeError, DriverError
 from ._loop import defer_to_loop
@@ -197,6 +197,26 @@ class StreamWaiter:
             self._closing = True
             self._kick_pending = False
             self._cond.notify()
+
+    def fail_after_fork(self, error: Callable[[str], BaseException]) -> None:
+        """In a forked child: the thread is gone; fail every op it held, at once.
+
+        Only the forking thread survived, and a lock held by another at the
+        fork would never be released: the waiter gets new ones, and nothing
+        here waits.  Nothing is woken either (the loops are the parent's).
+        """
+        self._cond = threading.Condition(threading.RLock())
+        self._turn = threading.Lock()
+        self._closing = self._abandon = self._exited = True
+        self._kick_pending = False
+        self._on_exit = []
+        held = [item[1] for item in self._queue]
+        if self._current is not None:
+            held.append(self._current)
+        self._queue.clear()
+        self._current = None
+        for completion in held:
+            fail_forked(completion, error)
 
     def finish_ready(self, completion: Completion) -> None:
         """On an awaiting thread: finish, in order, queued ops already done, up to ``completion``.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 
 import pytest
 
@@ -17,6 +18,21 @@ pytest_plugins = ["aruntime.testing", "tests.skip_summary", "pytester"]
 )
 def anyio_backend(request: pytest.FixtureRequest) -> tuple[str, dict[str, object]]:
     return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture(autouse=True)
+def _sim_devices_recovered() -> Iterator[None]:
+    """After each test, a sim device it lost is cleared, as a fresh process would be.
+
+    A sticky fault outlives every backend (cuda.h: the process must be
+    relaunched; Level Zero: the device must be reset), so without this one
+    faulting test would fail every later test of the session on that sim.
+    """
+    yield
+    from aruntime.backends._sim_faults import recover_lost_sim
+
+    for backend in ("cuda-sim", "levelzero-sim"):
+        recover_lost_sim(backend)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -52,9 +52,10 @@
  *   executes on that queue, which carries it to every waiter of that event,
  *   or else by the next arsim_queue_synchronize / arsim_queue_take_error.
  *   Ops after a non-sticky failure run normally.
- *   A sticky fault (ARSIM_ERR_ILLEGAL_ADDRESS) poisons the device: every
- *   later op on it fails with that error (ops still complete, so nobody
- *   hangs) and arsim_device_sticky() reports it until arsim_device_reset().
+ *   A sticky fault (ARSIM_ERR_ILLEGAL_ADDRESS) poisons the device (every
+ *   device, with arsim_set_sticky_process_wide): every later op on it fails
+ *   with that error (ops still complete, so nobody hangs) and
+ *   arsim_device_sticky() reports it until arsim_device_reset().
  * - Memory faults: every allocation is its own mapping followed by a guard
  *   page, so a kernel that runs past an allocation's last page faults.  A
  *   SIGSEGV/SIGBUS on a thread running a kernel is caught there (siglongjmp
@@ -105,6 +106,7 @@ typedef enum arsim_status {
     ARSIM_ERR_INVALID_DEVICE = 10,
     ARSIM_ERR_CAPTURING = 11,      /* queue is capturing (front end decides what that means) */
     ARSIM_ERR_NOT_CAPTURING = 12,
+    ARSIM_ERR_FORKED = 13,         /* called in a forked child (see arsim_forked) */
     ARSIM_ERR_UNKNOWN = 99,
 } arsim_status;
 
@@ -132,6 +134,12 @@ ARSIM_EXPORT double arsim_get_peer_gbps(void);
 ARSIM_EXPORT int arsim_inject_fault(int device, int kind, int count);
 /* Clears every pending injected fault and the sticky state of every device. */
 ARSIM_EXPORT void arsim_clear_faults(void);
+/* How many devices a sticky fault has poisoned (0: none).  Lock-free. */
+ARSIM_EXPORT int arsim_lost_devices(void);
+/* Where the next kernel op this thread builds was launched from ("file:line"
+ * of the application), for the fault report that names it.  The string is
+ * not copied: the caller keeps it alive for as long as the library lives. */
+ARSIM_EXPORT void arsim_set_launch_site(const char *site);
 /* The last kernel memory fault (an access outside any live allocation):
  * where, which kernel, and the allocation nearest to the address. */
 typedef struct arsim_fault_info {
@@ -182,6 +190,16 @@ ARSIM_API arsim_status arsim_device_info_get(int device, arsim_device_info *out)
 ARSIM_API arsim_status arsim_device_sticky(int device);
 /* Clears the sticky error and the device's pending faults. */
 ARSIM_API void arsim_device_reset(int device);
+/* 1: a sticky fault on one device poisons every device (CUDA: the whole
+ * process is unusable); 0 (the default): only its own (Level Zero). */
+ARSIM_API void arsim_set_sticky_process_wide(int on);
+/* 1 in a child forked after arsim_mark_in_use: the engine's threads did
+ * not survive the fork, so the front ends must refuse every call.
+ * Lock-free. */
+ARSIM_API int arsim_forked(void);
+/* The front end was initialized (cuInit, zeInit): a child forked from now on
+ * is arsim_forked().  Before it, a child may use the driver afresh. */
+ARSIM_API void arsim_mark_in_use(void);
 /* Waits until every queue of the device has drained (errors not consumed). */
 ARSIM_API arsim_status arsim_device_synchronize(int device);
 

@@ -58,6 +58,7 @@ const char *arsim_status_name(arsim_status s)
     case ARSIM_ERR_INVALID_DEVICE: return "ARSIM_ERR_INVALID_DEVICE";
     case ARSIM_ERR_CAPTURING: return "ARSIM_ERR_CAPTURING";
     case ARSIM_ERR_NOT_CAPTURING: return "ARSIM_ERR_NOT_CAPTURING";
+    case ARSIM_ERR_FORKED: return "ARSIM_ERR_FORKED";
     default: return "ARSIM_ERR_UNKNOWN";
     }
 }
@@ -86,8 +87,25 @@ static double env_double(const char *name, double dflt)
     return end == v ? dflt : d;
 }
 
+/* A forked child has only the thread that called fork(): the engine
+ * threads, and whatever they held, stayed behind.  Nothing here may take a
+ * lock; the front ends read the flag and refuse every call. */
+static _Atomic int g_forked;
+static _Atomic int g_in_use; /* arsim_mark_in_use: a driver was initialized */
+
+static void after_fork_in_child(void)
+{
+    if (atomic_load(&g_in_use))
+        atomic_store(&g_forked, 1);
+}
+
+void arsim_mark_in_use(void) { atomic_store(&g_in_use, 1); }
+
+int arsim_forked(void) { return atomic_load_explicit(&g_forked, memory_order_relaxed); }
+
 static void init_once(void)
 {
+    pthread_atfork(NULL, NULL, after_fork_in_child);
     int n = (int)env_double("ARUNTIME_SIM_DEVICES", 1);
     if (n < 1)
         n = 1;

@@ -149,6 +149,8 @@ int eng_event_record_done(arsim_event *e, uint64_t seq)
  * never for one submitted later (cuEventSynchronize). */
 arsim_status arsim_event_wait(arsim_event *e, arsim_wait_mode mode, int64_t timeout_ns)
 {
+    if (arsim_forked())
+        return ARSIM_ERR_FORKED; /* the engine threads did not survive fork() */
     uint64_t target = atomic_load_explicit(&e->rec_submitted, memory_order_acquire);
     if (target == 0 || eng_event_record_done(e, target))
         return (arsim_status)atomic_load_explicit(&e->rec_status, memory_order_acquire);
@@ -200,6 +202,8 @@ void arsim_event_host_reset(arsim_event *e)
 
 arsim_status arsim_event_wait_signaled(arsim_event *e, arsim_wait_mode mode, int64_t timeout_ns)
 {
+    if (arsim_forked())
+        return ARSIM_ERR_FORKED; /* the engine threads did not survive fork() */
     if (event_block(e, pred_signaled, 0, mode, timeout_ns) != 0)
         return ARSIM_ERR_TIMEOUT;
     return (arsim_status)atomic_load_explicit(&e->sig_status, memory_order_acquire);

@@ -130,7 +130,7 @@ static int do_work(const arsim_queue *q, const arsim_op *op, sim_device *d)
     default: {
         int rc = eng_run_kernel(op, q->device);
         if (rc == ARSIM_ERR_ILLEGAL_ADDRESS) {
-            atomic_store_explicit(&d->sticky, ARSIM_ERR_ILLEGAL_ADDRESS, memory_order_release);
+            eng_poison(d);
             return ARSIM_ERR_ILLEGAL_ADDRESS;
         }
         return rc != 0 ? ARSIM_ERR_LAUNCH_FAILED : ARSIM_OK;
@@ -155,7 +155,8 @@ static int run_on_engine(arsim_queue *q, const arsim_op *op, sim_device *d, int 
     }
     if (op->kind == OP_KERNEL) {
         if (eng_take_fault(&d->fault_illegal)) {
-            atomic_store_explicit(&d->sticky, ARSIM_ERR_ILLEGAL_ADDRESS, memory_order_release);
+            eng_record_injected(op, q->device);
+            eng_poison(d);
             return ARSIM_ERR_ILLEGAL_ADDRESS;
         }
         if (eng_take_fault(&d->fault_launch))

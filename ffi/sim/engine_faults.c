@@ -9,19 +9,57 @@
 
 /* The kernel running on this thread (set around each slice), for fault reports. */
 static __thread const char *tls_kernel_name;
+static __thread const char *tls_kernel_site;
 static __thread int tls_kernel_device = -1;
+/* Set by the application's thread just before it launches a kernel. */
+static __thread const char *tls_launch_site;
 
 static pthread_mutex_t g_fault_mu = PTHREAD_MUTEX_INITIALIZER;
 static arsim_fault_info g_fault;
+static const char *g_fault_site; /* the faulting kernel's launch site, or NULL */
+static int g_fault_injected;     /* the fault was arsim_inject_fault's */
 static int g_has_fault;
 static _Atomic uint64_t g_fault_seq; /* faults recorded so far */
+static _Atomic int g_process_wide;   /* arsim_set_sticky_process_wide */
+
+void arsim_set_launch_site(const char *site) { tls_launch_site = site; }
+
+const char *eng_take_launch_site(void)
+{
+    const char *site = tls_launch_site;
+    tls_launch_site = NULL;
+    return site;
+}
+
+void arsim_set_sticky_process_wide(int on) { atomic_store(&g_process_wide, on != 0); }
+
+void eng_poison(sim_device *d)
+{
+    if (!atomic_load(&g_process_wide)) {
+        atomic_store_explicit(&d->sticky, ARSIM_ERR_ILLEGAL_ADDRESS, memory_order_release);
+        return;
+    }
+    for (int i = 0; i < eng_ndev; i++)
+        atomic_store_explicit(&eng_dev[i].sticky, ARSIM_ERR_ILLEGAL_ADDRESS,
+                              memory_order_release);
+}
+
+int arsim_lost_devices(void)
+{
+    eng_ensure_init();
+    int n = 0;
+    for (int i = 0; i < eng_ndev; i++)
+        n += atomic_load_explicit(&eng_dev[i].sticky, memory_order_acquire) != 0;
+    return n;
+}
 
 static __thread uintptr_t tls_hit_lo, tls_hit_hi;
 static __thread uint64_t tls_hit_epoch;
 
-void eng_fault_set_kernel(const char *name, int device)
+void eng_fault_set_kernel(const char *name, const char *site, int device)
 {
     tls_kernel_name = name;
+    tls_kernel_site = site;
     tls_kernel_device = device;
 }
 
@@ -58,6 +96,8 @@ void eng_record_fault(uintptr_t addr, int access, int size)
         describe_address(addr, &f);
     pthread_mutex_lock(&g_fault_mu);
     g_fault = f;
+    g_fault_site = tls_kernel_site;
+    g_fault_injected = 0;
     g_has_fault = 1;
     atomic_fetch_add(&g_fault_seq, 1);
     pthread_mutex_unlock(&g_fault_mu);
@@ -70,13 +110,14 @@ void eng_record_fault(uintptr_t addr, int access, int size)
 
 uint64_t eng_fault_count(void) { return atomic_load(&g_fault_seq); }
 
-void eng_fault_after_kernel(uint64_t before, const char *name, int device)
+void eng_fault_after_kernel(uint64_t before, const char *name, const char *site, int device)
 {
     pthread_mutex_lock(&g_fault_mu);
     int recorded = atomic_load(&g_fault_seq) != before;
     /* An executor's own threads do not know the kernel's name. */
     if (recorded && strcmp(g_fault.kernel, "?") == 0) {
         snprintf(g_fault.kernel, sizeof g_fault.kernel, "%s", name);
+        g_fault_site = site;
         g_fault.device = device;
     }
     pthread_mutex_unlock(&g_fault_mu);
@@ -94,29 +135,57 @@ int arsim_last_fault(arsim_fault_info *out)
     return has;
 }
 
+void eng_record_injected(const arsim_op *op, int device)
+{
+    eng_fault_set_kernel(op->kernel->name, op->site, device);
+    eng_record_fault(0, -1, 0);
+    eng_fault_set_kernel(NULL, NULL, -1);
+    pthread_mutex_lock(&g_fault_mu);
+    g_fault_injected = 1;
+    pthread_mutex_unlock(&g_fault_mu);
+}
+
+/* "kernel NAME (launched at SITE)", or without the site where none was set. */
+static void name_kernel(char *out, size_t n, const arsim_fault_info *f, const char *site)
+{
+    if (site)
+        snprintf(out, n, "kernel %s (launched at %s)", f->kernel, site);
+    else
+        snprintf(out, n, "kernel %s", f->kernel);
+}
+
 int arsim_fault_report(char *buf, size_t n)
 {
     arsim_fault_info f;
-    if (!arsim_last_fault(&f)) {
+    pthread_mutex_lock(&g_fault_mu);
+    int has = g_has_fault, injected = g_fault_injected;
+    const char *site = g_fault_site;
+    f = g_fault;
+    pthread_mutex_unlock(&g_fault_mu);
+    if (!has) {
         if (buf && n)
             buf[0] = 0;
         return 0;
     }
+    char who[400];
+    name_kernel(who, sizeof who, &f, site);
     const char *what = f.access == 1 ? "write" : f.access == 0 ? "read" : "access";
     char size[32] = "";
     if (f.size > 0)
         snprintf(size, sizeof size, " of %d bytes", (int)f.size);
+    if (injected)
+        return snprintf(buf, n, "%s: injected illegal address on device %d (arsim_inject_fault)",
+                        who, (int)f.device);
     if (!f.address)
-        return snprintf(buf, n, "kernel %s: illegal address on device %d (no address known)",
-                        f.kernel, (int)f.device);
+        return snprintf(buf, n, "%s: illegal address on device %d (no address known)", who,
+                        (int)f.device);
     if (!f.alloc_base)
-        return snprintf(buf, n,
-                        "kernel %s: invalid %s%s at 0x%llx on device %d, outside any allocation",
-                        f.kernel, what, size, (unsigned long long)f.address, (int)f.device);
+        return snprintf(buf, n, "%s: invalid %s%s at 0x%llx on device %d, outside any allocation",
+                        who, what, size, (unsigned long long)f.address, (int)f.device);
     return snprintf(buf, n,
-                    "kernel %s: invalid %s%s at 0x%llx on device %d, offset %lld of %s "
+                    "%s: invalid %s%s at 0x%llx on device %d, offset %lld of %s "
                     "allocation 0x%llx (%llu bytes)%s",
-                    f.kernel, what, size, (unsigned long long)f.address, (int)f.device,
+                    who, what, size, (unsigned long long)f.address, (int)f.device,
                     (long long)f.offset, f.freed ? "freed" : "the", (unsigned long long)f.alloc_base,
                     (unsigned long long)f.alloc_size,
                     f.freed ? ": use after free"

@@ -100,14 +100,25 @@ ENG_HIDDEN int eng_mem_nearest(uintptr_t addr, arsim_alloc *out, uintptr_t *dist
 /* Records a memory fault (addr 0: the place is not known) for
  * arsim_last_fault, naming the kernel this thread runs. */
 ENG_HIDDEN void eng_record_fault(uintptr_t addr, int access, int size);
-/* The kernel this thread runs from now on, for fault reports (NULL, -1: none). */
-ENG_HIDDEN void eng_fault_set_kernel(const char *name, int device);
+/* The kernel this thread runs from now on and where it was launched, for
+ * fault reports (NULL, NULL, -1: none). */
+ENG_HIDDEN void eng_fault_set_kernel(const char *name, const char *site, int device);
+/* An injected illegal address (arsim_inject_fault) hit kernel op `op`:
+ * recorded as its fault, without an address. */
+ENG_HIDDEN void eng_record_injected(const arsim_op *op, int device);
+/* Poisons device d with the sticky ARSIM_ERR_ILLEGAL_ADDRESS (every device,
+ * when arsim_set_sticky_process_wide is on). */
+ENG_HIDDEN void eng_poison(sim_device *d);
+/* The launch site arsim_set_launch_site left for this thread's next kernel
+ * op (taken: the next op gets none unless it is set again). */
+ENG_HIDDEN const char *eng_take_launch_site(void);
 /* How many faults have been recorded so far. */
 ENG_HIDDEN uint64_t eng_fault_count(void);
 /* A kernel failed with ARSIM_ERR_ILLEGAL_ADDRESS: names it in the fault
  * recorded since eng_fault_count() was `before` (an executor's own threads do
  * not know the kernel's name), or records one without an address. */
-ENG_HIDDEN void eng_fault_after_kernel(uint64_t before, const char *name, int device);
+ENG_HIDDEN void eng_fault_after_kernel(uint64_t before, const char *name, const char *site,
+                                       int device);
 
 /* ------------------------------------------------------ engine_events.c */
 
@@ -162,6 +173,7 @@ struct arsim_op {
     uint32_t shared_bytes;
     void (*fn)(void *);
     void *user;
+    const char *site; /* a kernel's launch site (arsim_set_launch_site), or NULL */
     arsim_event *event;
     arsim_queue *other;
     int src_dev, dst_dev; /* a peer copy's two devices */

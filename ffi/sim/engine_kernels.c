@@ -99,7 +99,7 @@ static void *run_slice(void *arg)
     }
     l.block_begin = sl->begin;
     l.block_end = sl->end;
-    eng_fault_set_kernel(op->kernel->name, sl->device);
+    eng_fault_set_kernel(op->kernel->name, op->site, sl->device);
     uint64_t faults_before = eng_fault_count();
     sigjmp_buf jb;
     if (sigsetjmp(jb, 1) == 0) {
@@ -110,13 +110,13 @@ static void *run_slice(void *arg)
             sl->rc = op->kernel->entry(&l, (void **)op->owned);
         tls_fault_jmp = NULL;
         if (sl->rc == ARSIM_ERR_ILLEGAL_ADDRESS)
-            eng_fault_after_kernel(faults_before, op->kernel->name, sl->device);
+            eng_fault_after_kernel(faults_before, op->kernel->name, op->site, sl->device);
     } else {
         /* The kernel touched memory outside every live allocation. */
         eng_record_fault(tls_fault_addr, -1, 0);
         sl->rc = ARSIM_ERR_ILLEGAL_ADDRESS;
     }
-    eng_fault_set_kernel(NULL, -1);
+    eng_fault_set_kernel(NULL, NULL, -1);
     free(l.shared);
     return NULL;
 }

@@ -170,6 +170,7 @@ arsim_op *arsim_op_kernel(const arsim_kernel *k, ar_dim3 grid, ar_dim3 block,
     }
     eng_module_retain(k->module);
     op->kernel = k;
+    op->site = eng_take_launch_site();
     op->grid = grid;
     op->block = block;
     op->shared_bytes = shared_bytes;

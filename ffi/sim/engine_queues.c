@@ -35,6 +35,8 @@ void eng_queue_finalize(arsim_queue *q)
 
 arsim_status arsim_queue_create(int ordinal, int priority, arsim_queue **out)
 {
+    if (arsim_forked())
+        return ARSIM_ERR_FORKED; /* the engine threads did not survive fork() */
     sim_device *d = eng_dev_get(ordinal);
     if (!d)
         return ARSIM_ERR_INVALID_DEVICE;
@@ -84,6 +86,10 @@ arsim_status arsim_queue_submit(arsim_queue *q, arsim_op *op, uint64_t *seq_out)
 {
     if (seq_out)
         *seq_out = 0;
+    if (arsim_forked()) {
+        arsim_op_free(op);
+        return ARSIM_ERR_FORKED; /* the engine threads did not survive fork() */
+    }
     if (!op)
         return ARSIM_ERR_OUT_OF_MEMORY;
     if (!q) {
@@ -164,6 +170,8 @@ arsim_status arsim_queue_take_error(arsim_queue *q)
 
 arsim_status arsim_queue_synchronize(arsim_queue *q, arsim_wait_mode mode)
 {
+    if (arsim_forked())
+        return ARSIM_ERR_FORKED; /* the engine threads did not survive fork() */
     if (!q)
         return ARSIM_ERR_INVALID_VALUE;
     queue_wait_completed(q, atomic_load(&q->submitted), mode);
@@ -210,6 +218,8 @@ arsim_graph *arsim_queue_capture_graph(const arsim_queue *q)
 
 arsim_status arsim_device_synchronize(int ordinal)
 {
+    if (arsim_forked())
+        return ARSIM_ERR_FORKED; /* the engine threads did not survive fork() */
     sim_device *d = eng_dev_get(ordinal);
     if (!d)
         return ARSIM_ERR_INVALID_DEVICE;

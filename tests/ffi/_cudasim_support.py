@@ -287,7 +287,7 @@ with support.open_cuda() as cu:
 """
 
 
-def run_alone(module_file: str, name: str) -> None:
+def run_alone(module_file: str, name: str, env: dict[str, str] | None = None) -> None:
     """Run ``name(cu)``, a function of ``module_file``, in a fresh interpreter.
 
     For checks on the sim's process-wide counts (live queues, engine threads)
@@ -301,7 +301,7 @@ def run_alone(module_file: str, name: str) -> None:
     path = os.pathsep.join(p for p in (str(here.parents[1]), os.environ.get("PYTHONPATH")) if p)
     run = subprocess.run(
         [sys.executable, "-c", code],
-        env={**os.environ, "PYTHONPATH": path},
+        env={**os.environ, **(env or {}), "PYTHONPATH": path},
         capture_output=True,
         text=True,
         timeout=120,

@@ -18,6 +18,7 @@ from _cudasim_support import (
     Gate,
     ffi,
     host_kernels_path,
+    run_alone,
 )
 
 
@@ -92,10 +93,48 @@ def test_illegal_address_is_sticky(cu: Cuda) -> None:
     assert lib.cuCtxSynchronize() == CUDA_ERROR_ILLEGAL_ADDRESS
     assert _launch(cu, fn, args, s[0]) == CUDA_ERROR_ILLEGAL_ADDRESS
     assert lib.cuStreamQuery(s[0]) == CUDA_ERROR_ILLEGAL_ADDRESS
-    # Resetting the primary context clears it (and frees what it owned).
+
+
+def test_illegal_address_outlives_every_context(cu: Cuda) -> None:
+    """cuda.h: to continue using CUDA the process must be terminated and relaunched."""
+    lib = cu.lib
+    fn, args, _keep = _fill_kernel(cu)
+    lib.arsim_inject_fault(0, FAULT_ILLEGAL_ADDRESS, 1)
+    assert _launch(cu, fn, args, ffi.NULL) == CUDA_SUCCESS
+    assert lib.cuCtxSynchronize() == CUDA_ERROR_ILLEGAL_ADDRESS
+    # Resetting the primary context frees what it owned, but the error stays.
     cu.check(lib.cuDevicePrimaryCtxReset_v2(0))
+    ctx = ffi.new("CUcontext *")
+    assert lib.cuDevicePrimaryCtxRetain(ctx, 0) == CUDA_ERROR_ILLEGAL_ADDRESS
+    assert lib.cuCtxCreate_v2(ctx, 0, 0) == CUDA_ERROR_ILLEGAL_ADDRESS
+    # Only the test hook that stands in for a relaunch clears it.
+    lib.arsim_clear_faults()
+    cu.check(lib.cuDevicePrimaryCtxRetain(ctx, 0))
+    cu.check(lib.cuCtxSetCurrent(ctx[0]))
+    p = ffi.new("CUdeviceptr *")
     cu.check(lib.cuMemAlloc_v2(p, 16))
     cu.check(lib.cuCtxSynchronize())
+    cu.check(lib.cuMemFree_v2(p[0]))
+    cu.check(lib.cuDevicePrimaryCtxRelease_v2(0))
+
+
+def test_illegal_address_loses_every_device_of_the_process() -> None:
+    """Any further CUDA work returns the error: on the other devices too."""
+    run_alone(__file__, "_two_devices_scenario", env={"ARUNTIME_SIM_DEVICES": "2"})
+
+
+def _two_devices_scenario(cu: Cuda) -> None:
+    lib = cu.lib
+    fn, args, _keep = _fill_kernel(cu)
+    lib.arsim_inject_fault(0, FAULT_ILLEGAL_ADDRESS, 1)
+    assert _launch(cu, fn, args, ffi.NULL) == CUDA_SUCCESS
+    assert lib.cuCtxSynchronize() == CUDA_ERROR_ILLEGAL_ADDRESS
+    ctx = ffi.new("CUcontext *")
+    assert lib.cuDevicePrimaryCtxRetain(ctx, 1) == CUDA_ERROR_ILLEGAL_ADDRESS
+    from aruntime.backends._sim_faults import fault_report
+
+    report = fault_report("cuda-sim")
+    assert "kernel fill_f32: injected illegal address on device 0" in report, report
 
 
 def test_faults_reach_every_waiter(cu: Cuda) -> None:

@@ -11,6 +11,7 @@ from typing import Any, NoReturn
 from ..._driver import DeviceInfo, Driver
 from ..._exceptions import AruntimeError, BackendUnavailableError, DeviceLostError, DriverError
 from .._release import DeferredReleases
+from .._sim_faults import launch_site_hook
 from .._staging import STAGING_CHUNK, StagingPool
 from . import _errors
 from ._constants import (
@@ -62,6 +63,17 @@ class _CudaBase(Driver):
         code = lib.cuDevicePrimaryCtxRetain(ctx, self._device)
         if code != 0:  # e.g. an exclusive-process device another process holds
             error = self._fail(code, "cuDevicePrimaryCtxRetain")
+            if isinstance(error, DeviceLostError):
+                # A sticky error outlives every context (cuda.h): the device
+                # is lost, not merely unavailable, until the process ends.
+                raise DeviceLostError(
+                    f"{self.backend_name}: device {ordinal} was lost earlier in this process: "
+                    f"{error}",
+                    backend=error.backend,
+                    code=error.code,
+                    name=error.name,
+                    function=error.function,
+                )
             raise BackendUnavailableError(f"{self.backend_name}: device {ordinal}: {error}")
         self._ctx = ctx[0]
         self._closed = False
@@ -95,6 +107,8 @@ class _CudaBase(Driver):
         self._priority_range: tuple[int, int] | None = None
         #: Peer devices whose access this context has asked for (see ``_enable_peer``).
         self._peers_tried: set[int] = set()
+        #: On cuda-sim: tells the sim each launch's call site, for its fault reports.
+        self._note_launch_site = launch_site_hook(self.backend_name)
         _open_drivers.add(self)
 
     def _is_pinned(self, address: int, nbytes: int) -> bool:

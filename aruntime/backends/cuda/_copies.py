@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 from ..._driver import Driver, DriverStream
 from ..._exceptions import OutOfMemoryError
@@ -50,14 +50,18 @@ class _CopyOps(_CudaBase):
             self._enter_slow("cuMemcpyHtoDAsync_v2")
         nbytes = src.nbytes
         buffer = self._ffi.from_buffer(src)
-        if nbytes > DIRECT_PAGEABLE_H2D_MAX and not self._is_pinned(
-            int(self._ffi.cast("uintptr_t", buffer)), nbytes
-        ):
-            self._staged_copy(s, buffer, dst, nbytes, to_device=True)
-            return
-        code = self._lib.cuMemcpyHtoDAsync_v2(dst, buffer, nbytes, s.handle)
-        if code != 0:
-            raise self._fail(code, "cuMemcpyHtoDAsync_v2")
+        try:
+            if nbytes > DIRECT_PAGEABLE_H2D_MAX and not self._is_pinned(
+                int(self._ffi.cast("uintptr_t", buffer)), nbytes
+            ):
+                self._staged_copy(s, buffer, dst, nbytes, to_device=True)
+                return
+            code = self._lib.cuMemcpyHtoDAsync_v2(dst, buffer, nbytes, s.handle)
+            if code != 0:
+                raise self._fail(code, "cuMemcpyHtoDAsync_v2")
+        except BaseException:
+            _release_export(self._ffi, buffer)
+            raise
 
     def memcpy_d2h(self, src: int, dst: memoryview, stream: DriverStream) -> None:
         """Enqueue a device-to-host copy.
@@ -76,12 +80,16 @@ class _CopyOps(_CudaBase):
             self._enter_slow("cuMemcpyDtoHAsync_v2")
         nbytes = dst.nbytes
         buffer = self._ffi.from_buffer(dst, require_writable=True)
-        if not self._is_pinned(int(self._ffi.cast("uintptr_t", buffer)), nbytes):
-            self._staged_copy(s, buffer, src, nbytes, to_device=False)
-            return
-        code = self._lib.cuMemcpyDtoHAsync_v2(buffer, src, nbytes, s.handle)
-        if code != 0:
-            raise self._fail(code, "cuMemcpyDtoHAsync_v2")
+        try:
+            if not self._is_pinned(int(self._ffi.cast("uintptr_t", buffer)), nbytes):
+                self._staged_copy(s, buffer, src, nbytes, to_device=False)
+                return
+            code = self._lib.cuMemcpyDtoHAsync_v2(buffer, src, nbytes, s.handle)
+            if code != 0:
+                raise self._fail(code, "cuMemcpyDtoHAsync_v2")
+        except BaseException:
+            _release_export(self._ffi, buffer)
+            raise
 
     def _staged_copy(
         self, stream: _Stream, host: CData, device: int, nbytes: int, *, to_device: bool
@@ -223,3 +231,17 @@ class _CopyOps(_CudaBase):
         code = self._lib.cuMemsetD8Async(dst, value & 0xFF, nbytes, cast(_Stream, stream).handle)
         if code != 0:
             raise self._fail(code, "cuMemsetD8Async")
+
+
+def _release_export(ffi: Any, buffer: Any) -> None:
+    """Drop ``from_buffer``'s export of the caller's buffer now, on an enqueue that raised.
+
+    The error's traceback keeps this call's frame, and so the export, alive
+    in a reference cycle with the op's Completion; the garbage collector
+    then clears the core's memoryview while it is still exported, and the
+    interpreter crashes later (seen after a sticky error on cuda-sim).
+    """
+    try:
+        ffi.release(buffer)
+    except (AttributeError, ValueError):  # a cffi without release(), or released already
+        pass

@@ -117,6 +117,8 @@ class _ModuleOps(_CudaBase):
         if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
             self._enter_slow("cuLaunchKernel")
         params, blob = _pack_args(self._ffi, args)
+        if self._note_launch_site is not None:
+            self._note_launch_site()
         gx, gy, gz = config.grid
         bx, by, bz = config.block
         code = self._lib.cuLaunchKernel(

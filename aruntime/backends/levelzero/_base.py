@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from ..._driver import DeviceInfo, Driver, DriverStream
 from ..._exceptions import BackendUnavailableError, NotSupportedError
+from .._sim_faults import launch_site_hook
 from .._staging import STAGING_CHUNK, StagingPool
 from . import _errors
 from ._constants import (
@@ -50,6 +51,14 @@ class _LevelZeroBase(Driver):
         self._compute_ordinal, self._compute_queues, self._copy_ordinal, self._copy_queues = (
             self._queue_groups()
         )
+        # ze_api.h: a lost device "must be reset for use", and a context is
+        # invalid "due to device lost": a new backend on it fails here, with
+        # the loss's report, instead of at its first allocation.
+        self._check(
+            self._lib.zeDeviceGetStatus(device),
+            "zeDeviceGetStatus",
+            "the device was lost earlier in this process and must be reset for use",
+        )
         self._context, self._context_key = acquire_context(self._lib, driver, self._check)
         self._lock = threading.Lock()
         self._sizes: dict[int, int] = {}
@@ -62,6 +71,8 @@ class _LevelZeroBase(Driver):
         self._staging: StagingPool[int] = StagingPool(self._alloc_staging, self._free_staging)
         self._streams: set[_ZeStream] = set()
         self._closed = False
+        #: On levelzero-sim: tells the sim each launch's call site, for its fault reports.
+        self._note_launch_site = launch_site_hook(backend_name)
 
     # -- helpers ---------------------------------------------------------------
     def _alloc_staging(self) -> int:

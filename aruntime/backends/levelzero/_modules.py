@@ -176,6 +176,8 @@ class _ModuleOps(_LevelZeroBase):
                         f"launch: kernel {k.name!r} takes fewer than {len(args)} arguments"
                     )
                 self._check(rc, "zeKernelSetArgumentValue", f"kernel {k.name!r}, argument {index}")
+            if self._note_launch_site is not None:
+                self._note_launch_site()
             self._append(
                 stream,
                 False,

@@ -198,7 +198,8 @@ class MockDriver(Driver):
         """The call log, optionally only one op's entries."""
         return [c for c in self.call_log if op is None or c.op == op]
 
-    def _check_fault(self, kind: str, function: str) -> None:
+    def _check_fault(self, kind: str, function: str, site: str | None = None) -> None:
+        """Raise an injected fault, or the lost device's error; ``site``: the user's call."""
         if not self._faults and self._lost is None:
             return  # nothing injected: skip the lock on every op's path
         with self._lock:
@@ -215,8 +216,13 @@ class MockDriver(Driver):
                     fault.remaining -= 1
                     if fault.remaining == 0:
                         self._faults.remove(fault)
+                    # A lost device's later errors quote this one: it names
+                    # the call that lost it and where the user made that call.
+                    where = ""
+                    if issubclass(fault.error, DeviceLostError):
+                        where = f" (at {site or caller_site()})"
                     exc = fault.error(
-                        f"{function}: injected {fault.error.__name__}",
+                        f"{function}: injected {fault.error.__name__}{where}",
                         backend="mock",
                         code=999,
                         name="MOCK_INJECTED_FAULT",
@@ -420,8 +426,10 @@ class MockDriver(Driver):
         self.call_log.append(call)
         op()
 
-    def _execute(self, kind: str, call: MockCall, op: Callable[[], None]) -> None:
-        self._check_fault(kind, call.op)
+    def _execute(
+        self, kind: str, call: MockCall, op: Callable[[], None], site: str | None = None
+    ) -> None:
+        self._check_fault(kind, call.op, site)
         self._log(call)
         op()
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..._callsite import caller_site
 from ..._driver import DriverEvent, DriverStream
 from ..._exceptions import DeviceLostError, DriverError, InvalidArgumentError
 from ._driver import MockCall, MockDriver, _MockStream
@@ -151,12 +152,14 @@ class ThreadedMockDriver(MockDriver):
             stream.recording.append(lambda: self._execute(kind, call, op))
             return
         self._check_lost(call.op)
+        # The job runs on the worker: an injected loss names the user's call from here.
+        site = caller_site() if self._faults else None
 
         def job() -> None:
             if self.latency:
                 time.sleep(self.latency)
             try:
-                self._execute(kind, call, op)
+                self._execute(kind, call, op, site)
             except DriverError as exc:
                 stream.error = exc
             except Exception as exc:  # a bug must fail the op, not kill the stream

@@ -213,9 +213,9 @@ static void ctx_release_resources(cu_ctx *c)
     }
     arsim_mem_free_owner(c->handle);
     __atomic_store_n(&c->peers, 0, __ATOMIC_RELAXED); /* a context's peer access goes with it */
-    /* A new context starts clean: the sticky error dies with the old one,
-     * and so does an error its legacy stream had not reported yet. */
-    arsim_device_reset(c->device);
+    /* An error its legacy stream had not reported yet dies with it.  A
+     * sticky error does not: cuda.h says the process must be relaunched
+     * (arsim_clear_faults stands in for that, for tests). */
     arsim_queue_take_error(c->legacy->q);
 }
 
@@ -226,6 +226,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
         return r;
     if (!pctx)
         return CUDA_ERROR_INVALID_VALUE;
+    CUSIM_TRY(cusim_status(arsim_device_sticky(dev))); /* no new context after a sticky error */
     pthread_mutex_lock(&g_primary_mu);
     if (!g_primary[dev]) {
         r = ctx_new(dev, 1, 0, &g_primary[dev]);
@@ -261,8 +262,6 @@ CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
     pthread_mutex_lock(&g_primary_mu);
     if (g_primary[dev])
         ctx_release_resources(g_primary[dev]);
-    else
-        arsim_device_reset(dev);
     pthread_mutex_unlock(&g_primary_mu);
     return CUDA_SUCCESS;
 }
@@ -306,6 +305,7 @@ CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
     CUSIM_TRY(check_device(dev));
     if (!pctx)
         return CUDA_ERROR_INVALID_VALUE;
+    CUSIM_TRY(cusim_status(arsim_device_sticky(dev)));
     cu_ctx *c;
     CUSIM_TRY(ctx_new(dev, 0, flags, &c));
     push_ctx(c->handle);

@@ -200,6 +200,7 @@ CUresult cusim_status(arsim_status s)
     case ARSIM_ERR_INVALID_DEVICE: return CUDA_ERROR_INVALID_DEVICE;
     case ARSIM_ERR_CAPTURING: return CUDA_ERROR_ILLEGAL_STATE;
     case ARSIM_ERR_NOT_CAPTURING: return CUDA_ERROR_ILLEGAL_STATE;
+    case ARSIM_ERR_FORKED: return CUDA_ERROR_NOT_INITIALIZED;
     default: return CUDA_ERROR_UNKNOWN;
     }
 }

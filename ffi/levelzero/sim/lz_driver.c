@@ -46,7 +46,7 @@ static void init_once(void) {
     g_init_result = ZE_RESULT_SUCCESS;
 }
 
-bool lz_initialized(void) { return lz_g_driver != NULL; }
+bool lz_initialized(void) { return lz_g_driver != NULL && !arsim_forked(); }
 
 ze_result_t lz_status_to_result(arsim_status s) {
     switch (s) {
@@ -63,6 +63,7 @@ ze_result_t lz_status_to_result(arsim_status s) {
     case ARSIM_ERR_INVALID_IMAGE: return ZE_RESULT_ERROR_INVALID_NATIVE_BINARY;
     case ARSIM_ERR_NOT_FOUND: return ZE_RESULT_ERROR_INVALID_KERNEL_NAME;
     case ARSIM_ERR_INVALID_DEVICE: return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    case ARSIM_ERR_FORKED: return ZE_RESULT_ERROR_UNINITIALIZED;
     default: return ZE_RESULT_ERROR_UNKNOWN;
     }
 }
@@ -90,7 +91,11 @@ ZE_APIEXPORT ze_result_t zeInit(ze_init_flags_t flags) {
     /* Called by the loader's driver check and again by the application. */
     if (flags & ~(ze_init_flags_t)(ZE_BIT(0) | ZE_BIT(1))) return ZE_RESULT_ERROR_INVALID_ENUMERATION;
     if (flags == ZE_BIT(1)) return ZE_RESULT_ERROR_UNINITIALIZED; /* VPU only: we are a GPU */
+    /* Level Zero says nothing of fork(); the sim answers a child forked
+     * after zeInit as NVIDIA's driver does (docs/backends.md): uninitialized. */
+    if (arsim_forked()) return ZE_RESULT_ERROR_UNINITIALIZED;
     pthread_once(&g_once, init_once);
+    if (g_init_result == ZE_RESULT_SUCCESS) arsim_mark_in_use();
     return g_init_result;
 }
 

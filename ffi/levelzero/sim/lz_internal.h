@@ -118,7 +118,10 @@ LZ_HIDDEN ze_result_t lz_device_health(const lz_device *d);
 /* Typed lookups: NULL handle -> INVALID_NULL_HANDLE, unknown or destroyed
  * handle -> INVALID_NULL_HANDLE as the validation layer's handle lifetime
  * checks do.  On success the caller owns a reference (lz_unref it). */
+/* In a forked child every call is refused before the registry's lock,
+ * which a thread that did not survive the fork may hold. */
 #define LZ_GET(var, T, handle, type)                                       \
+    if (arsim_forked()) return ZE_RESULT_ERROR_UNINITIALIZED;              \
     T *var = (T *)lz_lookup((const void *)(handle), (type));               \
     if (!var) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE
 
@@ -126,6 +129,7 @@ LZ_HIDDEN ze_result_t lz_device_health(const lz_device *d);
  * if not, keeping no reference (a handle that is only validated). */
 #define LZ_CHECK(handle, type)                                             \
     do {                                                                   \
+        if (arsim_forked()) return ZE_RESULT_ERROR_UNINITIALIZED;          \
         lz_obj *lz_check_ = lz_lookup((const void *)(handle), (type));     \
         if (!lz_check_) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;        \
         lz_unref(lz_check_);                                               \

@@ -1,5 +1,7 @@
 #include "lz_registry.h"
 
+#include "../../sim/engine.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -85,6 +87,7 @@ uint64_t lz_register(lz_obj *obj) {
 lz_obj *lz_lookup(const void *handle, lz_type type) {
     uint64_t id = (uint64_t)(uintptr_t)handle;
     lz_obj *obj = NULL;
+    if (arsim_forked()) return NULL; /* g_lock may be held by a thread fork() left behind */
     pthread_mutex_lock(&g_lock);
     slot_t *s = find(id);
     if (s && s->obj->type == type) {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -133,9 +134,12 @@ async def test_device_lost_is_sticky(gpu: ar.Backend) -> None:
     kern = gpu.kernel(gpu.builtin_module(), "fill_f32")
     with pytest.raises(ar.DeviceLostError):
         await gpu.launch(kern, 1, 1, [np.uint32(1), np.float32(0), ptr])
+    launched_at = f"{__file__}:{sys._getframe().f_lineno - 1}"
     for _ in range(3):  # everything after fails too, as on a real device
-        with pytest.raises(ar.DeviceLostError, match="lost earlier"):
+        with pytest.raises(ar.DeviceLostError, match="lost earlier") as info:
             await gpu.memset_async(ptr, 0, 8)
+        # ... naming the call that lost it, and where it was made
+        assert f"launch: injected DeviceLostError (at {launched_at})" in str(info.value)
     with pytest.raises(ar.DeviceLostError):
         gpu.alloc(8)
     with pytest.raises(ar.DeviceLostError):
