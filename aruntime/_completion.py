@@ -297,6 +297,42 @@ class Completion:
             except Exception:  # a wake-up must never stop the others
                 _log.exception("Completion wake-up failed")
 
+    # -- for the module's functions below: a Completion changes only its own state
+
+    def _init_born(self, op: str, result: Any, state: int) -> None:
+        self._op = op
+        self._hooks = None
+        self._result = result
+        self._error = None
+        self._state = state
+        self._keepalive = ()
+        self._views = ()
+        self._callbacks = []
+        self._lock = _NO_LOCK
+        self._seen = None
+
+    def _watched(self, seen: _Callback) -> Completion:
+        watched = born_done(self._op, self._result, self._state) if self._lock is _NO_LOCK else self
+        watched._seen = seen
+        return watched
+
+    def _fail_queued(self, error: BaseException) -> tuple[Any, ...]:
+        with self._lock:
+            held = (*self._keepalive, *self._views)
+            self._views = ()
+        self._finish(error)
+        return held
+
+    def _fail_forked(self, error: Callable[[str], BaseException]) -> None:
+        self._lock = threading.Lock()
+        if self._state != _PENDING:
+            return
+        self._error = error(self._op)
+        self._state = _FAILED
+        self._callbacks = []
+        self._keepalive = ()
+        self._views = ()
+
 
 class _NoLock:
     """A lock for born-finished completions, whose state never changes."""
@@ -315,16 +351,7 @@ _DONE_NONE: dict[str, Completion] = {}
 def born_done(op: str, result: Any = None, state: int = _DONE) -> Completion:
     """A Completion that is finished before anyone sees it (mock ops, no-op sizes)."""
     c = Completion.__new__(Completion)
-    c._op = op
-    c._hooks = None
-    c._result = result
-    c._error = None
-    c._state = state
-    c._keepalive = ()
-    c._views = ()
-    c._callbacks = []
-    c._lock = _NO_LOCK
-    c._seen = None
+    c._init_born(op, result, state)
     return c
 
 
@@ -335,10 +362,7 @@ def watched(completion: Completion, seen: _Callback) -> Completion:
     ``done()`` or ``exception()`` answering.  A Completion born finished may
     be shared between ops (:func:`done_none`), so it is copied first.
     """
-    if completion._lock is _NO_LOCK:
-        completion = born_done(completion._op, completion._result, completion._state)
-    completion._seen = seen
-    return completion
+    return completion._watched(seen)
 
 
 def done_none(op: str) -> Completion:
@@ -371,11 +395,7 @@ def failed_queued(completion: Completion, error: BaseException) -> tuple[Any, ..
     released): the op may still use them, so the caller holds them until the
     stream is past it.
     """
-    with completion._lock:
-        held = (*completion._keepalive, *completion._views)
-        completion._views = ()
-    completion._finish(error)
-    return held
+    return completion._fail_queued(error)
 
 
 def fail_forked(completion: Completion, error: Callable[[str], BaseException]) -> None:
@@ -384,14 +404,7 @@ def fail_forked(completion: Completion, error: Callable[[str], BaseException]) -
     Its lock may have been held by such a thread, so it gets a new one, and
     its wake-ups are dropped, not run: they belong to the parent's loops.
     """
-    completion._lock = threading.Lock()
-    if completion._state != _PENDING:
-        return
-    completion._error = error(completion._op)
-    completion._state = _FAILED
-    completion._callbacks = []
-    completion._keepalive = ()
-    completion._views = ()
+    completion._fail_forked(error)
 
 
 def born_captured(op: str) -> Completion:

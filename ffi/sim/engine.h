@@ -221,6 +221,7 @@ typedef struct arsim_alloc {
     unsigned flags; /* flags given at allocation, kept for the front end */
     void *map;      /* engine's own: the mapping behind it (NULL: registered) */
     size_t map_len;
+    size_t data_len; /* engine's own: the accessible pages' bytes (the rest is guard) */
     size_t charged; /* engine's own: bytes counted against the device */
 } arsim_alloc;
 

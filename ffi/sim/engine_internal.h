@@ -85,7 +85,7 @@ ENG_HIDDEN int eng_copy_engine(arsim_copy_dir dir);
  * allocation hit" notice without taking the registry lock. */
 extern ENG_HIDDEN _Atomic uint64_t eng_mem_epoch;
 
-/* Maps size bytes and a guard page after them; fills a->map, map_len, base. */
+/* Maps size bytes and a guard region after them; fills a->map, map_len, data_len, base. */
 ENG_HIDDEN int eng_map_alloc(size_t size, arsim_alloc *a);
 /* Unmaps a's mapping, or with the sanitizer keeps it inaccessible (quarantine). */
 ENG_HIDDEN void eng_unmap_alloc(const arsim_alloc *a);

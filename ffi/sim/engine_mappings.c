@@ -1,5 +1,10 @@
-/* The mapping behind each allocation: its own, with a guard page after it,
- * so a kernel running past the allocation's last page faults.  With the
+/* The mapping behind each allocation: its own, with a guard region after it,
+ * so a kernel running past the allocation's last page faults.  The guard is
+ * three times the data (at least a page, at most GUARD_MAX): a grid split
+ * over threads has blocks far past the end of an overrun buffer write at
+ * once, and one guard page would let them land in whatever is mapped next,
+ * the interpreter's own heap included.  Reserved address space costs no
+ * memory.  With the
  * sanitizer a freed mapping stays reserved and inaccessible for a while
  * (quarantine), so a use after free faults too. */
 #define _GNU_SOURCE
@@ -18,13 +23,20 @@ static quarantined *g_quar_head, *g_quar_tail;
 static size_t g_quar_bytes, g_quar_count;
 #define QUARANTINE_BYTES ((size_t)1 << 30)
 #define QUARANTINE_COUNT 65536u
+#define GUARD_MAX ((size_t)1 << 30)
+
+static size_t guard_len(size_t data)
+{
+    size_t guard = data <= GUARD_MAX / 3 ? 3 * data : GUARD_MAX;
+    return guard < eng_page ? eng_page : guard;
+}
 
 int eng_map_alloc(size_t size, arsim_alloc *a)
 {
-    if (size > SIZE_MAX - 2 * eng_page)
+    if (size > SIZE_MAX - GUARD_MAX - eng_page)
         return -1;
     size_t data = (size + eng_page - 1) & ~(eng_page - 1);
-    size_t len = data + eng_page;
+    size_t len = data + guard_len(data);
     /* PROT_NONE first, then open the data pages: the guard is never accessible. */
     char *m = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
@@ -35,6 +47,7 @@ int eng_map_alloc(size_t size, arsim_alloc *a)
     }
     a->map = m;
     a->map_len = len;
+    a->data_len = data;
     /* Sanitizer: the last byte sits right before the guard page.  The base
      * is then only as aligned as the size allows (a float array: 4 bytes). */
     a->base = eng_sanitize ? m + data - size : m;

@@ -139,7 +139,7 @@ arsim_status arsim_mem_refit(void *p, size_t n, int protect, void **out)
     }
     arsim_alloc *a = &g_allocs[i];
     char *m = a->map;
-    size_t data = a->map_len - eng_page;
+    size_t data = a->data_len;
     size_t need = (n + eng_page - 1) & ~(eng_page - 1);
     /* The fit's pages: the first ones, or with the sanitizer the last ones
      * (the base stays inside the mapping, so the registry stays sorted). */
