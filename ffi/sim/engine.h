@@ -221,8 +221,8 @@ typedef struct arsim_alloc {
     unsigned flags; /* flags given at allocation, kept for the front end */
     void *map;      /* engine's own: the mapping behind it (NULL: registered) */
     size_t map_len;
-    size_t data_len; /* engine's own: the accessible pages' bytes (the rest is guard) */
     size_t charged; /* engine's own: bytes counted against the device */
+    size_t data_len; /* engine's own: the accessible pages' bytes (the rest is guard) */
 } arsim_alloc;
 
 /* Zero-byte allocations are rejected (ARSIM_ERR_INVALID_VALUE). */
