@@ -65,7 +65,9 @@ async def census(backend: str, nstreams: int) -> dict[str, Any]:
             streams = [gpu.create_stream() for _ in range(nstreams)]
             events = [gpu.create_event() for _ in range(nstreams)]
             buffers = [gpu.alloc(SMALL) for _ in range(TASKS)]
-            staged = gpu.alloc(STAGED)
+            # One staged buffer per stream: the streams are not ordered
+            # against each other, so a shared one would be a stream race.
+            staged = [gpu.alloc(STAGED) for _ in range(nstreams)]
             big = np.arange(STAGED, dtype=np.uint8)
             big_out = np.zeros(STAGED, np.uint8)
 
@@ -84,22 +86,25 @@ async def census(backend: str, nstreams: int) -> dict[str, Any]:
                 await gpu.copy_d2h_async(ptr, out, stream=stream)
                 assert (out == value).all(), f"task {index}: wrong bytes"
 
-            async def staged_copy(stream: ar.Stream) -> None:
-                await gpu.copy_h2d_async(big, staged, stream=stream)
+            async def staged_copy(stream: ar.Stream, target: ar.DevicePtr) -> None:
+                await gpu.copy_h2d_async(big, target, stream=stream)
 
             async with anyio.create_task_group() as tasks:
                 for index in range(TASKS):
                     tasks.start_soon(task, index)
-                for stream in streams:
-                    tasks.start_soon(staged_copy, stream)
-            await gpu.copy_d2h_async(staged, big_out, stream=streams[0])
-            assert (big_out == big).all()
+                for stream, target in zip(streams, staged):
+                    tasks.start_soon(staged_copy, stream, target)
+            for target in (staged[0], staged[-1]):
+                big_out[:] = 0
+                await gpu.copy_d2h_async(target, big_out, stream=streams[0])
+                assert (big_out == big).all()
             settled = _threads()
             peak = max(peak, settled)
             engines = _engine_threads(backend)
             for ptr in buffers:
                 gpu.free(ptr)
-            gpu.free(staged)
+            for target in staged:
+                gpu.free(target)
             for event in events:
                 event.close()
             for stream in streams:
