@@ -198,9 +198,12 @@ static void *engine_main(void *arg)
     /* A GPU's engines do not take the host's CPU; the sim's must, but they
      * give way to the application's threads (its event loop first) when both
      * want a core, so that a busy sim does not show up as a stalled loop.
-     * Linux applies a nice value per thread; raising it needs no privilege. */
+     * Linux applies a nice value per thread; raising it needs no privilege.
+     * The base is the main thread's (the pid names it), not this thread's
+     * creator's: an engine thread started by another engine thread would
+     * otherwise inherit its raised value and add to it. */
     errno = 0;
-    int nice_now = getpriority(PRIO_PROCESS, 0);
+    int nice_now = getpriority(PRIO_PROCESS, (id_t)getpid());
     if (errno == 0)
         setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice_now + 5 > 19 ? 19 : nice_now + 5);
     for (;;) {
