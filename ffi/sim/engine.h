@@ -34,8 +34,11 @@
  *   submitting thread when the queue was idle.  A device-side wait that is
  *   not yet satisfied parks its queue, holding no thread.  So the sim's
  *   threads are at most 4 per device, whatever the number of queues.
- * - Kernels run on the compute engine's thread, or split by contiguous block
- *   ranges over ARUNTIME_SIM_KERNEL_THREADS threads (default: the online cores) for big grids.
+ * - Kernels run on the compute engine's thread; a big grid is cut into chunks
+ *   of blocks that the engine's thread and ARUNTIME_SIM_KERNEL_THREADS - 1
+ *   helper threads per device (default: the online cores; made once, ending
+ *   when idle) claim as they get to them, so the engine never waits for a
+ *   helper that has not started.
  * - Timing: an engine op (copy, memset, fill, kernel) lasts at least
  *   latency_us + bytes / (gbps * 1e9) seconds (bytes only for copies), taken
  *   from ARUNTIME_SIM_OP_LATENCY_US and ARUNTIME_SIM_COPY_GBPS at load or from

@@ -245,5 +245,8 @@ ENG_HIDDEN int eng_run_kernel(const arsim_op *op, int device);
 ENG_HIDDEN void eng_drive(arsim_queue *q, arsim_op *done, int status);
 /* After anything a parked wait may be waiting for. */
 ENG_HIDDEN void eng_wake_parked(void);
+/* How long an idle engine thread waits for work before it ends (ms); the
+ * kernel helpers (engine_kernels.c) wait as long. */
+ENG_HIDDEN int eng_engine_idle_ms(void);
 
 #endif /* ARSIM_ENGINE_INTERNAL_H */

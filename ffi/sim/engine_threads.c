@@ -411,6 +411,8 @@ static void move_on(arsim_queue *q, arsim_op *done, int status)
 
 int arsim_engine_threads(void) { return atomic_load(&g_engine_threads); }
 
+int eng_engine_idle_ms(void) { return atomic_load(&g_engine_idle_ms); }
+
 void arsim_set_engine_idle_ms(int ms) { atomic_store(&g_engine_idle_ms, ms > 0 ? ms : 1000); }
 
 /* ---- the floor: one hand-off there and back, for benchmarks */

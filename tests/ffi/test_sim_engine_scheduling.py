@@ -16,7 +16,7 @@ import random
 import time
 
 import numpy as np
-from _cudasim_support import CU_EVENT_DISABLE_TIMING, Cuda, Gate, ffi, run_alone
+from _cudasim_support import CU_EVENT_DISABLE_TIMING, Cuda, Gate, ffi, host_kernels_path, run_alone
 
 
 def _threads() -> int:
@@ -219,3 +219,36 @@ def small_ops_run_in_place_up_to_a_budget(cu: Cuda) -> None:
     cu.check(lib.cuStreamSynchronize(stream))
     assert (_read_u32(cu, d, 256) == np.arange(256)).all()
     assert _nice_of_threads_named("arsim-compute"), "every memset ran on one thread"
+
+
+def test_a_big_grid_reuses_the_kernel_helpers() -> None:
+    run_alone(
+        __file__, "a_big_grid_reuses_the_kernel_helpers", env={"ARUNTIME_SIM_KERNEL_THREADS": "3"}
+    )
+
+
+def a_big_grid_reuses_the_kernel_helpers(cu: Cuda) -> None:
+    """A grid split over ARUNTIME_SIM_KERNEL_THREADS runs on the compute engine's thread and
+    that many - 1 helper threads, made once and reused (a thread made per launch would make
+    every big kernel wait for a new thread to be scheduled); every block runs once."""
+    from test_cuda_sim_kernels import _function, _load, _params
+
+    lib = cu.lib
+    lib.arsim_set_engine_idle_ms(600_000)  # no helper ends during the count
+    fill = _function(cu, _load(cu, host_kernels_path().read_bytes()), "fill_f32")
+    n = 1 << 16
+    out = cu.alloc(4 * n)
+    threads_before = _threads()
+    for value in range(20):
+        args, _keep = _params(
+            ffi.new("unsigned int *", n),
+            ffi.new("float *", float(value)),
+            ffi.new("CUdeviceptr *", out),
+        )
+        cu.check(lib.cuLaunchKernel(fill, n // 64, 1, 1, 64, 1, 1, 0, ffi.NULL, args, ffi.NULL))
+        got = np.zeros(n, np.float32)
+        cu.check(lib.cuMemcpyDtoH_v2(ffi.cast("void *", got.ctypes.data), out, got.nbytes))
+        assert (got == value).all(), value
+    helpers = _nice_of_threads_named("arsim-kernel")
+    assert len(helpers) == 2, helpers
+    assert _threads() - threads_before <= 2 + 2  # the helpers, the compute and D2H engines
