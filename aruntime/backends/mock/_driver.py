@@ -78,6 +78,8 @@ class _MockStream:
     id: int
     priority: int
     recording: list[Callable[[], None]] | None = None
+    #: This stream's upload log entries by size (the copy fast path's, without a key tuple).
+    h2d_calls: dict[int, MockCall] = field(default_factory=dict)
 
 
 @dataclass
@@ -447,8 +449,13 @@ class MockDriver(Driver):
             # threaded mock is not synchronous: its _run queues to a worker.)
             # Both caches are read inline: two method calls cost more than
             # the 4 KiB copy this path is timed on.
-            call = self._copy_calls.get(("copy_h2d", stream.id, n))  # type: ignore[attr-defined]
-            self.call_log.append(call or self._copy_call("copy_h2d", stream, n))
+            calls = stream.h2d_calls  # type: ignore[attr-defined]
+            call = calls.get(n)
+            if call is None:
+                if len(calls) >= _CACHE_LIMIT:
+                    calls.clear()
+                call = calls[n] = self._copy_call("copy_h2d", stream, n)
+            self.call_log.append(call)
             target = self._byte_views.get((dst, n)) or self._bytes(dst, n)
             target[:] = src
             return
