@@ -92,7 +92,7 @@ async def census(backend: str, nstreams: int) -> dict[str, Any]:
             async with anyio.create_task_group() as tasks:
                 for index in range(TASKS):
                     tasks.start_soon(task, index)
-                for stream, target in zip(streams, staged):
+                for stream, target in zip(streams, staged, strict=True):
                     tasks.start_soon(staged_copy, stream, target)
             for target in (staged[0], staged[-1]):
                 big_out[:] = 0
