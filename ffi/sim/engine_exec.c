@@ -133,6 +133,8 @@ static int do_work(const arsim_queue *q, const arsim_op *op, sim_device *d)
             eng_poison(d);
             return ARSIM_ERR_ILLEGAL_ADDRESS;
         }
+        if (rc == ARSIM_ERR_READONLY_WRITE)
+            return rc;
         return rc != 0 ? ARSIM_ERR_LAUNCH_FAILED : ARSIM_OK;
     }
     }

@@ -100,6 +100,7 @@ static void *run_slice(void *arg)
     l.block_begin = sl->begin;
     l.block_end = sl->end;
     eng_fault_set_kernel(op->kernel->name, op->site, sl->device);
+    eng_readonly_enter(op->ro, op->kernel->name, op->site);
     uint64_t faults_before = eng_fault_count();
     sigjmp_buf jb;
     if (sigsetjmp(jb, 1) == 0) {
@@ -109,10 +110,15 @@ static void *run_slice(void *arg)
         else
             sl->rc = op->kernel->entry(&l, (void **)op->owned);
         tls_fault_jmp = NULL;
-        if (sl->rc == ARSIM_ERR_ILLEGAL_ADDRESS)
+        /* The interpreter stopped at a store into read-only memory as it
+         * would at a fault, but the device is fine: not sticky. */
+        if (eng_readonly_leave())
+            sl->rc = ARSIM_ERR_READONLY_WRITE;
+        else if (sl->rc == ARSIM_ERR_ILLEGAL_ADDRESS)
             eng_fault_after_kernel(faults_before, op->kernel->name, op->site, sl->device);
     } else {
         /* The kernel touched memory outside every live allocation. */
+        eng_readonly_leave();
         eng_record_fault(tls_fault_addr, -1, 0);
         sl->rc = ARSIM_ERR_ILLEGAL_ADDRESS;
     }

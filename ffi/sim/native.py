@@ -16,6 +16,7 @@ ENGINE_SOURCES = (
     "sim/engine_mappings.c",
     "sim/engine_memory.c",
     "sim/engine_faults.c",
+    "sim/engine_readonly.c",
     "sim/engine_handles.c",
     "sim/engine_events.c",
     "sim/engine_modules.c",

@@ -17,6 +17,8 @@
  * with an older driver cuda.core warns at every Program.compile that NVRTC
  * 13.5's PTX (ISA 9.5) will not load, which is what a real 13.0 driver does. */
 #define CUSIM_DRIVER_VERSION 13050
+/* ARSIM_ERR_READONLY_WRITE as a CUresult (engine.h): cuda-sim's own code. */
+#define CUSIM_ERROR_READONLY_WRITE ARSIM_READONLY_WRITE_RESULT
 
 /* Handle registry kinds. */
 enum { HK_CTX = 1, HK_STREAM, HK_EVENT, HK_MODULE, HK_FUNCTION, HK_GRAPH, HK_GRAPH_EXEC, HK_CAPTURE, HK_POOL };

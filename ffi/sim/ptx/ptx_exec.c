@@ -440,6 +440,7 @@ static int run_blocks(const ptx_kernel_ctx *kc, const ar_launch *L, void **param
     b.mod = mod;
     b.entry = f;
     b.L = L;
+    b.ro = arsim_running_readonly();
     b.nthreads = L->block.x * L->block.y * L->block.z;
     b.nwarps = (b.nthreads + 31) / 32;
     b.dyn_size = L->shared_bytes;

@@ -77,6 +77,9 @@ typedef struct block_ctx {
     uint32_t red_popc, red_all, red_any, bar_arrivals;
     range cache[8];
     unsigned cache_next;
+    /* Ranges the launch declared read-only (engine.h), or NULL: every global
+     * store is checked against them. */
+    const arsim_readonly *ro;
 } block_ctx;
 
 /* ------------------------------------------------------------- values */

@@ -188,7 +188,8 @@ int ptx_exec_mem(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
     const uint64_t *A = R[in->a];
     int t = in->type, es = ptx_type_size(t);
     size_t n = (size_t)es * in->vec;
-    if ((in->op == OP_LD || in->op == OP_ST) && in->vec == 1 &&
+    /* Stores of a launch with read-only ranges take the checked path. */
+    if ((in->op == OP_LD || (in->op == OP_ST && !b->ro)) && in->vec == 1 &&
         (in->space == S_GLOBAL || in->space == S_GENERIC || in->space == S_CONST) &&
         warp_in_one_range(b, A, in->imm, n, m)) {
         int64_t imm = in->imm;
@@ -230,7 +231,7 @@ int ptx_exec_mem(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
     case OP_ST:
         FOR_LANES(m, {
             uint8_t *p = mem_at(b, w, fr, in->space, A[l] + (uint64_t)in->imm, n, l, 1);
-            if (!p)
+            if (!p || arsim_readonly_hit(b->ro, (uintptr_t)p, n))
                 return E_FAULT;
             if (in->vec == 1)
                 store_bytes(p, t, R[in->b][l]);
@@ -245,7 +246,7 @@ int ptx_exec_mem(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
         const uint64_t *B = R[in->b], *C = in->c != PTX_NONE ? R[in->c] : NULL;
         FOR_LANES(m, {
             uint8_t *p = mem_at(b, w, fr, in->space, A[l] + (uint64_t)in->imm, n, l, 1);
-            if (!p)
+            if (!p || arsim_readonly_hit(b->ro, (uintptr_t)p, n))
                 return E_FAULT;
             uint64_t old = atomic_op(p, t, in->mode, B[l], C ? C[l] : 0);
             if (in->op == OP_ATOM)
