@@ -302,9 +302,15 @@ enum {
 typedef unsigned int CUmemAllocationType;
 typedef unsigned int CUmemAllocationHandleType;
 typedef unsigned int CUmemLocationType;
-enum { CU_MEM_ALLOCATION_TYPE_PINNED = 1 };
+enum { CU_MEM_ALLOCATION_TYPE_PINNED = 1, CU_MEM_ALLOCATION_TYPE_MANAGED = 2 };
 enum { CU_MEM_HANDLE_TYPE_NONE = 0 };
-enum { CU_MEM_LOCATION_TYPE_DEVICE = 1 };
+enum {
+    CU_MEM_LOCATION_TYPE_NONE = 0,
+    CU_MEM_LOCATION_TYPE_DEVICE = 1,
+    CU_MEM_LOCATION_TYPE_HOST = 2,
+    CU_MEM_LOCATION_TYPE_HOST_NUMA = 3,
+    CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT = 4,
+};
 typedef struct CUmemLocation_st {
     CUmemLocationType type;
     int id;

@@ -273,6 +273,21 @@ CUSIM_INTERNAL CUresult cusim_copy1d(void *dst, const void *src, size_t n, arsim
 CUSIM_INTERNAL CUresult cusim_pool_free_now(void *p);
 /* The pool a block belongs to, as a CUmemoryPool handle (0 if none). */
 CUSIM_INTERNAL uint64_t cusim_pool_of(const void *p);
+/* A pool of one allocation type at one location (checked by the caller; a
+ * host location's id is ignored); NULL if out of memory. */
+typedef struct cu_pool cu_pool;
+CUSIM_INTERNAL cu_pool *cusim_pool_new(CUmemAllocationType type, const CUmemLocation *loc,
+                                       size_t max_size, int is_default);
+/* The live (not destroyed) pool behind a handle, or NULL. */
+CUSIM_INTERNAL cu_pool *cusim_pool_get(CUmemoryPool h);
+CUSIM_INTERNAL CUmemoryPool cusim_pool_handle(const cu_pool *p);
+/* Whether p is a pool of this allocation type at this location. */
+CUSIM_INTERNAL int cusim_pool_serves(const cu_pool *p, CUmemAllocationType type,
+                                     const CUmemLocation *loc);
+/* cuMemAllocFromPoolAsync's work once the stream and pool are resolved: in a
+ * capture, a graph memory alloc node. */
+CUSIM_INTERNAL CUresult cusim_pool_alloc_async(cu_pool *p, size_t bytesize, cu_stream *s,
+                                               CUdeviceptr *out);
 
 /* ---- the linker (cusim_link.c, cusim_fatbin.c, cusim_ptxsyms.c) */
 /* If image is one cuLinkComplete made, the PTX text it holds; else NULL. */
@@ -507,6 +522,8 @@ P cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateA
 P cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type);
 P cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count);
 P cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool, CUmemLocation *location);
+P cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location, CUmemAllocationType type);
+P cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type, CUmemoryPool pool);
 
 P cuLinkCreate(unsigned int numOptions, CUjit_option *options, void **optionValues,
                CUlinkState *stateOut);

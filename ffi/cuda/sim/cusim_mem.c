@@ -105,7 +105,13 @@ static CUresult mem_free(void *p, unsigned kinds)
 {
     CUSIM_TRY(cusim_check_init());
     arsim_alloc a;
-    if (!p || arsim_mem_lookup(p, &a) != ARSIM_OK || a.base != p || !(a.kind & kinds))
+    if (!p || arsim_mem_lookup(p, &a) != ARSIM_OK || a.base != p)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* cuMemFree takes whatever a pool handed out, pinned host memory too;
+     * cuMemFreeHost only what cuMemAllocHost/cuMemHostAlloc did. */
+    int pool = (a.flags & CUSIM_POOL_BLOCK) != 0;
+    int ok = kinds & ARSIM_MEM_HOST ? !pool && (a.kind & kinds) : pool || (a.kind & kinds);
+    if (!ok)
         return CUDA_ERROR_INVALID_VALUE;
     if (a.device >= 0)
         arsim_device_synchronize(a.device);

@@ -230,6 +230,8 @@ static const proc_entry g_procs[] = {
     {"cuMemGetMemPool", 13000, (void *)cuMemGetMemPool, NULL},
     {"cuMemPoolSetAccess", 11020, (void *)cuMemPoolSetAccess, NULL},
     {"cuMemPoolGetAccess", 11020, (void *)cuMemPoolGetAccess, NULL},
+    {"cuMemGetDefaultMemPool", 13000, (void *)cuMemGetDefaultMemPool, NULL},
+    {"cuMemSetMemPool", 13000, (void *)cuMemSetMemPool, NULL},
     {"cuGetExportTable", 3000, (void *)cuGetExportTable, NULL},
     {"cuGetProcAddress", 11030, (void *)cuGetProcAddress, NULL},
     {"cuGetProcAddress", 12000, (void *)cuGetProcAddress_v2, NULL},
