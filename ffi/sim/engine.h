@@ -223,6 +223,7 @@ typedef struct arsim_alloc {
     size_t map_len;
     size_t charged; /* engine's own: bytes counted against the device */
     size_t data_len; /* engine's own: the accessible pages' bytes (the rest is guard) */
+    uint64_t serial; /* engine's own: this allocation's number, never reused (1, 2, ...) */
 } arsim_alloc;
 
 /* Zero-byte allocations are rejected (ARSIM_ERR_INVALID_VALUE). */

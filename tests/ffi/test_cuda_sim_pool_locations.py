@@ -1,5 +1,7 @@
 """cuda-sim: pools of pinned host and managed memory (each location's default
-and current pool, CUDA 13's cuMemGetMemPool/cuMemSetMemPool)."""
+and current pool, CUDA 13's cuMemGetMemPool/cuMemSetMemPool), and the
+managed-memory calls: cuMemAdvise, prefetches, batched discards and
+cuMemRangeGetAttribute(s)."""
 
 from __future__ import annotations
 
@@ -220,11 +222,152 @@ def test_set_mem_pool_takes_only_a_pool_of_that_location(lib: Any, stream: Any) 
     assert _pool(lib, PINNED, HOST) == (CUDA_SUCCESS, default)
 
 
+def _managed(lib: Any, nbytes: int) -> int:
+    d = ffi.new("CUdeviceptr *")
+    _ok(lib.cuMemAllocManaged(d, nbytes, 1))
+    return int(d[0])
+
+
+def _range_int(lib: Any, attr: int, ptr: int, count: int) -> int:
+    out = ffi.new("int *")
+    _ok(lib.cuMemRangeGetAttribute(out, 4, attr, ptr, count))
+    return int(out[0])
+
+
+def test_advice_is_reported_where_the_whole_range_agrees(lib: Any) -> None:
+    ptr = _managed(lib, 4 * PAGE)
+    try:
+        assert _range_int(lib, READ_MOSTLY, ptr, 4 * PAGE) == 0
+        _ok(lib.cuMemAdvise_v2(ptr, PAGE, SET_READ_MOSTLY, _loc(NONE)[0]))
+        assert _range_int(lib, READ_MOSTLY, ptr, PAGE) == 1
+        assert _range_int(lib, READ_MOSTLY, ptr, 2 * PAGE) == 0
+        # A range is widened to whole pages: one byte of page 1 advises all of it.
+        _ok(lib.cuMemAdvise_v2(ptr + PAGE + 5, 1, SET_PREFERRED, _loc(DEVICE, 0)[0]))
+        assert _range_int(lib, PREFERRED, ptr + PAGE, PAGE) == 0
+        assert _range_int(lib, PREFERRED_TYPE, ptr + PAGE, PAGE) == DEVICE
+        assert _range_int(lib, PREFERRED, ptr, 2 * PAGE) == INVALID
+        _ok(lib.cuMemAdvise_v2(ptr, 4 * PAGE, SET_PREFERRED, _loc(HOST_NUMA, 0)[0]))
+        assert _range_int(lib, PREFERRED, ptr, 4 * PAGE) == CPU
+        assert _range_int(lib, PREFERRED_TYPE, ptr, 4 * PAGE) == HOST_NUMA
+        assert _range_int(lib, PREFERRED_ID, ptr, 4 * PAGE) == 0
+        _ok(lib.cuMemAdvise_v2(ptr, 4 * PAGE, UNSET_PREFERRED, _loc(NONE)[0]))
+        assert _range_int(lib, PREFERRED_TYPE, ptr, 4 * PAGE) == NONE
+        _ok(lib.cuMemAdvise_v2(ptr, 2 * PAGE, SET_ACCESSED_BY, _loc(DEVICE, 0)[0]))
+        _ok(lib.cuMemAdvise_v2(ptr, 4 * PAGE, SET_ACCESSED_BY, _loc(HOST)[0]))
+        who = ffi.new("int[3]")
+        _ok(lib.cuMemRangeGetAttribute(who, 12, ACCESSED_BY, ptr, 2 * PAGE))
+        assert list(who) == [0, CPU, INVALID]
+        _ok(lib.cuMemRangeGetAttribute(who, 12, ACCESSED_BY, ptr, 4 * PAGE))
+        assert list(who) == [CPU, INVALID, INVALID]
+        # Several at once.
+        a, b = ffi.new("int *"), ffi.new("int *")
+        data = ffi.new("void *[2]", [a, b])
+        sizes = ffi.new("size_t[2]", [4, 4])
+        attrs = ffi.new("int[2]", [READ_MOSTLY, PREFERRED])
+        _ok(lib.cuMemRangeGetAttributes(data, sizes, attrs, 2, ptr, PAGE))
+        assert (a[0], b[0]) == (1, INVALID)
+    finally:
+        _ok(lib.cuMemFree_v2(ptr))
+
+
+def test_a_new_allocation_at_a_freed_address_has_no_advice(lib: Any) -> None:
+    ptr = _managed(lib, 4 * PAGE)
+    _ok(lib.cuMemAdvise_v2(ptr, PAGE, SET_READ_MOSTLY, _loc(NONE)[0]))
+    _ok(lib.cuMemFree_v2(ptr))
+    held: list[int] = []
+    try:
+        # The kernel hands a freed mapping's range out again for one the same size.
+        while len(held) < 8 and ptr not in held:
+            held.append(_managed(lib, 4 * PAGE))
+        assert ptr in held
+        assert _range_int(lib, READ_MOSTLY, ptr, PAGE) == 0
+    finally:
+        for p in held:
+            _ok(lib.cuMemFree_v2(p))
+
+
+def test_advice_and_queries_are_checked(lib: Any) -> None:
+    ptr = _managed(lib, PAGE)
+    plain = ffi.new("CUdeviceptr *")
+    _ok(lib.cuMemAlloc_v2(plain, PAGE))
+    try:
+        out = ffi.new("int *")
+        # Only managed memory, inside its allocation.
+        assert lib.cuMemAdvise_v2(plain[0], 4, SET_READ_MOSTLY, _loc(NONE)[0]) == (
+            CUDA_ERROR_INVALID_VALUE
+        )
+        assert lib.cuMemAdvise_v2(ptr, PAGE + 1, SET_READ_MOSTLY, _loc(NONE)[0]) == (
+            CUDA_ERROR_INVALID_VALUE
+        )
+        assert lib.cuMemRangeGetAttribute(out, 4, READ_MOSTLY, plain[0], 4) == (
+            CUDA_ERROR_INVALID_VALUE
+        )
+        assert lib.cuMemAdvise_v2(ptr, PAGE, 9, _loc(NONE)[0]) == CUDA_ERROR_INVALID_VALUE
+        assert lib.cuMemAdvise_v2(ptr, PAGE, SET_PREFERRED, _loc(DEVICE, 42)[0]) == (
+            CUDA_ERROR_INVALID_DEVICE
+        )
+        # Accessed-by takes a device or the host only.
+        assert lib.cuMemAdvise_v2(ptr, PAGE, SET_ACCESSED_BY, _loc(HOST_NUMA, 0)[0]) == (
+            CUDA_ERROR_INVALID_VALUE
+        )
+        assert lib.cuMemRangeGetAttribute(out, 8, READ_MOSTLY, ptr, PAGE) == (
+            CUDA_ERROR_INVALID_VALUE
+        )
+        assert lib.cuMemRangeGetAttribute(out, 6, ACCESSED_BY, ptr, PAGE) == (
+            CUDA_ERROR_INVALID_VALUE
+        )
+        assert lib.cuMemRangeGetAttribute(out, 4, 99, ptr, PAGE) == CUDA_ERROR_INVALID_VALUE
+    finally:
+        _ok(lib.cuMemFree_v2(plain[0]))
+        _ok(lib.cuMemFree_v2(ptr))
+
+
+def test_prefetches_record_the_last_location_asked_for(lib: Any, stream: Any) -> None:
+    ptr = _managed(lib, 2 * PAGE)
+    try:
+        assert _range_int(lib, LAST_PREFETCH, ptr, 2 * PAGE) == INVALID
+        _ok(lib.cuMemPrefetchAsync_v2(ptr, PAGE, _loc(DEVICE, 0)[0], 0, stream))
+        assert _range_int(lib, LAST_PREFETCH, ptr, PAGE) == 0
+        assert _range_int(lib, LAST_PREFETCH, ptr, 2 * PAGE) == INVALID
+        assert lib.cuMemPrefetchAsync_v2(ptr, PAGE, _loc(DEVICE, 0)[0], 1, stream) == (
+            CUDA_ERROR_INVALID_VALUE
+        )
+        ptrs = ffi.new("CUdeviceptr[2]", [ptr, ptr + PAGE])
+        sizes = ffi.new("size_t[2]", [PAGE, PAGE])
+        locs = ffi.new("CUmemLocation[2]", [{"type": HOST, "id": 0}, {"type": DEVICE, "id": 0}])
+        idxs = ffi.new("size_t[2]", [0, 1])
+        _ok(lib.cuMemPrefetchBatchAsync(ptrs, sizes, 2, locs, idxs, 2, 0, stream))
+        assert _range_int(lib, LAST_PREFETCH, ptr, PAGE) == CPU
+        assert _range_int(lib, LAST_PREFETCH_TYPE, ptr, PAGE) == HOST
+        assert _range_int(lib, LAST_PREFETCH, ptr + PAGE, PAGE) == 0
+        # The indices start at 0 and rise; the legacy stream is refused.
+        bad = ffi.new("size_t[2]", [0, 0])
+        assert lib.cuMemPrefetchBatchAsync(ptrs, sizes, 2, locs, bad, 2, 0, stream) == (
+            CUDA_ERROR_INVALID_VALUE
+        )
+        legacy = ffi.cast("CUstream", 1)
+        assert lib.cuMemPrefetchBatchAsync(ptrs, sizes, 2, locs, idxs, 2, 0, legacy) == (
+            CUDA_ERROR_INVALID_VALUE
+        )
+        assert lib.cuMemDiscardBatchAsync(ptrs, sizes, 2, 0, ffi.NULL) == CUDA_ERROR_INVALID_VALUE
+        _ok(lib.cuMemDiscardBatchAsync(ptrs, sizes, 2, 0, stream))
+        _ok(lib.cuStreamSynchronize(stream))
+    finally:
+        _ok(lib.cuMemFree_v2(ptr))
+
+
 @pytest.mark.parametrize(
     ("name", "version"),
     [
         ("cuMemGetDefaultMemPool", 13000),
         ("cuMemSetMemPool", 13000),
+        ("cuMemAdvise", 12020),
+        ("cuMemPrefetchAsync", 12020),
+        ("cuMemPrefetchBatchAsync", 13000),
+        ("cuMemDiscardBatchAsync", 13000),
+        ("cuMemDiscardAndPrefetchBatchAsync", 13000),
+        ("cuMemRangeGetAttribute", 8000),
+        ("cuMemRangeGetAttributes", 8000),
     ],
 )
 def test_get_proc_address_finds_them(lib: Any, name: str, version: int) -> None:

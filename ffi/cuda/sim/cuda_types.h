@@ -315,6 +315,27 @@ typedef struct CUmemLocation_st {
     CUmemLocationType type;
     int id;
 } CUmemLocation;
+/* Managed memory advice and range attributes (cusim_managed.c). */
+typedef unsigned int CUmem_advise;
+enum {
+    CU_MEM_ADVISE_SET_READ_MOSTLY = 1,
+    CU_MEM_ADVISE_UNSET_READ_MOSTLY = 2,
+    CU_MEM_ADVISE_SET_PREFERRED_LOCATION = 3,
+    CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION = 4,
+    CU_MEM_ADVISE_SET_ACCESSED_BY = 5,
+    CU_MEM_ADVISE_UNSET_ACCESSED_BY = 6,
+};
+typedef unsigned int CUmem_range_attribute;
+enum {
+    CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY = 1,
+    CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION = 2,
+    CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY = 3,
+    CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION = 4,
+    CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE = 5,
+    CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID = 6,
+    CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE = 7,
+    CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID = 8,
+};
 typedef struct CUmemPoolProps_st {
     CUmemAllocationType allocType;
     CUmemAllocationHandleType handleTypes;
