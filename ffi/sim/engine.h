@@ -446,6 +446,8 @@ typedef enum arsim_op_kind {
     ARSIM_OPK_QUEUE_WAIT,
 } arsim_op_kind;
 ARSIM_API arsim_op_kind arsim_op_kind_of(const arsim_op *op);
+/* A host-function op's function and argument (1), or 0 for any other op. */
+ARSIM_API int arsim_op_host_fn_of(const arsim_op *op, void (**fn)(void *), void **user);
 
 /* ---------------------------------------------------------------- queues */
 

@@ -147,6 +147,9 @@ typedef struct { int result; CUgraphNode errorNode; CUgraphNode errorFromNode; }
     CUgraphExecUpdateResultInfo;
 CUresult cuGraphExecUpdate_v2(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *);
 CUresult cuGetProcAddress(const char *, void **, int, unsigned long long);
+typedef struct { CUhostFn fn; void *userData; } CUDA_HOST_NODE_PARAMS;
+CUresult cuGraphHostNodeGetParams(CUgraphNode, CUDA_HOST_NODE_PARAMS *);
+CUresult cuLaunchHostFunc(CUstream, CUhostFn, void *);
 """
 )
 
@@ -764,3 +767,95 @@ def test_a_condition_serves_only_its_own_graph(lib: Any) -> None:
     _ok(lib.cuGraphAddNode_v2(node, body, ffi.NULL, ffi.NULL, 0, params))
     for g in (mine, other):
         _ok(lib.cuGraphDestroy(g))
+
+
+def _only_node(lib: Any, g: Any) -> Any:
+    nodes = ffi.new("CUgraphNode[1]")
+    count = ffi.new("size_t *", 1)
+    _ok(lib.cuGraphGetNodes(g, nodes, count))
+    assert count[0] == 1
+    return nodes[0]
+
+
+@ffi.callback("void(void *)")
+def _noop(_: Any) -> None:
+    pass
+
+
+def test_clones_and_child_graphs_keep_their_nodes_parameters(lib: Any) -> None:
+    d = ffi.new("CUdeviceptr *")
+    _ok(lib.cuMemAlloc_v2(d, 4 * N))
+    g = _graph(lib)
+    memset = _add_memset(lib, g, d[0], 7, N)
+    host = ffi.new("CUgraphNode *")
+    token = ffi.new("int *")
+    hp = ffi.new("CUDA_HOST_NODE_PARAMS *", {"fn": _noop, "userData": token})
+    _ok(lib.cuGraphAddHostNode(host, g, *_deps(memset), hp))
+    fn = _scale_function(lib)
+    n, a, p = ffi.new("unsigned int *", N), ffi.new("float *", 3.0), ffi.new("CUdeviceptr *", d[0])
+    args = ffi.new("void *[]", [n, a, p])
+    kp = ffi.new("CUDA_KERNEL_NODE_PARAMS *")
+    kp.func = fn
+    kp.gridDimX = kp.gridDimY = kp.gridDimZ = kp.blockDimY = kp.blockDimZ = 1
+    kp.blockDimX = N
+    kp.kernelParams = args
+    kernel = ffi.new("CUgraphNode *")
+    _ok(lib.cuGraphAddKernelNode_v2(kernel, g, *_deps(host[0]), kp))
+    clone = ffi.new("CUgraph *")
+    _ok(lib.cuGraphClone(clone, g))
+    parent = _graph(lib)
+    child = ffi.new("CUgraphNode *")
+    _ok(lib.cuGraphAddChildGraphNode(child, parent, ffi.NULL, 0, g))
+    embedded = ffi.new("CUgraph *")
+    _ok(lib.cuGraphChildGraphNodeGetGraph(child[0], embedded))
+    for copy in (clone[0], embedded[0]):
+        nodes = ffi.new("CUgraphNode[3]")
+        count = ffi.new("size_t *", 3)
+        _ok(lib.cuGraphGetNodes(copy, nodes, count))
+        mp = ffi.new("CUDA_MEMSET_NODE_PARAMS *")
+        _ok(lib.cuGraphMemsetNodeGetParams(nodes[0], mp))
+        assert (mp.dst, mp.value, mp.width) == (d[0], 7, N)
+        back_host = ffi.new("CUDA_HOST_NODE_PARAMS *")
+        _ok(lib.cuGraphHostNodeGetParams(nodes[1], back_host))
+        assert back_host.fn == _noop and back_host.userData == token
+        back = ffi.new("CUDA_KERNEL_NODE_PARAMS *")
+        _ok(lib.cuGraphKernelNodeGetParams_v2(nodes[2], back))
+        assert back.func == fn and back.blockDimX == N
+        assert ffi.cast("float *", back.kernelParams[1])[0] == 3.0
+    # The copies' argument values are their own: the original's going changes nothing.
+    _ok(lib.cuGraphDestroy(g))
+    nodes = ffi.new("CUgraphNode[3]")
+    _ok(lib.cuGraphGetNodes(clone[0], nodes, ffi.new("size_t *", 3)))
+    back = ffi.new("CUDA_KERNEL_NODE_PARAMS *")
+    _ok(lib.cuGraphKernelNodeGetParams_v2(nodes[2], back))
+    assert ffi.cast("float *", back.kernelParams[1])[0] == 3.0
+    for x in (clone[0], parent):
+        _ok(lib.cuGraphDestroy(x))
+    _ok(lib.cuMemFree_v2(d[0]))
+
+
+def test_a_captured_host_function_reads_back(lib: Any, stream: Any) -> None:
+    token = ffi.new("int *")
+    _ok(lib.cuStreamBeginCapture_v2(stream, RELAXED))
+    _ok(lib.cuLaunchHostFunc(stream, _noop, token))
+    g = ffi.new("CUgraph *")
+    _ok(lib.cuStreamEndCapture(stream, g))
+    hp = ffi.new("CUDA_HOST_NODE_PARAMS *")
+    _ok(lib.cuGraphHostNodeGetParams(_only_node(lib, g[0]), hp))
+    assert hp.fn == _noop and hp.userData == token
+    _ok(lib.cuGraphDestroy(g[0]))
+
+
+def test_a_captured_host_pool_allocation_reports_its_pool(lib: Any, stream: Any) -> None:
+    pool = ffi.new("CUmemoryPool *")
+    _ok(lib.cuMemGetMemPool(pool, ffi.new("CUmemLocation *", {"type": HOST_LOCATION}), PINNED))
+    d = ffi.new("CUdeviceptr *")
+    _ok(lib.cuStreamBeginCapture_v2(stream, RELAXED))
+    _ok(lib.cuMemAllocFromPoolAsync(d, 64, pool[0], stream))
+    g = ffi.new("CUgraph *")
+    _ok(lib.cuStreamEndCapture(stream, g))
+    ap = ffi.new("CUDA_MEM_ALLOC_NODE_PARAMS *")
+    _ok(lib.cuGraphMemAllocNodeGetParams(_only_node(lib, g[0]), ap))
+    assert (ap.poolProps.allocType, ap.poolProps.location.type) == (PINNED, HOST_LOCATION)
+    assert (ap.bytesize, ap.dptr) == (64, d[0])
+    _ok(lib.cuGraphDestroy(g[0]))

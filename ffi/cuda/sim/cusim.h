@@ -170,6 +170,8 @@ typedef struct cu_graph_exec {
 
 /* ---- graphs (cusim_graph.c); callers hold g_capture_mu */
 CUSIM_INTERNAL cu_graph *cusim_graph_new(void);
+/* A copy of kernel argument values: a kernelParams array followed by them. */
+CUSIM_INTERNAL void **cusim_kernel_args_copy(const ar_kernel_info *info, void *const *params);
 CUSIM_INTERNAL void cusim_graph_free(cu_graph *g); /* removes its handle too */
 /* A node of graph g of the given type with deps; owns body (may be NULL). */
 CUSIM_INTERNAL CUresult cusim_gnode_add(cu_graph *g, CUgraphNodeType type, arsim_graph *body,
@@ -177,8 +179,10 @@ CUSIM_INTERNAL CUresult cusim_gnode_add(cu_graph *g, CUgraphNodeType type, arsim
 /* Appends op (owned) to the capture as a node after its dependencies. */
 CUSIM_INTERNAL CUresult cusim_capture_add_op(cu_capture *cap, arsim_op *op);
 /* cuMemAllocAsync / cuMemFreeAsync in a capture: a graph memory node (the
- * node takes its own reference to m). */
-CUSIM_INTERNAL CUresult cusim_capture_add_mem(cu_capture *cap, CUgraphNodeType type, cu_gmem *m);
+ * node takes its own reference to m); an allocation's node reports its
+ * pool's type and location (pool; NULL for a free). */
+CUSIM_INTERNAL CUresult cusim_capture_add_mem(cu_capture *cap, CUgraphNodeType type, cu_gmem *m,
+                                              const CUmemPoolProps *pool);
 /* cuGraphLaunch into a capture: a child graph node running ops. */
 CUSIM_INTERNAL CUresult cusim_capture_add_exec(cu_capture *cap, const arsim_graph *ops);
 /* The graph a capture fills (NULL if it is gone). */

@@ -303,11 +303,13 @@ static int capture_alloc(cu_stream *s, const cu_pool *p, size_t size, CUdevicept
     cu_gmem *m = NULL;
     int device = p->kind == ARSIM_MEM_HOST ? -1 : p->device >= 0 ? p->device : s->ctx->device;
     *r = cusim_gmem_new(device, p->kind, size, &m);
+    CUmemPoolProps props = {.allocType = p->type, .location = p->loc}; /* what its node reports */
     pthread_mutex_lock(&g_capture_mu);
     cu_capture *cap = s->cap;
     if (cap && *r == CUDA_SUCCESS)
         *r = cap->invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
-                              : cusim_capture_add_mem(cap, CU_GRAPH_NODE_TYPE_MEM_ALLOC, m);
+                              : cusim_capture_add_mem(cap, CU_GRAPH_NODE_TYPE_MEM_ALLOC, m,
+                                                      &props);
     pthread_mutex_unlock(&g_capture_mu);
     if (!cap && *r == CUDA_SUCCESS) {
         cusim_gmem_unref(m); /* the capture ended meanwhile: allocate normally */
@@ -789,7 +791,7 @@ static CUresult free_graph_mem(cu_gmem *gm, cu_stream *s)
     CUresult r = CUDA_SUCCESS;
     if (cap)
         r = cap->invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
-                             : cusim_capture_add_mem(cap, CU_GRAPH_NODE_TYPE_MEM_FREE, gm);
+                             : cusim_capture_add_mem(cap, CU_GRAPH_NODE_TYPE_MEM_FREE, gm, NULL);
     pthread_mutex_unlock(&g_capture_mu);
     if (cap)
         return r;
