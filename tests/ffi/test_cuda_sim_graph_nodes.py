@@ -22,6 +22,7 @@ from _cudasim_support import (
 
 CUDA_ERROR_INVALID_DEVICE = 101
 CUDA_ERROR_NOT_SUPPORTED = 801
+CUDA_ERROR_INVALID_HANDLE = 400
 
 ffi = cffi.FFI()
 ffi.cdef(
@@ -150,6 +151,15 @@ CUresult cuGetProcAddress(const char *, void **, int, unsigned long long);
 typedef struct { CUhostFn fn; void *userData; } CUDA_HOST_NODE_PARAMS;
 CUresult cuGraphHostNodeGetParams(CUgraphNode, CUDA_HOST_NODE_PARAMS *);
 CUresult cuLaunchHostFunc(CUstream, CUhostFn, void *);
+CUresult cuArrayDestroy(void *);
+CUresult cuArray3DGetDescriptor_v2(void *, void *);
+CUresult cuMipmappedArrayCreate(void **, const void *, unsigned int);
+CUresult cuMipmappedArrayGetLevel(CUarray *, void *, unsigned int);
+CUresult cuMipmappedArrayDestroy(void *);
+CUresult cuTexObjectCreate(unsigned long long *, const void *, const void *, const void *);
+CUresult cuTexObjectDestroy(unsigned long long);
+CUresult cuSurfObjectCreate(unsigned long long *, const void *);
+CUresult cuSurfObjectDestroy(unsigned long long);
 """
 )
 
@@ -642,10 +652,24 @@ def test_mem_get_mem_pool_and_pool_access(lib: Any) -> None:
     assert lib.cuMemPoolSetAccess(current[0], desc, 1) == CUDA_ERROR_INVALID_DEVICE
 
 
-def test_cuda_arrays_are_refused(lib: Any) -> None:
+def test_cuda_arrays_textures_and_surfaces_are_refused(lib: Any) -> None:
     arr = ffi.new("CUarray *")
     desc = ffi.new("char[64]")
     assert lib.cuArray3DCreate_v2(arr, desc) == CUDA_ERROR_NOT_SUPPORTED
+    mip = ffi.new("void **")
+    assert lib.cuMipmappedArrayCreate(mip, desc, 2) == CUDA_ERROR_NOT_SUPPORTED
+    obj = ffi.new("unsigned long long *")
+    res = ffi.new("char[256]")
+    assert lib.cuTexObjectCreate(obj, res, res, ffi.NULL) == CUDA_ERROR_NOT_SUPPORTED
+    assert lib.cuSurfObjectCreate(obj, res) == CUDA_ERROR_NOT_SUPPORTED
+    # None is ever made: any handle is unknown.
+    bogus = ffi.cast("void *", 0x1234)
+    assert lib.cuArrayDestroy(bogus) == CUDA_ERROR_INVALID_HANDLE
+    assert lib.cuArray3DGetDescriptor_v2(desc, bogus) == CUDA_ERROR_INVALID_HANDLE
+    assert lib.cuMipmappedArrayGetLevel(arr, bogus, 0) == CUDA_ERROR_INVALID_HANDLE
+    assert lib.cuMipmappedArrayDestroy(bogus) == CUDA_ERROR_INVALID_HANDLE
+    assert lib.cuTexObjectDestroy(7) == CUDA_ERROR_INVALID_HANDLE
+    assert lib.cuSurfObjectDestroy(7) == CUDA_ERROR_INVALID_HANDLE
 
 
 @pytest.mark.parametrize(
@@ -660,6 +684,9 @@ def test_cuda_arrays_are_refused(lib: Any) -> None:
         ("cuGraphConditionalHandleCreate", 12030, "cuGraphConditionalHandleCreate"),
         ("cuMemGetMemPool", 13000, "cuMemGetMemPool"),
         ("cuArray3DCreate", 3020, "cuArray3DCreate_v2"),
+        ("cuMipmappedArrayCreate", 5000, "cuMipmappedArrayCreate"),
+        ("cuTexObjectCreate", 5000, "cuTexObjectCreate"),
+        ("cuSurfObjectCreate", 5000, "cuSurfObjectCreate"),
     ],
 )
 def test_get_proc_address_finds_the_graph_calls(

@@ -349,6 +349,13 @@ typedef struct CUmemPoolProps_st {
 /* CUDA arrays: refused (cusim_mem.c), so their descriptors stay opaque. */
 typedef struct CUDA_ARRAY_DESCRIPTOR_st CUDA_ARRAY_DESCRIPTOR;
 typedef struct CUDA_ARRAY3D_DESCRIPTOR_st CUDA_ARRAY3D_DESCRIPTOR;
+/* Mipmapped arrays, texture and surface objects: refused too (cusim_mem.c). */
+typedef struct CUmipmappedArray_st *CUmipmappedArray;
+typedef unsigned long long CUtexObject;
+typedef unsigned long long CUsurfObject;
+typedef struct CUDA_RESOURCE_DESC_st CUDA_RESOURCE_DESC;
+typedef struct CUDA_TEXTURE_DESC_st CUDA_TEXTURE_DESC;
+typedef struct CUDA_RESOURCE_VIEW_DESC_st CUDA_RESOURCE_VIEW_DESC;
 
 /* Graph nodes (cusim_graph*.c). */
 typedef unsigned int CUgraphNodeType;
