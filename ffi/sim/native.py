@@ -78,6 +78,7 @@ LIBRARIES = [
             "cuda/sim/cusim_pool.c",
             "cuda/sim/cusim_pool_loc.c",
             "cuda/sim/cusim_managed.c",
+            "cuda/sim/cusim_ipc.c",
             "cuda/sim/cusim_link.c",
             "cuda/sim/cusim_fatbin.c",
             "cuda/sim/cusim_ptxsyms.c",

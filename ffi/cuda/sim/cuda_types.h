@@ -301,6 +301,16 @@ enum {
 };
 typedef unsigned int CUmemAllocationType;
 typedef unsigned int CUmemAllocationHandleType;
+/* Interprocess handles (cusim_ipc.c: refused). */
+typedef struct CUipcEventHandle_st {
+    char reserved[64];
+} CUipcEventHandle;
+typedef struct CUipcMemHandle_st {
+    char reserved[64];
+} CUipcMemHandle;
+typedef struct CUmemPoolPtrExportData_st {
+    unsigned char reserved[64];
+} CUmemPoolPtrExportData;
 typedef unsigned int CUmemLocationType;
 enum { CU_MEM_ALLOCATION_TYPE_PINNED = 1, CU_MEM_ALLOCATION_TYPE_MANAGED = 2 };
 enum { CU_MEM_HANDLE_TYPE_NONE = 0 };
