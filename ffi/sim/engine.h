@@ -275,6 +275,7 @@ typedef struct arsim_alloc {
     size_t map_len;
     size_t charged; /* engine's own: bytes counted against the device */
     size_t data_len; /* engine's own: the accessible pages' bytes (the rest is guard) */
+    uint64_t serial; /* engine's own: this allocation's number, never reused (1, 2, ...) */
 } arsim_alloc;
 
 /* Zero-byte allocations are rejected (ARSIM_ERR_INVALID_VALUE). */
@@ -497,6 +498,8 @@ typedef enum arsim_op_kind {
     ARSIM_OPK_QUEUE_WAIT,
 } arsim_op_kind;
 ARSIM_API arsim_op_kind arsim_op_kind_of(const arsim_op *op);
+/* A host-function op's function and argument (1), or 0 for any other op. */
+ARSIM_API int arsim_op_host_fn_of(const arsim_op *op, void (**fn)(void *), void **user);
 
 /* ---------------------------------------------------------------- queues */
 

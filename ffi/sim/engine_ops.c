@@ -21,6 +21,15 @@ arsim_op_kind arsim_op_kind_of(const arsim_op *op)
     return op ? (arsim_op_kind)op->kind : (arsim_op_kind)0;
 }
 
+int arsim_op_host_fn_of(const arsim_op *op, void (**fn)(void *), void **user)
+{
+    if (!op || op->kind != OP_HOST_FN)
+        return 0;
+    *fn = op->fn;
+    *user = op->user;
+    return 1;
+}
+
 void arsim_op_free(arsim_op *op)
 {
     if (!op)

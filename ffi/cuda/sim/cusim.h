@@ -172,6 +172,8 @@ typedef struct cu_graph_exec {
 
 /* ---- graphs (cusim_graph.c); callers hold g_capture_mu */
 CUSIM_INTERNAL cu_graph *cusim_graph_new(void);
+/* A copy of kernel argument values: a kernelParams array followed by them. */
+CUSIM_INTERNAL void **cusim_kernel_args_copy(const ar_kernel_info *info, void *const *params);
 CUSIM_INTERNAL void cusim_graph_free(cu_graph *g); /* removes its handle too */
 /* A node of graph g of the given type with deps; owns body (may be NULL). */
 CUSIM_INTERNAL CUresult cusim_gnode_add(cu_graph *g, CUgraphNodeType type, arsim_graph *body,
@@ -179,8 +181,10 @@ CUSIM_INTERNAL CUresult cusim_gnode_add(cu_graph *g, CUgraphNodeType type, arsim
 /* Appends op (owned) to the capture as a node after its dependencies. */
 CUSIM_INTERNAL CUresult cusim_capture_add_op(cu_capture *cap, arsim_op *op);
 /* cuMemAllocAsync / cuMemFreeAsync in a capture: a graph memory node (the
- * node takes its own reference to m). */
-CUSIM_INTERNAL CUresult cusim_capture_add_mem(cu_capture *cap, CUgraphNodeType type, cu_gmem *m);
+ * node takes its own reference to m); an allocation's node reports its
+ * pool's type and location (pool; NULL for a free). */
+CUSIM_INTERNAL CUresult cusim_capture_add_mem(cu_capture *cap, CUgraphNodeType type, cu_gmem *m,
+                                              const CUmemPoolProps *pool);
 /* cuGraphLaunch into a capture: a child graph node running ops. */
 CUSIM_INTERNAL CUresult cusim_capture_add_exec(cu_capture *cap, const arsim_graph *ops);
 /* The graph a capture fills (NULL if it is gone). */
@@ -275,6 +279,21 @@ CUSIM_INTERNAL CUresult cusim_copy1d(void *dst, const void *src, size_t n, arsim
 CUSIM_INTERNAL CUresult cusim_pool_free_now(void *p);
 /* The pool a block belongs to, as a CUmemoryPool handle (0 if none). */
 CUSIM_INTERNAL uint64_t cusim_pool_of(const void *p);
+/* A pool of one allocation type at one location (checked by the caller; a
+ * host location's id is ignored); NULL if out of memory. */
+typedef struct cu_pool cu_pool;
+CUSIM_INTERNAL cu_pool *cusim_pool_new(CUmemAllocationType type, const CUmemLocation *loc,
+                                       size_t max_size, int is_default);
+/* The live (not destroyed) pool behind a handle, or NULL. */
+CUSIM_INTERNAL cu_pool *cusim_pool_get(CUmemoryPool h);
+CUSIM_INTERNAL CUmemoryPool cusim_pool_handle(const cu_pool *p);
+/* Whether p is a pool of this allocation type at this location. */
+CUSIM_INTERNAL int cusim_pool_serves(const cu_pool *p, CUmemAllocationType type,
+                                     const CUmemLocation *loc);
+/* cuMemAllocFromPoolAsync's work once the stream and pool are resolved: in a
+ * capture, a graph memory alloc node. */
+CUSIM_INTERNAL CUresult cusim_pool_alloc_async(cu_pool *p, size_t bytesize, cu_stream *s,
+                                               CUdeviceptr *out);
 
 /* ---- the linker (cusim_link.c, cusim_fatbin.c, cusim_ptxsyms.c) */
 /* If image is one cuLinkComplete made, the PTX text it holds; else NULL. */
@@ -506,9 +525,40 @@ P cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode *dependencies,
 P cuStreamUpdateCaptureDependencies_v2(CUstream hStream, CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags);
 P cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray);
 P cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray);
+P cuArrayDestroy(CUarray hArray);
+P cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarray hArray);
+P cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc, unsigned int numMipmapLevels);
+P cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedArray hMipmappedArray, unsigned int level);
+P cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray);
+P cuTexObjectCreate(CUtexObject *pTexObject, const CUDA_RESOURCE_DESC *pResDesc, const CUDA_TEXTURE_DESC *pTexDesc, const CUDA_RESOURCE_VIEW_DESC *pResViewDesc);
+P cuTexObjectDestroy(CUtexObject texObject);
+P cuSurfObjectCreate(CUsurfObject *pSurfObject, const CUDA_RESOURCE_DESC *pResDesc);
+P cuSurfObjectDestroy(CUsurfObject surfObject);
 P cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type);
 P cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count);
 P cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool, CUmemLocation *location);
+P cuIpcGetEventHandle(CUipcEventHandle *pHandle, CUevent event);
+P cuIpcOpenEventHandle(CUevent *phEvent, CUipcEventHandle handle);
+P cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr);
+P cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
+P cuIpcCloseMemHandle(CUdeviceptr dptr);
+P cuMemPoolExportToShareableHandle(void *handle_out, CUmemoryPool pool, CUmemAllocationHandleType handleType, unsigned long long flags);
+P cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle, CUmemAllocationHandleType handleType, unsigned long long flags);
+P cuMemPoolExportPointer(CUmemPoolPtrExportData *shareData_out, CUdeviceptr ptr);
+P cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData *shareData);
+P cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location, CUmemAllocationType type);
+P cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type, CUmemoryPool pool);
+P cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUmemLocation location);
+P cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags, CUstream hStream);
+P cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags, CUstream hStream);
+P cuMemPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream);
+P cuMemPrefetchBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream);
+P cuMemDiscardBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count, unsigned long long flags, CUstream hStream);
+P cuMemDiscardBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *sizes, size_t count, unsigned long long flags, CUstream hStream);
+P cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream);
+P cuMemDiscardAndPrefetchBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream);
+P cuMemRangeGetAttribute(void *data, size_t dataSize, CUmem_range_attribute attribute, CUdeviceptr devPtr, size_t count);
+P cuMemRangeGetAttributes(void **data, size_t *dataSizes, CUmem_range_attribute *attributes, size_t numAttributes, CUdeviceptr devPtr, size_t count);
 
 P cuLinkCreate(unsigned int numOptions, CUjit_option *options, void **optionValues,
                CUlinkState *stateOut);

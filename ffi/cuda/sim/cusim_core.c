@@ -152,6 +152,9 @@ CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
     case 101: v = 1; break;               /* DIRECT_MANAGED_MEM_ACCESS_FROM_HOST */
     case 106: v = 32; break;              /* MAX_BLOCKS_PER_MULTIPROCESSOR */
     case 115: v = 1; break;               /* MEMORY_POOLS_SUPPORTED (cusim_pool.c) */
+    case 134: v = 0; break;               /* HOST_NUMA_ID: the host is one node */
+    case 142: v = 1; break;               /* HOST_NUMA_MEMORY_POOLS_SUPPORTED */
+    case 144: v = 1; break;               /* HOST_MEMORY_POOLS_SUPPORTED */
     default:
         if (attrib <= 0 || attrib > 200)
             return CUDA_ERROR_INVALID_VALUE;

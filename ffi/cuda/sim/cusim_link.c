@@ -525,17 +525,28 @@ static char *join_inputs(const cu_link *lk, int *first_line)
     return text;
 }
 
-/* The executor names a line of the joined text; the log names the input. */
+/* The executor names a line of the joined text; the log names the input.
+ * A call no input defines is what the driver's linker calls an undefined
+ * reference, and is said in its words. */
 static void log_joined_error(cu_link *lk, const char *msg, const int *first_line)
 {
+    static const char external[] = "call of external function '";
     int line;
     int at = 0;
     if (sscanf(msg, "ptx line %d: %n", &line, &at) == 1 && at > 0 && line >= 1) {
         size_t i = lk->n - 1;
         while (i > 0 && first_line[i] > line)
             i--;
-        log_add(&lk->err, "%s: ptx line %d: %s", lk->in[i].name, line - first_line[i] + 1,
-                msg + at);
+        const char *what = msg + at;
+        int undefined = strncmp(what, external, sizeof external - 1) == 0;
+        const char *name = undefined ? what + sizeof external - 1 : NULL;
+        const char *end = name ? strchr(name, '\'') : NULL;
+        if (end)
+            log_add(&lk->err, "error   : Undefined reference to '%.*s' in '%s'",
+                    (int)(end - name), name, lk->in[i].name);
+        else
+            log_add(&lk->err, "%s: ptx line %d: %s", lk->in[i].name, line - first_line[i] + 1,
+                    what);
     } else {
         log_add(&lk->err, "cuda-sim linker: %s", msg);
     }
