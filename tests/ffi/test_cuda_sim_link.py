@@ -422,6 +422,19 @@ def test_a_fatbin_holding_ptx_links_and_runs(
 
 
 @NEEDS_NVCC
+def test_a_fatbin_holding_ptx_loads_as_a_module(lk: Linker, tmp_path: Path) -> None:
+    """cuModuleLoadData of a fatbin with no machine code for the device JITs its PTX, as a
+    driver does; one with machine code only has no binary for the device."""
+    fatbin = _nvcc(tmp_path, "-no-compress", "-gencode", "arch=compute_80,code=compute_80")
+    module = lk.load(fatbin)
+    np.testing.assert_array_equal(lk.run(module), EXPECTED)
+    lk.lib.cuModuleUnload(module)
+    sass = _nvcc(tmp_path, "-gencode", "arch=compute_80,code=sm_80")
+    out = ffi.new("CUmodule *")
+    assert lk.lib.cuModuleLoadData(out, sass) == CUDA_ERROR_NO_BINARY_FOR_GPU
+
+
+@NEEDS_NVCC
 def test_a_fatbin_with_only_machine_code_is_refused(lk: Linker, tmp_path: Path) -> None:
     fatbin = _nvcc(tmp_path, "-gencode", "arch=compute_80,code=sm_80")
     _info, err, opts = _logs()

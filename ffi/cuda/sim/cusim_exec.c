@@ -636,9 +636,34 @@ static CUresult load_ptx(const char *text, jit_log *log, arsim_module **out)
     }
 }
 
-/* Images: a host shared object (x86-64 ELF) runs as is; PTX text runs on
- * the executor (ptx_exec.c); cubin (ELF for EM_CUDA) and fatbin hold no code
- * the sim can run, so CUDA_ERROR_NO_BINARY_FOR_GPU. */
+/* A fatbin runs as a driver runs one with no machine code for its GPU: the
+ * newest PTX entry the device can run is compiled (here: interpreted).
+ * One with no such entry is CUDA_ERROR_NO_BINARY_FOR_GPU, saying why. */
+static CUresult load_fatbin(cu_ctx *c, const void *image, jit_log *log, arsim_module **out)
+{
+    /* A fatbin's header says its size; an image pointer says none, so the
+     * header is trusted as the driver trusts it. */
+    size_t size = cusim_fatbin_size(image, SIZE_MAX);
+    if (size == 0)
+        return CUDA_ERROR_INVALID_IMAGE;
+    int major = 0, minor = 0;
+    cuDeviceGetAttribute(&major, 75, c->device); /* COMPUTE_CAPABILITY_MAJOR */
+    cuDeviceGetAttribute(&minor, 76, c->device);
+    char why[256], *ptx = NULL;
+    CUresult r = cusim_fatbin_ptx(image, size, major * 10 + minor, &ptx, why, sizeof why);
+    if (r != CUDA_SUCCESS) {
+        if (log && log->buf && log->size)
+            snprintf(log->buf, log->size, "fatbin refused: %s", why);
+        return r;
+    }
+    r = load_ptx(ptx, log, out);
+    free(ptx);
+    return r;
+}
+
+/* Images: a host shared object (x86-64 ELF) runs as is; PTX text, and the
+ * PTX of a fatbin, run on the executor (ptx_exec.c); a cubin (ELF for
+ * EM_CUDA) holds no code the sim can run, so CUDA_ERROR_NO_BINARY_FOR_GPU. */
 static CUresult module_load_image(CUmodule *module, const void *image, jit_log *log)
 {
     cu_ctx *c;
@@ -662,10 +687,7 @@ static CUresult module_load_image(CUmodule *module, const void *image, jit_log *
         if (st != ARSIM_OK)
             return cusim_status(st);
     } else if (b[0] == 0x50 && b[1] == 0xed && b[2] == 0x55 && b[3] == 0xba) {
-        if (log && log->buf && log->size)
-            snprintf(log->buf, log->size, "cuda-sim runs PTX and host shared objects; "
-                                          "a fatbin cannot run here (load its PTX instead)");
-        return CUDA_ERROR_NO_BINARY_FOR_GPU;
+        CUSIM_TRY(load_fatbin(c, image, log, &m));
     } else if (cusim_link_image_ptx(image)) {
         CUSIM_TRY(load_ptx(cusim_link_image_ptx(image), log, &m)); /* cusim_link.c's output */
     } else if (ptx_looks_like(image)) {
