@@ -262,6 +262,16 @@ CUSIM_INTERNAL extern __thread int cusim_tls_ptds;
 CUSIM_INTERNAL CUresult cusim_submit(cu_stream *s, arsim_op *op, uint64_t *seq_out);
 CUSIM_INTERNAL CUresult cusim_submit_graph(cu_stream *s, const arsim_graph *g);
 CUSIM_INTERNAL CUresult cusim_ctx_synchronize(cu_ctx *ctx);
+/* ---- the printf FIFOs (cusim_printf.c).  flush writes context ctx's held
+ * records to stdout (0: every context's); forget also drops its FIFO (the
+ * context is gone); seal fixes its size (a kernel that calls printf was
+ * launched); init hands the PTX executor the FIFOs' sink (cuInit). */
+CUSIM_INTERNAL void cusim_printf_init(void);
+CUSIM_INTERNAL void cusim_printf_flush(uint64_t ctx);
+CUSIM_INTERNAL void cusim_printf_forget(uint64_t ctx);
+CUSIM_INTERNAL void cusim_printf_seal(uint64_t ctx);
+/* Reads (get) or sets (set) context ctx's CU_LIMIT_PRINTF_FIFO_SIZE. */
+CUSIM_INTERNAL CUresult cusim_printf_limit(uint64_t ctx, size_t *get, const size_t *set);
 /* ---- copies (cusim_mem.c), peer copies and access (cusim_peer.c) */
 /* Every 1-D copy; blocking: the synchronous API.  A device-to-device copy
  * between two devices' memory is a peer copy. */
@@ -346,6 +356,8 @@ P cuCtxGetFlags(unsigned int *flags);
 P cuCtxSynchronize(void);
 P cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority);
 P cuCtxGetApiVersion(CUcontext ctx, unsigned int *version);
+P cuCtxSetLimit(CUlimit limit, size_t value);
+P cuCtxGetLimit(size_t *pvalue, CUlimit limit);
 
 P cuMemGetInfo_v2(size_t *free, size_t *total);
 P cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);

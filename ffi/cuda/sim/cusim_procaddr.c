@@ -43,6 +43,8 @@ static const proc_entry g_procs[] = {
     {"cuCtxPushCurrent", 4000, (void *)cuCtxPushCurrent_v2, NULL},
     {"cuCtxPopCurrent", 4000, (void *)cuCtxPopCurrent_v2, NULL},
     {"cuCtxGetDevice", 2000, (void *)cuCtxGetDevice, NULL},
+    {"cuCtxSetLimit", 3010, (void *)cuCtxSetLimit, NULL},
+    {"cuCtxGetLimit", 3010, (void *)cuCtxGetLimit, NULL},
     {"cuCtxGetFlags", 7000, (void *)cuCtxGetFlags, NULL},
     {"cuCtxSynchronize", 2000, (void *)cuCtxSynchronize, NULL},
     {"cuCtxGetStreamPriorityRange", 5050, (void *)cuCtxGetStreamPriorityRange, NULL},

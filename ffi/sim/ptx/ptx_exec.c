@@ -372,6 +372,14 @@ static inline int exec_control(block_ctx *b, warp *w, frame *fr, const pinsn *in
         }
         fr->cur_pc++;
         return 1;
+    case OP_VPRINTF:
+        if (m) {
+            int rc = ptx_exec_vprintf(b, w, fr, in, m);
+            if (rc < 0)
+                return rc;
+        }
+        fr->cur_pc++;
+        return 1;
     case OP_SHFL:
     case OP_VOTE:
     case OP_REDUX:

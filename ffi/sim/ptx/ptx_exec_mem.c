@@ -76,6 +76,36 @@ static inline uint8_t *mem_at(block_ctx *b, warp *w, frame *fr, int space, uint6
     }
 }
 
+int ptx_mem_read(block_ctx *b, warp *w, frame *fr, uint64_t addr, size_t n, int l, uint64_t *v)
+{
+    const uint8_t *p = mem_at(b, w, fr, S_GENERIC, addr, n, l, 0);
+    if (!p)
+        return E_FAULT;
+    *v = sim_load_n(p, (uint32_t)n);
+    return 0;
+}
+
+const uint8_t *ptx_mem_span(block_ctx *b, warp *w, frame *fr, uint64_t addr, int l,
+                            size_t *avail)
+{
+    uintptr_t p = (uintptr_t)addr, hi = 0;
+    uintptr_t sh = (uintptr_t)b->shared, lb = (uintptr_t)w->local + (size_t)l * b->stack;
+    uintptr_t pb = (uintptr_t)b->params;
+    arsim_alloc a;
+    if (sim_inside(p, 1, sh, sh + b->shared_size))
+        hi = sh + b->shared_size;
+    else if (b->stack && sim_inside(p, 1, lb, lb + b->stack))
+        hi = lb + b->stack;
+    else if (sim_inside(p, 1, pb, pb + b->entry->param_bytes))
+        hi = pb + b->entry->param_bytes;
+    else if (arsim_mem_lookup((const void *)p, &a) == ARSIM_OK)
+        hi = (uintptr_t)a.base + a.size;
+    if (!hi)
+        return NULL;
+    *avail = hi - p;
+    return (const uint8_t *)p;
+}
+
 /* A value of type t from memory, sign-extended for the signed types. */
 static inline uint64_t load_bytes(const uint8_t *p, int t)
 {

@@ -124,6 +124,7 @@ typedef struct pfunc {
     int is_entry;
     int defined;
     int uses_barrier;
+    int uses_printf; /* it, or a function it calls, calls vprintf (ptx_mark_printf) */
     pinsn *code;
     int32_t ncode, cap_code;
     uint32_t nslots;
@@ -173,6 +174,8 @@ typedef struct pmodule {
 PTX_HIDDEN void ptx_program_free(pmodule *m);
 /* Registers each module variable with the engine (ptx_query.c); -1 if one fails. */
 PTX_HIDDEN int ptx_register_vars(pmodule *m);
+/* Sets each function's uses_printf, once its calls are resolved (ptx_query.c). */
+PTX_HIDDEN void ptx_mark_printf(pmodule *m);
 /* The foreign kernel entry point (arsim_foreign_run); kernel_ctx is a pfunc*
  * whose module is reachable through ptx_kernel_ctx. */
 #define PTX_CTX_MAGIC 0x50545831u

@@ -783,6 +783,19 @@ static uint32_t local_stack(pmodule *m, uint32_t fi, int depth)
     return total > (1u << 20) ? 1u << 20 : (uint32_t)total;
 }
 
+/* A call of vprintf that no input defines: CUDA's printf, which the executor
+ * provides (ptx_exec_printf.c), declared as CUDA declares it:
+ * .extern .func (.param .b32 r) vprintf (.param .b64 fmt, .param .b64 args). */
+static int is_vprintf(const pmodule *m, int fi, const struct callfix_entry *fix)
+{
+    if (fi < 0 || m->funcs[fi].defined || strcmp(fix->name, "vprintf") != 0)
+        return 0;
+    const pfunc *f = &m->funcs[fi];
+    const pcall *c = &m->funcs[fix->func].calls[m->funcs[fix->func].code[fix->pc].aux];
+    return f->nparams == 2 && f->params[0].size == 8 && f->params[1].size == 8 &&
+           f->nrets == 1 && f->rets[0].size == 4 && c->nargs == 2 && c->nrets <= 1;
+}
+
 ptx_status ptx_module_load(const char *text, arsim_module **out, char *log, size_t log_size)
 {
     parser ps;
@@ -808,6 +821,10 @@ ptx_status ptx_module_load(const char *text, arsim_module **out, char *log, size
     if (ps.err == PTX_OK) {
         for (size_t k = 0; k < ps.ncallfix; k++) {
             int fi = find_func(m, ps.callfix[k].name);
+            if (is_vprintf(m, fi, &ps.callfix[k])) {
+                m->funcs[ps.callfix[k].func].code[ps.callfix[k].pc].op = OP_VPRINTF;
+                continue;
+            }
             if (fi < 0 || !m->funcs[fi].defined) {
                 ptx_fail(&ps, ps.callfix[k].line, PTX_ERR_INVALID,
                      fi < 0 ? "call of undeclared function '%s'" : "call of external function '%s' (not supported)",
@@ -831,6 +848,7 @@ ptx_status ptx_module_load(const char *text, arsim_module **out, char *log, size
         }
     }
     if (ps.err == PTX_OK) {
+        ptx_mark_printf(m);
         m->shared_module = align_up(ps.shared_pool, 16);
         for (size_t k = 0; k < ps.ndyn; k++)
             m->funcs[ps.dyn[k].func].consts[ps.dyn[k].cidx].value += m->shared_module;

@@ -32,6 +32,7 @@ int ptx_kernel_attributes(const arsim_kernel *k, ptx_kernel_attrs *out)
     if (dims[0])
         out->max_threads = dims[0] * dims[1] * dims[2];
     memcpy(out->reqntid, f->reqntid, sizeof out->reqntid);
+    out->uses_printf = f->uses_printf;
     return 1;
 }
 
@@ -59,4 +60,21 @@ int ptx_register_vars(pmodule *m)
         m->vars[i].registered = 1;
     }
     return 0;
+}
+
+void ptx_mark_printf(pmodule *m)
+{
+    for (uint32_t i = 0; i < m->nfuncs; i++)
+        for (int32_t pc = 0; pc < m->funcs[i].ncode; pc++)
+            m->funcs[i].uses_printf |= m->funcs[i].code[pc].op == OP_VPRINTF;
+    /* Callers of a user: until nothing changes (recursion included). */
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (uint32_t i = 0; i < m->nfuncs; i++) {
+            pfunc *f = &m->funcs[i];
+            for (int32_t pc = 0; pc < f->ncode && !f->uses_printf; pc++)
+                if (f->code[pc].op == OP_CALL && m->funcs[f->code[pc].target].uses_printf)
+                    changed = f->uses_printf = 1;
+        }
+    }
 }
