@@ -67,6 +67,8 @@ CUresult cuCtxSynchronize(void);
 CUresult cuCtxGetStreamPriorityRange(int *, int *);
 CUresult cuCtxSetLimit(int, size_t);
 CUresult cuCtxGetLimit(size_t *, int);
+CUresult cuProfilerStart(void);
+CUresult cuProfilerStop(void);
 CUresult cuMemGetInfo_v2(size_t *, size_t *);
 CUresult cuMemAlloc_v2(CUdeviceptr *, size_t);
 CUresult cuMemFree_v2(CUdeviceptr);

@@ -1,9 +1,9 @@
-"""cuda-sim's context limits, beside the printf FIFO's
+"""cuda-sim's context limits and profiler switches, beside the printf FIFO's
 size (tested with printf in test_ptx_printf.py)."""
 
 from __future__ import annotations
 
-from _cudasim_support import CUDA_ERROR_INVALID_CONTEXT, Cuda, ffi, load_sim
+from _cudasim_support import CUDA_ERROR_INVALID_CONTEXT, CUDA_SUCCESS, Cuda, ffi, load_sim
 
 CU_LIMIT_STACK_SIZE, CU_LIMIT_PRINTF_FIFO_SIZE, CU_LIMIT_MALLOC_HEAP_SIZE, CU_LIMIT_MAX = (
     0,
@@ -42,3 +42,10 @@ def test_without_a_context_the_limit_calls_say_so() -> None:
     lib.cuCtxSetCurrent(ffi.NULL)
     size = ffi.new("size_t *")
     assert lib.cuCtxGetLimit(size, CU_LIMIT_PRINTF_FIFO_SIZE) == CUDA_ERROR_INVALID_CONTEXT
+
+
+def test_the_profiler_switches_succeed_and_do_nothing(cu: Cuda) -> None:
+    # No profiler is attached to the sim; NVIDIA's driver then answers success.
+    assert cu.lib.cuProfilerStart() == CUDA_SUCCESS
+    assert cu.lib.cuProfilerStop() == CUDA_SUCCESS
+    assert cu.lib.cuProfilerStop() == CUDA_SUCCESS

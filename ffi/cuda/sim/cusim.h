@@ -358,6 +358,8 @@ P cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority);
 P cuCtxGetApiVersion(CUcontext ctx, unsigned int *version);
 P cuCtxSetLimit(CUlimit limit, size_t value);
 P cuCtxGetLimit(size_t *pvalue, CUlimit limit);
+P cuProfilerStart(void);
+P cuProfilerStop(void);
 
 P cuMemGetInfo_v2(size_t *free, size_t *total);
 P cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);

@@ -587,3 +587,17 @@ CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
     CUSIM_TRY(check_limit(limit));
     return cusim_printf_limit(c->handle, pvalue, NULL);
 }
+
+/* No profiler is ever attached to the sim; with none, NVIDIA's driver answers
+ * success and does nothing. */
+CUresult cuProfilerStart(void)
+{
+    cu_ctx *c;
+    return cusim_current_ctx(&c);
+}
+
+CUresult cuProfilerStop(void)
+{
+    cu_ctx *c;
+    return cusim_current_ctx(&c);
+}

@@ -45,6 +45,8 @@ static const proc_entry g_procs[] = {
     {"cuCtxGetDevice", 2000, (void *)cuCtxGetDevice, NULL},
     {"cuCtxSetLimit", 3010, (void *)cuCtxSetLimit, NULL},
     {"cuCtxGetLimit", 3010, (void *)cuCtxGetLimit, NULL},
+    {"cuProfilerStart", 4000, (void *)cuProfilerStart, NULL},
+    {"cuProfilerStop", 4000, (void *)cuProfilerStop, NULL},
     {"cuCtxGetFlags", 7000, (void *)cuCtxGetFlags, NULL},
     {"cuCtxSynchronize", 2000, (void *)cuCtxSynchronize, NULL},
     {"cuCtxGetStreamPriorityRange", 5050, (void *)cuCtxGetStreamPriorityRange, NULL},
