@@ -195,3 +195,55 @@ def test_an_error_after_a_dropped_definition_names_its_own_line(lk: Linker) -> N
     bad = (HEADER + two).splitlines().index("    frobnicate.u32 %r1;") + 1
     assert rc == CUDA_ERROR_INVALID_PTX
     assert f"two.ptx: ptx line {bad}:" in log, log
+
+
+# numba declares a C-ABI function that returns nothing (declare_device(...,
+# abi="c") of a void function) as returning a 64-bit value, which it ignores;
+# the definition comes from CUDA C compiled on its own.
+VOID_CONSUME = """
+.visible .func consume(
+    .param .b32 a
+)
+{
+    ret;
+}
+"""
+
+
+def calls_void(kernel: str, args: int) -> str:
+    """kernel(out): out[tid] = the 32 low bits of what consume(tid...) returned, plus tid."""
+    params = "".join(f".param .b32 p{i};\nst.param.b32 [p{i}+0], %r1;\n" for i in range(args))
+    names = ", ".join(f"p{i}" for i in range(args))
+    return f"""
+.extern .func (.param .b64 r) consume({", ".join(f".param .b32 a{i}" for i in range(args))});
+.visible .entry {kernel}(.param .u64 o)
+{{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<6>;
+    ld.param.u64 %rd1, [o];
+    cvta.to.global.u64 %rd2, %rd1;
+    mov.u32 %r1, %tid.x;
+    {{
+    {params}.param .b64 retval0;
+    call.uni (retval0), consume, ({names});
+    ld.param.b64 %rd5, [retval0+0];
+    }}
+    cvt.u32.u64 %r2, %rd5;
+    add.s32 %r3, %r2, %r1;
+    mul.wide.u32 %rd3, %r1, 4;
+    add.s64 %rd4, %rd2, %rd3;
+    st.global.u32 [%rd4], %r3;
+    ret;
+}}
+"""
+
+
+def test_a_return_the_definition_does_not_make_reads_zero(lk: Linker) -> None:
+    (k,) = link_and_run(lk, [(b"kernel.ptx", calls_void("k", 1)), (b"c.ptx", VOID_CONSUME)], ["k"])
+    np.testing.assert_array_equal(k, TID)
+
+
+def test_a_call_with_other_arguments_than_the_definition_is_refused(lk: Linker) -> None:
+    rc, log = link_error(lk, [(b"kernel.ptx", calls_void("k", 2)), (b"c.ptx", VOID_CONSUME)])
+    assert rc == CUDA_ERROR_INVALID_PTX
+    assert "call of 'consume' with the wrong arguments" in log

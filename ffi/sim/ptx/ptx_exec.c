@@ -200,9 +200,14 @@ static int do_call(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m
     if (r >= 0) {
         uint32_t back = m & ~callee.exited;
         FOR_LANES(back, {
-            for (int k = 0; k < c->nrets; k++)
-                memcpy(fr->pf + (size_t)l * fr->f->frame_bytes + c->ret_off[k],
-                       callee.pf + (size_t)l * cf->frame_bytes + cf->rets[k].offset, cf->rets[k].size);
+            uint8_t *to = fr->pf + (size_t)l * fr->f->frame_bytes;
+            for (int k = 0; k < c->nrets; k++) {
+                if ((uint32_t)k < cf->nrets)
+                    memcpy(to + c->ret_off[k], callee.pf + (size_t)l * cf->frame_bytes + cf->rets[k].offset,
+                           cf->rets[k].size);
+                else /* a return the callee does not make (see ptx_module_load) */
+                    memset(to + c->ret_off[k], 0, c->ret_size[k]);
+            }
         });
         fr->exited |= callee.exited;
         fr->active &= ~callee.exited;

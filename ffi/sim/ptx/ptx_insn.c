@@ -636,7 +636,7 @@ static int parse_activemask(parser *ps, insn *x)
 
 /* One parenthesised list of a call: the caller's .param variables, whose
  * frame offsets are written to off (at most PTX_MAX_CALL_ARGS of them). */
-static int parse_call_list(parser *ps, insn *x, uint32_t *off, int32_t *n)
+static int parse_call_list(parser *ps, insn *x, uint32_t *off, uint32_t *size, int32_t *n)
 {
     if (ptx_expect(ps, '('))
         return -1;
@@ -652,6 +652,8 @@ static int parse_call_list(parser *ps, insn *x, uint32_t *off, int32_t *n)
         sym *s = ptx_find_sym(ps->fsyms, ps->nfsyms, nm);
         if (!s || s->kind != SYM_FPARAM)
             return REFUSE("call: '%s' is not a .param variable of the caller", nm);
+        if (size)
+            size[*n] = s->size;
         off[(*n)++] = (uint32_t)s->value;
         ps->i++;
         if (is_p(cur(ps), ','))
@@ -670,7 +672,7 @@ static int parse_call(parser *ps, insn *x)
     pcall c;
     memset(&c, 0, sizeof c);
     if (is_p(cur(ps), '(')) {
-        if (parse_call_list(ps, x, c.ret_off, &c.nrets) || ptx_expect(ps, ','))
+        if (parse_call_list(ps, x, c.ret_off, c.ret_size, &c.nrets) || ptx_expect(ps, ','))
             return -1;
     }
     if (cur(ps)->kind != TK_ID)
@@ -682,7 +684,7 @@ static int parse_call(parser *ps, insn *x)
         ps->i++;
         if (!is_p(cur(ps), '('))
             return REFUSE("call: indirect calls are not supported");
-        if (parse_call_list(ps, x, c.arg_off, &c.nargs))
+        if (parse_call_list(ps, x, c.arg_off, NULL, &c.nargs))
             return -1;
     }
     if (is_p(cur(ps), ','))

@@ -103,6 +103,7 @@ typedef struct pcall {
     int32_t nargs, nrets;
     uint32_t arg_off[PTX_MAX_CALL_ARGS];
     uint32_t ret_off[PTX_MAX_CALL_ARGS];
+    uint32_t ret_size[PTX_MAX_CALL_ARGS]; /* bytes of each return .param */
 } pcall;
 
 typedef struct pconst {
