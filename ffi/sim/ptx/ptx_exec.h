@@ -142,8 +142,10 @@ PTX_HIDDEN int ptx_exec_int(const pinsn *in, frame *fr, uint64_t *D, const uint6
 PTX_HIDDEN int ptx_exec_float(const pinsn *in, uint64_t *D, const uint64_t *A, const uint64_t *B,
                               const uint64_t *C, uint32_t m);
 PTX_HIDDEN void ptx_exec_warp(warp *w, frame *fr, const pinsn *in, uint32_t m);
-/* ptx_exec_printf.c: a call of vprintf, for the lanes in m. */
+/* ptx_exec_printf.c: a call of vprintf, or of __assertfail (a failed
+ * assert(): the launch fails), for the lanes in m. */
 PTX_HIDDEN int ptx_exec_vprintf(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m);
+PTX_HIDDEN int ptx_exec_assertfail(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m);
 
 /* ptx_exec_mem.c, for vprintf */
 /* Lane l's load of n bytes (1, 2, 4 or 8, aligned) at generic address addr

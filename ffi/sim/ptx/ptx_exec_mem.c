@@ -212,10 +212,40 @@ static int warp_in_one_range(block_ctx *b, const uint64_t *A, int64_t imm, size_
     return 0;
 }
 
+/* isspacep: a generic address is in shared memory or a lane's stack when it
+ * lies in that window, in .param when in the kernel's parameters, in .const
+ * when in one of the module's .const variables; every other address is in
+ * the global window (the PTX ISA: global includes the kernel's parameters). */
+static int in_space(block_ctx *b, warp *w, int space, uintptr_t p, int l)
+{
+    uintptr_t sh = (uintptr_t)b->shared, lb = (uintptr_t)w->local + (size_t)l * b->stack;
+    uintptr_t pb = (uintptr_t)b->params;
+    int shared = sim_inside(p, 1, sh, sh + b->shared_size);
+    int local = b->stack && sim_inside(p, 1, lb, lb + b->stack);
+    switch (space) {
+    case S_SHARED: return shared;
+    case S_LOCAL: return local;
+    case S_PARAM: return sim_inside(p, 1, pb, pb + b->entry->param_bytes);
+    case S_CONST:
+        for (uint32_t i = 0; i < b->mod->nvars; i++) {
+            uintptr_t lo = (uintptr_t)b->mod->vars[i].data;
+            if (b->mod->vars[i].is_const && sim_inside(p, 1, lo, lo + b->mod->vars[i].size))
+                return 1;
+        }
+        return 0;
+    default: return !shared && !local;
+    }
+}
+
 int ptx_exec_mem(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
 {
     lanes_t *R = fr->R;
     const uint64_t *A = R[in->a];
+    if (in->op == OP_ISSPACEP) {
+        uint64_t *D = R[in->d];
+        FOR_LANES(m, D[l] = (uint64_t)in_space(b, w, in->space, (uintptr_t)A[l], l));
+        return 0;
+    }
     int t = in->type, es = ptx_type_size(t);
     size_t n = (size_t)es * in->vec;
     if ((in->op == OP_LD || in->op == OP_ST) && in->vec == 1 &&

@@ -1,4 +1,5 @@
-/* vprintf: the call behind CUDA C's printf and numba's print() in a kernel.
+/* vprintf: the call behind CUDA C's printf and numba's print() in a kernel;
+ * and __assertfail, behind a device assert() that fails.
  *
  * The call site passes the format string's generic address and the address
  * of an argument buffer the caller filled (CUDA's printf ABI: the arguments
@@ -353,4 +354,32 @@ int ptx_exec_vprintf(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t
     });
     free(out.s);
     return rc;
+}
+
+/* A failed assert(): each lane's message goes to stderr as CUDA words it,
+ * and the launch fails.  A GPU reports CUDA_ERROR_ASSERT, which poisons the
+ * context; the sim's launch fails with CUDA_ERROR_LAUNCH_FAILED. */
+int ptx_exec_assertfail(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
+{
+    const pcall *c = &fr->f->calls[in->aux];
+    FOR_LANES(m, {
+        const uint8_t *pf = fr->pf + (size_t)l * fr->f->frame_bytes;
+        lane_io io = {b, w, fr, l, 0, 0, 0};
+        const char *parts[3];
+        size_t lens[3];
+        static const int which[3] = {0, 1, 3}; /* message, file, function */
+        for (int k = 0; k < 3; k++) {
+            parts[k] = read_string(&io, sim_load_n(pf + c->arg_off[which[k]], 8), 4096, &lens[k]);
+            if (!parts[k]) {
+                parts[k] = "?";
+                lens[k] = 1;
+            }
+        }
+        uint32_t line = (uint32_t)sim_load_n(pf + c->arg_off[2], 4);
+        fprintf(stderr, "%.*s:%u: %.*s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%.*s` "
+                "failed.\n", (int)lens[1], parts[1], line, (int)lens[2], parts[2], b->ctaid[0],
+                b->ctaid[1], b->ctaid[2], w->tid[0][l], w->tid[1][l], w->tid[2][l], (int)lens[0],
+                parts[0]);
+    });
+    return E_FAIL;
 }

@@ -65,6 +65,7 @@ enum { MULW_LO = 0, MULW_HI, MULW_WIDE };
 #define FL_SHIFTAMT 0x10u
 #define FL_NAN 0x20u    /* min/max .NaN */
 #define FL_WRAP 0x40u   /* shf.wrap */
+#define FL_RELU 0x40u   /* fma, min, max on .f16/.bf16: .relu (shf's .wrap bit: no op has both) */
 #define FL_RIGHT 0x80u  /* shf.r */
 
 /* Special registers, filled per block/warp/frame. */
@@ -96,6 +97,11 @@ typedef struct pinsn {
     int32_t line;
 } pinsn;
 
+/* A function's address, as `mov.u64 %rd, f;` gives it: a non-canonical
+ * address (no load or store reaches it) that an indirect call decodes. */
+#define PTX_FUNC_ADDR_BASE 0x7ead000000000000ull
+#define PTX_FUNC_ADDR(i) (PTX_FUNC_ADDR_BASE | ((uint64_t)(i) << 4))
+
 /* A call site: the caller-frame offsets of the argument and return .param
  * variables, in order. */
 #define PTX_MAX_CALL_ARGS 128
@@ -126,6 +132,7 @@ typedef struct pfunc {
     int defined;
     int uses_barrier;
     int uses_printf; /* it, or a function it calls, calls vprintf (ptx_mark_printf) */
+    int address_taken; /* its address is an operand: an indirect call may reach it */
     pinsn *code;
     int32_t ncode, cap_code;
     uint32_t nslots;

@@ -72,9 +72,14 @@ void ptx_mark_printf(pmodule *m)
         changed = 0;
         for (uint32_t i = 0; i < m->nfuncs; i++) {
             pfunc *f = &m->funcs[i];
-            for (int32_t pc = 0; pc < f->ncode && !f->uses_printf; pc++)
-                if (f->code[pc].op == OP_CALL && m->funcs[f->code[pc].target].uses_printf)
+            for (int32_t pc = 0; pc < f->ncode && !f->uses_printf; pc++) {
+                const pinsn *in = &f->code[pc];
+                int reaches = in->op == OP_CALL && m->funcs[in->target].uses_printf;
+                for (uint32_t c = 0; in->op == OP_CALLI && c < m->nfuncs && !reaches; c++)
+                    reaches = m->funcs[c].address_taken && m->funcs[c].uses_printf;
+                if (reaches)
                     changed = f->uses_printf = 1;
+            }
         }
     }
 }
