@@ -33,7 +33,7 @@ __attribute__((visibility("hidden"))) ptx_status ptx_module_load(const char *tex
 
 /* A PTX kernel's resources, as its PTX declares them (ptx_query.c). */
 typedef struct ptx_kernel_attrs {
-    uint32_t shared_static; /* bytes of static .shared (the module's) */
+    uint32_t shared_static; /* bytes the module's static .shared variables take */
     uint32_t local_bytes;   /* per-thread .local: its depot and its callees' deepest chain */
     uint32_t const_bytes;   /* bytes of the module's .const variables */
     uint32_t max_threads;   /* product of .reqntid or .maxntid; 0 when neither is given */

@@ -172,7 +172,8 @@ typedef struct pmodule {
     uint32_t nfuncs, cap_funcs;
     pvar *vars;
     uint32_t nvars, cap_vars;
-    uint32_t shared_module; /* bytes of module-scope .shared variables */
+    uint32_t shared_module; /* bytes of the static .shared pool, 16-aligned: dynamic shared follows */
+    uint32_t shared_declared; /* the bytes the .shared variables take: what ptxas reports */
     int has_dynamic_shared;
     uint32_t max_local;  /* per-lane local stack every launch gets */
     uint32_t local_align;  /* largest .local alignment (>= 16): every depot starts at one */

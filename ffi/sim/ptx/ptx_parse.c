@@ -890,6 +890,7 @@ ptx_status ptx_module_load(const char *text, arsim_module **out, char *log, size
     if (ps.err == PTX_OK) {
         ptx_mark_printf(m);
         m->shared_module = align_up(ps.shared_pool, 16);
+        m->shared_declared = ps.shared_pool;
         for (size_t k = 0; k < ps.ndyn; k++)
             m->funcs[ps.dyn[k].func].consts[ps.dyn[k].cidx].value += m->shared_module;
         uint32_t maxlocal = 0;

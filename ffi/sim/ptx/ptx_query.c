@@ -23,7 +23,7 @@ int ptx_kernel_attributes(const arsim_kernel *k, ptx_kernel_attrs *out)
     const pmodule *m = kc->mod;
     const pfunc *f = &m->funcs[kc->func];
     memset(out, 0, sizeof *out);
-    out->shared_static = f->shared_static;
+    out->shared_static = m->shared_declared;
     out->local_bytes = f->local_total;
     for (uint32_t i = 0; i < m->nvars; i++)
         if (m->vars[i].is_const)
