@@ -459,6 +459,12 @@ ARSIM_API arsim_op *arsim_op_fill(void *dst, const void *pattern, size_t pattern
  * at launch.  params: kernel->info->num_params pointers to argument values. */
 ARSIM_API arsim_op *arsim_op_kernel(const arsim_kernel *k, ar_dim3 grid, ar_dim3 block,
                                     uint32_t shared_bytes, void *const *params);
+/* A front end's own number on a kernel op (cuda-sim: the context whose printf
+ * FIFO the kernel writes), kept by the op's copies in graphs.  While the
+ * kernel runs, arsim_kernel_tag() answers it on each thread running its
+ * blocks (0 on any other thread). */
+ARSIM_API void arsim_op_set_tag(arsim_op *op, uint64_t tag);
+ARSIM_API uint64_t arsim_kernel_tag(void);
 /* Runs fn(user) on the device's host-function thread, in order with the
  * queue's other ops.  fn must not wait for another host function, on any
  * queue of the device: they share that thread. */

@@ -190,6 +190,7 @@ struct arsim_op {
     void *user;
     const char *site; /* a kernel's launch site (arsim_set_launch_site), or NULL */
     arsim_readonly *ro; /* a kernel's ranges declared read-only, owned; or NULL */
+    uint64_t tag;     /* a kernel's arsim_op_set_tag */
     arsim_event *event;
     arsim_queue *other;
     int src_dev, dst_dev; /* a peer copy's two devices */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 static __thread sigjmp_buf *tls_fault_jmp;
+static __thread uint64_t tls_kernel_tag;
 static __thread volatile uintptr_t tls_fault_addr;
 static struct sigaction g_prev_segv, g_prev_bus;
 static pthread_mutex_t g_sig_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -101,6 +102,7 @@ static void *run_slice(void *arg)
     l.block_end = sl->end;
     eng_fault_set_kernel(op->kernel->name, op->site, sl->device);
     eng_readonly_enter(op->ro, op->kernel->name, op->site);
+    tls_kernel_tag = op->tag;
     uint64_t faults_before = eng_fault_count();
     sigjmp_buf jb;
     if (sigsetjmp(jb, 1) == 0) {
@@ -123,9 +125,12 @@ static void *run_slice(void *arg)
         sl->rc = ARSIM_ERR_ILLEGAL_ADDRESS;
     }
     eng_fault_set_kernel(NULL, NULL, -1);
+    tls_kernel_tag = 0;
     free(l.shared);
     return NULL;
 }
+
+uint64_t arsim_kernel_tag(void) { return tls_kernel_tag; }
 
 /* Runs a kernel's grid on the compute engine's thread, or split into contiguous block
  * ranges over ARUNTIME_SIM_KERNEL_THREADS threads (blocks are independent,

@@ -188,6 +188,12 @@ arsim_op *arsim_op_kernel(const arsim_kernel *k, ar_dim3 grid, ar_dim3 block,
     return op;
 }
 
+void arsim_op_set_tag(arsim_op *op, uint64_t tag)
+{
+    if (op)
+        op->tag = tag;
+}
+
 arsim_op *arsim_op_host_fn(void (*fn)(void *), void *user)
 {
     arsim_op *op = op_new(OP_HOST_FN);

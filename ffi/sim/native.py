@@ -46,6 +46,7 @@ PTX_SOURCES = (
     "sim/ptx/ptx_exec_cvt.c",
     "sim/ptx/ptx_exec_mem.c",
     "sim/ptx/ptx_exec_warp.c",
+    "sim/ptx/ptx_exec_printf.c",
     "sim/ptx/ptx_query.c",
 )
 PTX_HEADERS = (
@@ -74,6 +75,7 @@ LIBRARIES = [
             "cuda/sim/cusim_mem.c",
             "cuda/sim/cusim_peer.c",
             "cuda/sim/cusim_exec.c",
+            "cuda/sim/cusim_printf.c",
             "cuda/sim/cusim_procaddr.c",
             "cuda/sim/cusim_ptds.c",
             "cuda/sim/cusim_pool.c",

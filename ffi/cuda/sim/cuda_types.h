@@ -43,6 +43,7 @@ enum {
     CUDA_ERROR_INVALID_IMAGE = 200,
     CUDA_ERROR_INVALID_CONTEXT = 201,
     CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+    CUDA_ERROR_UNSUPPORTED_LIMIT = 215,
     CUDA_ERROR_INVALID_PTX = 218,
     CUDA_ERROR_FILE_NOT_FOUND = 301,
     CUDA_ERROR_OPERATING_SYSTEM = 304,
@@ -74,6 +75,20 @@ enum {
 };
 
 typedef unsigned int CUdevice_attribute;
+typedef unsigned int CUlimit; /* cuda.h: an enum */
+enum {
+    CU_LIMIT_STACK_SIZE = 0x00,
+    CU_LIMIT_PRINTF_FIFO_SIZE = 0x01,
+    CU_LIMIT_MALLOC_HEAP_SIZE = 0x02,
+    CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH = 0x03,
+    CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT = 0x04,
+    CU_LIMIT_MAX_L2_FETCH_GRANULARITY = 0x05,
+    CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06,
+    CU_LIMIT_SHMEM_SIZE = 0x07,
+    CU_LIMIT_CIG_ENABLED = 0x08,
+    CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED = 0x09,
+    CU_LIMIT_MAX,
+};
 typedef unsigned int CUpointer_attribute;
 typedef unsigned int CUstreamCaptureStatus;
 typedef unsigned int CUstreamCaptureMode;

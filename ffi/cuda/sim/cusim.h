@@ -268,6 +268,16 @@ CUSIM_INTERNAL extern __thread int cusim_tls_ptds;
 CUSIM_INTERNAL CUresult cusim_submit(cu_stream *s, arsim_op *op, uint64_t *seq_out);
 CUSIM_INTERNAL CUresult cusim_submit_graph(cu_stream *s, const arsim_graph *g);
 CUSIM_INTERNAL CUresult cusim_ctx_synchronize(cu_ctx *ctx);
+/* ---- the printf FIFOs (cusim_printf.c).  flush writes context ctx's held
+ * records to stdout (0: every context's); forget also drops its FIFO (the
+ * context is gone); seal fixes its size (a kernel that calls printf was
+ * launched); init hands the PTX executor the FIFOs' sink (cuInit). */
+CUSIM_INTERNAL void cusim_printf_init(void);
+CUSIM_INTERNAL void cusim_printf_flush(uint64_t ctx);
+CUSIM_INTERNAL void cusim_printf_forget(uint64_t ctx);
+CUSIM_INTERNAL void cusim_printf_seal(uint64_t ctx);
+/* Reads (get) or sets (set) context ctx's CU_LIMIT_PRINTF_FIFO_SIZE. */
+CUSIM_INTERNAL CUresult cusim_printf_limit(uint64_t ctx, size_t *get, const size_t *set);
 /* ---- copies (cusim_mem.c), peer copies and access (cusim_peer.c) */
 /* Every 1-D copy; blocking: the synchronous API.  A device-to-device copy
  * between two devices' memory is a peer copy. */
@@ -307,15 +317,34 @@ CUSIM_INTERNAL size_t cusim_fatbin_size(const void *data, size_t avail);
 /* Where a host object (ELF) keeps its fatbins: 0 and the section's place,
  * 1 if it has none, -1 if it is no ELF64 object. */
 CUSIM_INTERNAL int cusim_object_fatbins(const void *data, size_t size, size_t *off, size_t *len);
-/* The module-scope variables a PTX text defines, and whether it declares an
- * external function. */
+/* The module-scope definitions a PTX text makes (variables, and functions
+ * with a body), with their linkage and where their text lies, and whether it
+ * declares an external function (cusim_ptxsyms.c). */
+enum { CUSIM_LINK_INTERNAL, CUSIM_LINK_VISIBLE, CUSIM_LINK_WEAK, CUSIM_LINK_COMMON };
+typedef struct cusim_ptx_def {
+    char *name;
+    int is_func;
+    int linkage;       /* CUSIM_LINK_* */
+    size_t start, end; /* the statement: its first directive to its ';' or '}' */
+    uint64_t size;     /* a variable's bytes, 0 where the text does not say */
+    int initialized;
+    int shared_stmt;   /* declared in one statement with other variables */
+} cusim_ptx_def;
 typedef struct cusim_ptx_syms {
-    char **vars;
+    cusim_ptx_def *defs;
     size_t n;
     int has_extern_func;
 } cusim_ptx_syms;
 CUSIM_INTERNAL int cusim_ptx_scan_syms(const char *text, cusim_ptx_syms *out);
 CUSIM_INTERNAL void cusim_ptx_syms_free(cusim_ptx_syms *syms);
+/* Resolves the definitions of n PTX texts (syms[i] scanned from texts[i],
+ * each named names[i]) as a linker does, rewriting texts[i] (malloc'd) so
+ * that joined they make one module: 0; -1 with why where a linker refuses
+ * them (two .visible definitions); -2 out of memory; -3 with why where the
+ * sim cannot join them. */
+CUSIM_INTERNAL int cusim_ptx_resolve(char **texts, const cusim_ptx_syms *syms,
+                                     const char *const *names, size_t n, char *why,
+                                     size_t why_size);
 
 /* ---- functions (cusim_func.c): the model cuFuncGetAttribute and the
  * occupancy calculator share, since the sim has no compiled binary to read. */
@@ -367,6 +396,10 @@ P cuCtxGetFlags(unsigned int *flags);
 P cuCtxSynchronize(void);
 P cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority);
 P cuCtxGetApiVersion(CUcontext ctx, unsigned int *version);
+P cuCtxSetLimit(CUlimit limit, size_t value);
+P cuCtxGetLimit(size_t *pvalue, CUlimit limit);
+P cuProfilerStart(void);
+P cuProfilerStop(void);
 
 P cuMemGetInfo_v2(size_t *free, size_t *total);
 P cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);

@@ -72,7 +72,9 @@ CUresult cuStreamSynchronize(CUstream hStream)
         uint64_t seq;
         CUSIM_TRY(cusim_submit(s, arsim_op_marker(), &seq));
     }
-    return cusim_status(arsim_queue_synchronize(s->q, ARSIM_WAIT_BLOCK));
+    CUresult r = cusim_status(arsim_queue_synchronize(s->q, ARSIM_WAIT_BLOCK));
+    cusim_printf_flush(s->ctx->handle);
+    return r;
 }
 
 CUresult cuStreamQuery(CUstream hStream)
@@ -232,7 +234,11 @@ CUresult cuEventSynchronize(CUevent hEvent)
     CUSIM_TRY(event_captured_check(e));
     /* CU_EVENT_BLOCKING_SYNC: sleep on a condition variable; otherwise spin. */
     arsim_wait_mode mode = e->flags & CU_EVENT_BLOCKING_SYNC ? ARSIM_WAIT_BLOCK : ARSIM_WAIT_SPIN;
-    return cusim_status(arsim_event_wait(e->ev, mode, -1));
+    CUresult r = cusim_status(arsim_event_wait(e->ev, mode, -1));
+    /* A printf flush point.  An event does not know its context: every
+     * context's held records are written (none held: one atomic load). */
+    cusim_printf_flush(0);
+    return r;
 }
 
 CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
@@ -670,6 +676,7 @@ static CUresult module_load_image(CUmodule *module, const void *image, jit_log *
     CUSIM_TRY(cusim_current_ctx(&c));
     if (!module || !image)
         return CUDA_ERROR_INVALID_VALUE;
+    cusim_printf_flush(c->handle); /* a module load is a printf flush point */
     const unsigned char *b = image;
     arsim_module *m;
     if (memcmp(b, ELFMAG, SELFMAG) == 0) {
@@ -771,6 +778,7 @@ CUresult cuModuleUnload(CUmodule hmod)
     cu_module *cm = arsim_handle_remove((uint64_t)(uintptr_t)hmod, HK_MODULE);
     if (!cm)
         return CUDA_ERROR_INVALID_HANDLE;
+    cusim_printf_flush(0); /* a module unload is a printf flush point */
     for (cu_function *f = cm->funcs; f;) {
         cu_function *next = f->next;
         arsim_handle_remove(f->handle, HK_FUNCTION);
@@ -942,5 +950,12 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
     }
     ar_dim3 grid = {gridDimX, gridDimY, gridDimZ};
     ar_dim3 block = {blockDimX, blockDimY, blockDimZ};
-    return cusim_submit(s, arsim_op_kernel(fn->k, grid, block, sharedMemBytes, params), NULL);
+    /* A launch is a printf flush point; the kernel's records go to the
+     * stream's context. */
+    cusim_printf_flush(s->ctx->handle);
+    if (fn->attrs.uses_printf)
+        cusim_printf_seal(s->ctx->handle);
+    arsim_op *op = arsim_op_kernel(fn->k, grid, block, sharedMemBytes, params);
+    arsim_op_set_tag(op, s->ctx->handle);
+    return cusim_submit(s, op, NULL);
 }

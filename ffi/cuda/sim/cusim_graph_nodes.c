@@ -100,8 +100,11 @@ CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
     void **argv = cusim_kernel_args_copy(fn->k->info, p->kernelParams);
     ar_dim3 grid = {p->gridDimX, p->gridDimY, p->gridDimZ};
     ar_dim3 block = {p->blockDimX, p->blockDimY, p->blockDimZ};
-    arsim_graph *body =
-        argv ? body_of(arsim_op_kernel(fn->k, grid, block, p->sharedMemBytes, argv)) : NULL;
+    arsim_op *op = argv ? arsim_op_kernel(fn->k, grid, block, p->sharedMemBytes, argv) : NULL;
+    cu_ctx *c; /* its printf records go to the context current when the node is made */
+    if (cusim_current_ctx(&c) == CUDA_SUCCESS)
+        arsim_op_set_tag(op, c->handle);
+    arsim_graph *body = argv ? body_of(op) : NULL;
     if (!body) {
         free(argv);
         return CUDA_ERROR_OUT_OF_MEMORY;

@@ -397,9 +397,11 @@ CUresult cusim_copy1d(void *dst, const void *src, size_t n, arsim_copy_dir dir, 
     }
     uint64_t seq;
     CUresult r = cusim_submit(s, op, &seq);
-    if (r != CUDA_SUCCESS || !wait || !seq)
-        return r;
-    return wait_op(s, seq);
+    if (r == CUDA_SUCCESS && wait && seq)
+        r = wait_op(s, seq);
+    if (blocking)
+        cusim_printf_flush(s->ctx->handle); /* a blocking copy is a printf flush point */
+    return r;
 }
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
@@ -526,9 +528,11 @@ static CUresult copy2d(const CUDA_MEMCPY2D *c, CUstream h, int blocking)
     }
     uint64_t seq;
     r = cusim_submit(s, op, &seq);
-    if (r != CUDA_SUCCESS || !wait || !seq)
-        return r;
-    return wait_op(s, seq);
+    if (r == CUDA_SUCCESS && wait && seq)
+        r = wait_op(s, seq);
+    if (blocking)
+        cusim_printf_flush(s->ctx->handle); /* a blocking copy is a printf flush point */
+    return r;
 }
 
 CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy) { return copy2d(pCopy, NULL, 1); }
