@@ -109,6 +109,8 @@ typedef enum arsim_status {
     ARSIM_ERR_FORKED = 13,         /* called in a forked child (see arsim_forked) */
     ARSIM_ERR_READONLY_WRITE = 14, /* non-sticky: a kernel stored into memory its
                                     * launch declared read-only (arsim_set_launch_readonly) */
+    ARSIM_ERR_ASSERT = 15,         /* sticky: a device-side assert() failed, which
+                                    * poisons the device as CUDA_ERROR_ASSERT does */
     ARSIM_ERR_UNKNOWN = 99,
 } arsim_status;
 

@@ -106,9 +106,9 @@ ENG_HIDDEN void eng_fault_set_kernel(const char *name, const char *site, int dev
 /* An injected illegal address (arsim_inject_fault) hit kernel op `op`:
  * recorded as its fault, without an address. */
 ENG_HIDDEN void eng_record_injected(const arsim_op *op, int device);
-/* Poisons device d with the sticky ARSIM_ERR_ILLEGAL_ADDRESS (every device,
- * when arsim_set_sticky_process_wide is on). */
-ENG_HIDDEN void eng_poison(sim_device *d);
+/* Poisons device d with a sticky code, ARSIM_ERR_ILLEGAL_ADDRESS or
+ * ARSIM_ERR_ASSERT (every device, when arsim_set_sticky_process_wide is on). */
+ENG_HIDDEN void eng_poison(sim_device *d, arsim_status code);
 /* The launch site arsim_set_launch_site left for this thread's next kernel
  * op (taken: the next op gets none unless it is set again). */
 ENG_HIDDEN const char *eng_take_launch_site(void);

@@ -135,6 +135,19 @@ uint64_t arsim_kernel_tag(void) { return tls_kernel_tag; }
 /* Runs a kernel's grid on the compute engine's thread, or split into contiguous block
  * ranges over ARUNTIME_SIM_KERNEL_THREADS threads (blocks are independent,
  * as on a GPU) when the grid is big enough to pay for the threads. */
+/* Which of two slices' outcomes the launch reports: the sticky ones first,
+ * since they poison the device whatever the other slices did. */
+static int severity(int rc)
+{
+    switch (rc) {
+    case 0: return 0;
+    case ARSIM_ERR_ILLEGAL_ADDRESS: return 4;
+    case ARSIM_ERR_ASSERT: return 3;
+    case ARSIM_ERR_READONLY_WRITE: return 2;
+    default: return 1;
+    }
+}
+
 int eng_run_kernel(const arsim_op *op, int device)
 {
     ensure_fault_handler();
@@ -161,7 +174,7 @@ int eng_run_kernel(const arsim_op *op, int device)
             pthread_join(tids[i], NULL);
         else
             run_slice(&slices[i]); /* no thread: run it here */
-        if (slices[i].rc != 0 && rc != ARSIM_ERR_ILLEGAL_ADDRESS)
+        if (severity(slices[i].rc) > severity(rc))
             rc = slices[i].rc;
     }
     return rc;

@@ -169,6 +169,7 @@ def test_a_call_through_an_address_that_is_no_function_fails_the_launch(
     assert "which is no function of this module" in capfd.readouterr().err
 
 
+CUDA_ERROR_ASSERT = 710
 ASSERT = """
 .extern .func __assertfail(.param .b64 m, .param .b64 f, .param .b32 l, .param .b64 fn,
                            .param .b64 cs);
@@ -179,6 +180,7 @@ ASSERT = """
 
 
 def test_a_failed_assert_fails_the_launch_and_says_where(cu: Cuda, capfd: Any) -> None:
+    """CUDA_ERROR_ASSERT, sticky as on a GPU: the context is unusable afterwards."""
     body = """
 setp.ne.u32 %p0, %r0, 2;
 @%p0 bra DONE;
@@ -205,6 +207,7 @@ DONE:
 mov.u32 %r1, 0;
 """
     module = Module(cu, ASSERT + STORE.format(body=body))
-    assert module.launch([(P, cu.alloc(16))], block=4) == CUDA_ERROR_LAUNCH_FAILED
+    assert module.launch([(P, cu.alloc(16))], block=4) == CUDA_ERROR_ASSERT
     err = capfd.readouterr().err
     assert "k.cu:42: k: block: [0,0,0], thread: [2,0,0] Assertion `x > 0` failed." in err
+    assert cu.lib.cuCtxSynchronize() == CUDA_ERROR_ASSERT  # every later call, as on a GPU

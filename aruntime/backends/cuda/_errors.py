@@ -79,6 +79,7 @@ KNOWN_NAMES: dict[int, str] = {
     701: "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
     702: "CUDA_ERROR_LAUNCH_TIMEOUT",
     709: "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+    710: "CUDA_ERROR_ASSERT",
     714: "CUDA_ERROR_HARDWARE_STACK_ERROR",
     715: "CUDA_ERROR_ILLEGAL_INSTRUCTION",
     716: "CUDA_ERROR_MISALIGNED_ADDRESS",
@@ -103,6 +104,7 @@ ERROR_CLASSES: dict[int, type[DriverError]] = {
     214: DeviceLostError,  # ECC_UNCORRECTABLE
     700: DeviceLostError,  # ILLEGAL_ADDRESS
     702: DeviceLostError,  # LAUNCH_TIMEOUT
+    710: DeviceLostError,  # ASSERT: a device-side assert() failed
     709: DeviceLostError,  # CONTEXT_IS_DESTROYED
     714: DeviceLostError,  # HARDWARE_STACK_ERROR
     715: DeviceLostError,  # ILLEGAL_INSTRUCTION

@@ -589,5 +589,7 @@ int ptx_run(void *kernel_ctx, const ar_launch *launch, void **params)
     int rc = run_blocks(kernel_ctx, launch, params, launch->block_begin, launch->block_end);
     if (rc == E_FAULT)
         return ARSIM_ERR_ILLEGAL_ADDRESS;
+    if (rc == E_ASSERT)
+        return ARSIM_ERR_ASSERT;
     return rc ? -1 : 0;
 }

@@ -22,6 +22,7 @@ enum { R_DONE = 0, R_BARRIER = 1 };
 /* Errors travel as negative arsim statuses. */
 #define E_FAULT (-(int)ARSIM_ERR_ILLEGAL_ADDRESS)
 #define E_FAIL (-1000)
+#define E_ASSERT (-(int)ARSIM_ERR_ASSERT) /* a failed assert(): sticky */
 
 typedef uint64_t lanes_t[PTX_LANES];
 

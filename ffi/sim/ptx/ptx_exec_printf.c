@@ -357,8 +357,8 @@ int ptx_exec_vprintf(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t
 }
 
 /* A failed assert(): each lane's message goes to stderr as CUDA words it,
- * and the launch fails.  A GPU reports CUDA_ERROR_ASSERT, which poisons the
- * context; the sim's launch fails with CUDA_ERROR_LAUNCH_FAILED. */
+ * and the launch fails with the sticky ARSIM_ERR_ASSERT, which poisons the
+ * device as CUDA_ERROR_ASSERT poisons a GPU's context. */
 int ptx_exec_assertfail(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
 {
     const pcall *c = &fr->f->calls[in->aux];
@@ -381,5 +381,5 @@ int ptx_exec_assertfail(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint3
                 b->ctaid[1], b->ctaid[2], w->tid[0][l], w->tid[1][l], w->tid[2][l], (int)lens[0],
                 parts[0]);
     });
-    return E_FAIL;
+    return E_ASSERT;
 }
