@@ -27,6 +27,7 @@ from ._exceptions import (
     InvalidArgumentError,
     NotSupportedError,
     OutOfMemoryError,
+    StoreHazardError,
 )
 from ._gather import gather
 from ._handles import Event, Graph, Kernel, Module, Stream
@@ -72,6 +73,7 @@ __all__ = [
     "Module",
     "NotSupportedError",
     "OutOfMemoryError",
+    "StoreHazardError",
     "Stream",
     "Trace",
     "TraceSpan",

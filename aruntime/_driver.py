@@ -27,7 +27,7 @@ Rules every implementation follows:
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NewType, TypeAlias
 
@@ -310,6 +310,27 @@ class Driver(abc.ABC):
             backend=self.backend_name,
             function="__dlpack_device__",
         )
+
+    #: Set by a driver that sees every store a kernel makes (the software
+    #: drivers' hook, see backends/_sim_faults); hardware and the mock cannot.
+    _readonly_declarer: Callable[[Sequence[tuple[int, int]]], None] | None = None
+
+    @property
+    def checks_stores(self) -> bool:
+        """Whether :meth:`declare_readonly` is checked against the kernel's stores."""
+        return self._readonly_declarer is not None
+
+    def declare_readonly(self, ranges: Sequence[tuple[int, int]]) -> None:
+        """The next launch from this thread stores into none of ``ranges`` (``(address, nbytes)``).
+
+        Race checking calls it, where :attr:`checks_stores` is true, with the
+        ranges that ``launch(reads=...)`` declared read-only, just before the
+        launch, and with none just after.  The driver then fails that launch
+        (awaiting it raises HazardError) if its kernel stores into one.
+        """
+        declarer = self._readonly_declarer
+        if declarer is not None:
+            declarer(ranges)
 
     def host_alias(self, address: int, nbytes: int) -> memoryview | None:
         """A writable host view of device memory that *is* host memory (the mock), else None."""

@@ -9,6 +9,7 @@
     │   └── DeviceLostError              sticky errors, device lost
     ├── CaptureError
     ├── HazardError                      a stream race (check_hazards)
+    │   └── StoreHazardError(DriverError) a sim saw a store reads= ruled out
     └── ClosedResourceError
 
 Wrong Python types raise the built-in :class:`TypeError`.  Messages name the
@@ -24,9 +25,11 @@ __all__ = [
     "ClosedResourceError",
     "DeviceLostError",
     "DriverError",
+    "HazardError",
     "InvalidArgumentError",
     "NotSupportedError",
     "OutOfMemoryError",
+    "StoreHazardError",
 ]
 
 
@@ -113,6 +116,19 @@ class HazardError(AruntimeError):
     Raised by the call that would complete the race, before anything is
     enqueued.  The message names both ops, both streams, the overlapping
     byte range and both call sites.
+    """
+
+
+class StoreHazardError(HazardError, DriverError):
+    """A software driver stopped a kernel at a store into memory its launch declared read-only.
+
+    Under ``check_hazards`` a pointer listed only in ``launch(reads=...)``
+    may be read by other streams at the same time; cuda-sim and
+    levelzero-sim see every store a kernel makes, so they hold the launch to
+    that declaration.  Awaiting the launch raises this: a
+    :class:`HazardError` for what it means, and a :class:`DriverError` for
+    how it arrives (the driver failed the op; the device stays usable).  The
+    message names the kernel, its launch site and the store.
     """
 
 

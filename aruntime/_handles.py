@@ -75,6 +75,11 @@ class HazardHook(Protocol):
     def run(self, op: Op, stream: Stream, run: Callable[[Op, Stream], Completion]) -> Completion:
         """Check ``op`` against the other streams' work, then enqueue it with ``run``."""
 
+    def record(
+        self, op: Op, handle: DriverStream, capture: Callable[[Op, DriverStream], Completion]
+    ) -> Completion:
+        """Record ``op`` into a capture with ``capture`` (checked when the graph is replayed)."""
+
 
 #: Runs a release once the work queued so far, on every stream, has finished.
 Defer = Callable[[Callable[[], None]], None]
@@ -230,6 +235,8 @@ class Stream(_Handle):
         state.acquire()  # the hot path: cheaper than ``with``
         try:
             if state.capturing:
+                if self.hazards is not None:  # a replay is held to the launch's reads=
+                    return self.hazards.record(op, self.handle, state.capture)
                 return state.capture(op, self.handle)
             if self.hazards is not None:
                 return self.hazards.run(op, self, self._run)

@@ -51,6 +51,7 @@ _HOST = Space.HOST
 _addressof = ctypes.addressof
 # The core's own ops: guard bands (blocking, touching bytes no user op may)
 # and empty markers.  They order nothing and race with nothing of the user's.
+_LAUNCH = OpKind.LAUNCH
 _UNCHECKED = frozenset({OpKind.REDZONE, OpKind.SCAN_REDZONES, OpKind.SYNCHRONIZE, OpKind.CLOSE})
 
 
@@ -178,6 +179,19 @@ _FAST: dict[OpKind, Callable[[Op], list[Access]]] = {
 }
 
 
+def _readonly_ranges(op: Op) -> list[tuple[int, int]]:
+    """The device ranges a launch declared read-only: read, and overlapping no write."""
+    written = [w for w in op.writes if not isinstance(w, memoryview)]
+    out = []
+    for r in op.reads:
+        if isinstance(r, memoryview) or not r[1]:
+            continue
+        lo, hi = r[0], r[0] + r[1]
+        if not any(w_lo < hi and lo < w_lo + w_n for w_lo, w_n in written):
+            out.append(r)
+    return out
+
+
 def _user_site() -> tuple[CodeType, int] | tuple[str, int]:
     """Where the user's call that made the op being checked is: ``(code, f_lasti)``.
 
@@ -208,8 +222,10 @@ def _op_name(op: Op) -> str:
 class RaceCheck:
     """One backend's stream-race checking (made only when it is turned on)."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: Ledger, driver: Driver) -> None:
         self._ledger = ledger
+        # Where the driver sees every store (the sims), reads= is checked too.
+        self._driver = driver if driver.checks_stores else None
         self.checker = HazardChecker(describe=self._describe)
         self._events: set[int] = set()
         self._made = itertools.count(1)  # tells apart streams made on one line
@@ -255,7 +271,35 @@ class RaceCheck:
             accesses = _accesses(op.reads, op.writes)
         name = kind.public if op.kernel is None else _op_name(op)
         clock = self._submit(stream.hazard_id, name, accesses, _user_site())
+        if kind is _LAUNCH and self._driver is not None:
+            readonly = _readonly_ranges(op)
+            if readonly:
+                completion = self._declared(readonly, run, op, stream)
+                return watched(completion, _partial(self._waited, clock))
         return watched(run(op, stream), _partial(self._waited, clock))
+
+    def record(
+        self, op: Op, handle: DriverStream, capture: Callable[[Op, DriverStream], Completion]
+    ) -> Completion:
+        """Record ``op`` into a capture: not checked now (its replays are), but a launch
+        carries its ``reads=`` into the graph where the driver checks stores."""
+        if op.kind is _LAUNCH and self._driver is not None:
+            readonly = _readonly_ranges(op)
+            if readonly:
+                return self._declared(readonly, capture, op, handle)
+        return capture(op, handle)
+
+    def _declared(
+        self, readonly: list[tuple[int, int]], enqueue: Callable[..., Completion], *args: Any
+    ) -> Completion:
+        """``enqueue(*args)`` for a launch whose ``reads=`` the driver checks against its stores."""
+        driver = self._driver
+        assert driver is not None
+        driver.declare_readonly(readonly)
+        try:
+            return enqueue(*args)
+        finally:
+            driver.declare_readonly(())  # a launch that raised must not pass them on
 
     def free_async(self, writes: tuple[tuple[int, int], ...], stream: Stream) -> None:
         """``free_async`` is a write of the whole allocation; then the range is forgotten.

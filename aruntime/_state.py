@@ -69,7 +69,7 @@ class BackendState:
         #: Peers that queued copies of this device's memory (see add_peer_user).
         self.peer_users: weakref.WeakSet[BackendState] = weakref.WeakSet()
         #: Stream-race checking (docs/testing.md), or None when it is off.
-        self.hazards = RaceCheck(self.ledger) if check_hazards else None
+        self.hazards = RaceCheck(self.ledger, driver) if check_hazards else None
 
     def check_open(self, fn: str) -> None:
         if self.closed:

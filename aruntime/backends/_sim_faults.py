@@ -17,14 +17,20 @@ from __future__ import annotations
 
 import ctypes
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._callsite import caller_site
-from .._exceptions import AruntimeError
+from .._exceptions import AruntimeError, StoreHazardError
 from .._native import native_library_looked_up, native_library_path
 
-__all__ = ["fault_report", "launch_site_hook", "recover_lost_sim"]
+__all__ = [
+    "fault_report",
+    "launch_site_hook",
+    "readonly_error",
+    "readonly_hook",
+    "recover_lost_sim",
+]
 
 _LIBRARIES = {"cuda-sim": "libcuda.so.1", "levelzero-sim": "libze_aruntime_sim.so"}
 
@@ -72,6 +78,58 @@ def launch_site_hook(backend: str) -> Callable[[], None] | None:
         setter(data)
 
     return note_launch_site
+
+
+def readonly_hook(backend: str) -> Callable[[Sequence[tuple[int, int]]], None] | None:
+    """For a sim backend: a function that declares the next launch's read-only ranges, else None.
+
+    Called on the launching thread just before the launch (and with no
+    ranges just after it), it hands the sim the ``(address, nbytes)``
+    ranges that the launch's ``reads=`` declared read-only; the sim's
+    interpreters then fail the launch on a store into one of them
+    (:func:`readonly_error` turns that into the error).
+    """
+    setter = _sim_function(backend, "arsim_set_launch_readonly")
+    if setter is None:
+        return None
+    setter.restype = ctypes.c_int
+    setter.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_uint32]
+
+    def declare(ranges: Sequence[tuple[int, int]]) -> None:
+        n = len(ranges)
+        if n == 0:
+            setter(None, 0)
+            return
+        pairs = (ctypes.c_uint64 * (2 * n))(*(v for r in ranges for v in r))
+        if setter(pairs, n) != 0:  # more ranges than the sim keeps: left unchecked
+            setter(None, 0)
+
+    return declare
+
+
+def readonly_error(backend: str, code: int, name: str, function: str) -> StoreHazardError:
+    """The error for a launch the sim stopped at a store into memory declared read-only.
+
+    The sim's report of the store names the kernel, its launch site and the
+    address; it is the latest one, which is this launch's unless two such
+    launches failed at once.
+    """
+    detail = "a kernel stored into memory its launch declared read-only (reads=)"
+    report = _sim_function(backend, "arsim_readonly_report")
+    if report is not None:
+        report.restype = ctypes.c_int
+        report.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+        buf = ctypes.create_string_buffer(1024)
+        if report(buf, len(buf)) > 0:
+            detail = buf.value.decode(errors="replace")
+    return StoreHazardError(
+        f"{function} failed with {name}: {detail}: a kernel that stores through a pointer "
+        "must not list it in reads= (list it in writes=, or in neither)",
+        backend=backend,
+        code=code,
+        name=name,
+        function=function,
+    )
 
 
 def fault_report(backend: str) -> str:

@@ -115,6 +115,10 @@ typedef enum arsim_status {
     ARSIM_ERR_CAPTURING = 11,      /* queue is capturing (front end decides what that means) */
     ARSIM_ERR_NOT_CAPTURING = 12,
     ARSIM_ERR_FORKED = 13,         /* called in a forked child (see arsim_forked) */
+    ARSIM_ERR_READONLY_WRITE = 14, /* non-sticky: a kernel stored into memory its
+                                    * launch declared read-only (arsim_set_launch_readonly) */
+    ARSIM_ERR_ASSERT = 15,         /* sticky: a device-side assert() failed, which
+                                    * poisons the device as CUDA_ERROR_ASSERT does */
     ARSIM_ERR_UNKNOWN = 99,
 } arsim_status;
 
@@ -189,6 +193,56 @@ ARSIM_EXPORT void arsim_set_inline_bytes(int64_t bytes);
  * 0 if the thread could not start. */
 ARSIM_EXPORT uint64_t arsim_handoff_ns(int rounds, int gap_us);
 
+/* ------------------------------------------------- memory declared read-only
+ *
+ * aruntime's race checking lets a launch declare pointer arguments that the
+ * kernel only reads (launch(reads=...)); the checker then lets other streams
+ * read those bytes at the same time.  The interpreters know every store, so
+ * they check the claim: a kernel that stores into a declared range stops
+ * there, and its op fails with ARSIM_ERR_READONLY_WRITE.  That is not
+ * sticky (the device is fine; the declaration was wrong), and the report
+ * (arsim_readonly_report) names the kernel, its launch site and the store.
+ * Kernels run through the host ABI (native shared objects) are not checked. */
+
+#define ARSIM_MAX_READONLY 64
+/* What the front ends answer for ARSIM_ERR_READONLY_WRITE: a code of the
+ * sims' own (neither cuda.h nor ze_api.h has one for it), so that aruntime
+ * tells it from any other launch failure. */
+#define ARSIM_READONLY_WRITE_RESULT 0x41520001
+typedef struct arsim_readonly {
+    uint32_t n;
+    uint64_t lo[ARSIM_MAX_READONLY], hi[ARSIM_MAX_READONLY];
+} arsim_readonly;
+
+/* The next kernel op this thread builds may not store into any of the n
+ * ranges [pairs[2i], pairs[2i] + pairs[2i+1]).  n = 0 forgets them.
+ * Returns 0, or -1 (nothing kept) if n > ARSIM_MAX_READONLY or a range is
+ * empty or wraps around. */
+ARSIM_EXPORT int arsim_set_launch_readonly(const uint64_t *pairs, uint32_t n);
+/* The declared ranges of the kernel running on this thread, or NULL. */
+ARSIM_API const arsim_readonly *arsim_running_readonly(void);
+/* Records that the running kernel stored n bytes at p inside ro's range i
+ * (the first such store of its slice is reported); the interpreter then
+ * stops the kernel as it would on a fault. */
+ARSIM_API void arsim_readonly_violation(const arsim_readonly *ro, uint32_t i, uint64_t p,
+                                        size_t n);
+/* For the interpreters' stores: 1 (and recorded) if [p, p+n) touches a
+ * range of ro.  ro is NULL for nearly every launch, so this costs one test. */
+static inline int arsim_readonly_hit(const arsim_readonly *ro, uint64_t p, size_t n)
+{
+    if (!ro)
+        return 0;
+    for (uint32_t i = 0; i < ro->n; i++)
+        if (p < ro->hi[i] && p + n > ro->lo[i]) {
+            arsim_readonly_violation(ro, i, p, n);
+            return 1;
+        }
+    return 0;
+}
+/* The latest report of such a store, as one line; returns its length like
+ * snprintf (0: none yet). */
+ARSIM_EXPORT int arsim_readonly_report(char *buf, size_t n);
+
 /* ----------------------------------------------------------------- clock */
 
 /* CLOCK_MONOTONIC in nanoseconds; event timestamps use the same clock. */
@@ -243,6 +297,7 @@ typedef struct arsim_alloc {
     size_t map_len;
     size_t charged; /* engine's own: bytes counted against the device */
     size_t data_len; /* engine's own: the accessible pages' bytes (the rest is guard) */
+    uint64_t serial; /* engine's own: this allocation's number, never reused (1, 2, ...) */
 } arsim_alloc;
 
 /* Zero-byte allocations are rejected (ARSIM_ERR_INVALID_VALUE). */
@@ -426,6 +481,12 @@ ARSIM_API arsim_op *arsim_op_fill(void *dst, const void *pattern, size_t pattern
  * at launch.  params: kernel->info->num_params pointers to argument values. */
 ARSIM_API arsim_op *arsim_op_kernel(const arsim_kernel *k, ar_dim3 grid, ar_dim3 block,
                                     uint32_t shared_bytes, void *const *params);
+/* A front end's own number on a kernel op (cuda-sim: the context whose printf
+ * FIFO the kernel writes), kept by the op's copies in graphs.  While the
+ * kernel runs, arsim_kernel_tag() answers it on each thread running its
+ * blocks (0 on any other thread). */
+ARSIM_API void arsim_op_set_tag(arsim_op *op, uint64_t tag);
+ARSIM_API uint64_t arsim_kernel_tag(void);
 /* Runs fn(user) on the device's host-function thread, in order with the
  * queue's other ops.  fn must not wait for another host function, on any
  * queue of the device: they share that thread. */
@@ -465,6 +526,8 @@ typedef enum arsim_op_kind {
     ARSIM_OPK_QUEUE_WAIT,
 } arsim_op_kind;
 ARSIM_API arsim_op_kind arsim_op_kind_of(const arsim_op *op);
+/* A host-function op's function and argument (1), or 0 for any other op. */
+ARSIM_API int arsim_op_host_fn_of(const arsim_op *op, void (**fn)(void *), void **user);
 
 /* ---------------------------------------------------------------- queues */
 

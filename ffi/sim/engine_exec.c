@@ -129,10 +129,12 @@ static int do_work(const arsim_queue *q, const arsim_op *op, sim_device *d)
     }
     default: {
         int rc = eng_run_kernel(op, q->device);
-        if (rc == ARSIM_ERR_ILLEGAL_ADDRESS) {
-            eng_poison(d);
-            return ARSIM_ERR_ILLEGAL_ADDRESS;
+        if (rc == ARSIM_ERR_ILLEGAL_ADDRESS || rc == ARSIM_ERR_ASSERT) {
+            eng_poison(d, (arsim_status)rc);
+            return rc;
         }
+        if (rc == ARSIM_ERR_READONLY_WRITE)
+            return rc;
         return rc != 0 ? ARSIM_ERR_LAUNCH_FAILED : ARSIM_OK;
     }
     }
@@ -156,7 +158,7 @@ static int run_on_engine(arsim_queue *q, const arsim_op *op, sim_device *d, int 
     if (op->kind == OP_KERNEL) {
         if (eng_take_fault(&d->fault_illegal)) {
             eng_record_injected(op, q->device);
-            eng_poison(d);
+            eng_poison(d, ARSIM_ERR_ILLEGAL_ADDRESS);
             return ARSIM_ERR_ILLEGAL_ADDRESS;
         }
         if (eng_take_fault(&d->fault_launch))

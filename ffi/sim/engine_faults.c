@@ -33,15 +33,14 @@ const char *eng_take_launch_site(void)
 
 void arsim_set_sticky_process_wide(int on) { atomic_store(&g_process_wide, on != 0); }
 
-void eng_poison(sim_device *d)
+void eng_poison(sim_device *d, arsim_status code)
 {
     if (!atomic_load(&g_process_wide)) {
-        atomic_store_explicit(&d->sticky, ARSIM_ERR_ILLEGAL_ADDRESS, memory_order_release);
+        atomic_store_explicit(&d->sticky, code, memory_order_release);
         return;
     }
     for (int i = 0; i < eng_ndev; i++)
-        atomic_store_explicit(&eng_dev[i].sticky, ARSIM_ERR_ILLEGAL_ADDRESS,
-                              memory_order_release);
+        atomic_store_explicit(&eng_dev[i].sticky, code, memory_order_release);
 }
 
 int arsim_lost_devices(void)

@@ -116,9 +116,9 @@ ENG_HIDDEN void eng_fault_set_kernel(const char *name, const char *site, int dev
 /* An injected illegal address (arsim_inject_fault) hit kernel op `op`:
  * recorded as its fault, without an address. */
 ENG_HIDDEN void eng_record_injected(const arsim_op *op, int device);
-/* Poisons device d with the sticky ARSIM_ERR_ILLEGAL_ADDRESS (every device,
- * when arsim_set_sticky_process_wide is on). */
-ENG_HIDDEN void eng_poison(sim_device *d);
+/* Poisons device d with a sticky code, ARSIM_ERR_ILLEGAL_ADDRESS or
+ * ARSIM_ERR_ASSERT (every device, when arsim_set_sticky_process_wide is on). */
+ENG_HIDDEN void eng_poison(sim_device *d, arsim_status code);
 /* The launch site arsim_set_launch_site left for this thread's next kernel
  * op (taken: the next op gets none unless it is set again). */
 ENG_HIDDEN const char *eng_take_launch_site(void);
@@ -129,6 +129,21 @@ ENG_HIDDEN uint64_t eng_fault_count(void);
  * not know the kernel's name), or records one without an address. */
 ENG_HIDDEN void eng_fault_after_kernel(uint64_t before, const char *name, const char *site,
                                        int device);
+
+/* ---------------------------------------------------- engine_readonly.c */
+
+/* The ranges arsim_set_launch_readonly left for this thread's next kernel
+ * op, now the op's to free (taken: the next op gets none unless they are
+ * set again); NULL if none. */
+ENG_HIDDEN arsim_readonly *eng_take_launch_readonly(void);
+/* A copy of ro for a cloned op (NULL for NULL); *failed set if out of memory. */
+ENG_HIDDEN arsim_readonly *eng_readonly_copy(const arsim_readonly *ro, int *failed);
+/* Around one slice of a kernel on this thread: the ranges it may not store
+ * into (NULL: none), the kernel's name and launch site for the report and,
+ * after it, whether it did (1, and forgets it). */
+ENG_HIDDEN void eng_readonly_enter(const arsim_readonly *ro, const char *kernel,
+                                   const char *site);
+ENG_HIDDEN int eng_readonly_leave(void);
 
 /* ------------------------------------------------------ engine_events.c */
 
@@ -184,6 +199,8 @@ struct arsim_op {
     void (*fn)(void *);
     void *user;
     const char *site; /* a kernel's launch site (arsim_set_launch_site), or NULL */
+    arsim_readonly *ro; /* a kernel's ranges declared read-only, owned; or NULL */
+    uint64_t tag;     /* a kernel's arsim_op_set_tag */
     arsim_event *event;
     arsim_queue *other;
     int src_dev, dst_dev; /* a peer copy's two devices */

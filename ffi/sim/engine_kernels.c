@@ -16,6 +16,7 @@
 #include <string.h>
 
 static __thread sigjmp_buf *tls_fault_jmp;
+static __thread uint64_t tls_kernel_tag;
 static __thread volatile uintptr_t tls_fault_addr;
 static struct sigaction g_prev_segv, g_prev_bus;
 static pthread_mutex_t g_sig_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -91,6 +92,8 @@ static int run_blocks(const arsim_op *op, int device, uint64_t begin, uint64_t e
     l.block_begin = begin;
     l.block_end = end;
     eng_fault_set_kernel(op->kernel->name, op->site, device);
+    eng_readonly_enter(op->ro, op->kernel->name, op->site);
+    tls_kernel_tag = op->tag;
     uint64_t faults_before = eng_fault_count();
     int rc;
     sigjmp_buf jb;
@@ -101,16 +104,37 @@ static int run_blocks(const arsim_op *op, int device, uint64_t begin, uint64_t e
         else
             rc = op->kernel->entry(&l, (void **)op->owned);
         tls_fault_jmp = NULL;
-        if (rc == ARSIM_ERR_ILLEGAL_ADDRESS)
+        /* The interpreter stopped at a store into read-only memory as it
+         * would at a fault, but the device is fine: not sticky. */
+        if (eng_readonly_leave())
+            rc = ARSIM_ERR_READONLY_WRITE;
+        else if (rc == ARSIM_ERR_ILLEGAL_ADDRESS)
             eng_fault_after_kernel(faults_before, op->kernel->name, op->site, device);
     } else {
         /* The kernel touched memory outside every live allocation. */
+        eng_readonly_leave();
         eng_record_fault(tls_fault_addr, -1, 0);
         rc = ARSIM_ERR_ILLEGAL_ADDRESS;
     }
     eng_fault_set_kernel(NULL, NULL, -1);
+    tls_kernel_tag = 0;
     free(l.shared);
     return rc;
+}
+
+uint64_t arsim_kernel_tag(void) { return tls_kernel_tag; }
+
+/* Which of two chunks' outcomes the launch reports: the sticky ones first,
+ * since they poison the device whatever the other chunks did. */
+static int severity(int rc)
+{
+    switch (rc) {
+    case 0: return 0;
+    case ARSIM_ERR_ILLEGAL_ADDRESS: return 4;
+    case ARSIM_ERR_ASSERT: return 3;
+    case ARSIM_ERR_READONLY_WRITE: return 2;
+    default: return 1;
+    }
 }
 
 /* A big grid is cut into chunks that whoever is free claims: the compute
@@ -124,7 +148,7 @@ typedef struct kernel_job {
     int device;
     uint64_t nblocks, chunk;
     _Atomic uint64_t next;    /* first block not claimed yet */
-    _Atomic int rc;           /* 0, or the first failure (an illegal address wins) */
+    _Atomic int rc;           /* 0, or the most severe failure (see severity) */
     int helping;              /* helpers inside the job (guarded by the pool's mu) */
 } kernel_job;
 
@@ -141,13 +165,13 @@ static kernel_pool *g_pools; /* one per device, made on first use */
 
 static void job_failed(kernel_job *job, int rc)
 {
-    int none = 0;
-    if (rc == ARSIM_ERR_ILLEGAL_ADDRESS) {
-        atomic_store(&job->rc, rc);
-        atomic_store(&job->next, job->nblocks); /* a faulting kernel stops, as on a GPU */
-    } else {
-        atomic_compare_exchange_strong(&job->rc, &none, rc);
+    int was = atomic_load(&job->rc);
+    while (severity(rc) > severity(was) && !atomic_compare_exchange_weak(&job->rc, &was, rc)) {
     }
+    /* A fault, an assert or a store into read-only memory stops the kernel,
+     * as on a GPU: no chunk not yet claimed runs. */
+    if (severity(rc) >= 2)
+        atomic_store(&job->next, job->nblocks);
 }
 
 /* Claims and runs chunks of job until none is left. */

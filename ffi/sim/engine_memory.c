@@ -27,6 +27,8 @@ static ptrdiff_t alloc_floor(const void *p)
     return (ptrdiff_t)lo - 1;
 }
 
+static uint64_t g_serial; /* the last allocation's serial; under g_mem_lock */
+
 static arsim_status registry_insert(const arsim_alloc *a)
 {
     pthread_rwlock_wrlock(&g_mem_lock);
@@ -51,6 +53,9 @@ static arsim_status registry_insert(const arsim_alloc *a)
     size_t at = (size_t)(i + 1);
     memmove(&g_allocs[at + 1], &g_allocs[at], (g_nallocs - at) * sizeof *g_allocs);
     g_allocs[at] = *a;
+    /* A front end keying state by address tells a new allocation at a freed
+     * one's address apart by this. */
+    g_allocs[at].serial = ++g_serial;
     g_nallocs++;
     pthread_rwlock_unlock(&g_mem_lock);
     return ARSIM_OK;

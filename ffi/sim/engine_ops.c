@@ -21,11 +21,21 @@ arsim_op_kind arsim_op_kind_of(const arsim_op *op)
     return op ? (arsim_op_kind)op->kind : (arsim_op_kind)0;
 }
 
+int arsim_op_host_fn_of(const arsim_op *op, void (**fn)(void *), void **user)
+{
+    if (!op || op->kind != OP_HOST_FN)
+        return 0;
+    *fn = op->fn;
+    *user = op->user;
+    return 1;
+}
+
 void arsim_op_free(arsim_op *op)
 {
     if (!op)
         return;
     free(op->owned);
+    free(op->ro);
     if (op->event)
         arsim_event_release(op->event);
     if (op->kernel)
@@ -171,10 +181,17 @@ arsim_op *arsim_op_kernel(const arsim_kernel *k, ar_dim3 grid, ar_dim3 block,
     eng_module_retain(k->module);
     op->kernel = k;
     op->site = eng_take_launch_site();
+    op->ro = eng_take_launch_readonly();
     op->grid = grid;
     op->block = block;
     op->shared_bytes = shared_bytes;
     return op;
+}
+
+void arsim_op_set_tag(arsim_op *op, uint64_t tag)
+{
+    if (op)
+        op->tag = tag;
 }
 
 arsim_op *arsim_op_host_fn(void (*fn)(void *), void *user)
@@ -240,6 +257,12 @@ arsim_op *eng_op_clone(const arsim_op *src)
     op->next = NULL;
     op->owned = NULL;
     op->target = 0;
+    int failed = 0;
+    op->ro = eng_readonly_copy(src->ro, &failed);
+    if (failed) {
+        free(op);
+        return NULL;
+    }
     if (src->owned) {
         if (src->kind == OP_KERNEL) {
             op->owned = clone_args(src->kernel->info, src->owned);
@@ -252,6 +275,7 @@ arsim_op *eng_op_clone(const arsim_op *src)
                 op->src = op->owned;
         }
         if (!op->owned) {
+            free(op->ro);
             free(op);
             return NULL;
         }

@@ -305,9 +305,53 @@ async def test_reads_annotations_are_validated(backend: ar.Backend) -> None:
         backend.launch(scale, GRID, BLOCK, args, writes=(np.uint32(1),))
     with pytest.raises(TypeError, match="reads must be a tuple"):
         backend.launch(scale, GRID, BLOCK, args, reads=x)  # type: ignore[arg-type]
-    await backend.launch(scale, GRID, BLOCK, args, reads=[x], writes=())
+    await backend.launch(scale, GRID, BLOCK, args, reads=[], writes=[x])
     backend.free(x)
     backend.free(other)
+
+
+async def test_a_store_into_memory_declared_read_only_fails_the_launch(
+    backend: ar.Backend,
+) -> None:
+    """The sims see every store: a kernel writing through a pointer in reads= only is caught.
+
+    Declaring a pointer read-only lets other streams read it at the same
+    time, so a wrong declaration would hide a race; hardware and the mock
+    cannot see the stores, so there the declaration is trusted.
+    """
+    if not backend.driver.checks_stores:
+        pytest.skip(f"{backend.name} cannot see a kernel's stores; reads= is trusted there")
+    x, y = backend.alloc(NBYTES), backend.alloc(NBYTES)
+    await backend.copy_h2d_async(data(), x)
+    await backend.copy_h2d_async(data(), y)
+    scale = vector(backend, "scale_f32")  # y[i] *= a: stores into its pointer
+    site = at(2)
+    with pytest.raises(ar.StoreHazardError) as info:
+        await backend.launch(scale, GRID, BLOCK, [np.uint32(N), np.float32(2), y], reads=[y])
+    assert isinstance(info.value, ar.HazardError) and isinstance(info.value, ar.DriverError)
+    message = str(info.value)
+    assert "kernel 'scale_f32'" in message, message
+    assert f"launched at {site}" in message, message
+    assert f"at {y.address:#x}" in message and "declared read-only" in message, message
+    assert "writes=" in message, message  # says what to do instead
+    # Not sticky: the device is fine, and an honest declaration runs clean.
+    saxpy = vector(backend, "saxpy")  # y = a*x + y: reads x, stores into y
+    await backend.launch(
+        saxpy, GRID, BLOCK, [np.uint32(N), np.float32(1), x, y], reads=[x], writes=[y]
+    )
+    out = await backend.copy_d2h_async(y, empty())
+    np.testing.assert_array_equal(out, data() * 2)  # the faulting launch stopped at its first store
+    # A captured launch keeps its declaration: each replay is held to it.
+    s1 = backend.create_stream()
+    with backend.capture(s1) as graph:
+        backend.launch(scale, GRID, BLOCK, [np.uint32(N), np.float32(2), y], reads=[y], stream=s1)
+    for _ in range(2):
+        with pytest.raises(ar.StoreHazardError, match="kernel 'scale_f32'"):
+            await backend.launch_graph(graph, s1)
+    graph.close()
+    await finish(backend, s1)
+    backend.free(x)
+    backend.free(y)
 
 
 async def test_a_freed_allocation_is_forgotten(backend: ar.Backend) -> None:

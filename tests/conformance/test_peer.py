@@ -33,12 +33,13 @@ async def test_peer_copy_each_way(backend: ar.Backend, peer: ar.Backend) -> None
     data = np.random.default_rng(7).integers(0, 256, n, dtype=np.uint8)
     mine, theirs = backend.alloc(n), peer.alloc(n)
     try:
-        backend.copy_h2d(data, mine)
+        await backend.copy_h2d_async(data, mine)
         await backend.copy_d2d_async(mine, theirs, n)
-        np.testing.assert_array_equal(peer.copy_d2h(theirs, np.empty_like(data)), data)
-        peer.memset(theirs, 0x5A, n)
+        out = await peer.copy_d2h_async(theirs, np.empty_like(data))
+        np.testing.assert_array_equal(out, data)
+        await peer.memset_async(theirs, 0x5A, n)
         await peer.copy_d2d_async(theirs, mine, n)
-        assert (backend.copy_d2h(mine, np.empty_like(data)) == 0x5A).all()
+        assert (await backend.copy_d2h_async(mine, np.empty_like(data)) == 0x5A).all()
         assert backend.can_access_peer(peer) == peer.can_access_peer(backend)
         assert not backend.can_access_peer(backend)
     finally:

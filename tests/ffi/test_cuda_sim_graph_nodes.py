@@ -22,6 +22,7 @@ from _cudasim_support import (
 
 CUDA_ERROR_INVALID_DEVICE = 101
 CUDA_ERROR_NOT_SUPPORTED = 801
+CUDA_ERROR_INVALID_HANDLE = 400
 
 ffi = cffi.FFI()
 ffi.cdef(
@@ -147,6 +148,18 @@ typedef struct { int result; CUgraphNode errorNode; CUgraphNode errorFromNode; }
     CUgraphExecUpdateResultInfo;
 CUresult cuGraphExecUpdate_v2(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *);
 CUresult cuGetProcAddress(const char *, void **, int, unsigned long long);
+typedef struct { CUhostFn fn; void *userData; } CUDA_HOST_NODE_PARAMS;
+CUresult cuGraphHostNodeGetParams(CUgraphNode, CUDA_HOST_NODE_PARAMS *);
+CUresult cuLaunchHostFunc(CUstream, CUhostFn, void *);
+CUresult cuArrayDestroy(void *);
+CUresult cuArray3DGetDescriptor_v2(void *, void *);
+CUresult cuMipmappedArrayCreate(void **, const void *, unsigned int);
+CUresult cuMipmappedArrayGetLevel(CUarray *, void *, unsigned int);
+CUresult cuMipmappedArrayDestroy(void *);
+CUresult cuTexObjectCreate(unsigned long long *, const void *, const void *, const void *);
+CUresult cuTexObjectDestroy(unsigned long long);
+CUresult cuSurfObjectCreate(unsigned long long *, const void *);
+CUresult cuSurfObjectDestroy(unsigned long long);
 """
 )
 
@@ -624,7 +637,8 @@ def test_mem_get_mem_pool_and_pool_access(lib: Any) -> None:
     _ok(lib.cuMemGetMemPool(got, loc, PINNED))
     assert got[0] == current[0]
     loc.type = HOST_LOCATION
-    assert lib.cuMemGetMemPool(got, loc, PINNED) == CUDA_ERROR_NOT_SUPPORTED
+    _ok(lib.cuMemGetMemPool(got, loc, PINNED))  # the host's own pool
+    assert got[0] != current[0]
     loc.type = DEVICE_LOCATION
     flags = ffi.new("int *")
     _ok(lib.cuMemPoolGetAccess(flags, current[0], loc))
@@ -638,10 +652,24 @@ def test_mem_get_mem_pool_and_pool_access(lib: Any) -> None:
     assert lib.cuMemPoolSetAccess(current[0], desc, 1) == CUDA_ERROR_INVALID_DEVICE
 
 
-def test_cuda_arrays_are_refused(lib: Any) -> None:
+def test_cuda_arrays_textures_and_surfaces_are_refused(lib: Any) -> None:
     arr = ffi.new("CUarray *")
     desc = ffi.new("char[64]")
     assert lib.cuArray3DCreate_v2(arr, desc) == CUDA_ERROR_NOT_SUPPORTED
+    mip = ffi.new("void **")
+    assert lib.cuMipmappedArrayCreate(mip, desc, 2) == CUDA_ERROR_NOT_SUPPORTED
+    obj = ffi.new("unsigned long long *")
+    res = ffi.new("char[256]")
+    assert lib.cuTexObjectCreate(obj, res, res, ffi.NULL) == CUDA_ERROR_NOT_SUPPORTED
+    assert lib.cuSurfObjectCreate(obj, res) == CUDA_ERROR_NOT_SUPPORTED
+    # None is ever made: any handle is unknown.
+    bogus = ffi.cast("void *", 0x1234)
+    assert lib.cuArrayDestroy(bogus) == CUDA_ERROR_INVALID_HANDLE
+    assert lib.cuArray3DGetDescriptor_v2(desc, bogus) == CUDA_ERROR_INVALID_HANDLE
+    assert lib.cuMipmappedArrayGetLevel(arr, bogus, 0) == CUDA_ERROR_INVALID_HANDLE
+    assert lib.cuMipmappedArrayDestroy(bogus) == CUDA_ERROR_INVALID_HANDLE
+    assert lib.cuTexObjectDestroy(7) == CUDA_ERROR_INVALID_HANDLE
+    assert lib.cuSurfObjectDestroy(7) == CUDA_ERROR_INVALID_HANDLE
 
 
 @pytest.mark.parametrize(
@@ -656,6 +684,9 @@ def test_cuda_arrays_are_refused(lib: Any) -> None:
         ("cuGraphConditionalHandleCreate", 12030, "cuGraphConditionalHandleCreate"),
         ("cuMemGetMemPool", 13000, "cuMemGetMemPool"),
         ("cuArray3DCreate", 3020, "cuArray3DCreate_v2"),
+        ("cuMipmappedArrayCreate", 5000, "cuMipmappedArrayCreate"),
+        ("cuTexObjectCreate", 5000, "cuTexObjectCreate"),
+        ("cuSurfObjectCreate", 5000, "cuSurfObjectCreate"),
     ],
 )
 def test_get_proc_address_finds_the_graph_calls(
@@ -763,3 +794,95 @@ def test_a_condition_serves_only_its_own_graph(lib: Any) -> None:
     _ok(lib.cuGraphAddNode_v2(node, body, ffi.NULL, ffi.NULL, 0, params))
     for g in (mine, other):
         _ok(lib.cuGraphDestroy(g))
+
+
+def _only_node(lib: Any, g: Any) -> Any:
+    nodes = ffi.new("CUgraphNode[1]")
+    count = ffi.new("size_t *", 1)
+    _ok(lib.cuGraphGetNodes(g, nodes, count))
+    assert count[0] == 1
+    return nodes[0]
+
+
+@ffi.callback("void(void *)")
+def _noop(_: Any) -> None:
+    pass
+
+
+def test_clones_and_child_graphs_keep_their_nodes_parameters(lib: Any) -> None:
+    d = ffi.new("CUdeviceptr *")
+    _ok(lib.cuMemAlloc_v2(d, 4 * N))
+    g = _graph(lib)
+    memset = _add_memset(lib, g, d[0], 7, N)
+    host = ffi.new("CUgraphNode *")
+    token = ffi.new("int *")
+    hp = ffi.new("CUDA_HOST_NODE_PARAMS *", {"fn": _noop, "userData": token})
+    _ok(lib.cuGraphAddHostNode(host, g, *_deps(memset), hp))
+    fn = _scale_function(lib)
+    n, a, p = ffi.new("unsigned int *", N), ffi.new("float *", 3.0), ffi.new("CUdeviceptr *", d[0])
+    args = ffi.new("void *[]", [n, a, p])
+    kp = ffi.new("CUDA_KERNEL_NODE_PARAMS *")
+    kp.func = fn
+    kp.gridDimX = kp.gridDimY = kp.gridDimZ = kp.blockDimY = kp.blockDimZ = 1
+    kp.blockDimX = N
+    kp.kernelParams = args
+    kernel = ffi.new("CUgraphNode *")
+    _ok(lib.cuGraphAddKernelNode_v2(kernel, g, *_deps(host[0]), kp))
+    clone = ffi.new("CUgraph *")
+    _ok(lib.cuGraphClone(clone, g))
+    parent = _graph(lib)
+    child = ffi.new("CUgraphNode *")
+    _ok(lib.cuGraphAddChildGraphNode(child, parent, ffi.NULL, 0, g))
+    embedded = ffi.new("CUgraph *")
+    _ok(lib.cuGraphChildGraphNodeGetGraph(child[0], embedded))
+    for copy in (clone[0], embedded[0]):
+        nodes = ffi.new("CUgraphNode[3]")
+        count = ffi.new("size_t *", 3)
+        _ok(lib.cuGraphGetNodes(copy, nodes, count))
+        mp = ffi.new("CUDA_MEMSET_NODE_PARAMS *")
+        _ok(lib.cuGraphMemsetNodeGetParams(nodes[0], mp))
+        assert (mp.dst, mp.value, mp.width) == (d[0], 7, N)
+        back_host = ffi.new("CUDA_HOST_NODE_PARAMS *")
+        _ok(lib.cuGraphHostNodeGetParams(nodes[1], back_host))
+        assert back_host.fn == _noop and back_host.userData == token
+        back = ffi.new("CUDA_KERNEL_NODE_PARAMS *")
+        _ok(lib.cuGraphKernelNodeGetParams_v2(nodes[2], back))
+        assert back.func == fn and back.blockDimX == N
+        assert ffi.cast("float *", back.kernelParams[1])[0] == 3.0
+    # The copies' argument values are their own: the original's going changes nothing.
+    _ok(lib.cuGraphDestroy(g))
+    nodes = ffi.new("CUgraphNode[3]")
+    _ok(lib.cuGraphGetNodes(clone[0], nodes, ffi.new("size_t *", 3)))
+    back = ffi.new("CUDA_KERNEL_NODE_PARAMS *")
+    _ok(lib.cuGraphKernelNodeGetParams_v2(nodes[2], back))
+    assert ffi.cast("float *", back.kernelParams[1])[0] == 3.0
+    for x in (clone[0], parent):
+        _ok(lib.cuGraphDestroy(x))
+    _ok(lib.cuMemFree_v2(d[0]))
+
+
+def test_a_captured_host_function_reads_back(lib: Any, stream: Any) -> None:
+    token = ffi.new("int *")
+    _ok(lib.cuStreamBeginCapture_v2(stream, RELAXED))
+    _ok(lib.cuLaunchHostFunc(stream, _noop, token))
+    g = ffi.new("CUgraph *")
+    _ok(lib.cuStreamEndCapture(stream, g))
+    hp = ffi.new("CUDA_HOST_NODE_PARAMS *")
+    _ok(lib.cuGraphHostNodeGetParams(_only_node(lib, g[0]), hp))
+    assert hp.fn == _noop and hp.userData == token
+    _ok(lib.cuGraphDestroy(g[0]))
+
+
+def test_a_captured_host_pool_allocation_reports_its_pool(lib: Any, stream: Any) -> None:
+    pool = ffi.new("CUmemoryPool *")
+    _ok(lib.cuMemGetMemPool(pool, ffi.new("CUmemLocation *", {"type": HOST_LOCATION}), PINNED))
+    d = ffi.new("CUdeviceptr *")
+    _ok(lib.cuStreamBeginCapture_v2(stream, RELAXED))
+    _ok(lib.cuMemAllocFromPoolAsync(d, 64, pool[0], stream))
+    g = ffi.new("CUgraph *")
+    _ok(lib.cuStreamEndCapture(stream, g))
+    ap = ffi.new("CUDA_MEM_ALLOC_NODE_PARAMS *")
+    _ok(lib.cuGraphMemAllocNodeGetParams(_only_node(lib, g[0]), ap))
+    assert (ap.poolProps.allocType, ap.poolProps.location.type) == (PINNED, HOST_LOCATION)
+    assert (ap.bytesize, ap.dptr) == (64, d[0])
+    _ok(lib.cuGraphDestroy(g[0]))

@@ -182,7 +182,7 @@ def test_module_errors(cu: Cuda) -> None:
     )
     m = ffi.new("CUmodule *")
     assert lib.cuModuleLoadData(m, ffi.from_buffer(b"garbage\0")) == 200  # INVALID_IMAGE
-    fatbin = struct.pack("<I", 0xBA55ED50) + b"\0" * 60
+    fatbin = struct.pack("<IHHQ", 0xBA55ED50, 1, 16, 0) + b"\0" * 48  # no PTX in it
     assert lib.cuModuleLoadData(m, ffi.from_buffer(fatbin)) == 209  # NO_BINARY_FOR_GPU
     cu.check(lib.cuModuleUnload(mod))
     assert lib.cuModuleUnload(mod) == CUDA_ERROR_INVALID_HANDLE

@@ -360,7 +360,7 @@ def test_gpu_binaries_are_refused(sim: Sim) -> None:
     assert sim.lib.cuLibraryLoadData(library, bytes(cubin), *no_options) == (
         CUDA_ERROR_NO_BINARY_FOR_GPU
     )
-    fatbin = bytes.fromhex("50ed55ba") + bytes(60)
+    fatbin = bytes.fromhex("50ed55ba") + bytes.fromhex("01001000") + bytes(56)  # no PTX in it
     assert sim.lib.cuLibraryLoadData(library, fatbin, *no_options) == CUDA_ERROR_NO_BINARY_FOR_GPU
 
 

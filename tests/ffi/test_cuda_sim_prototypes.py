@@ -20,7 +20,10 @@ NEEDS_CUDA_H = pytest.mark.skipif(
 
 def _compile(tmp_path: Path, prelude: str, block: str) -> None:
     src = tmp_path / "check.c"
-    src.write_text(prelude + "#include <cuda.h>\n#define CUSIM_API\n" + block)
+    # cudaProfiler.h declares cuProfilerStart/cuProfilerStop, which cuda.h does not.
+    src.write_text(
+        prelude + "#include <cuda.h>\n#include <cudaProfiler.h>\n#define CUSIM_API\n" + block
+    )
     proc = subprocess.run(
         ["cc", "-std=gnu11", "-fsyntax-only", "-Werror", f"-I{CUDA_INCLUDE}", str(src)],
         capture_output=True,

@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 from ..._driver import DeviceInfo, Driver
 from ..._exceptions import AruntimeError, BackendUnavailableError, DeviceLostError, DriverError
 from .._release import DeferredReleases
-from .._sim_faults import launch_site_hook
+from .._sim_faults import launch_site_hook, readonly_hook
 from .._staging import STAGING_CHUNK, StagingPool
 from . import _errors
 from ._constants import (
@@ -109,6 +109,8 @@ class _CudaBase(Driver):
         self._peers_tried: set[int] = set()
         #: On cuda-sim: tells the sim each launch's call site, for its fault reports.
         self._note_launch_site = launch_site_hook(self.backend_name)
+        #: On the sims: checks each launch's reads= against its kernel's stores.
+        self._readonly_declarer = readonly_hook(self.backend_name)
         _open_drivers.add(self)
 
     def _is_pinned(self, address: int, nbytes: int) -> bool:

@@ -21,10 +21,11 @@ from ..._exceptions import (
     NotSupportedError,
     OutOfMemoryError,
 )
-from .._sim_faults import fault_report
+from .._sim_faults import fault_report, readonly_error
 
 __all__ = [
     "CUDA_ERROR_DEINITIALIZED",
+    "CUSIM_ERROR_READONLY_WRITE",
     "CUDA_ERROR_INVALID_DEVICE",
     "CUDA_ERROR_INVALID_VALUE",
     "CUDA_ERROR_NOT_FOUND",
@@ -43,6 +44,9 @@ __all__ = [
 
 CUDA_SUCCESS = 0
 CUDA_ERROR_INVALID_VALUE = 1
+#: cuda-sim's own code for a launch stopped at a store into memory its
+#: ``reads=`` declared read-only (ffi/sim/engine.h, ARSIM_READONLY_WRITE_RESULT).
+CUSIM_ERROR_READONLY_WRITE = 0x41520001
 CUDA_ERROR_DEINITIALIZED = 4
 CUDA_ERROR_OUT_OF_MEMORY = 2
 CUDA_ERROR_STUB_LIBRARY = 34
@@ -75,6 +79,7 @@ KNOWN_NAMES: dict[int, str] = {
     701: "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
     702: "CUDA_ERROR_LAUNCH_TIMEOUT",
     709: "CUDA_ERROR_CONTEXT_IS_DESTROYED",
+    710: "CUDA_ERROR_ASSERT",
     714: "CUDA_ERROR_HARDWARE_STACK_ERROR",
     715: "CUDA_ERROR_ILLEGAL_INSTRUCTION",
     716: "CUDA_ERROR_MISALIGNED_ADDRESS",
@@ -99,6 +104,7 @@ ERROR_CLASSES: dict[int, type[DriverError]] = {
     214: DeviceLostError,  # ECC_UNCORRECTABLE
     700: DeviceLostError,  # ILLEGAL_ADDRESS
     702: DeviceLostError,  # LAUNCH_TIMEOUT
+    710: DeviceLostError,  # ASSERT: a device-side assert() failed
     709: DeviceLostError,  # CONTEXT_IS_DESTROYED
     714: DeviceLostError,  # HARDWARE_STACK_ERROR
     715: DeviceLostError,  # ILLEGAL_INSTRUCTION
@@ -129,7 +135,9 @@ def error_for(
 
     ``sticky=False`` says the caller checked that the context survived a
     code the table calls sticky (the sim's injected launch failure does):
-    the error is then a plain :class:`DriverError`.
+    the error is then a plain :class:`DriverError`.  cuda-sim's own
+    ``CUSIM_ERROR_READONLY_WRITE`` (a kernel stopped at a store into memory
+    its launch declared read-only) is a :class:`StoreHazardError`.
     """
     described = describe(code) if describe is not None else None
     if described is None:
@@ -137,6 +145,8 @@ def error_for(
         text = "no description (the driver did not name this code)"
     else:
         name, text = described
+    if code == CUSIM_ERROR_READONLY_WRITE:
+        return readonly_error(backend, code, "CUSIM_ERROR_READONLY_WRITE", function)
     cls = ERROR_CLASSES.get(code, DriverError)
     if cls is DeviceLostError and not sticky:
         cls = DriverError

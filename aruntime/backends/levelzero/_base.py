@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from ..._driver import DeviceInfo, Driver, DriverStream
 from ..._exceptions import BackendUnavailableError, NotSupportedError
-from .._sim_faults import launch_site_hook
+from .._sim_faults import launch_site_hook, readonly_hook
 from .._staging import STAGING_CHUNK, StagingPool
 from . import _errors
 from ._constants import (
@@ -73,6 +73,8 @@ class _LevelZeroBase(Driver):
         self._closed = False
         #: On levelzero-sim: tells the sim each launch's call site, for its fault reports.
         self._note_launch_site = launch_site_hook(backend_name)
+        #: On the sims: checks each launch's reads= against its kernel's stores.
+        self._readonly_declarer = readonly_hook(backend_name)
 
     # -- helpers ---------------------------------------------------------------
     def _alloc_staging(self) -> int:

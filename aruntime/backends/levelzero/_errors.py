@@ -16,12 +16,14 @@ from ..._exceptions import (
     NotSupportedError,
     OutOfMemoryError,
 )
-from .._sim_faults import fault_report
+from .._sim_faults import fault_report, readonly_error
 
 __all__ = ["RESULTS", "ZE_RESULT_NOT_READY", "ZE_RESULT_SUCCESS", "error_for", "raise_result"]
 
 ZE_RESULT_SUCCESS = 0
 ZE_RESULT_NOT_READY = 1
+#: levelzero-sim's own result (ffi/sim/engine.h, ARSIM_READONLY_WRITE_RESULT).
+_SIM_READONLY_WRITE = 0x41520001
 
 #: value -> (name, exception class).  Codes absent here raise plain DriverError.
 RESULTS: dict[int, tuple[str, type[DriverError]]] = {
@@ -82,7 +84,14 @@ def result_name(code: int) -> str:
 
 
 def error_for(code: int, function: str, backend: str, detail: str = "") -> DriverError:
-    """The exception (not raised) for a failed call."""
+    """The exception (not raised) for a failed call.
+
+    levelzero-sim's own code for a kernel it stopped at a store into memory
+    its launch declared read-only (``launch(reads=...)`` under race
+    checking) is a :class:`StoreHazardError`.
+    """
+    if code == _SIM_READONLY_WRITE:
+        return readonly_error(backend, code, "ARSIM_READONLY_WRITE_RESULT", function)
     name, cls = RESULTS.get(code, (result_name(code), DriverError))
     message = f"{function} failed: {name} ({code:#x})"
     if detail:

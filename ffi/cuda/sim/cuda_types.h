@@ -43,6 +43,7 @@ enum {
     CUDA_ERROR_INVALID_IMAGE = 200,
     CUDA_ERROR_INVALID_CONTEXT = 201,
     CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+    CUDA_ERROR_UNSUPPORTED_LIMIT = 215,
     CUDA_ERROR_INVALID_PTX = 218,
     CUDA_ERROR_FILE_NOT_FOUND = 301,
     CUDA_ERROR_OPERATING_SYSTEM = 304,
@@ -74,6 +75,20 @@ enum {
 };
 
 typedef unsigned int CUdevice_attribute;
+typedef unsigned int CUlimit; /* cuda.h: an enum */
+enum {
+    CU_LIMIT_STACK_SIZE = 0x00,
+    CU_LIMIT_PRINTF_FIFO_SIZE = 0x01,
+    CU_LIMIT_MALLOC_HEAP_SIZE = 0x02,
+    CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH = 0x03,
+    CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT = 0x04,
+    CU_LIMIT_MAX_L2_FETCH_GRANULARITY = 0x05,
+    CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06,
+    CU_LIMIT_SHMEM_SIZE = 0x07,
+    CU_LIMIT_CIG_ENABLED = 0x08,
+    CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED = 0x09,
+    CU_LIMIT_MAX,
+};
 typedef unsigned int CUpointer_attribute;
 typedef unsigned int CUstreamCaptureStatus;
 typedef unsigned int CUstreamCaptureMode;
@@ -301,14 +316,51 @@ enum {
 };
 typedef unsigned int CUmemAllocationType;
 typedef unsigned int CUmemAllocationHandleType;
+/* Interprocess handles (cusim_ipc.c: refused). */
+typedef struct CUipcEventHandle_st {
+    char reserved[64];
+} CUipcEventHandle;
+typedef struct CUipcMemHandle_st {
+    char reserved[64];
+} CUipcMemHandle;
+typedef struct CUmemPoolPtrExportData_st {
+    unsigned char reserved[64];
+} CUmemPoolPtrExportData;
 typedef unsigned int CUmemLocationType;
-enum { CU_MEM_ALLOCATION_TYPE_PINNED = 1 };
+enum { CU_MEM_ALLOCATION_TYPE_PINNED = 1, CU_MEM_ALLOCATION_TYPE_MANAGED = 2 };
 enum { CU_MEM_HANDLE_TYPE_NONE = 0 };
-enum { CU_MEM_LOCATION_TYPE_DEVICE = 1 };
+enum {
+    CU_MEM_LOCATION_TYPE_NONE = 0,
+    CU_MEM_LOCATION_TYPE_DEVICE = 1,
+    CU_MEM_LOCATION_TYPE_HOST = 2,
+    CU_MEM_LOCATION_TYPE_HOST_NUMA = 3,
+    CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT = 4,
+};
 typedef struct CUmemLocation_st {
     CUmemLocationType type;
     int id;
 } CUmemLocation;
+/* Managed memory advice and range attributes (cusim_managed.c). */
+typedef unsigned int CUmem_advise;
+enum {
+    CU_MEM_ADVISE_SET_READ_MOSTLY = 1,
+    CU_MEM_ADVISE_UNSET_READ_MOSTLY = 2,
+    CU_MEM_ADVISE_SET_PREFERRED_LOCATION = 3,
+    CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION = 4,
+    CU_MEM_ADVISE_SET_ACCESSED_BY = 5,
+    CU_MEM_ADVISE_UNSET_ACCESSED_BY = 6,
+};
+typedef unsigned int CUmem_range_attribute;
+enum {
+    CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY = 1,
+    CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION = 2,
+    CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY = 3,
+    CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION = 4,
+    CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE = 5,
+    CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID = 6,
+    CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE = 7,
+    CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID = 8,
+};
 typedef struct CUmemPoolProps_st {
     CUmemAllocationType allocType;
     CUmemAllocationHandleType handleTypes;
@@ -322,6 +374,13 @@ typedef struct CUmemPoolProps_st {
 /* CUDA arrays: refused (cusim_mem.c), so their descriptors stay opaque. */
 typedef struct CUDA_ARRAY_DESCRIPTOR_st CUDA_ARRAY_DESCRIPTOR;
 typedef struct CUDA_ARRAY3D_DESCRIPTOR_st CUDA_ARRAY3D_DESCRIPTOR;
+/* Mipmapped arrays, texture and surface objects: refused too (cusim_mem.c). */
+typedef struct CUmipmappedArray_st *CUmipmappedArray;
+typedef unsigned long long CUtexObject;
+typedef unsigned long long CUsurfObject;
+typedef struct CUDA_RESOURCE_DESC_st CUDA_RESOURCE_DESC;
+typedef struct CUDA_TEXTURE_DESC_st CUDA_TEXTURE_DESC;
+typedef struct CUDA_RESOURCE_VIEW_DESC_st CUDA_RESOURCE_VIEW_DESC;
 
 /* Graph nodes (cusim_graph*.c). */
 typedef unsigned int CUgraphNodeType;

@@ -17,6 +17,8 @@
  * with an older driver cuda.core warns at every Program.compile that NVRTC
  * 13.5's PTX (ISA 9.5) will not load, which is what a real 13.0 driver does. */
 #define CUSIM_DRIVER_VERSION 13050
+/* ARSIM_ERR_READONLY_WRITE as a CUresult (engine.h): cuda-sim's own code. */
+#define CUSIM_ERROR_READONLY_WRITE ARSIM_READONLY_WRITE_RESULT
 
 /* Handle registry kinds. */
 enum { HK_CTX = 1, HK_STREAM, HK_EVENT, HK_MODULE, HK_FUNCTION, HK_GRAPH, HK_GRAPH_EXEC, HK_CAPTURE, HK_POOL };
@@ -170,6 +172,8 @@ typedef struct cu_graph_exec {
 
 /* ---- graphs (cusim_graph.c); callers hold g_capture_mu */
 CUSIM_INTERNAL cu_graph *cusim_graph_new(void);
+/* A copy of kernel argument values: a kernelParams array followed by them. */
+CUSIM_INTERNAL void **cusim_kernel_args_copy(const ar_kernel_info *info, void *const *params);
 CUSIM_INTERNAL void cusim_graph_free(cu_graph *g); /* removes its handle too */
 /* A node of graph g of the given type with deps; owns body (may be NULL). */
 CUSIM_INTERNAL CUresult cusim_gnode_add(cu_graph *g, CUgraphNodeType type, arsim_graph *body,
@@ -177,8 +181,10 @@ CUSIM_INTERNAL CUresult cusim_gnode_add(cu_graph *g, CUgraphNodeType type, arsim
 /* Appends op (owned) to the capture as a node after its dependencies. */
 CUSIM_INTERNAL CUresult cusim_capture_add_op(cu_capture *cap, arsim_op *op);
 /* cuMemAllocAsync / cuMemFreeAsync in a capture: a graph memory node (the
- * node takes its own reference to m). */
-CUSIM_INTERNAL CUresult cusim_capture_add_mem(cu_capture *cap, CUgraphNodeType type, cu_gmem *m);
+ * node takes its own reference to m); an allocation's node reports its
+ * pool's type and location (pool; NULL for a free). */
+CUSIM_INTERNAL CUresult cusim_capture_add_mem(cu_capture *cap, CUgraphNodeType type, cu_gmem *m,
+                                              const CUmemPoolProps *pool);
 /* cuGraphLaunch into a capture: a child graph node running ops. */
 CUSIM_INTERNAL CUresult cusim_capture_add_exec(cu_capture *cap, const arsim_graph *ops);
 /* The graph a capture fills (NULL if it is gone). */
@@ -262,6 +268,16 @@ CUSIM_INTERNAL extern __thread int cusim_tls_ptds;
 CUSIM_INTERNAL CUresult cusim_submit(cu_stream *s, arsim_op *op, uint64_t *seq_out);
 CUSIM_INTERNAL CUresult cusim_submit_graph(cu_stream *s, const arsim_graph *g);
 CUSIM_INTERNAL CUresult cusim_ctx_synchronize(cu_ctx *ctx);
+/* ---- the printf FIFOs (cusim_printf.c).  flush writes context ctx's held
+ * records to stdout (0: every context's); forget also drops its FIFO (the
+ * context is gone); seal fixes its size (a kernel that calls printf was
+ * launched); init hands the PTX executor the FIFOs' sink (cuInit). */
+CUSIM_INTERNAL void cusim_printf_init(void);
+CUSIM_INTERNAL void cusim_printf_flush(uint64_t ctx);
+CUSIM_INTERNAL void cusim_printf_forget(uint64_t ctx);
+CUSIM_INTERNAL void cusim_printf_seal(uint64_t ctx);
+/* Reads (get) or sets (set) context ctx's CU_LIMIT_PRINTF_FIFO_SIZE. */
+CUSIM_INTERNAL CUresult cusim_printf_limit(uint64_t ctx, size_t *get, const size_t *set);
 /* ---- copies (cusim_mem.c), peer copies and access (cusim_peer.c) */
 /* Every 1-D copy; blocking: the synchronous API.  A device-to-device copy
  * between two devices' memory is a peer copy. */
@@ -273,6 +289,21 @@ CUSIM_INTERNAL CUresult cusim_copy1d(void *dst, const void *src, size_t n, arsim
 CUSIM_INTERNAL CUresult cusim_pool_free_now(void *p);
 /* The pool a block belongs to, as a CUmemoryPool handle (0 if none). */
 CUSIM_INTERNAL uint64_t cusim_pool_of(const void *p);
+/* A pool of one allocation type at one location (checked by the caller; a
+ * host location's id is ignored); NULL if out of memory. */
+typedef struct cu_pool cu_pool;
+CUSIM_INTERNAL cu_pool *cusim_pool_new(CUmemAllocationType type, const CUmemLocation *loc,
+                                       size_t max_size, int is_default);
+/* The live (not destroyed) pool behind a handle, or NULL. */
+CUSIM_INTERNAL cu_pool *cusim_pool_get(CUmemoryPool h);
+CUSIM_INTERNAL CUmemoryPool cusim_pool_handle(const cu_pool *p);
+/* Whether p is a pool of this allocation type at this location. */
+CUSIM_INTERNAL int cusim_pool_serves(const cu_pool *p, CUmemAllocationType type,
+                                     const CUmemLocation *loc);
+/* cuMemAllocFromPoolAsync's work once the stream and pool are resolved: in a
+ * capture, a graph memory alloc node. */
+CUSIM_INTERNAL CUresult cusim_pool_alloc_async(cu_pool *p, size_t bytesize, cu_stream *s,
+                                               CUdeviceptr *out);
 
 /* ---- the linker (cusim_link.c, cusim_fatbin.c, cusim_ptxsyms.c) */
 /* If image is one cuLinkComplete made, the PTX text it holds; else NULL. */
@@ -286,15 +317,34 @@ CUSIM_INTERNAL size_t cusim_fatbin_size(const void *data, size_t avail);
 /* Where a host object (ELF) keeps its fatbins: 0 and the section's place,
  * 1 if it has none, -1 if it is no ELF64 object. */
 CUSIM_INTERNAL int cusim_object_fatbins(const void *data, size_t size, size_t *off, size_t *len);
-/* The module-scope variables a PTX text defines, and whether it declares an
- * external function. */
+/* The module-scope definitions a PTX text makes (variables, and functions
+ * with a body), with their linkage and where their text lies, and whether it
+ * declares an external function (cusim_ptxsyms.c). */
+enum { CUSIM_LINK_INTERNAL, CUSIM_LINK_VISIBLE, CUSIM_LINK_WEAK, CUSIM_LINK_COMMON };
+typedef struct cusim_ptx_def {
+    char *name;
+    int is_func;
+    int linkage;       /* CUSIM_LINK_* */
+    size_t start, end; /* the statement: its first directive to its ';' or '}' */
+    uint64_t size;     /* a variable's bytes, 0 where the text does not say */
+    int initialized;
+    int shared_stmt;   /* declared in one statement with other variables */
+} cusim_ptx_def;
 typedef struct cusim_ptx_syms {
-    char **vars;
+    cusim_ptx_def *defs;
     size_t n;
     int has_extern_func;
 } cusim_ptx_syms;
 CUSIM_INTERNAL int cusim_ptx_scan_syms(const char *text, cusim_ptx_syms *out);
 CUSIM_INTERNAL void cusim_ptx_syms_free(cusim_ptx_syms *syms);
+/* Resolves the definitions of n PTX texts (syms[i] scanned from texts[i],
+ * each named names[i]) as a linker does, rewriting texts[i] (malloc'd) so
+ * that joined they make one module: 0; -1 with why where a linker refuses
+ * them (two .visible definitions); -2 out of memory; -3 with why where the
+ * sim cannot join them. */
+CUSIM_INTERNAL int cusim_ptx_resolve(char **texts, const cusim_ptx_syms *syms,
+                                     const char *const *names, size_t n, char *why,
+                                     size_t why_size);
 
 /* ---- functions (cusim_func.c): the model cuFuncGetAttribute and the
  * occupancy calculator share, since the sim has no compiled binary to read. */
@@ -346,6 +396,10 @@ P cuCtxGetFlags(unsigned int *flags);
 P cuCtxSynchronize(void);
 P cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority);
 P cuCtxGetApiVersion(CUcontext ctx, unsigned int *version);
+P cuCtxSetLimit(CUlimit limit, size_t value);
+P cuCtxGetLimit(size_t *pvalue, CUlimit limit);
+P cuProfilerStart(void);
+P cuProfilerStop(void);
 
 P cuMemGetInfo_v2(size_t *free, size_t *total);
 P cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
@@ -504,9 +558,40 @@ P cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode *dependencies,
 P cuStreamUpdateCaptureDependencies_v2(CUstream hStream, CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData, size_t numDependencies, unsigned int flags);
 P cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray);
 P cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray);
+P cuArrayDestroy(CUarray hArray);
+P cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarray hArray);
+P cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc, unsigned int numMipmapLevels);
+P cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedArray hMipmappedArray, unsigned int level);
+P cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray);
+P cuTexObjectCreate(CUtexObject *pTexObject, const CUDA_RESOURCE_DESC *pResDesc, const CUDA_TEXTURE_DESC *pTexDesc, const CUDA_RESOURCE_VIEW_DESC *pResViewDesc);
+P cuTexObjectDestroy(CUtexObject texObject);
+P cuSurfObjectCreate(CUsurfObject *pSurfObject, const CUDA_RESOURCE_DESC *pResDesc);
+P cuSurfObjectDestroy(CUsurfObject surfObject);
 P cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type);
 P cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count);
 P cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool, CUmemLocation *location);
+P cuIpcGetEventHandle(CUipcEventHandle *pHandle, CUevent event);
+P cuIpcOpenEventHandle(CUevent *phEvent, CUipcEventHandle handle);
+P cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr);
+P cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
+P cuIpcCloseMemHandle(CUdeviceptr dptr);
+P cuMemPoolExportToShareableHandle(void *handle_out, CUmemoryPool pool, CUmemAllocationHandleType handleType, unsigned long long flags);
+P cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle, CUmemAllocationHandleType handleType, unsigned long long flags);
+P cuMemPoolExportPointer(CUmemPoolPtrExportData *shareData_out, CUdeviceptr ptr);
+P cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData *shareData);
+P cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location, CUmemAllocationType type);
+P cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type, CUmemoryPool pool);
+P cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUmemLocation location);
+P cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags, CUstream hStream);
+P cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags, CUstream hStream);
+P cuMemPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream);
+P cuMemPrefetchBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream);
+P cuMemDiscardBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count, unsigned long long flags, CUstream hStream);
+P cuMemDiscardBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *sizes, size_t count, unsigned long long flags, CUstream hStream);
+P cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream);
+P cuMemDiscardAndPrefetchBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream);
+P cuMemRangeGetAttribute(void *data, size_t dataSize, CUmem_range_attribute attribute, CUdeviceptr devPtr, size_t count);
+P cuMemRangeGetAttributes(void **data, size_t *dataSizes, CUmem_range_attribute *attributes, size_t numAttributes, CUdeviceptr devPtr, size_t count);
 
 P cuLinkCreate(unsigned int numOptions, CUjit_option *options, void **optionValues,
                CUlinkState *stateOut);

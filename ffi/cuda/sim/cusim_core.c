@@ -152,6 +152,9 @@ CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
     case 101: v = 1; break;               /* DIRECT_MANAGED_MEM_ACCESS_FROM_HOST */
     case 106: v = 32; break;              /* MAX_BLOCKS_PER_MULTIPROCESSOR */
     case 115: v = 1; break;               /* MEMORY_POOLS_SUPPORTED (cusim_pool.c) */
+    case 134: v = 0; break;               /* HOST_NUMA_ID: the host is one node */
+    case 142: v = 1; break;               /* HOST_NUMA_MEMORY_POOLS_SUPPORTED */
+    case 144: v = 1; break;               /* HOST_MEMORY_POOLS_SUPPORTED */
     default:
         if (attrib <= 0 || attrib > 200)
             return CUDA_ERROR_INVALID_VALUE;
@@ -217,6 +220,7 @@ static void ctx_release_resources(cu_ctx *c)
      * sticky error does not: cuda.h says the process must be relaunched
      * (arsim_clear_faults stands in for that, for tests). */
     arsim_queue_take_error(c->legacy->q);
+    cusim_printf_forget(c->handle); /* its records are written, its FIFO starts anew */
 }
 
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
@@ -444,6 +448,7 @@ CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
 CUresult cusim_ctx_synchronize(cu_ctx *c)
 {
     arsim_status st = arsim_device_synchronize(c->device);
+    cusim_printf_flush(c->handle);
     if (st != ARSIM_OK)
         return cusim_status(st);
     /* Collect (and clear) errors of the context's streams nobody has seen. */
@@ -557,3 +562,45 @@ CUresult cusim_stream_out(CUstream h, const void *out, cu_stream **s)
     return out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* The sim has a printf FIFO (cusim_printf.c) and nothing else cuCtxSetLimit
+ * sizes: no device malloc heap, no device runtime, an interpreter's own
+ * per-thread stack and no L2.  Those limits answer
+ * CUDA_ERROR_UNSUPPORTED_LIMIT, as a device without them does. */
+static CUresult check_limit(CUlimit limit)
+{
+    if (limit >= CU_LIMIT_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    return limit == CU_LIMIT_PRINTF_FIFO_SIZE ? CUDA_SUCCESS : CUDA_ERROR_UNSUPPORTED_LIMIT;
+}
+
+CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+    cu_ctx *c;
+    CUSIM_TRY(cusim_current_ctx(&c));
+    CUSIM_TRY(check_limit(limit));
+    return cusim_printf_limit(c->handle, NULL, &value);
+}
+
+CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
+{
+    cu_ctx *c;
+    CUSIM_TRY(cusim_current_ctx(&c));
+    if (!pvalue)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUSIM_TRY(check_limit(limit));
+    return cusim_printf_limit(c->handle, pvalue, NULL);
+}
+
+/* No profiler is ever attached to the sim; with none, NVIDIA's driver answers
+ * success and does nothing. */
+CUresult cuProfilerStart(void)
+{
+    cu_ctx *c;
+    return cusim_current_ctx(&c);
+}
+
+CUresult cuProfilerStop(void)
+{
+    cu_ctx *c;
+    return cusim_current_ctx(&c);
+}

@@ -149,6 +149,10 @@ static const cusim_error g_errors[] = {
     {918, "CUDA_ERROR_GRAPH_RECAPTURE_FAILURE", "re-capturing the graph failed"},
     {919, "CUDA_ERROR_FABRIC_NOT_READY", "the fabric is not ready"},
     {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
+    /* cuda-sim's own: only a launch that aruntime declared read-only ranges
+     * for (arsim_set_launch_readonly) can fail with it. */
+    {CUSIM_ERROR_READONLY_WRITE, "CUSIM_ERROR_READONLY_WRITE",
+     "a kernel stored into memory its launch declared read-only"},
 };
 
 static int compare_code(const void *key, const void *row)
@@ -193,7 +197,9 @@ CUresult cusim_status(arsim_status s)
     case ARSIM_ERR_INVALID_HANDLE: return CUDA_ERROR_INVALID_HANDLE;
     case ARSIM_ERR_NOT_READY: return CUDA_ERROR_NOT_READY;
     case ARSIM_ERR_LAUNCH_FAILED: return CUDA_ERROR_LAUNCH_FAILED;
+    case ARSIM_ERR_READONLY_WRITE: return (CUresult)CUSIM_ERROR_READONLY_WRITE;
     case ARSIM_ERR_ILLEGAL_ADDRESS: return CUDA_ERROR_ILLEGAL_ADDRESS;
+    case ARSIM_ERR_ASSERT: return (CUresult)710; /* CUDA_ERROR_ASSERT */
     case ARSIM_ERR_INVALID_IMAGE: return CUDA_ERROR_INVALID_IMAGE;
     case ARSIM_ERR_NOT_FOUND: return CUDA_ERROR_NOT_FOUND;
     case ARSIM_ERR_TIMEOUT: return CUDA_ERROR_TIMEOUT;

@@ -72,7 +72,9 @@ CUresult cuStreamSynchronize(CUstream hStream)
         uint64_t seq;
         CUSIM_TRY(cusim_submit(s, arsim_op_marker(), &seq));
     }
-    return cusim_status(arsim_queue_synchronize(s->q, ARSIM_WAIT_BLOCK));
+    CUresult r = cusim_status(arsim_queue_synchronize(s->q, ARSIM_WAIT_BLOCK));
+    cusim_printf_flush(s->ctx->handle);
+    return r;
 }
 
 CUresult cuStreamQuery(CUstream hStream)
@@ -232,7 +234,11 @@ CUresult cuEventSynchronize(CUevent hEvent)
     CUSIM_TRY(event_captured_check(e));
     /* CU_EVENT_BLOCKING_SYNC: sleep on a condition variable; otherwise spin. */
     arsim_wait_mode mode = e->flags & CU_EVENT_BLOCKING_SYNC ? ARSIM_WAIT_BLOCK : ARSIM_WAIT_SPIN;
-    return cusim_status(arsim_event_wait(e->ev, mode, -1));
+    CUresult r = cusim_status(arsim_event_wait(e->ev, mode, -1));
+    /* A printf flush point.  An event does not know its context: every
+     * context's held records are written (none held: one atomic load). */
+    cusim_printf_flush(0);
+    return r;
 }
 
 CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
@@ -636,15 +642,41 @@ static CUresult load_ptx(const char *text, jit_log *log, arsim_module **out)
     }
 }
 
-/* Images: a host shared object (x86-64 ELF) runs as is; PTX text runs on
- * the executor (ptx_exec.c); cubin (ELF for EM_CUDA) and fatbin hold no code
- * the sim can run, so CUDA_ERROR_NO_BINARY_FOR_GPU. */
+/* A fatbin runs as a driver runs one with no machine code for its GPU: the
+ * newest PTX entry the device can run is compiled (here: interpreted).
+ * One with no such entry is CUDA_ERROR_NO_BINARY_FOR_GPU, saying why. */
+static CUresult load_fatbin(cu_ctx *c, const void *image, jit_log *log, arsim_module **out)
+{
+    /* A fatbin's header says its size; an image pointer says none, so the
+     * header is trusted as the driver trusts it. */
+    size_t size = cusim_fatbin_size(image, SIZE_MAX);
+    if (size == 0)
+        return CUDA_ERROR_INVALID_IMAGE;
+    int major = 0, minor = 0;
+    cuDeviceGetAttribute(&major, 75, c->device); /* COMPUTE_CAPABILITY_MAJOR */
+    cuDeviceGetAttribute(&minor, 76, c->device);
+    char why[256], *ptx = NULL;
+    CUresult r = cusim_fatbin_ptx(image, size, major * 10 + minor, &ptx, why, sizeof why);
+    if (r != CUDA_SUCCESS) {
+        if (log && log->buf && log->size)
+            snprintf(log->buf, log->size, "fatbin refused: %s", why);
+        return r;
+    }
+    r = load_ptx(ptx, log, out);
+    free(ptx);
+    return r;
+}
+
+/* Images: a host shared object (x86-64 ELF) runs as is; PTX text, and the
+ * PTX of a fatbin, run on the executor (ptx_exec.c); a cubin (ELF for
+ * EM_CUDA) holds no code the sim can run, so CUDA_ERROR_NO_BINARY_FOR_GPU. */
 static CUresult module_load_image(CUmodule *module, const void *image, jit_log *log)
 {
     cu_ctx *c;
     CUSIM_TRY(cusim_current_ctx(&c));
     if (!module || !image)
         return CUDA_ERROR_INVALID_VALUE;
+    cusim_printf_flush(c->handle); /* a module load is a printf flush point */
     const unsigned char *b = image;
     arsim_module *m;
     if (memcmp(b, ELFMAG, SELFMAG) == 0) {
@@ -662,10 +694,7 @@ static CUresult module_load_image(CUmodule *module, const void *image, jit_log *
         if (st != ARSIM_OK)
             return cusim_status(st);
     } else if (b[0] == 0x50 && b[1] == 0xed && b[2] == 0x55 && b[3] == 0xba) {
-        if (log && log->buf && log->size)
-            snprintf(log->buf, log->size, "cuda-sim runs PTX and host shared objects; "
-                                          "a fatbin cannot run here (load its PTX instead)");
-        return CUDA_ERROR_NO_BINARY_FOR_GPU;
+        CUSIM_TRY(load_fatbin(c, image, log, &m));
     } else if (cusim_link_image_ptx(image)) {
         CUSIM_TRY(load_ptx(cusim_link_image_ptx(image), log, &m)); /* cusim_link.c's output */
     } else if (ptx_looks_like(image)) {
@@ -749,6 +778,7 @@ CUresult cuModuleUnload(CUmodule hmod)
     cu_module *cm = arsim_handle_remove((uint64_t)(uintptr_t)hmod, HK_MODULE);
     if (!cm)
         return CUDA_ERROR_INVALID_HANDLE;
+    cusim_printf_flush(0); /* a module unload is a printf flush point */
     for (cu_function *f = cm->funcs; f;) {
         cu_function *next = f->next;
         arsim_handle_remove(f->handle, HK_FUNCTION);
@@ -920,5 +950,12 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
     }
     ar_dim3 grid = {gridDimX, gridDimY, gridDimZ};
     ar_dim3 block = {blockDimX, blockDimY, blockDimZ};
-    return cusim_submit(s, arsim_op_kernel(fn->k, grid, block, sharedMemBytes, params), NULL);
+    /* A launch is a printf flush point; the kernel's records go to the
+     * stream's context. */
+    cusim_printf_flush(s->ctx->handle);
+    if (fn->attrs.uses_printf)
+        cusim_printf_seal(s->ctx->handle);
+    arsim_op *op = arsim_op_kernel(fn->k, grid, block, sharedMemBytes, params);
+    arsim_op_set_tag(op, s->ctx->handle);
+    return cusim_submit(s, op, NULL);
 }

@@ -180,16 +180,24 @@ CUresult cusim_capture_add_op(cu_capture *cap, arsim_op *op)
         return g ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     }
     CUgraphNodeType type = type_of_op(arsim_op_kind_of(op));
+    /* A captured host function is all its node's parameters. */
+    CUDA_HOST_NODE_PARAMS host;
+    int is_host = arsim_op_host_fn_of(op, &host.fn, &host.userData);
     if (arsim_graph_append(body, op) != ARSIM_OK) {
         arsim_graph_destroy(body);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     cu_gnode *n;
     CUSIM_TRY(cusim_gnode_add(g, type, body, cap->deps, cap->ndeps, &n));
+    if (is_host) {
+        n->p.host = host;
+        n->has_params = 1;
+    }
     return cusim_capture_advance(cap, n);
 }
 
-CUresult cusim_capture_add_mem(cu_capture *cap, CUgraphNodeType type, cu_gmem *m)
+CUresult cusim_capture_add_mem(cu_capture *cap, CUgraphNodeType type, cu_gmem *m,
+                               const CUmemPoolProps *pool)
 {
     cu_graph *g = cusim_capture_graph(cap);
     if (!g)
@@ -201,9 +209,8 @@ CUresult cusim_capture_add_mem(cu_capture *cap, CUgraphNodeType type, cu_gmem *m
     n->has_params = 1;
     if (type == CU_GRAPH_NODE_TYPE_MEM_ALLOC) {
         CUDA_MEM_ALLOC_NODE_PARAMS *p = &n->p.alloc;
-        p->poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-        p->poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        p->poolProps.location.id = cusim_gmem_device(m);
+        p->poolProps.allocType = pool->allocType;
+        p->poolProps.location = pool->location;
         p->bytesize = cusim_gmem_size(m);
         p->dptr = cusim_gmem_ptr(m);
     }
@@ -268,6 +275,24 @@ static CUresult clone_bodies(const cu_gnode *src, cu_gnode *n)
     return CUDA_SUCCESS;
 }
 
+/* A copy of the argument values, as a kernelParams array followed by them. */
+void **cusim_kernel_args_copy(const ar_kernel_info *info, void *const *params)
+{
+    size_t total = 0;
+    for (uint32_t i = 0; i < info->num_params; i++)
+        total += (info->param_sizes[i] + 7) & ~(size_t)7;
+    void **argv = malloc(info->num_params * sizeof(void *) + total + 1);
+    if (!argv)
+        return NULL;
+    char *at = (char *)(argv + info->num_params);
+    for (uint32_t i = 0; i < info->num_params; i++) {
+        memcpy(at, params[i], info->param_sizes[i]);
+        argv[i] = at;
+        at += (info->param_sizes[i] + 7) & ~(size_t)7;
+    }
+    return argv;
+}
+
 static CUresult clone_node(const cu_gnode *src, cu_graph *dst, cu_gnode **out)
 {
     arsim_graph *body = NULL;
@@ -291,8 +316,18 @@ static CUresult clone_node(const cu_gnode *src, cu_graph *dst, cu_gnode **out)
         CUSIM_TRY(cusim_graph_clone(src->child, &n->child));
     if (src->bodies)
         CUSIM_TRY(clone_bodies(src, n));
-    if (src->type == CU_GRAPH_NODE_TYPE_KERNEL)
-        n->p.kernel.kernelParams = NULL; /* the copy's body holds the values */
+    /* What the original was made with holds for the copy: its *GetParams
+     * answer the same (the kernel argument values copied, the copy's own). */
+    n->has_params = src->has_params;
+    if (src->type == CU_GRAPH_NODE_TYPE_KERNEL && src->kargs) {
+        cu_function *fn = cusim_function_get(src->p.kernel.func);
+        n->kargs = fn ? cusim_kernel_args_copy(fn->k->info, src->kargs) : NULL;
+        if (!n->kargs)
+            n->has_params = 0; /* its module is gone: say nothing rather than guess */
+        n->p.kernel.kernelParams = n->kargs;
+    } else if (src->type == CU_GRAPH_NODE_TYPE_KERNEL) {
+        n->p.kernel.kernelParams = NULL;
+    }
     *out = n;
     return CUDA_SUCCESS;
 }

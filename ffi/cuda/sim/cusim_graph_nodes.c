@@ -68,24 +68,6 @@ CUresult cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
 
 /* ------------------------------------------------------------- kernels */
 
-/* A copy of the argument values, as a kernelParams array followed by them. */
-static void **kernel_args_copy(const ar_kernel_info *info, void *const *params)
-{
-    size_t total = 0;
-    for (uint32_t i = 0; i < info->num_params; i++)
-        total += (info->param_sizes[i] + 7) & ~(size_t)7;
-    void **argv = malloc(info->num_params * sizeof(void *) + total + 1);
-    if (!argv)
-        return NULL;
-    char *at = (char *)(argv + info->num_params);
-    for (uint32_t i = 0; i < info->num_params; i++) {
-        memcpy(at, params[i], info->param_sizes[i]);
-        argv[i] = at;
-        at += (info->param_sizes[i] + 7) & ~(size_t)7;
-    }
-    return argv;
-}
-
 static CUresult kernel_check(const CUDA_KERNEL_NODE_PARAMS *p, cu_function **fn)
 {
     if (!p)
@@ -115,11 +97,14 @@ CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
     cu_function *fn;
     CUSIM_TRY(kernel_check(nodeParams, &fn));
     const CUDA_KERNEL_NODE_PARAMS *p = nodeParams;
-    void **argv = kernel_args_copy(fn->k->info, p->kernelParams);
+    void **argv = cusim_kernel_args_copy(fn->k->info, p->kernelParams);
     ar_dim3 grid = {p->gridDimX, p->gridDimY, p->gridDimZ};
     ar_dim3 block = {p->blockDimX, p->blockDimY, p->blockDimZ};
-    arsim_graph *body =
-        argv ? body_of(arsim_op_kernel(fn->k, grid, block, p->sharedMemBytes, argv)) : NULL;
+    arsim_op *op = argv ? arsim_op_kernel(fn->k, grid, block, p->sharedMemBytes, argv) : NULL;
+    cu_ctx *c; /* its printf records go to the context current when the node is made */
+    if (cusim_current_ctx(&c) == CUDA_SUCCESS)
+        arsim_op_set_tag(op, c->handle);
+    arsim_graph *body = argv ? body_of(op) : NULL;
     if (!body) {
         free(argv);
         return CUDA_ERROR_OUT_OF_MEMORY;

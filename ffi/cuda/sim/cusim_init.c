@@ -36,6 +36,7 @@ CUresult cuInit(unsigned int Flags)
     /* cuda.h: after a sticky error "any further CUDA work will return the
      * same error" until the process is relaunched, on every device. */
     arsim_set_sticky_process_wide(1);
+    cusim_printf_init();
     atomic_store_explicit(&g_initialized, 1, memory_order_release);
     return CUDA_SUCCESS;
 }

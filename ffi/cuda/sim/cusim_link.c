@@ -6,9 +6,10 @@
  * such fatbins, and this driver's own linked images.  The executor loads one PTX module at a time and resolves
  * calls by name across the whole module, so linking joins the inputs' texts
  * into one module: an .extern .func in one input calls its definition in
- * another.  What joining could get wrong is refused instead: two inputs
- * defining a variable of one name (cusim_ptxsyms.c), and anything the
- * executor refuses, with the error naming the input and its line.
+ * another.  Names are resolved first as a linker resolves them by their
+ * linkage (cusim_ptxsyms.c): each input keeps its own internal names, and
+ * one definition of a .weak or .common name is kept.  What the executor
+ * refuses is reported with the error naming the input and its line.
  *
  * The output, like a real driver's cubin for its own GPU, is an image only
  * this driver loads: a tagged header and the joined PTX text.  Host objects,
@@ -227,23 +228,6 @@ static CUresult ptx_result(ptx_status st)
     }
 }
 
-/* A variable two inputs define would be one variable in the joined module. */
-static CUresult check_duplicates(cu_link *lk, const cusim_ptx_syms *syms, const char *name)
-{
-    for (size_t i = 0; i < lk->n; i++)
-        for (size_t a = 0; a < lk->in[i].syms.n; a++)
-            for (size_t b = 0; b < syms->n; b++)
-                if (strcmp(lk->in[i].syms.vars[a], syms->vars[b]) == 0) {
-                    log_add(&lk->err,
-                            "cuda-sim linker: '%s' and '%s' both define the variable '%s'; "
-                            "cuda-sim joins its inputs into one module and cannot keep two "
-                            "variables of one name",
-                            lk->in[i].name, name, syms->vars[b]);
-                    return CUDA_ERROR_NOT_SUPPORTED;
-                }
-    return CUDA_SUCCESS;
-}
-
 /* Loads one input alone, as the driver compiles each PTX input when it is
  * added.  An input that calls functions of other inputs cannot load alone:
  * its errors wait for cuLinkComplete, which loads the joined module. */
@@ -280,8 +264,6 @@ static CUresult add_ptx(cu_link *lk, const char *data, size_t size, const char *
     CUresult r = in.name ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
     if (r == CUDA_SUCCESS && cusim_ptx_scan_syms(text, &in.syms) != 0)
         r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (r == CUDA_SUCCESS)
-        r = check_duplicates(lk, &in.syms, name);
     if (r == CUDA_SUCCESS)
         r = check_alone(lk, text, &in.syms, name);
     if (r == CUDA_SUCCESS && lk->n == lk->cap) {
@@ -502,40 +484,77 @@ CUresult cuLinkAddFile(CUlinkState state, CUjitInputType type, const char *path,
     return cuLinkAddFile_v2(state, type, path, numOptions, options, optionValues);
 }
 
-/* The inputs' texts, one after another, and the line each starts at. */
-static char *join_inputs(const cu_link *lk, int *first_line)
+/* The inputs' texts, their names resolved as a linker resolves them
+ * (cusim_ptxsyms.c), one after another, and the line each starts at (the
+ * resolution keeps every line where it was).  NULL with *r set on failure. */
+static char *join_inputs(cu_link *lk, int *first_line, CUresult *r)
 {
+    char **texts = calloc(lk->n, sizeof *texts);
+    const char **names = calloc(lk->n, sizeof *names);
+    cusim_ptx_syms *syms = calloc(lk->n, sizeof *syms);
+    char *text = NULL, why[512];
+    int rc = texts && names && syms ? 0 : -2;
+    for (size_t i = 0; i < lk->n && !rc; i++) {
+        texts[i] = strdup(lk->in[i].text);
+        names[i] = lk->in[i].name;
+        syms[i] = lk->in[i].syms;
+        rc = texts[i] ? 0 : -2;
+    }
+    if (!rc)
+        rc = cusim_ptx_resolve(texts, syms, names, lk->n, why, sizeof why);
     size_t total = 1;
-    for (size_t i = 0; i < lk->n; i++)
-        total += lk->in[i].len + 1;
-    char *text = malloc(total), *p = text;
-    if (!text)
-        return NULL;
+    for (size_t i = 0; i < lk->n && !rc; i++)
+        total += strlen(texts[i]) + 1;
+    if (!rc && !(text = malloc(total)))
+        rc = -2;
+    char *p = text;
     int line = 1;
-    for (size_t i = 0; i < lk->n; i++) {
+    for (size_t i = 0; i < lk->n && !rc; i++) {
+        size_t len = strlen(texts[i]);
         first_line[i] = line;
-        memcpy(p, lk->in[i].text, lk->in[i].len);
-        p += lk->in[i].len;
+        memcpy(p, texts[i], len);
+        p += len;
         *p++ = '\n';
-        for (size_t k = 0; k < lk->in[i].len; k++)
-            line += lk->in[i].text[k] == '\n';
+        for (size_t k = 0; k < len; k++)
+            line += texts[i][k] == '\n';
         line++;
     }
-    *p = 0;
+    if (p)
+        *p = 0;
+    if (rc == -1 || rc == -3)
+        log_add(&lk->err, "cuda-sim linker: %s", why);
+    *r = rc == 0 ? CUDA_SUCCESS : rc == -1 ? CUDA_ERROR_INVALID_IMAGE
+         : rc == -3 ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; texts && i < lk->n; i++)
+        free(texts[i]);
+    free(texts);
+    free(names);
+    free(syms); /* the scans themselves stay with their inputs */
     return text;
 }
 
-/* The executor names a line of the joined text; the log names the input. */
+/* The executor names a line of the joined text; the log names the input.
+ * A call no input defines is what the driver's linker calls an undefined
+ * reference, and is said in its words. */
 static void log_joined_error(cu_link *lk, const char *msg, const int *first_line)
 {
+    static const char external[] = "call of external function '";
     int line;
     int at = 0;
     if (sscanf(msg, "ptx line %d: %n", &line, &at) == 1 && at > 0 && line >= 1) {
         size_t i = lk->n - 1;
         while (i > 0 && first_line[i] > line)
             i--;
-        log_add(&lk->err, "%s: ptx line %d: %s", lk->in[i].name, line - first_line[i] + 1,
-                msg + at);
+        const char *what = msg + at;
+        int undefined = strncmp(what, external, sizeof external - 1) == 0;
+        const char *name = undefined ? what + sizeof external - 1 : NULL;
+        const char *end = name ? strchr(name, '\'') : NULL;
+        if (end)
+            log_add(&lk->err, "error   : Undefined reference to '%.*s' in '%s'",
+                    (int)(end - name), name, lk->in[i].name);
+        else
+            log_add(&lk->err, "%s: ptx line %d: %s", lk->in[i].name, line - first_line[i] + 1,
+                    what);
     } else {
         log_add(&lk->err, "cuda-sim linker: %s", msg);
     }
@@ -561,8 +580,8 @@ static CUresult make_image(cu_link *lk, const char *text)
 static CUresult link_inputs(cu_link *lk)
 {
     int *first_line = malloc(lk->n * sizeof *first_line);
-    char *text = first_line ? join_inputs(lk, first_line) : NULL;
-    CUresult r = text ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    char *text = first_line ? join_inputs(lk, first_line, &r) : NULL;
     if (r == CUDA_SUCCESS) {
         char msg[512];
         arsim_module *m = NULL;

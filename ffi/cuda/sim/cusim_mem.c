@@ -105,7 +105,13 @@ static CUresult mem_free(void *p, unsigned kinds)
 {
     CUSIM_TRY(cusim_check_init());
     arsim_alloc a;
-    if (!p || arsim_mem_lookup(p, &a) != ARSIM_OK || a.base != p || !(a.kind & kinds))
+    if (!p || arsim_mem_lookup(p, &a) != ARSIM_OK || a.base != p)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* cuMemFree takes whatever a pool handed out, pinned host memory too;
+     * cuMemFreeHost only what cuMemAllocHost/cuMemHostAlloc did. */
+    int pool = (a.flags & CUSIM_POOL_BLOCK) != 0;
+    int ok = kinds & ARSIM_MEM_HOST ? !pool && (a.kind & kinds) : pool || (a.kind & kinds);
+    if (!ok)
         return CUDA_ERROR_INVALID_VALUE;
     if (a.device >= 0)
         arsim_device_synchronize(a.device);
@@ -391,9 +397,11 @@ CUresult cusim_copy1d(void *dst, const void *src, size_t n, arsim_copy_dir dir, 
     }
     uint64_t seq;
     CUresult r = cusim_submit(s, op, &seq);
-    if (r != CUDA_SUCCESS || !wait || !seq)
-        return r;
-    return wait_op(s, seq);
+    if (r == CUDA_SUCCESS && wait && seq)
+        r = wait_op(s, seq);
+    if (blocking)
+        cusim_printf_flush(s->ctx->handle); /* a blocking copy is a printf flush point */
+    return r;
 }
 
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
@@ -520,9 +528,11 @@ static CUresult copy2d(const CUDA_MEMCPY2D *c, CUstream h, int blocking)
     }
     uint64_t seq;
     r = cusim_submit(s, op, &seq);
-    if (r != CUDA_SUCCESS || !wait || !seq)
-        return r;
-    return wait_op(s, seq);
+    if (r == CUDA_SUCCESS && wait && seq)
+        r = wait_op(s, seq);
+    if (blocking)
+        cusim_printf_flush(s->ctx->handle); /* a blocking copy is a printf flush point */
+    return r;
 }
 
 CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy) { return copy2d(pCopy, NULL, 1); }
@@ -608,4 +618,85 @@ CUresult cuArray3DCreate_v2(CUarray *pHandle,
     (void)pAllocateArray;
     CUSIM_TRY(cusim_check_init());
     return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* No array, mipmapped array, texture or surface object is ever made, so
+ * every handle given to the calls that take one is unknown; the calls that
+ * would make one are refused like cuArrayCreate.  PTX that samples a texture
+ * or touches a surface is refused by the interpreter. */
+CUresult cuArrayDestroy(CUarray hArray)
+{
+    (void)hArray;
+    CUSIM_TRY(cusim_check_init());
+    return CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
+{
+    (void)pArrayDescriptor;
+    (void)hArray;
+    CUSIM_TRY(cusim_check_init());
+    return CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
+                                const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
+                                unsigned int numMipmapLevels)
+{
+    (void)pHandle;
+    (void)pMipmappedArrayDesc;
+    (void)numMipmapLevels;
+    CUSIM_TRY(cusim_check_init());
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedArray hMipmappedArray,
+                                  unsigned int level)
+{
+    (void)pLevelArray;
+    (void)hMipmappedArray;
+    (void)level;
+    CUSIM_TRY(cusim_check_init());
+    return CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
+{
+    (void)hMipmappedArray;
+    CUSIM_TRY(cusim_check_init());
+    return CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuTexObjectCreate(CUtexObject *pTexObject, const CUDA_RESOURCE_DESC *pResDesc,
+                           const CUDA_TEXTURE_DESC *pTexDesc,
+                           const CUDA_RESOURCE_VIEW_DESC *pResViewDesc)
+{
+    (void)pTexObject;
+    (void)pResDesc;
+    (void)pTexDesc;
+    (void)pResViewDesc;
+    CUSIM_TRY(cusim_check_init());
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult cuTexObjectDestroy(CUtexObject texObject)
+{
+    (void)texObject;
+    CUSIM_TRY(cusim_check_init());
+    return CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuSurfObjectCreate(CUsurfObject *pSurfObject, const CUDA_RESOURCE_DESC *pResDesc)
+{
+    (void)pSurfObject;
+    (void)pResDesc;
+    CUSIM_TRY(cusim_check_init());
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+CUresult cuSurfObjectDestroy(CUsurfObject surfObject)
+{
+    (void)surfObject;
+    CUSIM_TRY(cusim_check_init());
+    return CUDA_ERROR_INVALID_HANDLE;
 }

@@ -52,6 +52,13 @@
  * Allocating with the device out of memory first releases the pool's idle
  * blocks, then fails with CUDA_ERROR_OUT_OF_MEMORY.
  *
+ * Where: a pool holds device memory (pinned, at a device), pinned host memory
+ * (at the host or host NUMA node 0, the sim's only one) or managed memory
+ * (with a preferred location, or none), as its CUmemPoolProps say.  A
+ * managed block that prefers no device counts against the device of the
+ * stream that allocated it.  cusim_pool_loc.c keeps each location's default
+ * and current pool.
+ *
  * In a stream capture, an allocation becomes a graph memory alloc node and
  * a free of graph memory a free node (cusim_graph_mem.c), as in CUDA: the
  * pool's own blocks are not used, since graph memory lives as long as the
@@ -91,7 +98,10 @@ typedef struct pool_block {
 
 struct cu_pool {
     uint64_t handle;
-    int device;
+    CUmemAllocationType type; /* pinned or managed */
+    CUmemLocation loc;        /* a device's, the host's, a host NUMA node's, none */
+    arsim_mem_kind kind;      /* its blocks: device, pinned host or managed memory */
+    int device;               /* loc's device; -1 if loc is no device */
     int is_default;
     int destroyed; /* cuMemPoolDestroy with allocations outstanding */
     size_t max_size; /* 0: the device's memory */
@@ -117,8 +127,6 @@ struct pool_free_op {
 };
 
 static pthread_mutex_t g_pools_mu = PTHREAD_MUTEX_INITIALIZER;
-static cu_pool *g_default[MAX_DEVICES];
-static uint64_t g_current[MAX_DEVICES]; /* 0: the default pool */
 
 /* Plain (cuMemAlloc) memory given to cuMemFreeAsync and not yet freed, so a
  * second cuMemFreeAsync of it is refused instead of freeing whatever the
@@ -129,12 +137,18 @@ typedef struct pending_plain {
 } pending_plain;
 static pending_plain *g_pending_plain;
 
-static cu_pool *pool_new(int device, size_t max_size, int is_default)
+cu_pool *cusim_pool_new(CUmemAllocationType type, const CUmemLocation *loc, size_t max_size,
+                        int is_default)
 {
     cu_pool *p = calloc(1, sizeof *p);
     if (!p)
         return NULL;
-    p->device = device;
+    p->type = type;
+    p->loc = *loc;
+    p->device = loc->type == CU_MEM_LOCATION_TYPE_DEVICE ? loc->id : -1;
+    p->kind = type == CU_MEM_ALLOCATION_TYPE_MANAGED ? ARSIM_MEM_MANAGED
+              : p->device >= 0                       ? ARSIM_MEM_DEVICE
+                                                     : ARSIM_MEM_HOST;
     p->is_default = is_default;
     p->max_size = max_size;
     p->reuse_follow = p->reuse_opportunistic = p->reuse_internal = 1;
@@ -154,17 +168,7 @@ static void pool_free_struct(cu_pool *p)
     free(p);
 }
 
-static cu_pool *default_pool(int device)
-{
-    pthread_mutex_lock(&g_pools_mu);
-    if (!g_default[device])
-        g_default[device] = pool_new(device, 0, 1);
-    cu_pool *p = g_default[device];
-    pthread_mutex_unlock(&g_pools_mu);
-    return p;
-}
-
-static cu_pool *pool_get(CUmemoryPool h)
+cu_pool *cusim_pool_get(CUmemoryPool h)
 {
     cu_pool *p = arsim_handle_get((uint64_t)(uintptr_t)h, HK_POOL);
     if (!p)
@@ -173,6 +177,15 @@ static cu_pool *pool_get(CUmemoryPool h)
     int gone = p->destroyed;
     pthread_mutex_unlock(&p->mu);
     return gone ? NULL : p;
+}
+
+CUmemoryPool cusim_pool_handle(const cu_pool *p) { return (CUmemoryPool)(uintptr_t)p->handle; }
+
+int cusim_pool_serves(const cu_pool *p, CUmemAllocationType type, const CUmemLocation *loc)
+{
+    /* A host location's id means nothing. */
+    return p->type == type && p->loc.type == loc->type &&
+           (loc->type == CU_MEM_LOCATION_TYPE_HOST || p->loc.id == loc->id);
 }
 
 static void note_reserved(cu_pool *p, size_t add)
@@ -213,7 +226,7 @@ static void release_blocks(pool_block *list)
 {
     while (list) {
         pool_block *next = list->next;
-        arsim_mem_free(list->base, ARSIM_MEM_DEVICE);
+        arsim_mem_free(list->base, ARSIM_MEM_DEVICE | ARSIM_MEM_HOST | ARSIM_MEM_MANAGED);
         free(list);
         list = next;
     }
@@ -282,17 +295,21 @@ static void pool_free_done(void *arg)
 
 /* An allocation on a capturing stream: a graph memory alloc node.  Returns
  * 0 if s is not capturing (then nothing happened). */
-static int capture_alloc(cu_stream *s, int device, size_t size, CUdeviceptr *out, CUresult *r)
+static int capture_alloc(cu_stream *s, const cu_pool *p, size_t size, CUdeviceptr *out,
+                         CUresult *r)
 {
     if (!__atomic_load_n(&s->cap, __ATOMIC_ACQUIRE))
         return 0;
     cu_gmem *m = NULL;
-    *r = cusim_gmem_new(device, ARSIM_MEM_DEVICE, size, &m);
+    int device = p->kind == ARSIM_MEM_HOST ? -1 : p->device >= 0 ? p->device : s->ctx->device;
+    *r = cusim_gmem_new(device, p->kind, size, &m);
+    CUmemPoolProps props = {.allocType = p->type, .location = p->loc}; /* what its node reports */
     pthread_mutex_lock(&g_capture_mu);
     cu_capture *cap = s->cap;
     if (cap && *r == CUDA_SUCCESS)
         *r = cap->invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
-                              : cusim_capture_add_mem(cap, CU_GRAPH_NODE_TYPE_MEM_ALLOC, m);
+                              : cusim_capture_add_mem(cap, CU_GRAPH_NODE_TYPE_MEM_ALLOC, m,
+                                                      &props);
     pthread_mutex_unlock(&g_capture_mu);
     if (!cap && *r == CUDA_SUCCESS) {
         cusim_gmem_unref(m); /* the capture ended meanwhile: allocate normally */
@@ -397,7 +414,10 @@ static CUresult pool_alloc(cu_pool *p, size_t size, cu_stream *s, CUdeviceptr *o
     if (!b)
         return CUDA_ERROR_OUT_OF_MEMORY;
     void *mem = NULL;
-    arsim_status st = arsim_mem_alloc(p->device, size, ARSIM_MEM_DEVICE, (uint64_t)(uintptr_t)p,
+    /* Host memory belongs to no device; managed memory that prefers none is
+     * the allocating stream's device's to count. */
+    int device = p->kind == ARSIM_MEM_HOST ? -1 : p->device >= 0 ? p->device : s->ctx->device;
+    arsim_status st = arsim_mem_alloc(device, size, p->kind, (uint64_t)(uintptr_t)p,
                                       CUSIM_POOL_BLOCK, &mem);
     if (st == ARSIM_ERR_OUT_OF_MEMORY) {
         /* The device is full: give back what this pool keeps idle, then retry. */
@@ -406,7 +426,7 @@ static CUresult pool_alloc(cu_pool *p, size_t size, cu_stream *s, CUdeviceptr *o
         pthread_mutex_unlock(&p->mu);
         if (gone) {
             release_blocks(gone);
-            st = arsim_mem_alloc(p->device, size, ARSIM_MEM_DEVICE, (uint64_t)(uintptr_t)p,
+            st = arsim_mem_alloc(device, size, p->kind, (uint64_t)(uintptr_t)p,
                                  CUSIM_POOL_BLOCK, &mem);
         }
     }
@@ -438,7 +458,7 @@ static pool_block *find_block_locked(cu_pool *pool, const void *p)
 
 static cu_pool *pool_of_alloc(const arsim_alloc *a)
 {
-    if (!(a->flags & CUSIM_POOL_BLOCK) || a->kind != ARSIM_MEM_DEVICE)
+    if (!(a->flags & CUSIM_POOL_BLOCK))
         return NULL;
     return (cu_pool *)(uintptr_t)a->owner;
 }
@@ -479,59 +499,13 @@ CUresult cusim_pool_free_now(void *ptr)
     return CUDA_SUCCESS;
 }
 
-/* ------------------------------------------------------------- devices */
+/* ------------------------------------------------------------- access */
 
 static CUresult check_device(CUdevice dev)
 {
-    CUSIM_TRY(cusim_check_init());
     if (dev < 0 || dev >= arsim_device_count() || dev >= MAX_DEVICES)
         return CUDA_ERROR_INVALID_DEVICE;
     return CUDA_SUCCESS;
-}
-
-CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
-{
-    CUSIM_TRY(check_device(dev));
-    if (!pool_out)
-        return CUDA_ERROR_INVALID_VALUE;
-    cu_pool *p = default_pool(dev);
-    if (!p)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    *pool_out = (CUmemoryPool)(uintptr_t)p->handle;
-    return CUDA_SUCCESS;
-}
-
-static cu_pool *current_pool(int dev)
-{
-    pthread_mutex_lock(&g_pools_mu);
-    uint64_t h = g_current[dev];
-    pthread_mutex_unlock(&g_pools_mu);
-    cu_pool *p = h ? pool_get((CUmemoryPool)(uintptr_t)h) : NULL;
-    return p ? p : default_pool(dev);
-}
-
-CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
-{
-    CUSIM_TRY(check_device(dev));
-    if (!pool)
-        return CUDA_ERROR_INVALID_VALUE;
-    cu_pool *p = current_pool(dev);
-    if (!p)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    *pool = (CUmemoryPool)(uintptr_t)p->handle;
-    return CUDA_SUCCESS;
-}
-
-/* CUDA 13's form of cuDeviceGetMemPool.  The sim's pools hold device memory
- * only: pinned host and managed pools are not modelled. */
-CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type)
-{
-    CUSIM_TRY(cusim_check_init());
-    if (!pool || !location)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (type != CU_MEM_ALLOCATION_TYPE_PINNED || location->type != CU_MEM_LOCATION_TYPE_DEVICE)
-        return CUDA_ERROR_NOT_SUPPORTED;
-    return cuDeviceGetMemPool(pool, location->id);
 }
 
 static CUresult access_check(const cu_pool *p, const CUmemAccessDesc *d)
@@ -542,7 +516,7 @@ static CUresult access_check(const cu_pool *p, const CUmemAccessDesc *d)
     if (d->flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && d->flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
         d->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
         return CUDA_ERROR_INVALID_VALUE;
-    /* A pool's own device keeps read-write access. */
+    /* A device pool's own device keeps read-write access. */
     if (d->location.id == p->device && d->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
         return CUDA_ERROR_INVALID_DEVICE;
     return CUDA_SUCCESS;
@@ -551,7 +525,7 @@ static CUresult access_check(const cu_pool *p, const CUmemAccessDesc *d)
 CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count)
 {
     CUSIM_TRY(cusim_check_init());
-    cu_pool *p = pool_get(pool);
+    cu_pool *p = cusim_pool_get(pool);
     if (!p || (count && !map))
         return CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; i < count; i++)
@@ -567,7 +541,7 @@ CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool,
                             CUmemLocation *location)
 {
     CUSIM_TRY(cusim_check_init());
-    cu_pool *p = pool_get(memPool);
+    cu_pool *p = cusim_pool_get(memPool);
     if (!p || !flags || !location || location->type != CU_MEM_LOCATION_TYPE_DEVICE)
         return CUDA_ERROR_INVALID_VALUE;
     CUSIM_TRY(check_device(location->id));
@@ -578,51 +552,76 @@ CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool,
     return CUDA_SUCCESS;
 }
 
-CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
+/* ------------------------------------------------------------- pools */
+
+/* Whether loc names a device, or host NUMA node 0 (the sim's host has no
+ * other). */
+static int loc_device_ok(const CUmemLocation *loc)
 {
-    CUSIM_TRY(check_device(dev));
-    cu_pool *p = pool_get(pool);
-    if (!p || p->device != dev)
-        return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&g_pools_mu);
-    g_current[dev] = p->is_default ? 0 : p->handle;
-    pthread_mutex_unlock(&g_pools_mu);
-    return CUDA_SUCCESS;
+    return loc->id >= 0 && loc->id < arsim_device_count() && loc->id < MAX_DEVICES;
 }
 
-/* ------------------------------------------------------------- pools */
+/* cuMemPoolCreate's rules for where each allocation type may live. */
+static CUresult check_props(const CUmemPoolProps *pp)
+{
+    for (size_t i = 0; i < sizeof pp->reserved; i++)
+        if (pp->reserved[i])
+            return CUDA_ERROR_INVALID_VALUE;
+    if (pp->win32SecurityAttributes)
+        return CUDA_ERROR_INVALID_VALUE;
+    const CUmemLocation *loc = &pp->location;
+    int managed = pp->allocType == CU_MEM_ALLOCATION_TYPE_MANAGED;
+    if (!managed && pp->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* Managed pools share nothing and take no size limit. */
+    if (managed && (pp->handleTypes != CU_MEM_HANDLE_TYPE_NONE || pp->maxSize))
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (loc->type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+        if (!loc_device_ok(loc))
+            return CUDA_ERROR_INVALID_VALUE;
+        break;
+    case CU_MEM_LOCATION_TYPE_HOST:
+        if (pp->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
+            return CUDA_ERROR_INVALID_VALUE; /* host pools are never IPC capable */
+        break;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        if (loc->id != 0)
+            return CUDA_ERROR_INVALID_VALUE;
+        break;
+    case CU_MEM_LOCATION_TYPE_NONE:
+        if (!managed)
+            return CUDA_ERROR_INVALID_VALUE;
+        break;
+    default: /* HOST_NUMA_CURRENT among them */
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (pp->handleTypes != CU_MEM_HANDLE_TYPE_NONE || pp->usage != 0)
+        return CUDA_ERROR_NOT_SUPPORTED; /* no IPC, no special usage */
+    return CUDA_SUCCESS;
+}
 
 CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 {
     CUSIM_TRY(cusim_check_init());
-    if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
-        props->location.type != CU_MEM_LOCATION_TYPE_DEVICE || props->win32SecurityAttributes)
+    if (!pool || !props)
         return CUDA_ERROR_INVALID_VALUE;
-    for (size_t i = 0; i < sizeof props->reserved; i++)
-        if (props->reserved[i])
-            return CUDA_ERROR_INVALID_VALUE;
-    if (props->location.id < 0 || props->location.id >= arsim_device_count() ||
-        props->location.id >= MAX_DEVICES)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (props->handleTypes != CU_MEM_HANDLE_TYPE_NONE || props->usage != 0)
-        return CUDA_ERROR_NOT_SUPPORTED; /* no IPC, no special usage */
-    cu_pool *p = pool_new(props->location.id, props->maxSize, 0);
+    CUSIM_TRY(check_props(props));
+    cu_pool *p = cusim_pool_new(props->allocType, &props->location, props->maxSize, 0);
     if (!p)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    *pool = (CUmemoryPool)(uintptr_t)p->handle;
+    *pool = cusim_pool_handle(p);
     return CUDA_SUCCESS;
 }
 
 CUresult cuMemPoolDestroy(CUmemoryPool pool)
 {
     CUSIM_TRY(cusim_check_init());
-    cu_pool *p = pool_get(pool);
+    cu_pool *p = cusim_pool_get(pool);
     if (!p || p->is_default)
         return CUDA_ERROR_INVALID_VALUE; /* a default pool cannot be destroyed */
-    pthread_mutex_lock(&g_pools_mu);
-    if (g_current[p->device] == p->handle)
-        g_current[p->device] = 0;
-    pthread_mutex_unlock(&g_pools_mu);
+    /* Where it was the current pool, the default serves again: a destroyed
+     * pool's handle no longer resolves (cusim_pool_loc.c). */
     pthread_mutex_lock(&p->mu);
     if (p->destroyed) {
         pthread_mutex_unlock(&p->mu);
@@ -640,7 +639,7 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool)
 CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
     CUSIM_TRY(cusim_check_init());
-    cu_pool *p = pool_get(pool);
+    cu_pool *p = cusim_pool_get(pool);
     if (!p || !value)
         return CUDA_ERROR_INVALID_VALUE;
     pool_block *gone = NULL;
@@ -685,7 +684,7 @@ CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
 CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
 {
     CUSIM_TRY(cusim_check_init());
-    cu_pool *p = pool_get(pool);
+    cu_pool *p = cusim_pool_get(pool);
     if (!p || !value)
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r = CUDA_SUCCESS;
@@ -708,7 +707,7 @@ CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
 CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 {
     CUSIM_TRY(cusim_check_init());
-    cu_pool *p = pool_get(pool);
+    cu_pool *p = cusim_pool_get(pool);
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&p->mu);
@@ -725,33 +724,23 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
  * It gets a one-byte block: a distinct pointer that cuMemFreeAsync frees. */
 static size_t pool_request(size_t bytesize) { return bytesize ? bytesize : 1; }
 
+CUresult cusim_pool_alloc_async(cu_pool *p, size_t bytesize, cu_stream *s, CUdeviceptr *out)
+{
+    CUresult r;
+    if (capture_alloc(s, p, pool_request(bytesize), out, &r))
+        return r;
+    return pool_alloc(p, pool_request(bytesize), s, out);
+}
+
 CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                  CUstream hStream)
 {
     cu_stream *s;
     CUSIM_TRY(cusim_resolve_stream(hStream, &s));
-    cu_pool *p = pool_get(pool);
+    cu_pool *p = cusim_pool_get(pool);
     if (!dptr || !p)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult r;
-    if (capture_alloc(s, p->device, pool_request(bytesize), dptr, &r))
-        return r;
-    return pool_alloc(p, pool_request(bytesize), s, dptr);
-}
-
-CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
-{
-    cu_stream *s;
-    CUSIM_TRY(cusim_resolve_stream(hStream, &s));
-    if (!dptr)
-        return CUDA_ERROR_INVALID_VALUE;
-    CUresult r;
-    if (capture_alloc(s, s->ctx->device, pool_request(bytesize), dptr, &r))
-        return r;
-    cu_pool *p = current_pool(s->ctx->device);
-    if (!p)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    return pool_alloc(p, pool_request(bytesize), s, dptr);
+    return cusim_pool_alloc_async(p, bytesize, s, dptr);
 }
 
 static void plain_free_done(void *base)
@@ -802,7 +791,7 @@ static CUresult free_graph_mem(cu_gmem *gm, cu_stream *s)
     CUresult r = CUDA_SUCCESS;
     if (cap)
         r = cap->invalidated ? CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
-                             : cusim_capture_add_mem(cap, CU_GRAPH_NODE_TYPE_MEM_FREE, gm);
+                             : cusim_capture_add_mem(cap, CU_GRAPH_NODE_TYPE_MEM_FREE, gm, NULL);
     pthread_mutex_unlock(&g_capture_mu);
     if (cap)
         return r;
@@ -823,7 +812,7 @@ CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
         return free_graph_mem(gm, s);
     arsim_alloc a;
     if (!base || arsim_mem_lookup(base, &a) != ARSIM_OK || a.base != base ||
-        !(a.kind & (ARSIM_MEM_DEVICE | ARSIM_MEM_MANAGED)))
+        !((a.kind & (ARSIM_MEM_DEVICE | ARSIM_MEM_MANAGED)) || (a.flags & CUSIM_POOL_BLOCK)))
         return CUDA_ERROR_INVALID_VALUE;
     if (stream_capturing(s))
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;

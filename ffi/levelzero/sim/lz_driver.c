@@ -59,7 +59,9 @@ ze_result_t lz_status_to_result(arsim_status s) {
     /* Level Zero has no "launch failed": a kernel that faults without
      * killing the device is reported as an unknown error. */
     case ARSIM_ERR_LAUNCH_FAILED: return ZE_RESULT_ERROR_UNKNOWN;
+    case ARSIM_ERR_READONLY_WRITE: return (ze_result_t)ARSIM_READONLY_WRITE_RESULT;
     case ARSIM_ERR_ILLEGAL_ADDRESS: return ZE_RESULT_ERROR_DEVICE_LOST;
+    case ARSIM_ERR_ASSERT: return ZE_RESULT_ERROR_DEVICE_LOST;
     case ARSIM_ERR_INVALID_IMAGE: return ZE_RESULT_ERROR_INVALID_NATIVE_BINARY;
     case ARSIM_ERR_NOT_FOUND: return ZE_RESULT_ERROR_INVALID_KERNEL_NAME;
     case ARSIM_ERR_INVALID_DEVICE: return ZE_RESULT_ERROR_INVALID_ARGUMENT;

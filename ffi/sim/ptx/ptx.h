@@ -33,11 +33,12 @@ __attribute__((visibility("hidden"))) ptx_status ptx_module_load(const char *tex
 
 /* A PTX kernel's resources, as its PTX declares them (ptx_query.c). */
 typedef struct ptx_kernel_attrs {
-    uint32_t shared_static; /* bytes of static .shared (the module's) */
+    uint32_t shared_static; /* bytes the module's static .shared variables take */
     uint32_t local_bytes;   /* per-thread .local: its depot and its callees' deepest chain */
     uint32_t const_bytes;   /* bytes of the module's .const variables */
     uint32_t max_threads;   /* product of .reqntid or .maxntid; 0 when neither is given */
     uint32_t reqntid[3];    /* .reqntid, zeros when absent */
+    int uses_printf;        /* it or a function it calls calls vprintf */
 } ptx_kernel_attrs;
 
 /* 1 and *out filled if k is a kernel of a PTX module, else 0. */
@@ -49,5 +50,12 @@ __attribute__((visibility("hidden"))) int ptx_kernel_attributes(const arsim_kern
 __attribute__((visibility("hidden"))) int ptx_module_global(const arsim_module *m,
                                                             const char *name, void **ptr,
                                                             size_t *size);
+
+/* Where vprintf's records go: the driver's printf FIFO.  Called on the thread
+ * running the kernel (arsim_kernel_tag() names the launch's context) with one
+ * formatted record and the bytes it takes in the FIFO.  Without a sink a
+ * kernel that calls vprintf fails. */
+typedef void (*ptx_printf_sink)(const char *text, size_t len, size_t record_bytes);
+__attribute__((visibility("hidden"))) void ptx_set_printf_sink(ptx_printf_sink sink);
 
 #endif /* CUSIM_PTX_H */

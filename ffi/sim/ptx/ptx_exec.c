@@ -16,6 +16,7 @@
 #define _GNU_SOURCE
 #include <fenv.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -167,9 +168,9 @@ static void fill_consts(frame *fr)
 
 static int run_frame(block_ctx *b, warp *w, frame *fr);
 
-static int do_call(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
+static int do_call(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t fi, uint32_t m)
 {
-    const pfunc *cf = &b->mod->funcs[in->target];
+    const pfunc *cf = &b->mod->funcs[fi];
     const pcall *c = &fr->f->calls[in->aux];
     uint32_t la = b->mod->local_align;
     uint32_t base = fr->local_base + ((fr->f->local_bytes + la - 1) & ~(la - 1));
@@ -200,9 +201,14 @@ static int do_call(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m
     if (r >= 0) {
         uint32_t back = m & ~callee.exited;
         FOR_LANES(back, {
-            for (int k = 0; k < c->nrets; k++)
-                memcpy(fr->pf + (size_t)l * fr->f->frame_bytes + c->ret_off[k],
-                       callee.pf + (size_t)l * cf->frame_bytes + cf->rets[k].offset, cf->rets[k].size);
+            uint8_t *to = fr->pf + (size_t)l * fr->f->frame_bytes;
+            for (int k = 0; k < c->nrets; k++) {
+                if ((uint32_t)k < cf->nrets)
+                    memcpy(to + c->ret_off[k], callee.pf + (size_t)l * cf->frame_bytes + cf->rets[k].offset,
+                           cf->rets[k].size);
+                else /* a return the callee does not make (see ptx_module_load) */
+                    memset(to + c->ret_off[k], 0, c->ret_size[k]);
+            }
         });
         fr->exited |= callee.exited;
         fr->active &= ~callee.exited;
@@ -211,6 +217,36 @@ static int do_call(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m
     free(callee.R);
     free(callee.pf);
     return r;
+}
+
+/* A call through a function address: the lanes calling one address at a
+ * time.  An address that is not a function of this module, or one whose
+ * parameters differ from the call's, fails the launch, naming it. */
+static int do_indirect(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
+{
+    const uint64_t *T = fr->R[in->a];
+    const pcall *c = &fr->f->calls[in->aux];
+    while (m) {
+        uint64_t v = T[__builtin_ctz(m)];
+        uint32_t same = 0;
+        FOR_LANES(m, same |= (uint32_t)(T[l] == v) << l);
+        uint64_t fi = (v & ~PTX_FUNC_ADDR_BASE) >> 4;
+        const pfunc *cf = fi < b->mod->nfuncs ? &b->mod->funcs[fi] : NULL;
+        if (v != PTX_FUNC_ADDR(fi) || !cf || !cf->defined || cf->is_entry ||
+            cf->nparams != (uint32_t)c->nargs || cf->uses_barrier ||
+            (cf->nrets != (uint32_t)c->nrets && cf->nrets != 0)) {
+            fprintf(stderr, "cuda-sim: kernel %s: indirect call of 0x%llx, %s\n", b->entry->name,
+                    (unsigned long long)v, cf && v == PTX_FUNC_ADDR(fi)
+                        ? "whose parameters or barriers the call cannot take"
+                        : "which is no function of this module");
+            return E_FAIL;
+        }
+        int rc = do_call(b, w, fr, in, (uint32_t)fi, same);
+        if (rc < 0)
+            return rc;
+        m &= ~same;
+    }
+    return 0;
 }
 
 /* Lanes of a warp-synchronous instruction's member mask that have not
@@ -365,8 +401,20 @@ static inline int exec_control(block_ctx *b, warp *w, frame *fr, const pinsn *in
     case OP_BAR:
         return exec_barrier(b, w, fr, in, m) ? E_FAIL : 1;
     case OP_CALL:
+    case OP_CALLI:
         if (m) {
-            int rc = do_call(b, w, fr, in, m);
+            int rc = in->op == OP_CALL ? do_call(b, w, fr, in, (uint32_t)in->target, m)
+                                       : do_indirect(b, w, fr, in, m);
+            if (rc < 0)
+                return rc;
+        }
+        fr->cur_pc++;
+        return 1;
+    case OP_VPRINTF:
+    case OP_ASSERTFAIL:
+        if (m) {
+            int rc = in->op == OP_VPRINTF ? ptx_exec_vprintf(b, w, fr, in, m)
+                                          : ptx_exec_assertfail(b, w, fr, in, m);
             if (rc < 0)
                 return rc;
         }
@@ -440,6 +488,7 @@ static int run_blocks(const ptx_kernel_ctx *kc, const ar_launch *L, void **param
     b.mod = mod;
     b.entry = f;
     b.L = L;
+    b.ro = arsim_running_readonly();
     b.nthreads = L->block.x * L->block.y * L->block.z;
     b.nwarps = (b.nthreads + 31) / 32;
     b.dyn_size = L->shared_bytes;
@@ -540,5 +589,7 @@ int ptx_run(void *kernel_ctx, const ar_launch *launch, void **params)
     int rc = run_blocks(kernel_ctx, launch, params, launch->block_begin, launch->block_end);
     if (rc == E_FAULT)
         return ARSIM_ERR_ILLEGAL_ADDRESS;
+    if (rc == E_ASSERT)
+        return ARSIM_ERR_ASSERT;
     return rc ? -1 : 0;
 }

@@ -22,6 +22,7 @@ enum { R_DONE = 0, R_BARRIER = 1 };
 /* Errors travel as negative arsim statuses. */
 #define E_FAULT (-(int)ARSIM_ERR_ILLEGAL_ADDRESS)
 #define E_FAIL (-1000)
+#define E_ASSERT (-(int)ARSIM_ERR_ASSERT) /* a failed assert(): sticky */
 
 typedef uint64_t lanes_t[PTX_LANES];
 
@@ -77,6 +78,9 @@ typedef struct block_ctx {
     uint32_t red_popc, red_all, red_any, bar_arrivals;
     range cache[8];
     unsigned cache_next;
+    /* Ranges the launch declared read-only (engine.h), or NULL: every global
+     * store is checked against them. */
+    const arsim_readonly *ro;
 } block_ctx;
 
 /* ------------------------------------------------------------- values */
@@ -142,6 +146,22 @@ PTX_HIDDEN int ptx_exec_int(const pinsn *in, frame *fr, uint64_t *D, const uint6
 PTX_HIDDEN int ptx_exec_float(const pinsn *in, uint64_t *D, const uint64_t *A, const uint64_t *B,
                               const uint64_t *C, uint32_t m);
 PTX_HIDDEN void ptx_exec_warp(warp *w, frame *fr, const pinsn *in, uint32_t m);
+/* ptx_exec_printf.c: a call of vprintf, or of __assertfail (a failed
+ * assert(): the launch fails), for the lanes in m. */
+PTX_HIDDEN int ptx_exec_vprintf(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m);
+PTX_HIDDEN int ptx_exec_assertfail(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m);
+
+/* ptx_exec_mem.c, for vprintf */
+/* Lane l's load of n bytes (1, 2, 4 or 8, aligned) at generic address addr
+ * into *v: 0, or E_FAULT (recorded, as any load's). */
+PTX_HIDDEN int ptx_mem_read(block_ctx *b, warp *w, frame *fr, uint64_t addr, size_t n, int l,
+                            uint64_t *v);
+/* The memory lane l can read at generic address addr: its host address, and
+ * in *avail the bytes from there to the end of the window that holds it
+ * (shared memory, the lane's stack, the kernel's parameters, a live
+ * allocation or a module variable).  NULL when none does; records no fault. */
+PTX_HIDDEN const uint8_t *ptx_mem_span(block_ctx *b, warp *w, frame *fr, uint64_t addr, int l,
+                                       size_t *avail);
 
 /* ptx_exec_cvt.c */
 /* One cvt of a lane's value from type st to type dt. */

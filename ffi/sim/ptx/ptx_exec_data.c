@@ -160,7 +160,11 @@ static void exec_compare(frame *fr, const pinsn *in, uint32_t m, uint64_t *D, co
         uint64_t *Q = in->d2 != PTX_NONE ? R[in->d2] : NULL;
         uint64_t negc = (in->neg >> 2) & 1;
         int bop = in->type2;
-        uint64_t yes = in->imm == T_F32 ? 0x3f800000u : 0xffffffffu;
+        /* set's true: 1.0 in a float destination, all ones in an integer. */
+        uint64_t yes = in->imm == T_F32    ? 0x3f800000u
+                       : in->imm == T_F16  ? 0x3c00u
+                       : in->imm == T_BF16 ? 0x3f80u
+                       : ptx_type_size((int)in->imm) == 2 ? 0xffffu : 0xffffffffu;
         FOR_LANES(m, {
             int r = compare_lane(in, A[l], B[l]);
             int nr = !r;
@@ -224,6 +228,7 @@ int ptx_exec_data(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
     case OP_ST:
     case OP_ATOM:
     case OP_RED:
+    case OP_ISSPACEP:
         return ptx_exec_mem(b, w, fr, in, m);
     case OP_NOPMEM: {
         /* membar/fence: a locked read-modify-write is a full fence

@@ -45,9 +45,22 @@ static inline double post64(double r, unsigned flags)
     return r;
 }
 
+static uint16_t half_op_raw(int op, int et, uint16_t a, uint16_t b, uint16_t c, unsigned flags);
+
+/* One 16-bit float element op; .relu (fma, min, max) makes a negative
+ * result zero and a NaN the canonical NaN. */
+static uint16_t half_op(int op, int et, uint16_t a, uint16_t b, uint16_t c, unsigned flags)
+{
+    uint16_t r = half_op_raw(op, et, a, b, c, flags);
+    if (!(flags & FL_RELU))
+        return r;
+    int nan = et == T_F16 ? (r & 0x7c00) == 0x7c00 && (r & 0x3ff) : (r & 0x7f80) == 0x7f80 && (r & 0x7f);
+    return nan ? 0x7fff : (r & 0x8000) ? 0 : r;
+}
+
 /* One 16-bit float element op through double (exact for add/sub/mul, then
  * one rounding). */
-static uint16_t half_op(int op, int et, uint16_t a, uint16_t b, uint16_t c, unsigned flags)
+static uint16_t half_op_raw(int op, int et, uint16_t a, uint16_t b, uint16_t c, unsigned flags)
 {
     double x = et == T_F16 ? h2d(a) : bf2d(a);
     double y = et == T_F16 ? h2d(b) : bf2d(b);

@@ -76,6 +76,36 @@ static inline uint8_t *mem_at(block_ctx *b, warp *w, frame *fr, int space, uint6
     }
 }
 
+int ptx_mem_read(block_ctx *b, warp *w, frame *fr, uint64_t addr, size_t n, int l, uint64_t *v)
+{
+    const uint8_t *p = mem_at(b, w, fr, S_GENERIC, addr, n, l, 0);
+    if (!p)
+        return E_FAULT;
+    *v = sim_load_n(p, (uint32_t)n);
+    return 0;
+}
+
+const uint8_t *ptx_mem_span(block_ctx *b, warp *w, frame *fr, uint64_t addr, int l,
+                            size_t *avail)
+{
+    uintptr_t p = (uintptr_t)addr, hi = 0;
+    uintptr_t sh = (uintptr_t)b->shared, lb = (uintptr_t)w->local + (size_t)l * b->stack;
+    uintptr_t pb = (uintptr_t)b->params;
+    arsim_alloc a;
+    if (sim_inside(p, 1, sh, sh + b->shared_size))
+        hi = sh + b->shared_size;
+    else if (b->stack && sim_inside(p, 1, lb, lb + b->stack))
+        hi = lb + b->stack;
+    else if (sim_inside(p, 1, pb, pb + b->entry->param_bytes))
+        hi = pb + b->entry->param_bytes;
+    else if (arsim_mem_lookup((const void *)p, &a) == ARSIM_OK)
+        hi = (uintptr_t)a.base + a.size;
+    if (!hi)
+        return NULL;
+    *avail = hi - p;
+    return (const uint8_t *)p;
+}
+
 /* A value of type t from memory, sign-extended for the signed types. */
 static inline uint64_t load_bytes(const uint8_t *p, int t)
 {
@@ -182,13 +212,44 @@ static int warp_in_one_range(block_ctx *b, const uint64_t *A, int64_t imm, size_
     return 0;
 }
 
+/* isspacep: a generic address is in shared memory or a lane's stack when it
+ * lies in that window, in .param when in the kernel's parameters, in .const
+ * when in one of the module's .const variables; every other address is in
+ * the global window (the PTX ISA: global includes the kernel's parameters). */
+static int in_space(block_ctx *b, warp *w, int space, uintptr_t p, int l)
+{
+    uintptr_t sh = (uintptr_t)b->shared, lb = (uintptr_t)w->local + (size_t)l * b->stack;
+    uintptr_t pb = (uintptr_t)b->params;
+    int shared = sim_inside(p, 1, sh, sh + b->shared_size);
+    int local = b->stack && sim_inside(p, 1, lb, lb + b->stack);
+    switch (space) {
+    case S_SHARED: return shared;
+    case S_LOCAL: return local;
+    case S_PARAM: return sim_inside(p, 1, pb, pb + b->entry->param_bytes);
+    case S_CONST:
+        for (uint32_t i = 0; i < b->mod->nvars; i++) {
+            uintptr_t lo = (uintptr_t)b->mod->vars[i].data;
+            if (b->mod->vars[i].is_const && sim_inside(p, 1, lo, lo + b->mod->vars[i].size))
+                return 1;
+        }
+        return 0;
+    default: return !shared && !local;
+    }
+}
+
 int ptx_exec_mem(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
 {
     lanes_t *R = fr->R;
     const uint64_t *A = R[in->a];
+    if (in->op == OP_ISSPACEP) {
+        uint64_t *D = R[in->d];
+        FOR_LANES(m, D[l] = (uint64_t)in_space(b, w, in->space, (uintptr_t)A[l], l));
+        return 0;
+    }
     int t = in->type, es = ptx_type_size(t);
     size_t n = (size_t)es * in->vec;
-    if ((in->op == OP_LD || in->op == OP_ST) && in->vec == 1 &&
+    /* Stores of a launch with read-only ranges take the checked path. */
+    if ((in->op == OP_LD || (in->op == OP_ST && !b->ro)) && in->vec == 1 &&
         (in->space == S_GLOBAL || in->space == S_GENERIC || in->space == S_CONST) &&
         warp_in_one_range(b, A, in->imm, n, m)) {
         int64_t imm = in->imm;
@@ -230,7 +291,7 @@ int ptx_exec_mem(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
     case OP_ST:
         FOR_LANES(m, {
             uint8_t *p = mem_at(b, w, fr, in->space, A[l] + (uint64_t)in->imm, n, l, 1);
-            if (!p)
+            if (!p || arsim_readonly_hit(b->ro, (uintptr_t)p, n))
                 return E_FAULT;
             if (in->vec == 1)
                 store_bytes(p, t, R[in->b][l]);
@@ -245,7 +306,7 @@ int ptx_exec_mem(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
         const uint64_t *B = R[in->b], *C = in->c != PTX_NONE ? R[in->c] : NULL;
         FOR_LANES(m, {
             uint8_t *p = mem_at(b, w, fr, in->space, A[l] + (uint64_t)in->imm, n, l, 1);
-            if (!p)
+            if (!p || arsim_readonly_hit(b->ro, (uintptr_t)p, n))
                 return E_FAULT;
             uint64_t old = atomic_op(p, t, in->mode, B[l], C ? C[l] : 0);
             if (in->op == OP_ATOM)

@@ -149,13 +149,16 @@ static void take_flags(insn *x, const char *const *names)
 {
     static const struct { const char *name; unsigned flag; } fl[] = {
         {"ftz", FL_FTZ}, {"sat", FL_SAT}, {"approx", FL_APPROX},
-        {"cc", FL_CC}, {"NaN", FL_NAN}, {"shiftamt", FL_SHIFTAMT},
+        {"cc", FL_CC}, {"NaN", FL_NAN}, {"shiftamt", FL_SHIFTAMT}, {"relu", FL_RELU},
     };
     for (; *names; names++)
         for (size_t k = 0; k < sizeof fl / sizeof fl[0]; k++)
             if (strcmp(*names, fl[k].name) == 0 && has(&x->md, fl[k].name))
                 x->in.flags |= (uint8_t)fl[k].flag;
 }
+
+/* The 16-bit float types and their pairs: what .relu applies to. */
+static int half_type(int t) { return t == T_F16 || t == T_BF16 || t == T_F16X2 || t == T_BF16X2; }
 
 /* .hi / .wide / .lo of mul and mad. */
 static int mulw_of(mods *md)
@@ -304,9 +307,11 @@ static int parse_binary(parser *ps, insn *x)
     take_flags(x, (const char *const[]){"ftz", "sat", NULL});
     if (has(&x->md, "approx") || has(&x->md, "full"))
         x->in.flags |= FL_APPROX;
-    take_flags(x, (const char *const[]){"cc", "NaN", NULL});
+    take_flags(x, (const char *const[]){"cc", "NaN", "relu", NULL});
     x->in.type2 = (uint8_t)mulw_of(&x->md);
     int ty = x->ty, shift_type = (x->in.op == OP_SHL || x->in.op == OP_SHR) ? T_U32 : ty;
+    if ((x->in.flags & FL_RELU) && (!half_type(ty) || (x->in.op != OP_MIN && x->in.op != OP_MAX)))
+        return REFUSE("unsupported instruction '%s' (modifier .relu)", x->opname);
     DST(0, d);
     SRC(1, a, ty);
     SRC(2, b, shift_type);
@@ -320,8 +325,10 @@ static int parse_mad(parser *ps, insn *x)
     NEEDS(4, 4);
     int ty = x->ty, spelled_mad = x->in.op == OP_MAD;
     x->in.mode = (uint8_t)rounding_of(&x->md);
-    take_flags(x, (const char *const[]){"ftz", "sat", "cc", NULL});
+    take_flags(x, (const char *const[]){"ftz", "sat", "cc", "relu", NULL});
     x->in.type2 = (uint8_t)mulw_of(&x->md);
+    if ((x->in.flags & FL_RELU) && (!half_type(ty) || x->in.op != OP_FMA))
+        return REFUSE("unsupported instruction '%s' (modifier .relu)", x->opname);
     if (x->in.op == OP_MAD || x->in.op == OP_FMA) /* both spellings: by type */
         x->in.op = ptx_is_float_type(ty) || ty == T_F16X2 || ty == T_BF16X2 ? OP_FMA : OP_MAD;
     if (spelled_mad && x->in.op == OP_FMA && x->in.mode == RND_NONE && ty != T_F32)
@@ -431,9 +438,12 @@ static int parse_set(parser *ps, insn *x)
 {
     if (x->nt != 2 || x->types[1] == T_PRED || x->types[0] == T_PRED)
         return REFUSE("'%s' needs a destination and a source type", x->opname);
-    int dt = x->types[0];
-    if (dt != T_F32 && dt != T_U32 && dt != T_S32 && dt != T_B32)
-        return REFUSE("'%s': destination type must be .u32 .s32 .b32 or .f32", x->opname);
+    int dt = x->types[0], st = x->types[1];
+    int half_dt = dt == T_F16 || dt == T_BF16 || dt == T_U16 || dt == T_S16 || dt == T_B16;
+    if (!(dt == T_F32 || dt == T_U32 || dt == T_S32 || dt == T_B32 ||
+          (half_dt && (st == T_F16 || st == T_BF16))))
+        return REFUSE("'%s': destination type must be .u32 .s32 .b32 or .f32, or a 16-bit type "
+                      "for .f16 and .bf16 sources", x->opname);
     if (parse_setp(ps, x))
         return -1;
     x->in.imm = dt;
@@ -460,6 +470,25 @@ static int parse_testp(parser *ps, insn *x)
     if (!x->in.mode)
         return REFUSE("'%s' needs a test", x->opname);
     DST(0, d); SRC(1, a, x->ty);
+    return 0;
+}
+
+/* isspacep.space p, a: whether generic address a lies in the state space's
+ * window (nvcc's and numba's runtime libraries ask before a free). */
+static int parse_isspacep(parser *ps, insn *x)
+{
+    static const struct { const char *name; int space; } spaces[] = {
+        {"global", S_GLOBAL}, {"shared", S_SHARED}, {"shared::cta", S_SHARED},
+        {"shared::cluster", S_SHARED}, {"local", S_LOCAL}, {"const", S_CONST},
+        {"param", S_PARAM}, {"param::entry", S_PARAM},
+    };
+    NEEDS(2, 2);
+    for (size_t k = 0; k < sizeof spaces / sizeof spaces[0] && !x->in.space; k++)
+        if (has(&x->md, spaces[k].name))
+            x->in.space = (uint8_t)spaces[k].space;
+    if (!x->in.space)
+        return REFUSE("'%s' needs a state space", x->opname);
+    DST(0, d); SRC(1, a, T_U64);
     return 0;
 }
 
@@ -636,7 +665,7 @@ static int parse_activemask(parser *ps, insn *x)
 
 /* One parenthesised list of a call: the caller's .param variables, whose
  * frame offsets are written to off (at most PTX_MAX_CALL_ARGS of them). */
-static int parse_call_list(parser *ps, insn *x, uint32_t *off, int32_t *n)
+static int parse_call_list(parser *ps, insn *x, uint32_t *off, uint32_t *size, int32_t *n)
 {
     if (ptx_expect(ps, '('))
         return -1;
@@ -652,6 +681,8 @@ static int parse_call_list(parser *ps, insn *x, uint32_t *off, int32_t *n)
         sym *s = ptx_find_sym(ps->fsyms, ps->nfsyms, nm);
         if (!s || s->kind != SYM_FPARAM)
             return REFUSE("call: '%s' is not a .param variable of the caller", nm);
+        if (size)
+            size[*n] = s->size;
         off[(*n)++] = (uint32_t)s->value;
         ps->i++;
         if (is_p(cur(ps), ','))
@@ -670,7 +701,7 @@ static int parse_call(parser *ps, insn *x)
     pcall c;
     memset(&c, 0, sizeof c);
     if (is_p(cur(ps), '(')) {
-        if (parse_call_list(ps, x, c.ret_off, &c.nrets) || ptx_expect(ps, ','))
+        if (parse_call_list(ps, x, c.ret_off, c.ret_size, &c.nrets) || ptx_expect(ps, ','))
             return -1;
     }
     if (cur(ps)->kind != TK_ID)
@@ -678,15 +709,27 @@ static int parse_call(parser *ps, insn *x)
     char fname[PTX_NAME_MAX];
     tokstr(cur(ps), fname, sizeof fname);
     ps->i++;
-    if (is_p(cur(ps), ',')) {
+    /* call [(rets),] %reg, [(args),] prototype: through a function address. */
+    int indirect = fname[0] == '%';
+    if (indirect) {
+        uint32_t slot;
+        if (!ptx_reg_lookup(ps, fname, &slot))
+            return REFUSE("call: '%s' is not a register", fname);
+        x->in.a = slot;
+        x->in.op = OP_CALLI;
+        x->in.target = -1;
+    }
+    if (is_p(cur(ps), ',') && is_p(peekn(ps, 1), '(')) {
         ps->i++;
-        if (!is_p(cur(ps), '('))
-            return REFUSE("call: indirect calls are not supported");
-        if (parse_call_list(ps, x, c.arg_off, &c.nargs))
+        if (parse_call_list(ps, x, c.arg_off, NULL, &c.nargs))
             return -1;
     }
-    if (is_p(cur(ps), ','))
-        return REFUSE("call: indirect calls (prototype list) are not supported");
+    if (is_p(cur(ps), ',') && indirect && peekn(ps, 1)->kind == TK_ID) {
+        ps->i += 2; /* the .callprototype's label: the call site's own lists say the same */
+    } else if (is_p(cur(ps), ',')) {
+        return REFUSE(indirect ? "call: expected a .callprototype label"
+                               : "call: a prototype list on a direct call");
+    }
     if (ptx_expect(ps, ';'))
         return -1;
     for (int i = 0; i < x->md.n; i++)
@@ -697,6 +740,8 @@ static int parse_call(parser *ps, insn *x)
         return ptx_nomem(ps);
     f->calls[f->ncalls] = c;
     x->in.aux = (int32_t)f->ncalls++;
+    if (indirect)
+        return ptx_emit(ps, &x->in);
     if (!GROW(ps->callfix, ps->ncallfix, ps->cap_callfix))
         return ptx_nomem(ps);
     ps->callfix[ps->ncallfix].func = ps->fidx;

@@ -65,6 +65,7 @@ enum { MULW_LO = 0, MULW_HI, MULW_WIDE };
 #define FL_SHIFTAMT 0x10u
 #define FL_NAN 0x20u    /* min/max .NaN */
 #define FL_WRAP 0x40u   /* shf.wrap */
+#define FL_RELU 0x40u   /* fma, min, max on .f16/.bf16: .relu (shf's .wrap bit: no op has both) */
 #define FL_RIGHT 0x80u  /* shf.r */
 
 /* Special registers, filled per block/warp/frame. */
@@ -96,6 +97,11 @@ typedef struct pinsn {
     int32_t line;
 } pinsn;
 
+/* A function's address, as `mov.u64 %rd, f;` gives it: a non-canonical
+ * address (no load or store reaches it) that an indirect call decodes. */
+#define PTX_FUNC_ADDR_BASE 0x7ead000000000000ull
+#define PTX_FUNC_ADDR(i) (PTX_FUNC_ADDR_BASE | ((uint64_t)(i) << 4))
+
 /* A call site: the caller-frame offsets of the argument and return .param
  * variables, in order. */
 #define PTX_MAX_CALL_ARGS 128
@@ -103,6 +109,7 @@ typedef struct pcall {
     int32_t nargs, nrets;
     uint32_t arg_off[PTX_MAX_CALL_ARGS];
     uint32_t ret_off[PTX_MAX_CALL_ARGS];
+    uint32_t ret_size[PTX_MAX_CALL_ARGS]; /* bytes of each return .param */
 } pcall;
 
 typedef struct pconst {
@@ -124,6 +131,8 @@ typedef struct pfunc {
     int is_entry;
     int defined;
     int uses_barrier;
+    int uses_printf; /* it, or a function it calls, calls vprintf (ptx_mark_printf) */
+    int address_taken; /* its address is an operand: an indirect call may reach it */
     pinsn *code;
     int32_t ncode, cap_code;
     uint32_t nslots;
@@ -163,7 +172,8 @@ typedef struct pmodule {
     uint32_t nfuncs, cap_funcs;
     pvar *vars;
     uint32_t nvars, cap_vars;
-    uint32_t shared_module; /* bytes of module-scope .shared variables */
+    uint32_t shared_module; /* bytes of the static .shared pool, 16-aligned: dynamic shared follows */
+    uint32_t shared_declared; /* the bytes the .shared variables take: what ptxas reports */
     int has_dynamic_shared;
     uint32_t max_local;  /* per-lane local stack every launch gets */
     uint32_t local_align;  /* largest .local alignment (>= 16): every depot starts at one */
@@ -173,6 +183,8 @@ typedef struct pmodule {
 PTX_HIDDEN void ptx_program_free(pmodule *m);
 /* Registers each module variable with the engine (ptx_query.c); -1 if one fails. */
 PTX_HIDDEN int ptx_register_vars(pmodule *m);
+/* Sets each function's uses_printf, once its calls are resolved (ptx_query.c). */
+PTX_HIDDEN void ptx_mark_printf(pmodule *m);
 /* The foreign kernel entry point (arsim_foreign_run); kernel_ctx is a pfunc*
  * whose module is reachable through ptx_kernel_ctx. */
 #define PTX_CTX_MAGIC 0x50545831u

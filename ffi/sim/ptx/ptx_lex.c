@@ -16,6 +16,16 @@
 static int id_start(int c) { return isalpha(c) || c == '_' || c == '$' || c == '%' || c == '.'; }
 static int id_char(int c) { return isalnum(c) || c == '_' || c == '$' || c == '.'; }
 
+/* A state-space directive, which a type may follow with no space between. */
+static int space_directive(const char *s, size_t n)
+{
+    static const char *const names[] = {".reg", ".param", ".local", ".shared", ".global", ".const"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i]) == n && memcmp(s, names[i], n) == 0)
+            return 1;
+    return 0;
+}
+
 int ptx_lex(const char *src, lexer *lx, int *long_line)
 {
     int line = 1;
@@ -60,6 +70,8 @@ int ptx_lex(const char *src, lexer *lx, int *long_line)
         if (id_start(c)) {
             p++;
             for (;;) {
+                if (c == '.' && *p == '.' && space_directive(t->s, (size_t)(p - t->s)))
+                    break; /* ptxas reads `.reg.f32 f;` (cuda_fp16's inline asm) as `.reg .f32 f;` */
                 if (id_char((unsigned char)*p))
                     p++;
                 else if (p[0] == ':' && p[1] == ':' && id_char((unsigned char)p[2]))

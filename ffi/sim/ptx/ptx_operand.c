@@ -190,6 +190,10 @@ static int name_slot(parser *ps, const char *name, int line, uint32_t *slot)
             return 0;
         }
     }
+    if (!strcmp(name, "WARP_SZ")) { /* PTX's one predefined constant: the warp's width */
+        *slot = ptx_const_slot(ps, PTX_LANES);
+        return 0;
+    }
     if (!strncmp(name, "%clock", 6) || !strcmp(name, "%globaltimer"))
         return ptx_fail(ps, line, PTX_ERR_INVALID, "'%s' is only supported as mov's source", name);
     if (name[0] == '%' && (!strncmp(name, "%envreg", 7) || !strncmp(name, "%pm", 3) ||
@@ -211,7 +215,9 @@ static int name_slot(parser *ps, const char *name, int line, uint32_t *slot)
         *slot = dyn_const_slot(ps, s->value);
         return 0;
     case SYM_FUNC:
-        return ptx_fail(ps, line, PTX_ERR_INVALID, "function address '%s' (indirect calls are not supported)", name);
+        ps->m->funcs[s->value].address_taken = 1;
+        *slot = ptx_const_slot(ps, PTX_FUNC_ADDR(s->value));
+        return 0;
     default:
         *slot = ptx_const_slot(ps, s->value);
         return 0;

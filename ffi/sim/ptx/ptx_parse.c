@@ -345,6 +345,22 @@ static int parse_param_list(parser *ps, int entry, pparam *out, uint32_t *nout, 
 
 #define PTX_MAX_NESTING 64
 
+/* `label: .callprototype [(ret)] _ (params);` names the signature of an
+ * indirect call; the call site's own lists say the same, so it is read (its
+ * parentheses balanced, up to its ';') and needs nothing kept. */
+static int parse_callprototype(parser *ps)
+{
+    int line = cur(ps)->line, depth = 0;
+    for (ps->i++; depth > 0 || !is_p(cur(ps), ';'); ps->i++) {
+        tok *t = cur(ps);
+        if (t->kind == TK_EOF || is_p(t, '{') || is_p(t, '}') || (depth == 0 && is_p(t, ')')))
+            return ptx_fail(ps, line, PTX_ERR_INVALID, "bad .callprototype");
+        depth += is_p(t, '(') - is_p(t, ')');
+    }
+    ps->i++;
+    return 0;
+}
+
 static int parse_body(parser *ps)
 {
     /* A block's .reg and .param declarations end with it (a nested block may
@@ -390,6 +406,9 @@ static int parse_body(parser *ps)
                 return -1;
         } else if (is_id(t, ".loc") || is_id(t, ".file")) {
             if (ptx_line_directive(ps))
+                return -1;
+        } else if (is_id(t, ".callprototype")) {
+            if (parse_callprototype(ps))
                 return -1;
         } else if (t->kind == TK_ID && t->s[0] == '.') {
             char nm[PTX_NAME_MAX];
@@ -773,14 +792,42 @@ static uint32_t local_stack(pmodule *m, uint32_t fi, int depth)
     if (depth > 16)
         return 1u << 16; /* recursion: a fixed stack, overflow checked at calls */
     for (int32_t pc = 0; pc < f->ncode; pc++) {
-        if (f->code[pc].op != OP_CALL)
-            continue;
-        uint32_t s = local_stack(m, (uint32_t)f->code[pc].target, depth + 1);
-        if (s > deepest)
-            deepest = s;
+        /* An indirect call may reach any function whose address is taken. */
+        for (uint32_t c = 0; c < m->nfuncs; c++) {
+            int direct = f->code[pc].op == OP_CALL && (uint32_t)f->code[pc].target == c;
+            int indirect = f->code[pc].op == OP_CALLI && m->funcs[c].address_taken &&
+                           m->funcs[c].defined && !m->funcs[c].is_entry;
+            uint32_t s = direct || indirect ? local_stack(m, c, depth + 1) : 0;
+            if (s > deepest)
+                deepest = s;
+        }
     }
     uint64_t total = (uint64_t)align_up(f->local_bytes, m->local_align) + deepest;
     return total > (1u << 20) ? 1u << 20 : (uint32_t)total;
+}
+
+/* A call of one of the device system calls the executor provides
+ * (ptx_exec_printf.c) that no function of the module defines, declared as
+ * CUDA declares it: its operation, or OP_CALL.
+ *   .extern .func (.param .b32 r) vprintf (.param .b64 fmt, .param .b64 args)
+ *   .extern .func __assertfail (.param .b64 message, .param .b64 file,
+ *       .param .b32 line, .param .b64 function, .param .b64 char_size) */
+static int builtin_call(const pmodule *m, int fi, const struct callfix_entry *fix)
+{
+    if (fi < 0 || m->funcs[fi].defined)
+        return OP_CALL;
+    const pfunc *f = &m->funcs[fi];
+    const pcall *c = &m->funcs[fix->func].calls[m->funcs[fix->func].code[fix->pc].aux];
+    if (!strcmp(fix->name, "vprintf") && f->nparams == 2 && f->params[0].size == 8 &&
+        f->params[1].size == 8 && f->nrets == 1 && f->rets[0].size == 4 && c->nargs == 2 &&
+        c->nrets <= 1)
+        return OP_VPRINTF;
+    static const uint32_t assert_sizes[5] = {8, 8, 4, 8, 8};
+    int is_assert = !strcmp(fix->name, "__assertfail") && f->nparams == 5 && f->nrets == 0 &&
+                    c->nargs == 5 && c->nrets == 0;
+    for (int k = 0; is_assert && k < 5; k++)
+        is_assert = f->params[k].size == assert_sizes[k];
+    return is_assert ? OP_ASSERTFAIL : OP_CALL;
 }
 
 ptx_status ptx_module_load(const char *text, arsim_module **out, char *log, size_t log_size)
@@ -808,6 +855,11 @@ ptx_status ptx_module_load(const char *text, arsim_module **out, char *log, size
     if (ps.err == PTX_OK) {
         for (size_t k = 0; k < ps.ncallfix; k++) {
             int fi = find_func(m, ps.callfix[k].name);
+            int op = builtin_call(m, fi, &ps.callfix[k]);
+            if (op != OP_CALL) {
+                m->funcs[ps.callfix[k].func].code[ps.callfix[k].pc].op = (uint8_t)op;
+                continue;
+            }
             if (fi < 0 || !m->funcs[fi].defined) {
                 ptx_fail(&ps, ps.callfix[k].line, PTX_ERR_INVALID,
                      fi < 0 ? "call of undeclared function '%s'" : "call of external function '%s' (not supported)",
@@ -818,7 +870,12 @@ ptx_status ptx_module_load(const char *text, arsim_module **out, char *log, size
             pfunc *caller = &m->funcs[ps.callfix[k].func];
             pinsn *in = &caller->code[ps.callfix[k].pc];
             pcall *c = &caller->calls[in->aux];
-            if (callee->is_entry || (uint32_t)c->nargs != callee->nparams || (uint32_t)c->nrets != callee->nrets) {
+            /* A call may expect returns its callee's definition does not
+             * make: numba declares a C-ABI function that returns nothing as
+             * returning a value it then ignores, and its definition comes
+             * from another linked input.  Those returns read as zero. */
+            if (callee->is_entry || (uint32_t)c->nargs != callee->nparams ||
+                ((uint32_t)c->nrets != callee->nrets && callee->nrets != 0)) {
                 ptx_fail(&ps, ps.callfix[k].line, PTX_ERR_INVALID, "call of '%s' with the wrong arguments", callee->name);
                 break;
             }
@@ -831,7 +888,9 @@ ptx_status ptx_module_load(const char *text, arsim_module **out, char *log, size
         }
     }
     if (ps.err == PTX_OK) {
+        ptx_mark_printf(m);
         m->shared_module = align_up(ps.shared_pool, 16);
+        m->shared_declared = ps.shared_pool;
         for (size_t k = 0; k < ps.ndyn; k++)
             m->funcs[ps.dyn[k].func].consts[ps.dyn[k].cidx].value += m->shared_module;
         uint32_t maxlocal = 0;

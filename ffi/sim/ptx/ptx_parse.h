@@ -84,7 +84,7 @@ typedef struct parser {
     fixup *fix;
     size_t nfix, cap_fix;
     /* calls to resolve once every function is known */
-    struct { uint32_t func; int32_t pc; char name[PTX_NAME_MAX]; int line; } *callfix;
+    struct callfix_entry { uint32_t func; int32_t pc; char name[PTX_NAME_MAX]; int line; } *callfix;
     size_t ncallfix, cap_callfix;
     dynfix *dyn;
     size_t ndyn, cap_dyn;

@@ -23,7 +23,7 @@ int ptx_kernel_attributes(const arsim_kernel *k, ptx_kernel_attrs *out)
     const pmodule *m = kc->mod;
     const pfunc *f = &m->funcs[kc->func];
     memset(out, 0, sizeof *out);
-    out->shared_static = f->shared_static;
+    out->shared_static = m->shared_declared;
     out->local_bytes = f->local_total;
     for (uint32_t i = 0; i < m->nvars; i++)
         if (m->vars[i].is_const)
@@ -32,6 +32,7 @@ int ptx_kernel_attributes(const arsim_kernel *k, ptx_kernel_attrs *out)
     if (dims[0])
         out->max_threads = dims[0] * dims[1] * dims[2];
     memcpy(out->reqntid, f->reqntid, sizeof out->reqntid);
+    out->uses_printf = f->uses_printf;
     return 1;
 }
 
@@ -59,4 +60,26 @@ int ptx_register_vars(pmodule *m)
         m->vars[i].registered = 1;
     }
     return 0;
+}
+
+void ptx_mark_printf(pmodule *m)
+{
+    for (uint32_t i = 0; i < m->nfuncs; i++)
+        for (int32_t pc = 0; pc < m->funcs[i].ncode; pc++)
+            m->funcs[i].uses_printf |= m->funcs[i].code[pc].op == OP_VPRINTF;
+    /* Callers of a user: until nothing changes (recursion included). */
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (uint32_t i = 0; i < m->nfuncs; i++) {
+            pfunc *f = &m->funcs[i];
+            for (int32_t pc = 0; pc < f->ncode && !f->uses_printf; pc++) {
+                const pinsn *in = &f->code[pc];
+                int reaches = in->op == OP_CALL && m->funcs[in->target].uses_printf;
+                for (uint32_t c = 0; in->op == OP_CALLI && c < m->nfuncs && !reaches; c++)
+                    reaches = m->funcs[c].address_taken && m->funcs[c].uses_printf;
+                if (reaches)
+                    changed = f->uses_printf = 1;
+            }
+        }
+    }
 }

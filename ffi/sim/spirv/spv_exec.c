@@ -196,7 +196,8 @@ static inline int exec_load(group *g, const spv_ins *I, uint64_t *regs)
 static inline int exec_store(group *g, const spv_ins *I, uint64_t *regs)
 {
     uintptr_t a = (uintptr_t)A_;
-    if (!addr_ok(g, a, (uint64_t)I->w * I->n))
+    if (!addr_ok(g, a, (uint64_t)I->w * I->n) ||
+        arsim_readonly_hit(g->ro, a, (uint64_t)I->w * I->n))
         return 0;
     for (uint32_t k = 0; k < I->n; k++)
         sim_store_n((void *)(a + k * I->w), I->w, R_(I->b + k));
@@ -206,7 +207,7 @@ static inline int exec_store(group *g, const spv_ins *I, uint64_t *regs)
 static inline int exec_half(group *g, const spv_ins *I, uint64_t *regs)
 {
     uintptr_t a = (uintptr_t)A_;
-    if (a % 2 || !addr_ok(g, a, 2))
+    if (a % 2 || !addr_ok(g, a, 2) || (I->op != X_LOADH && arsim_readonly_hit(g->ro, a, 2)))
         return 0;
     if (I->op == X_LOADH) {
         float f = spvx_half_to_float((uint16_t)sim_load_n((const void *)a, 2));
@@ -223,7 +224,7 @@ static inline int exec_memcpy(group *g, const spv_ins *I, uint64_t *regs)
 {
     uint64_t n = I->c == SPV_NONE ? I->e : R_(I->c) & sim_mask(I->w);
     uintptr_t d = (uintptr_t)A_, s = (uintptr_t)B_;
-    if (n && (!addr_ok(g, d, n) || !addr_ok(g, s, n)))
+    if (n && (!addr_ok(g, d, n) || !addr_ok(g, s, n) || arsim_readonly_hit(g->ro, d, n)))
         return 0;
     if (n)
         memmove((void *)d, (const void *)s, n);
@@ -234,7 +235,8 @@ static inline int exec_atomic(group *g, const spv_ins *I, uint64_t *regs)
 {
     uintptr_t a = (uintptr_t)A_;
     uint32_t bytes = I->w / 8u;
-    if (a % bytes || !addr_ok(g, a, bytes))
+    if (a % bytes || !addr_ok(g, a, bytes) ||
+        (I->c != A_LOAD && arsim_readonly_hit(g->ro, a, bytes)))
         return 0;
     uint64_t v = I->b == SPV_NONE ? 0 : B_;
     uint64_t c = I->e == SPV_NONE ? 0 : R_(I->e);

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../engine.h"
 #include "spv_bits.h"
 #include "spv_internal.h"
 
@@ -54,6 +55,9 @@ typedef struct group {
     size_t local_len;
     range cache[CACHE_RANGES];
     unsigned ncache, next_cache;
+    /* Ranges the launch declared read-only (engine.h), or NULL: every store
+     * is checked against them. */
+    const arsim_readonly *ro;
 } group;
 
 static inline uint32_t subgroup_count(const group *g)

@@ -351,6 +351,7 @@ int spv_kernel_run(void *kernel_ctx, const ar_launch *l, void **params)
     g.p = p;
     g.k = k;
     g.l = l;
+    g.ro = arsim_running_readonly();
     g.params = params;
     g.size[0] = l->block.x;
     g.size[1] = l->block.y;

@@ -52,7 +52,10 @@ def test_conformance_suite_passes_on_levelzero_sim(config: str) -> None:
         capture_output=True,
         text=True,
         timeout=600,
-        env=clean_env(ARUNTIME_REQUIRE_BACKENDS="levelzero-sim", **_CONFIGS[config]),
+        # Two devices, so the peer tests run here too instead of skipping.
+        env=clean_env(
+            ARUNTIME_REQUIRE_BACKENDS="levelzero-sim", ARUNTIME_SIM_DEVICES="2", **_CONFIGS[config]
+        ),
         cwd=ROOT,
     )
     tail = result.stdout[-4000:] + result.stderr[-2000:]
