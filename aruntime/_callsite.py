@@ -8,7 +8,7 @@ import warnings
 from pathlib import Path
 from types import CodeType
 
-__all__ = ["PACKAGE_DIR", "caller_site", "user_frame", "warn_at"]
+__all__ = ["PACKAGE_DIR", "caller_site", "line_at", "user_frame", "warn_at"]
 
 #: Where aruntime's own modules are: a frame whose file is under it is the core's.
 PACKAGE_DIR = _PACKAGE_DIR = str(Path(__file__).resolve().parent)
@@ -40,6 +40,18 @@ def user_frame() -> tuple[str, int]:
             return code.co_filename, frame.f_lineno
         frame = frame.f_back  # type: ignore[assignment]
     return "<unknown>", 0
+
+
+def line_at(code: CodeType, offset: int) -> int:
+    """The source line of the instruction at byte ``offset`` of ``code`` (a frame's ``f_lasti``).
+
+    What ``f_lineno`` computes when it is read; a place kept for a message
+    that may never be written keeps ``(code, f_lasti)`` and asks this later.
+    """
+    for start, end, line in code.co_lines():
+        if start <= offset < end and line is not None:
+            return line
+    return code.co_firstlineno
 
 
 def caller_site() -> str:

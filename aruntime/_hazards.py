@@ -39,8 +39,10 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable
 from enum import IntEnum
+from types import CodeType
 from typing import Final, NamedTuple, TypeAlias
 
+from ._callsite import line_at
 from ._exceptions import HazardError
 
 __all__ = ["Access", "HazardChecker", "Site", "Space"]
@@ -79,8 +81,9 @@ class Access(NamedTuple):
     by_host: bool = False
 
 
-#: A call site: ``"file:line"``, or ``(file, line)`` to be formatted only for a message.
-Site: TypeAlias = "str | tuple[str, int]"
+#: A call site: ``"file:line"``, ``(file, line)``, or ``(code, offset)`` (a frame's
+#: code and ``f_lasti``, whose line is looked up only for a message).
+Site: TypeAlias = "str | tuple[str, int] | tuple[CodeType, int]"
 
 # An access already made by an op is kept as a plain tuple (one per range of
 # every op, so the cheapest thing to build):
@@ -250,20 +253,40 @@ class HazardChecker:
             state = self._streams.get(stream)
             if state is None:
                 raise ValueError(f"hazard checker: no stream numbered {stream}")
-            if self._seen:
-                self._fold()
-            if state.host_version != self._host_version:
-                self._join_host(state)
+            host = self._host
             clock = state.clock
+            seen = self._seen
+            if seen:  # _fold, inlined
+                # Usually what the host saw is this stream's own work, which its
+                # clock has already: then it stays up to date without a merge.
+                current = state.host_version == self._host_version
+                changed = False
+                while seen:
+                    for other, count in seen.pop().items():
+                        if host.get(other, 0) < count:
+                            host[other] = count
+                            changed = True
+                            if current and clock.get(other, 0) < count:
+                                current = False
+                if changed:
+                    self._host_version += 1
+                    if current:
+                        state.host_version = self._host_version
+            if state.host_version != self._host_version:  # _join_host, inlined
+                for other, count in host.items():
+                    if clock.get(other, 0) < count:
+                        clock[other] = count
+                state.host_version = self._host_version
             label = state.label
             every = self._records
-            host = self._host
             for access in accesses:
-                order = host if access.by_host else clock
-                for r in every[access.space]:  # _check, inlined
-                    if r[_HI] <= access.lo or r[_LO] >= access.hi:
+                # Unpacked once: a named tuple's fields cost a lookup each.
+                space, lo, hi, write, _, _, by_host = access
+                order = host if by_host else clock
+                for r in every[space]:  # _check, inlined
+                    if r[_HI] <= lo or r[_LO] >= hi:
                         continue
-                    if (access.write or r[_WRITE]) and order.get(r[_STREAM], 0) < r[_SEQ]:
+                    if (write or r[_WRITE]) and order.get(r[_STREAM], 0) < r[_SEQ]:
                         self._check(access, order, op, label, site)
             seq = clock[stream] + 1
             clock[stream] = seq
@@ -387,7 +410,12 @@ class HazardChecker:
 
 
 def _site(site: Site) -> str:
-    return site if isinstance(site, str) else f"{site[0]}:{site[1]}"
+    if isinstance(site, str):
+        return site
+    where, offset = site
+    if isinstance(where, CodeType):
+        return f"{where.co_filename}:{line_at(where, offset)}"
+    return f"{where}:{offset}"
 
 
 def _message(access: Access, op: str, label: str, site: Site, earlier: _Record, what: str) -> str:

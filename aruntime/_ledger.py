@@ -212,15 +212,13 @@ class Ledger:
 
     def check_range(self, ptr: object, nbytes: int, fn: str, what: str = "ptr") -> Entry:
         """``ptr`` is live and its view holds at least ``nbytes`` bytes."""
-        # Every copy passes here: look the common case up without calls.
-        entry = (
-            self._entries.get(ptr._alloc_id)
-            if type(ptr) is DevicePtr and ptr._backend is self._backend
-            else None
-        )
-        if entry is None:
-            entry = self.check_ptr(ptr, fn, what)
-        assert isinstance(ptr, DevicePtr)
+        # Every copy passes here: the common case without calls.
+        if type(ptr) is DevicePtr and ptr._backend is self._backend:
+            entry = self._entries.get(ptr._alloc_id)
+            if entry is not None and nbytes <= ptr._nbytes:
+                return entry
+        entry = self.check_ptr(ptr, fn, what)
+        assert isinstance(ptr, DevicePtr)  # check_ptr raised otherwise
         if nbytes > ptr._nbytes:
             over = nbytes - ptr._nbytes
             if ptr._address == entry.address and ptr._nbytes == entry.nbytes:

@@ -84,14 +84,28 @@ def checkpoint() -> Iterator[Any]:
 
 
 def checkpoint_returning(value: Any) -> Generator[Any, None, Any]:
-    """What ``__await__`` of something already finished returns: a checkpoint, then ``value``."""
+    """What ``__await__`` of something already finished returns: a checkpoint, then ``value``.
+
+    With ``value`` None (most ops), the checkpoint itself is returned: the
+    iterator over one None on asyncio, trio's own awaitable on trio; either
+    ends returning None.  A generator of our own is made only to return a
+    value.
+    """
     in_run = _trio_in_run
     if in_run is None:
         if "trio" not in sys.modules:
+            if value is None:
+                return iter(_ONE_YIELD)  # type: ignore[return-value]
             return _yield_returning(value)
         in_run = _bind_trio()
     if in_run is not None and in_run():
+        if value is None:
+            return _trio_checkpoint().__await__()  # type: ignore[no-any-return]
         return _trio_returning(value)
+    if value is None:
+        # An iterator over one None is not a generator, but ``await`` needs
+        # no more: it yields None once, then ends, and the await returns None.
+        return iter(_ONE_YIELD)  # type: ignore[return-value]
     return _yield_returning(value)
 
 

@@ -89,10 +89,11 @@ def _host_address(view: memoryview) -> int:
     return int(_ffi.cast(_UINTPTR, _ffi.from_buffer(view)))
 
 
-# The address of each live numpy array that owns its memory, by id(): most
-# host buffers are such arrays, used op after op, and asking a buffer for its
-# address costs more than the rest of an op's checking.
-_owned: dict[int, tuple[weakref.ref[Any], int]] = {}
+# Each live numpy array that owns its memory, by id(): a weak ref to it, then
+# its four host accesses (read or write, by the device or by the host), made
+# when first asked.  Most host buffers are such arrays, used op after op, and
+# asking a buffer for its address costs more than the rest of an op's checking.
+_owned: dict[int, list[Any]] = {}
 
 
 def _drop_owned(ref: weakref.ref[Any], key: int) -> None:
@@ -103,17 +104,43 @@ def _drop_owned(ref: weakref.ref[Any], key: int) -> None:
 
 def _host_access(view: memoryview, write: bool, by_host: bool = False) -> Access:
     obj = view.obj
-    if type(obj) is np.ndarray and obj.base is None:  # a view of all of it, from its start
+    # All of an array that owns its memory (a C-contiguous view as long as the
+    # array starts at its start; a slice of it is a view of the same object).
+    if type(obj) is np.ndarray and obj.base is None and view.nbytes == obj.nbytes:
         key = id(obj)
         entry = _owned.get(key)
         if entry is None or entry[0]() is not obj:
             ref = weakref.ref(obj, functools.partial(_drop_owned, key=key))
-            entry = _owned[key] = (ref, _host_address(view))
-        ref, lo = entry
-        return _new(Access, (_HOST, lo, lo + view.nbytes, write, "a host buffer", ref, by_host))
+            entry = _owned[key] = [ref, None, None, None, None]
+        index = 1 + 2 * write + by_host
+        access: Access | None = entry[index]
+        if access is None:
+            lo = _host_address(view)
+            access = entry[index] = _new(
+                Access, (_HOST, lo, lo + view.nbytes, write, "a host buffer", entry[0], by_host)
+            )
+        return access
     lo = _host_address(view)
     owner = _host_owner(view)
     return Access(_HOST, lo, lo + view.nbytes, write, "a host buffer", owner, by_host)
+
+
+# Device accesses by (address, nbytes, write): values only (no owner, no
+# name), so one serves every op on the same range; bounded, as addresses vary.
+_device: dict[tuple[int, int, bool], Access] = {}
+_DEVICE_CACHE = 1024
+
+
+def _device_access(address: int, nbytes: int, write: bool) -> Access:
+    key = (address, nbytes, write)
+    access = _device.get(key)
+    if access is None:
+        if len(_device) >= _DEVICE_CACHE:
+            _device.clear()
+        access = _device[key] = _new(
+            Access, (_DEVICE, address, address + nbytes, write, "", None, False)
+        )
+    return access
 
 
 def _accesses(reads: tuple[Range, ...], writes: tuple[Range, ...]) -> list[Access]:
@@ -125,15 +152,13 @@ def _accesses(reads: tuple[Range, ...], writes: tuple[Range, ...]) -> list[Acces
             else:
                 address, nbytes = r
                 if nbytes:
-                    out.append(
-                        _new(Access, (_DEVICE, address, address + nbytes, write, "", None, False))
-                    )
+                    out.append(_device_access(address, nbytes, write))
     return out
 
 
 def _h2d_accesses(op: Op) -> list[Access]:
     view, address = op.args
-    device = _new(Access, (_DEVICE, address, address + op.nbytes, True, "", None, False))
+    device = _device_access(address, op.nbytes, True)
     # Pageable memory: the driver reads it as the call is made (CUDA's
     # cuMemcpyHtoDAsync stages it then), so only a host wait orders it after
     # a download into the same buffer; an event on the device does not.
@@ -142,7 +167,7 @@ def _h2d_accesses(op: Op) -> list[Access]:
 
 def _d2h_accesses(op: Op) -> list[Access]:
     address, view = op.args
-    device = _new(Access, (_DEVICE, address, address + op.nbytes, False, "", None, False))
+    device = _device_access(address, op.nbytes, False)
     return [_host_access(view, True), device]
 
 
@@ -167,30 +192,24 @@ def _readonly_ranges(op: Op) -> list[tuple[int, int]]:
     return out
 
 
-def _user_site() -> tuple[str, int]:
-    """``(file, line)`` of the user's call that made the op being checked.
+def _user_site() -> tuple[CodeType, int] | tuple[str, int]:
+    """Where the user's call that made the op being checked is: ``(code, f_lasti)``.
 
     From :meth:`RaceCheck.run`, a public async op is three frames up (the op,
     ``Stream.submit``, this check): jumping there makes one frame object, where
     walking up from here would make one per frame (Python 3.11 makes them
-    lazily).  Wrappers (blocking copies, compute ops) walk on from there.
+    lazily).  Wrappers (blocking copies, compute ops) walk on from there
+    (``(file, line)``).  The line of an offset is looked up only if a message
+    needs it: reading ``f_lineno`` scans the code's line table every time.
     """
     try:
         frame = sys._getframe(4)
     except ValueError:
         return user_frame()
     code = frame.f_code
-    outside = _outside.get(code)
-    if outside is None:
-        outside = not code.co_filename.startswith(_PACKAGE_DIR)
-        if len(_outside) < 4096:  # code made at run time (exec) must not grow it forever
-            _outside[code] = outside
-    if outside:
-        return code.co_filename, frame.f_lineno
-    return user_frame()
-
-
-_outside: dict[CodeType, bool] = {}
+    if code.co_filename.startswith(_PACKAGE_DIR):
+        return user_frame()
+    return code, frame.f_lasti
 
 
 def _op_name(op: Op) -> str:

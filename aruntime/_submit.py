@@ -40,7 +40,14 @@ from ._state import BackendState
 from ._streamstate import StreamState
 from ._trace import Tracing
 
-__all__ = ["AsyncCompletion", "Markers", "SyncCompletion", "make_policy", "with_unseen_errors"]
+__all__ = [
+    "MARKERS_KEPT",
+    "AsyncCompletion",
+    "Markers",
+    "SyncCompletion",
+    "make_policy",
+    "with_unseen_errors",
+]
 
 _log = logging.getLogger("aruntime")
 
@@ -49,11 +56,17 @@ def _nothing(stream: DriverStream) -> None:
     del stream
 
 
+#: Free markers a backend keeps for reuse; more are destroyed as they come back,
+#: so that a burst of ops in flight does not hold its peak of events for good.
+MARKERS_KEPT = 64
+
+
 class Markers:
     """A pool of the untimed events recorded after each op (one per op in flight).
 
     A resource of the backend: registered when the backend opens, so it is
-    released after every stream, event and graph.
+    released after every stream, event and graph.  It keeps at most
+    :data:`MARKERS_KEPT` free ones.
     """
 
     def __init__(self, state: BackendState) -> None:
@@ -73,7 +86,7 @@ class Markers:
 
     def give_back(self, marker: DriverEvent) -> None:
         with self._lock:
-            if not self._released:
+            if not self._released and len(self._free) < MARKERS_KEPT:
                 self._free.append(marker)
                 return
         self._driver.event_destroy(marker)

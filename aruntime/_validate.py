@@ -70,6 +70,9 @@ def as_host_view(obj: object, fn: str, *, writable: bool) -> memoryview:
     except ValueError as exc:  # a released memoryview, an exporter that refuses
         raise InvalidArgumentError(f"{fn}: cannot use this host buffer: {exc}") from None
     fmt = view.format  # a new str per read: read it once
+    # The common case first: raw bytes, flat, contiguous, writable if it must be.
+    if fmt == "B" and view.ndim == 1 and view.c_contiguous and not (writable and view.readonly):
+        return view
     if "O" in fmt:
         view.release()
         raise InvalidArgumentError(

@@ -16,6 +16,14 @@ the sims, so the policy removes wake-ups rather than shaving calls (the
 measurements behind it are in ``docs/performance.md`` and come from
 ``benchmarks/bench_backends.py``):
 
+0. ``submit`` asks, once and without blocking, whether the op is done
+   already (on the sims a small copy or memset on an idle engine, and a
+   marker on an idle stream, complete within the enqueue: see
+   ``ffi/sim/engine_threads.c``).  If it is, and nothing queued before it on
+   the stream is left to finish, it is finished right there, with the same
+   ``event_wait`` (returns at once, raises the op's error) and marker return
+   as the thread uses: no thread is woken or even started, and awaiting it
+   is one checkpoint.
 1. ``await`` first asks, once and without blocking, whether the op is done
    (:meth:`StreamWaiter.finish_ready`: one lock-free ``event_query`` per op
    queued before it, only when the waiter thread is not mid-op).  If it is,
@@ -31,7 +39,7 @@ measurements behind it are in ``docs/performance.md`` and come from
    ``done()``, any internal callback: :meth:`kick`) wakes it at once, and so
    does closing the stream, so a loop that is blocked or closed before the
    deferred call runs strands nothing.  Without a loop, ``submit`` wakes the
-   thread at once.  ``ARUNTIME_AWAIT_QUERY=0`` turns 1 and 2 off.
+   thread at once.  ``ARUNTIME_AWAIT_QUERY=0`` turns 0, 1 and 2 off.
 3. The waiter thread polls ``event_query`` (lock-free on both sims, cheap on
    real CUDA; cffi releases the GIL on every call) for up to
    ``ARUNTIME_WAITER_SPIN_US`` microseconds (default 50; 0 parks at once),
@@ -112,6 +120,22 @@ class StreamWaiter:
         completion: Completion,
         release: Callable[[DriverEvent], None] | None,
     ) -> None:
+        """Hand over an op's marker and Completion; the caller holds the stream's lock.
+
+        An op that the device has finished by now, with nothing of this
+        stream's before it left to finish, is finished here: nothing else
+        needs to run for it, and no thread is woken or started (see 0. in
+        the module's docstring).
+        """
+        with self._cond:
+            if self._closing:
+                raise AruntimeError(f"{self._label}: stream is closing")
+            idle = not self._queue and self._current is None
+        # Submits are serialized by the stream's lock, and the thread and
+        # finish_ready only take what is queued: an idle waiter stays idle.
+        if idle and _AWAIT_QUERY and self._done_now(event):
+            self._complete(event, completion, release, 0.0)
+            return
         with self._cond:
             if self._closing:
                 raise AruntimeError(f"{self._label}: stream is closing")
@@ -127,6 +151,13 @@ class StreamWaiter:
             self._kick_pending = _AWAIT_QUERY and defer_to_loop(self.kick)
             if not self._kick_pending:
                 self._cond.notify()
+
+    def _done_now(self, event: DriverEvent) -> bool:
+        """Whether the device has passed ``event`` already (an error: left to ``event_wait``)."""
+        try:
+            return self._driver.event_query(event)
+        except DriverError:
+            return True  # _complete's event_wait raises it, as the thread's would
 
     def kick(self) -> None:
         """Wake the thread now if a deferred wake-up is pending (cheap if none is)."""

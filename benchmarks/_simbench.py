@@ -86,6 +86,27 @@ async def wake_latency(backend: str, runs: int, gap_s: float = 0.0) -> tuple[flo
     return statistics.median(direct) * 1e6, statistics.median(threaded) * 1e6
 
 
+def handoff_floor_us(backend: str, runs: int, gap_s: float = 0.0) -> float:
+    """The physical floor of a wake-up: one round trip between two threads, median us.
+
+    Measured by the sim itself (``arsim_handoff_ns``) over the primitive it
+    wakes its engine threads and the host's waiters with (a mutex and a
+    condition variable each way), the second thread at the engine threads'
+    nice value; ``gap_s`` between rounds as in :func:`wake_latency`.
+    """
+    hook = sim_library(backend).arsim_handoff_ns
+    hook.restype = ctypes.c_uint64
+    hook.argtypes = [ctypes.c_int, ctypes.c_int]
+    return float(hook(runs, int(gap_s * 1e6))) / 1e3
+
+
+def set_inline_bytes(backend: str, nbytes: int) -> None:
+    """The largest copy or memset the sim runs on the submitting thread (< 0: its default)."""
+    hook = sim_library(backend).arsim_set_inline_bytes
+    hook.argtypes = [ctypes.c_int64]
+    hook(nbytes)
+
+
 # ------------------------------------------------------------------ 2. loop CPU
 @dataclass
 class CpuShare:
@@ -119,7 +140,8 @@ async def loop_cpu(backend: str, op_ms: float) -> CpuShare:
     gpu = aruntime.open_backend(backend)
     stream = gpu.create_stream()
     dev = gpu.alloc(64)
-    await gpu.memset_async(dev, 0, 64, stream=stream)  # starts the waiter thread
+    with timing(backend, 0.0, 1000.0):  # pending when awaited: starts the waiter thread
+        await gpu.memset_async(dev, 0, 64, stream=stream)
     waiters = _waiter_ids()
     with timing(backend, 0.0, op_ms * 1000.0):
         before = [_thread_cpu_s(t) for t in waiters]

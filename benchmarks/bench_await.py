@@ -3,7 +3,9 @@
 Each round times a block of awaits of a 4 KiB mock ``copy_h2d_async``
 (enqueue and await, as user code writes it) beside a block of as many bare
 ``await anyio.lowlevel.checkpoint()``, in alternating order.  The figure is
-the median of the rounds' ratios; the target is at most 1.5x.  A last column
+the median of the rounds' ratios; the target is at most 1.5x, both with a
+stream of the benchmark's own (``stream=s``, rows "own") and with the default
+stream (no ``stream=``, rows "dflt").  A last column
 times the await alone (ops enqueued before the clock starts), to show how the
 cost splits between enqueueing and awaiting.  A second table breaks the
 enqueue down: argument validation (the host buffer view), the ledger's
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import anyio
 import anyio.lowlevel
@@ -38,14 +41,18 @@ clock = time.thread_time if _fine else time.perf_counter
 CLOCK_NAME = "thread CPU time" if _fine else "wall time"
 
 
-async def _measure(rounds: int, iterations: int) -> dict[str, float]:
-    """Median per-await seconds of each side, and the median per-block ratios."""
+async def _measure(rounds: int, iterations: int, explicit: bool) -> dict[str, float]:
+    """Median per-await seconds of each side, and the median per-block ratios.
+
+    ``explicit``: the copies name a stream of their own (``stream=``); else
+    they go to the backend's default stream.
+    """
     checkpoint = anyio.lowlevel.checkpoint
     host = np.arange(NBYTES, dtype=np.uint8)
     samples: dict[str, list[float]] = {k: [] for k in ("bare", "copy", "await", "ratio", "ar")}
     async with ar.open_backend("mock") as gpu:
         dptr = gpu.alloc(NBYTES)
-        stream = gpu.create_stream()
+        stream = gpu.create_stream() if explicit else None
         log = gpu.driver.call_log  # the mock logs every op; keep it from growing
 
         async def bare() -> float:
@@ -83,7 +90,8 @@ async def _measure(rounds: int, iterations: int) -> dict[str, float]:
             samples["ratio"].append(c / b)
             samples["ar"].append(a / b)
         log.clear()
-        stream.close()
+        if stream is not None:
+            stream.close()
         gpu.free(dptr)
     return {k: median(v) for k, v in samples.items()}
 
@@ -134,6 +142,17 @@ def _breakdown(rounds: int, iterations: int) -> dict[str, float]:
     return out
 
 
+def _add_row(t: Any, label: str, m: dict[str, float]) -> None:
+    t.add_row(
+        label,
+        f"{m['bare'] * 1e6:.2f}",
+        f"{m['copy'] * 1e6:.2f}",
+        f"{m['ratio']:.2f}x " + verdict(m["ratio"], TARGET, at_most=True).split(" (")[0],
+        f"{m['await'] * 1e6:.2f}",
+        f"{m['ar']:.2f}x",
+    )
+
+
 #: Arguments for a smoke run (``aruntime bench --quick``).
 QUICK_ARGV = ["--quick"]
 
@@ -146,18 +165,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"await mock copy_h2d_async({NBYTES} B) vs await anyio.lowlevel.checkpoint(): "
         f"us of {CLOCK_NAME} per await, median of {rounds} rounds of {iterations}; "
         f"target <= {TARGET}x",
-        ["loop", "checkpoint", "enqueue+await", "ratio", "await only", "ratio"],
+        ["loop, stream", "checkpoint", "enqueue+await", "ratio", "await only", "ratio"],
     )
     for loop in ("asyncio", "trio"):
-        m = anyio.run(_measure, rounds, iterations, backend=loop)
-        t.add_row(
-            loop,
-            f"{m['bare'] * 1e6:.2f}",
-            f"{m['copy'] * 1e6:.2f}",
-            f"{m['ratio']:.2f}x " + verdict(m["ratio"], TARGET, at_most=True).split(" (")[0],
-            f"{m['await'] * 1e6:.2f}",
-            f"{m['ar']:.2f}x",
-        )
+        for explicit in (True, False):
+            m = anyio.run(_measure, rounds, iterations, explicit, backend=loop)
+            _add_row(t, f"{loop} {'own' if explicit else 'dflt'}", m)
     console.print(t)
     parts = _breakdown(rounds, iterations)
     b = table(

@@ -1,15 +1,17 @@
 """Shared test helpers: a gate kernel that holds a threaded-mock stream on demand,
-the tests' own host kernels (tests/kernels) built for the software drivers, and
-the loop-stall probe."""
+the tests' own host kernels (tests/kernels) built for the software drivers,
+the loop-stall probe, and the software drivers' engine hooks."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -91,3 +93,44 @@ async def longest_loop_gap_ms(op: Callable[[], Awaitable[object]]) -> float:
         await anyio.sleep(0.003)  # a tick after the op, so its last stall is counted
         done.set()
     return max(gaps) * 1000.0
+
+
+#: Each software driver's library (as the backend loads it) and the prefix of its timing hook.
+_SIM_LIBRARIES = {
+    "cuda-sim": ("libcuda.so.1", "arsim"),
+    "levelzero-sim": ("libze_aruntime_sim.so", "arze_sim"),
+}
+
+
+def sim_library(name: str) -> Any:
+    """The software driver behind backend ``name``: the instance the backend uses."""
+    from aruntime._native import native_library_path
+
+    return ctypes.CDLL(os.path.realpath(native_library_path(_SIM_LIBRARIES[name][0])))
+
+
+@contextlib.contextmanager
+def sim_inline_bytes(name: str, nbytes: int) -> Iterator[None]:
+    """For the block: the largest copy or memset the sim runs where its queue moves on.
+
+    0 sends every op to its engine's thread (ffi/sim/engine_threads.c).
+    """
+    setter = sim_library(name).arsim_set_inline_bytes
+    setter.argtypes = [ctypes.c_int64]
+    setter(nbytes)
+    try:
+        yield
+    finally:
+        setter(-1)
+
+
+@contextlib.contextmanager
+def sim_op_latency(name: str, latency_us: float) -> Iterator[None]:
+    """For the block: every copy, memset and kernel on the sim takes ``latency_us``."""
+    setter = getattr(sim_library(name), f"{_SIM_LIBRARIES[name][1]}_set_timing")
+    setter.argtypes = [ctypes.c_double, ctypes.c_double]
+    setter(0.0, latency_us)
+    try:
+        yield
+    finally:
+        setter(0.0, 0.0)

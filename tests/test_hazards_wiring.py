@@ -112,6 +112,26 @@ async def test_a_live_host_buffer_keeps_its_history(mock_backend: ar.Backend) ->
     gpu.free(b)
 
 
+async def test_slices_of_one_array_are_their_own_bytes(mock_backend: ar.Backend) -> None:
+    """Two streams download into the two halves of one array, through memoryview slices
+    (each a view of the same array object): disjoint bytes, no race; a third op over the
+    whole array races with both."""
+    gpu = mock_backend
+    s1, s2, s3 = gpu.create_stream(), gpu.create_stream(), gpu.create_stream()
+    a, b, c = gpu.alloc(128), gpu.alloc(128), gpu.alloc(256)
+    host = np.zeros(256, np.uint8)
+    first = gpu.copy_d2h_async(a, memoryview(host)[:128], stream=s1)
+    second = gpu.copy_d2h_async(b, memoryview(host)[128:], stream=s2)
+    with pytest.raises(ar.HazardError, match="host"):
+        gpu.copy_d2h_async(c, host, stream=s3)
+    await first
+    await second
+    for s in (s1, s2, s3):
+        s.close()
+    for ptr in (a, b, c):
+        gpu.free(ptr)
+
+
 async def test_exception_is_a_host_wait(mock_backend: ar.Backend) -> None:
     gpu = mock_backend
     s1, s2 = gpu.create_stream(), gpu.create_stream()
@@ -122,3 +142,20 @@ async def test_exception_is_a_host_wait(mock_backend: ar.Backend) -> None:
     s1.close()
     s2.close()
     gpu.free(ptr)
+
+
+def test_a_site_kept_as_code_and_offset_names_the_frames_line() -> None:
+    """Ops keep where they were made as (code, f_lasti); a message turns that into the line
+    f_lineno would have given, a call spread over several lines included."""
+    import sys
+
+    from aruntime._hazards import _site
+
+    def here(_: int) -> tuple[object, int, int]:
+        frame = sys._getframe(1)
+        return frame.f_code, frame.f_lasti, frame.f_lineno
+
+    code, offset, line = here(
+        0,
+    )
+    assert _site((code, offset)) == f"{__file__}:{line}"  # type: ignore[arg-type]

@@ -12,6 +12,8 @@ from aruntime import _waiter
 from aruntime._driver import DriverEvent
 from aruntime._exceptions import DriverError
 
+from .helpers import sim_op_latency
+
 pytestmark = pytest.mark.anyio
 
 
@@ -83,7 +85,8 @@ async def test_await_query_finishes_a_done_op_here() -> None:
         waiter = stream.state.waiter
         assert waiter is not None
         for _ in range(50):
-            op = gpu.memset_async(dev, 1, 64, stream=stream)
+            with sim_op_latency("cuda-sim", 500):  # pending when handed to the waiter
+                op = gpu.memset_async(dev, 1, 64, stream=stream)
             while not op.done():
                 waiter.finish_ready(op)  # the thread or this call finishes it
                 await anyio.sleep(0)
@@ -100,8 +103,9 @@ async def test_done_polled_from_a_blocked_loop_still_finishes() -> None:
     stream = gpu.create_stream()
     dev = gpu.alloc(64)
     try:
-        await gpu.memset_async(dev, 0, 64, stream=stream)  # the waiter thread exists, parked
-        op = gpu.memset_async(dev, 1, 64, stream=stream)
+        with sim_op_latency("cuda-sim", 2000):  # pending when handed to the waiter
+            await gpu.memset_async(dev, 0, 64, stream=stream)  # the waiter thread exists, parked
+            op = gpu.memset_async(dev, 1, 64, stream=stream)
         deadline = time.monotonic() + 30.0
         while not op.done() and time.monotonic() < deadline:
             time.sleep(0.001)  # the loop never gets to run its deferred callbacks
@@ -126,7 +130,8 @@ def test_ops_left_behind_by_a_finished_loop_still_finish() -> None:
 
         loop = asyncio.new_event_loop()
         try:
-            ops = loop.run_until_complete(enqueue_only())
+            with sim_op_latency("cuda-sim", 2000):  # pending when handed to the waiter
+                ops = loop.run_until_complete(enqueue_only())
         finally:
             loop.close()  # drops the deferred wake-up if it has not run
         for op in ops:

@@ -22,15 +22,23 @@
  *   H2D engine; memsets and kernels the compute engine.  Host functions run
  *   on one more thread per device, in order.  An engine's thread ends after
  *   a second without work and starts again when work comes.  Engine threads
- *   run 5 nice levels below the process, so that the application's threads
- *   (an event loop) get a core first: a GPU's engines take no host CPU.  Ops that take no device time
+ *   run at the main thread's nice value (ARUNTIME_SIM_ENGINE_NICE levels
+ *   below it), so that a busy neighbour slows the device no more than the
+ *   application.  A copy or memset of at most ARUNTIME_SIM_INLINE_BYTES
+ *   (64 KiB) whose engine is idle, with no timing model, runs on the thread
+ *   that moves its queue on instead (the submitting thread when the queue
+ *   was idle), as a GPU's engine starts an op without a thread to wake; each
+ *   drive of the queues runs at most that many bytes of them.  Ops that take no device time
  *   (markers, event records, signals, resets) run on whichever thread moves
  *   the queue on: the engine thread that finished the op before, or the
  *   submitting thread when the queue was idle.  A device-side wait that is
  *   not yet satisfied parks its queue, holding no thread.  So the sim's
  *   threads are at most 4 per device, whatever the number of queues.
- * - Kernels run on the compute engine's thread, or split by contiguous block
- *   ranges over ARUNTIME_SIM_KERNEL_THREADS threads (default: the online cores) for big grids.
+ * - Kernels run on the compute engine's thread; a big grid is cut into chunks
+ *   of blocks that the engine's thread and ARUNTIME_SIM_KERNEL_THREADS - 1
+ *   helper threads per device (default: the online cores; made once, ending
+ *   when idle) claim as they get to them, so the engine never waits for a
+ *   helper that has not started.
  * - Timing: an engine op (copy, memset, fill, kernel) lasts at least
  *   latency_us + bytes / (gbps * 1e9) seconds (bytes only for copies), taken
  *   from ARUNTIME_SIM_OP_LATENCY_US and ARUNTIME_SIM_COPY_GBPS at load or from
@@ -172,6 +180,18 @@ ARSIM_EXPORT int arsim_engine_threads(void);
 /* How long an idle engine thread waits for work before it ends, in ms
  * (default 1000; <= 0 restores it).  For tests. */
 ARSIM_EXPORT void arsim_set_engine_idle_ms(int ms);
+/* The largest copy or memset (bytes) that an idle engine runs on the thread
+ * that moves its queue on, instead of waking its own thread (0: none; < 0
+ * restores the default, ARUNTIME_SIM_INLINE_BYTES or 65536).  For tests and
+ * benchmarks. */
+ARSIM_EXPORT void arsim_set_inline_bytes(int64_t bytes);
+/* The physical floor of a wake-up, for benchmarks: the median time (ns) of
+ * `rounds` round trips between this thread and a second one (at the engine
+ * threads' nice value) over a mutex and a condition variable, the primitive
+ * that wakes the engine threads and the host's waiters; each round starts
+ * gap_us microseconds after the last ends, so that both threads are asleep.
+ * 0 if the thread could not start. */
+ARSIM_EXPORT uint64_t arsim_handoff_ns(int rounds, int gap_us);
 
 /* ------------------------------------------------- memory declared read-only
  *

@@ -77,6 +77,13 @@ static uint32_t g_copy_engines = 2;
 static _Atomic double g_gbps;       /* <= 0: unlimited */
 static _Atomic double g_latency_us; /* <= 0: none */
 static _Atomic double g_peer_gbps;  /* <= 0: g_gbps */
+/* A copy or memset this small takes a few microseconds of CPU, less than
+ * waking an engine's thread: an idle engine runs it where its queue is moved
+ * on (engine_threads.c).  64 KiB, the size up to which the front ends copy
+ * pageable memory on the calling thread too. */
+#define ENG_INLINE_BYTES_DEFAULT 65536
+static _Atomic size_t g_inline_bytes = ENG_INLINE_BYTES_DEFAULT;
+static int g_engine_nice;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static double env_double(const char *name, double dflt)
@@ -133,6 +140,10 @@ static void init_once(void)
     atomic_store(&g_gbps, env_double("ARUNTIME_SIM_COPY_GBPS", 0));
     atomic_store(&g_latency_us, env_double("ARUNTIME_SIM_OP_LATENCY_US", 0));
     atomic_store(&g_peer_gbps, env_double("ARUNTIME_SIM_PEER_GBPS", 0));
+    double inline_bytes = env_double("ARUNTIME_SIM_INLINE_BYTES", ENG_INLINE_BYTES_DEFAULT);
+    atomic_store(&g_inline_bytes, inline_bytes > 0 ? (size_t)inline_bytes : 0);
+    double nice = env_double("ARUNTIME_SIM_ENGINE_NICE", 0);
+    g_engine_nice = nice < 0 ? 0 : nice > 19 ? 19 : (int)nice;
     eng_dev = calloc((size_t)n, sizeof(sim_device));
     if (!eng_dev)
         abort();
@@ -192,6 +203,16 @@ double arsim_get_peer_gbps(void)
     eng_ensure_init();
     return atomic_load(&g_peer_gbps);
 }
+
+void arsim_set_inline_bytes(int64_t bytes)
+{
+    eng_ensure_init();
+    atomic_store(&g_inline_bytes, bytes < 0 ? ENG_INLINE_BYTES_DEFAULT : (size_t)bytes);
+}
+
+size_t eng_inline_bytes(void) { return atomic_load_explicit(&g_inline_bytes, memory_order_relaxed); }
+
+int eng_engine_nice(void) { return g_engine_nice; }
 
 int arsim_inject_fault(int device_ord, int kind, int count)
 {

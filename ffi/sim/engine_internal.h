@@ -28,6 +28,10 @@ typedef struct sim_engine {
     pthread_cond_t cv;
     arsim_op *head, *tail; /* ready ops, linked through op->next */
     int started;           /* the thread exists (guarded by mu) */
+    /* An op of this engine is running (guarded by mu): on its thread, or on
+     * whichever thread claimed the idle engine for a small op (see
+     * engine_threads.c, run_here). */
+    int busy;
     int device;
     int index;
     /* The timing model's end of the engine's last op.  Guarded by tl_mu: a
@@ -78,6 +82,12 @@ ENG_HIDDEN void eng_cond_init_monotonic(pthread_cond_t *cv);
 ENG_HIDDEN uint64_t eng_modeled_ns(size_t bytes, int is_copy);
 /* The engine a copy in this direction runs on. */
 ENG_HIDDEN int eng_copy_engine(arsim_copy_dir dir);
+/* The largest copy or memset an idle engine runs on the thread that moves
+ * its queue on (ARUNTIME_SIM_INLINE_BYTES, arsim_set_inline_bytes). */
+ENG_HIDDEN size_t eng_inline_bytes(void);
+/* How many nice levels the engine threads run below the main thread
+ * (ARUNTIME_SIM_ENGINE_NICE, 0..19). */
+ENG_HIDDEN int eng_engine_nice(void);
 
 /* ---------------------------------------- engine_mappings.c, engine_memory.c */
 
@@ -252,5 +262,8 @@ ENG_HIDDEN int eng_run_kernel(const arsim_op *op, int device);
 ENG_HIDDEN void eng_drive(arsim_queue *q, arsim_op *done, int status);
 /* After anything a parked wait may be waiting for. */
 ENG_HIDDEN void eng_wake_parked(void);
+/* How long an idle engine thread waits for work before it ends (ms); the
+ * kernel helpers (engine_kernels.c) wait as long. */
+ENG_HIDDEN int eng_engine_idle_ms(void);
 
 #endif /* ARSIM_ENGINE_INTERNAL_H */

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "engine_internal.h"
 
+#include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -73,18 +74,10 @@ static void ensure_fault_handler(void)
     pthread_mutex_unlock(&g_sig_mu);
 }
 
-/* One slice of a kernel's blocks, with its own scratch. */
-typedef struct kernel_slice {
-    const arsim_op *op;
-    int device;
-    uint64_t begin, end;
-    int rc;
-} kernel_slice;
-
-static void *run_slice(void *arg)
+/* One range of a kernel's blocks, run on this thread with its own scratch;
+ * returns 0, ARSIM_ERR_ILLEGAL_ADDRESS or another failure. */
+static int run_blocks(const arsim_op *op, int device, uint64_t begin, uint64_t end)
 {
-    kernel_slice *sl = arg;
-    const arsim_op *op = sl->op;
     ar_launch l;
     memset(&l, 0, sizeof l);
     l.abi_version = AR_HOST_ABI_VERSION;
@@ -93,50 +86,46 @@ static void *run_slice(void *arg)
     l.shared_bytes = op->shared_bytes;
     if (op->shared_bytes) {
         l.shared = calloc(1, op->shared_bytes);
-        if (!l.shared) {
-            sl->rc = -1;
-            return NULL;
-        }
+        if (!l.shared)
+            return -1;
     }
-    l.block_begin = sl->begin;
-    l.block_end = sl->end;
-    eng_fault_set_kernel(op->kernel->name, op->site, sl->device);
+    l.block_begin = begin;
+    l.block_end = end;
+    eng_fault_set_kernel(op->kernel->name, op->site, device);
     eng_readonly_enter(op->ro, op->kernel->name, op->site);
     tls_kernel_tag = op->tag;
     uint64_t faults_before = eng_fault_count();
+    int rc;
     sigjmp_buf jb;
     if (sigsetjmp(jb, 1) == 0) {
         tls_fault_jmp = &jb;
         if (op->kernel->run)
-            sl->rc = op->kernel->run(op->kernel->ctx, &l, (void **)op->owned);
+            rc = op->kernel->run(op->kernel->ctx, &l, (void **)op->owned);
         else
-            sl->rc = op->kernel->entry(&l, (void **)op->owned);
+            rc = op->kernel->entry(&l, (void **)op->owned);
         tls_fault_jmp = NULL;
         /* The interpreter stopped at a store into read-only memory as it
          * would at a fault, but the device is fine: not sticky. */
         if (eng_readonly_leave())
-            sl->rc = ARSIM_ERR_READONLY_WRITE;
-        else if (sl->rc == ARSIM_ERR_ILLEGAL_ADDRESS)
-            eng_fault_after_kernel(faults_before, op->kernel->name, op->site, sl->device);
+            rc = ARSIM_ERR_READONLY_WRITE;
+        else if (rc == ARSIM_ERR_ILLEGAL_ADDRESS)
+            eng_fault_after_kernel(faults_before, op->kernel->name, op->site, device);
     } else {
         /* The kernel touched memory outside every live allocation. */
         eng_readonly_leave();
         eng_record_fault(tls_fault_addr, -1, 0);
-        sl->rc = ARSIM_ERR_ILLEGAL_ADDRESS;
+        rc = ARSIM_ERR_ILLEGAL_ADDRESS;
     }
     eng_fault_set_kernel(NULL, NULL, -1);
     tls_kernel_tag = 0;
     free(l.shared);
-    return NULL;
+    return rc;
 }
 
 uint64_t arsim_kernel_tag(void) { return tls_kernel_tag; }
 
-/* Runs a kernel's grid on the compute engine's thread, or split into contiguous block
- * ranges over ARUNTIME_SIM_KERNEL_THREADS threads (blocks are independent,
- * as on a GPU) when the grid is big enough to pay for the threads. */
-/* Which of two slices' outcomes the launch reports: the sticky ones first,
- * since they poison the device whatever the other slices did. */
+/* Which of two chunks' outcomes the launch reports: the sticky ones first,
+ * since they poison the device whatever the other chunks did. */
 static int severity(int rc)
 {
     switch (rc) {
@@ -148,6 +137,106 @@ static int severity(int rc)
     }
 }
 
+/* A big grid is cut into chunks that whoever is free claims: the compute
+ * engine's thread itself, and up to ARUNTIME_SIM_KERNEL_THREADS - 1 helper
+ * threads per device, started on first use and ending after the engines'
+ * idle time.  The engine's thread never waits for a helper that has not
+ * started (on a busy host it may not run for a while): it claims every chunk
+ * left, then waits only for the chunks helpers are running. */
+typedef struct kernel_job {
+    const arsim_op *op;
+    int device;
+    uint64_t nblocks, chunk;
+    _Atomic uint64_t next;    /* first block not claimed yet */
+    _Atomic int rc;           /* 0, or the most severe failure (see severity) */
+    int helping;              /* helpers inside the job (guarded by the pool's mu) */
+} kernel_job;
+
+typedef struct kernel_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t work, done;
+    kernel_job *job;    /* posted while its chunks are claimed (guarded by mu) */
+    unsigned long post; /* how many jobs have been posted: tells apart two at one address */
+    int helpers;        /* helper threads alive */
+} kernel_pool;
+
+static pthread_mutex_t g_pools_mu = PTHREAD_MUTEX_INITIALIZER;
+static kernel_pool *g_pools; /* one per device, made on first use */
+
+static void job_failed(kernel_job *job, int rc)
+{
+    int was = atomic_load(&job->rc);
+    while (severity(rc) > severity(was) && !atomic_compare_exchange_weak(&job->rc, &was, rc)) {
+    }
+    /* A fault, an assert or a store into read-only memory stops the kernel,
+     * as on a GPU: no chunk not yet claimed runs. */
+    if (severity(rc) >= 2)
+        atomic_store(&job->next, job->nblocks);
+}
+
+/* Claims and runs chunks of job until none is left. */
+static void run_chunks(kernel_job *job)
+{
+    for (;;) {
+        uint64_t begin = atomic_fetch_add(&job->next, job->chunk);
+        if (begin >= job->nblocks)
+            return;
+        uint64_t end = begin + job->chunk < job->nblocks ? begin + job->chunk : job->nblocks;
+        int rc = run_blocks(job->op, job->device, begin, end);
+        if (rc != 0)
+            job_failed(job, rc);
+    }
+}
+
+static void *helper_main(void *arg)
+{
+    kernel_pool *pool = arg;
+    pthread_setname_np(pthread_self(), "arsim-kernel");
+    pthread_mutex_lock(&pool->mu);
+    for (;;) {
+        if (!pool->job) {
+            struct timespec until;
+            eng_abs_deadline(&until, (int64_t)eng_engine_idle_ms() * 1000000);
+            if (pthread_cond_timedwait(&pool->work, &pool->mu, &until) == ETIMEDOUT &&
+                !pool->job)
+                break;
+            continue;
+        }
+        kernel_job *job = pool->job;
+        unsigned long post = pool->post;
+        job->helping++;
+        pthread_mutex_unlock(&pool->mu);
+        run_chunks(job);
+        pthread_mutex_lock(&pool->mu);
+        if (--job->helping == 0)
+            pthread_cond_broadcast(&pool->done);
+        /* Wait for the next job: this one's chunks are all claimed. */
+        while (pool->job && pool->post == post)
+            pthread_cond_wait(&pool->work, &pool->mu);
+    }
+    pool->helpers--;
+    pthread_mutex_unlock(&pool->mu);
+    return NULL;
+}
+
+static kernel_pool *pool_of(int device)
+{
+    pthread_mutex_lock(&g_pools_mu);
+    if (!g_pools) {
+        g_pools = calloc((size_t)eng_ndev, sizeof *g_pools);
+        for (int i = 0; g_pools && i < eng_ndev; i++) {
+            pthread_mutex_init(&g_pools[i].mu, NULL);
+            eng_cond_init_monotonic(&g_pools[i].work);
+            pthread_cond_init(&g_pools[i].done, NULL);
+        }
+    }
+    pthread_mutex_unlock(&g_pools_mu);
+    return g_pools ? &g_pools[device] : NULL;
+}
+
+/* Runs a kernel op's grid on the compute engine's thread, with the device's
+ * helpers for a grid big enough to pay for them (blocks are independent, as
+ * on a GPU). */
 int eng_run_kernel(const arsim_op *op, int device)
 {
     ensure_fault_handler();
@@ -155,27 +244,37 @@ int eng_run_kernel(const arsim_op *op, int device)
     uint64_t threads = eng_kernel_threads;
     if (threads > nblocks / 4)
         threads = nblocks / 4 ? nblocks / 4 : 1;
-    kernel_slice slices[ENG_MAX_KERNEL_THREADS];
-    pthread_t tids[ENG_MAX_KERNEL_THREADS];
-    int started[ENG_MAX_KERNEL_THREADS] = {0};
-    for (uint64_t i = 0; i < threads; i++) {
-        slices[i].op = op;
-        slices[i].device = device;
-        slices[i].begin = nblocks * i / threads;
-        slices[i].end = nblocks * (i + 1) / threads;
-        slices[i].rc = 0;
+    kernel_pool *pool = threads > 1 ? pool_of(device) : NULL;
+    if (!pool)
+        return run_blocks(op, device, 0, nblocks);
+    /* Four chunks a thread: a late helper leaves little for the others. */
+    kernel_job job = {.op = op, .device = device, .nblocks = nblocks};
+    job.chunk = nblocks / (threads * 4) ? nblocks / (threads * 4) : 1;
+    atomic_init(&job.next, 0);
+    atomic_init(&job.rc, 0);
+    pthread_mutex_lock(&pool->mu);
+    while ((uint64_t)pool->helpers < threads - 1) {
+        pthread_t th;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&attr, 8u << 20);
+        int started = pthread_create(&th, &attr, helper_main, pool) == 0;
+        pthread_attr_destroy(&attr);
+        if (!started)
+            break; /* fewer helpers: this thread runs what they would have */
+        pool->helpers++;
     }
-    for (uint64_t i = 1; i < threads; i++)
-        started[i] = pthread_create(&tids[i], NULL, run_slice, &slices[i]) == 0;
-    run_slice(&slices[0]);
-    int rc = slices[0].rc;
-    for (uint64_t i = 1; i < threads; i++) {
-        if (started[i])
-            pthread_join(tids[i], NULL);
-        else
-            run_slice(&slices[i]); /* no thread: run it here */
-        if (severity(slices[i].rc) > severity(rc))
-            rc = slices[i].rc;
-    }
-    return rc;
+    pool->job = &job;
+    pool->post++;
+    pthread_cond_broadcast(&pool->work);
+    pthread_mutex_unlock(&pool->mu);
+    run_chunks(&job);
+    pthread_mutex_lock(&pool->mu);
+    pool->job = NULL; /* no helper joins it from now on */
+    pthread_cond_broadcast(&pool->work);
+    while (job.helping)
+        pthread_cond_wait(&pool->done, &pool->mu);
+    pthread_mutex_unlock(&pool->mu);
+    return atomic_load(&job.rc);
 }

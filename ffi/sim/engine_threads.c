@@ -12,6 +12,10 @@
  * submit that finds the queue idle, so an idle queue's marker or record
  * completes within the submit, as on a GPU whose stream is idle.
  *
+ * A small copy or memset whose engine is idle runs right where the queue is
+ * moved on too (run_here): a GPU's engine starts an op when the doorbell
+ * rings, without a thread to wake, and waking one costs more than the op.
+ *
  * No thread ever blocks on a queue's behalf (the host-function thread runs
  * user code, which may), so threads are O(devices), whatever the number of
  * queues, and a wait costs nothing until it is satisfied.
@@ -22,6 +26,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -65,6 +70,12 @@ static void set_pending_err(arsim_queue *q, int err)
  * time, and the queues its ops unblock wait here rather than recursing. */
 static __thread arsim_queue *tls_todo;
 static __thread int tls_moving;
+/* Bytes of small ops this thread may still run in place (run_here) before
+ * its eng_drive returns: a graph of many small nodes, or a long queue of
+ * them, goes to the engines' threads instead of holding the submitting
+ * thread.  Each op counts as at least SMALL_OP_MIN bytes. */
+static __thread size_t tls_inline_left;
+#define SMALL_OP_MIN 1024
 
 static void move_on_later(arsim_queue *q)
 {
@@ -81,6 +92,7 @@ void eng_drive(arsim_queue *q, arsim_op *done, int status)
         return;
     }
     tls_moving = 1;
+    tls_inline_left = eng_inline_bytes();
     move_on(q, done, status);
     while (tls_todo) {
         arsim_queue *next = tls_todo;
@@ -146,6 +158,75 @@ void eng_wake_parked(void)
 
 static void *engine_main(void *arg);
 
+/* Whether op is small enough to run on the thread that moves its queue on:
+ * a copy or memset of at most eng_inline_bytes() that takes no modeled time.
+ * Never a kernel (its time is unknown), a host function (the application's
+ * code) or a peer copy (it books another device's engine); nor once this
+ * thread has spent its budget (tls_inline_left). */
+static int small_enough(const arsim_op *op)
+{
+    size_t bytes;
+    int is_copy = 0;
+    switch (op->kind) {
+    case OP_COPY:
+        bytes = op->n;
+        is_copy = 1;
+        break;
+    case OP_COPY2D:
+        bytes = op->width * op->height;
+        is_copy = 1;
+        break;
+    case OP_MEMSET8:
+    case OP_FILL:
+        bytes = op->n;
+        break;
+    default:
+        return 0;
+    }
+    if (is_copy && op->dir == ARSIM_COPY_PEER)
+        return 0;
+    size_t cost = bytes < SMALL_OP_MIN ? SMALL_OP_MIN : bytes;
+    return bytes <= eng_inline_bytes() && cost <= tls_inline_left &&
+           eng_modeled_ns(bytes, is_copy) == 0;
+}
+
+/* What running op here costs this thread's budget (see tls_inline_left). */
+static void spend_inline(const arsim_op *op)
+{
+    size_t bytes = op->kind == OP_COPY2D ? op->width * op->height : op->n;
+    size_t cost = bytes < SMALL_OP_MIN ? SMALL_OP_MIN : bytes;
+    tls_inline_left = cost < tls_inline_left ? tls_inline_left - cost : 0;
+}
+
+/* Claims the engine for op, to run it on this thread, if op is small and
+ * the engine idle (no op running, none ready).  Returns the engine, to give
+ * back with release_engine, or NULL: then op goes to the engine's thread. */
+static sim_engine *run_here(arsim_queue *q, const arsim_op *op, int index)
+{
+    if (!small_enough(op))
+        return NULL;
+    sim_engine *eng = &eng_dev[q->device].engines[index];
+    pthread_mutex_lock(&eng->mu);
+    int idle = !eng->head && !eng->busy;
+    if (idle)
+        eng->busy = 1;
+    pthread_mutex_unlock(&eng->mu);
+    if (!idle)
+        return NULL;
+    spend_inline(op);
+    return eng;
+}
+
+/* The op that held eng is done: its thread may take the ops pushed meanwhile. */
+static void release_engine(sim_engine *eng)
+{
+    pthread_mutex_lock(&eng->mu);
+    eng->busy = 0;
+    if (eng->head)
+        pthread_cond_signal(&eng->cv);
+    pthread_mutex_unlock(&eng->mu);
+}
+
 /* Hands op (popped from q, whose token goes with it) to its engine's
  * thread, starting the thread on first use. */
 static int engine_push(int device_ord, int index, arsim_queue *q, arsim_op *op)
@@ -188,6 +269,26 @@ static int engine_push(int device_ord, int index, arsim_queue *q, arsim_op *op)
     return 0;
 }
 
+/* A GPU's engines take no host CPU; the sim's must, and how they share it
+ * with the application's threads is a choice.  By default they run at the
+ * main thread's nice value, as any of the application's threads: a busy
+ * neighbour process then slows the simulated device no more than it slows
+ * the application (measured by benchmarks/bench_contention.py; 5 levels
+ * lower starved the device beside two busy processes).  ARUNTIME_SIM_ENGINE_NICE
+ * raises it.  Linux applies a nice value per thread.  The base is the main
+ * thread's (the pid names it), not this thread's creator's: an engine
+ * thread started by another engine thread would otherwise inherit its
+ * value and add to it. */
+static void set_engine_nice(void)
+{
+    errno = 0;
+    int main_nice = getpriority(PRIO_PROCESS, (id_t)getpid());
+    if (errno != 0)
+        return;
+    int nice = main_nice + eng_engine_nice();
+    setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice > 19 ? 19 : nice);
+}
+
 static void *engine_main(void *arg)
 {
     sim_engine *eng = arg;
@@ -195,33 +296,26 @@ static void *engine_main(void *arg)
     char name[16];
     snprintf(name, sizeof name, "arsim-%s%d", names[eng->index], eng->device);
     pthread_setname_np(pthread_self(), name);
-    /* A GPU's engines do not take the host's CPU; the sim's must, but they
-     * give way to the application's threads (its event loop first) when both
-     * want a core, so that a busy sim does not show up as a stalled loop.
-     * Linux applies a nice value per thread; raising it needs no privilege.
-     * The base is the main thread's (the pid names it), not this thread's
-     * creator's: an engine thread started by another engine thread would
-     * otherwise inherit its raised value and add to it. */
-    errno = 0;
-    int nice_now = getpriority(PRIO_PROCESS, (id_t)getpid());
-    if (errno == 0)
-        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice_now + 5 > 19 ? 19 : nice_now + 5);
+    set_engine_nice();
     for (;;) {
         pthread_mutex_lock(&eng->mu);
-        if (!eng->head) {
+        if (!eng->head || eng->busy) {
             /* Idle: end after a while, so that a process that stopped using
              * the device holds none of its threads; engine_push starts
-             * another. */
+             * another.  (Busy: another thread runs a small op here, and
+             * signals once it is done.) */
             struct timespec until;
             eng_abs_deadline(&until, (int64_t)atomic_load(&g_engine_idle_ms) * 1000000);
-            while (!eng->head) {
-                if (pthread_cond_timedwait(&eng->cv, &eng->mu, &until) == ETIMEDOUT &&
-                    !eng->head) {
+            while (!eng->head || eng->busy) {
+                if (pthread_cond_timedwait(&eng->cv, &eng->mu, &until) != ETIMEDOUT)
+                    continue;
+                if (!eng->head) {
                     eng->started = 0;
                     atomic_fetch_sub(&g_engine_threads, 1);
                     pthread_mutex_unlock(&eng->mu);
                     return NULL;
                 }
+                eng_abs_deadline(&until, (int64_t)atomic_load(&g_engine_idle_ms) * 1000000);
             }
         }
         /* The ready op of the highest-priority queue (lowest number, as in
@@ -237,10 +331,15 @@ static void *engine_main(void *arg)
         *pick = op->next;
         if (eng->tail == op)
             eng->tail = pick_prev;
+        eng->busy = 1;
         pthread_mutex_unlock(&eng->mu);
         op->next = NULL;
         arsim_queue *q = op->queue;
-        eng_drive(q, op, eng_execute(q, op));
+        int status = eng_execute(q, op);
+        pthread_mutex_lock(&eng->mu);
+        eng->busy = 0;
+        pthread_mutex_unlock(&eng->mu);
+        eng_drive(q, op, status);
     }
     return NULL;
 }
@@ -295,6 +394,13 @@ static void move_on(arsim_queue *q, arsim_op *done, int status)
             done = op;
             continue;
         }
+        sim_engine *claimed = run_here(q, op, engine);
+        if (claimed) {
+            status = eng_execute(q, op);
+            release_engine(claimed);
+            done = op;
+            continue;
+        }
         if (engine_push(q->device, engine, q, op) == 0)
             return;
         /* No thread for the engine: the op fails, and the queue goes on. */
@@ -305,4 +411,76 @@ static void move_on(arsim_queue *q, arsim_op *done, int status)
 
 int arsim_engine_threads(void) { return atomic_load(&g_engine_threads); }
 
+int eng_engine_idle_ms(void) { return atomic_load(&g_engine_idle_ms); }
+
 void arsim_set_engine_idle_ms(int ms) { atomic_store(&g_engine_idle_ms, ms > 0 ? ms : 1000); }
+
+/* ---- the floor: one hand-off there and back, for benchmarks */
+
+/* Two threads taking turns through a mutex and a condition variable each
+ * way, as engine_push wakes an engine and an event wakes a host waiter; the
+ * second thread runs at the engine threads' nice value. */
+typedef struct handoff {
+    pthread_mutex_t mu;
+    pthread_cond_t to_pong, to_ping;
+    int turn; /* 1: the pong thread's */
+    int rounds;
+} handoff;
+
+static void *handoff_pong(void *arg)
+{
+    handoff *h = arg;
+    set_engine_nice();
+    pthread_mutex_lock(&h->mu);
+    for (int i = 0; i < h->rounds; i++) {
+        while (h->turn != 1)
+            pthread_cond_wait(&h->to_pong, &h->mu);
+        h->turn = 0;
+        pthread_cond_signal(&h->to_ping);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+uint64_t arsim_handoff_ns(int rounds, int gap_us)
+{
+    if (rounds < 1 || gap_us < 0)
+        return 0;
+    uint64_t *took = malloc((size_t)rounds * sizeof *took);
+    if (!took)
+        return 0;
+    handoff h = {.turn = 0, .rounds = rounds};
+    pthread_mutex_init(&h.mu, NULL);
+    pthread_cond_init(&h.to_pong, NULL);
+    pthread_cond_init(&h.to_ping, NULL);
+    pthread_t th;
+    uint64_t median = 0;
+    if (pthread_create(&th, NULL, handoff_pong, &h) == 0) {
+        for (int i = 0; i < rounds; i++) {
+            if (gap_us)
+                eng_sleep_until_ns(arsim_now_ns() + (uint64_t)gap_us * 1000);
+            uint64_t t0 = arsim_now_ns();
+            pthread_mutex_lock(&h.mu);
+            h.turn = 1;
+            pthread_cond_signal(&h.to_pong);
+            while (h.turn != 0)
+                pthread_cond_wait(&h.to_ping, &h.mu);
+            pthread_mutex_unlock(&h.mu);
+            took[i] = arsim_now_ns() - t0;
+        }
+        pthread_join(th, NULL);
+        qsort(took, (size_t)rounds, sizeof *took, cmp_u64);
+        median = took[rounds / 2];
+    }
+    pthread_cond_destroy(&h.to_ping);
+    pthread_cond_destroy(&h.to_pong);
+    pthread_mutex_destroy(&h.mu);
+    free(took);
+    return median;
+}

@@ -139,6 +139,7 @@ void arsim_clear_faults(void);
 int arsim_live_queues(void);
 int arsim_engine_threads(void);
 void arsim_set_engine_idle_ms(int);
+void arsim_set_inline_bytes(int64_t);
 """
 
 CUDA_SUCCESS = 0

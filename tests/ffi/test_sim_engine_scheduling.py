@@ -16,7 +16,7 @@ import random
 import time
 
 import numpy as np
-from _cudasim_support import CU_EVENT_DISABLE_TIMING, Cuda, Gate, ffi, run_alone
+from _cudasim_support import CU_EVENT_DISABLE_TIMING, Cuda, Gate, ffi, host_kernels_path, run_alone
 
 
 def _threads() -> int:
@@ -62,6 +62,7 @@ def test_queues_cost_no_threads() -> None:
 def queues_cost_no_threads(cu: Cuda) -> None:
     lib = cu.lib
     lib.arsim_set_engine_idle_ms(600_000)  # no engine thread ends during the count
+    lib.arsim_set_inline_bytes(0)  # every memset goes to the compute engine's thread
     d = cu.alloc(64)
     cu.check(lib.cuMemsetD8_v2(d, 0, 64))  # the compute engine's thread is started now
     before_queues = lib.arsim_live_queues()
@@ -121,6 +122,7 @@ def idle_engine_threads_end_and_come_back(cu: Cuda) -> None:
     lib = cu.lib
     d = cu.alloc(64)
     lib.arsim_set_engine_idle_ms(20)
+    lib.arsim_set_inline_bytes(0)  # every memset goes to the compute engine's thread
     cu.check(lib.cuMemsetD8_v2(d, 1, 64))
     for _ in range(2000):  # bounded: each ends 20 ms after its last op
         if lib.arsim_engine_threads() == 0:
@@ -149,14 +151,110 @@ def _nice_of_threads_named(prefix: str) -> list[int]:
     return found
 
 
-def test_engine_threads_give_way_to_the_applications_threads(cu: Cuda) -> None:
+def test_engine_threads_run_at_the_applications_nice() -> None:
+    run_alone(__file__, "engine_threads_run_at_the_applications_nice")
+
+
+def engine_threads_run_at_the_applications_nice(cu: Cuda) -> None:
+    """By default an engine thread competes for a core as the application's own
+    threads do (benchmarks/bench_contention.py: 5 levels lower starved the
+    device beside busy processes), whichever thread started it."""
+    _engine_nice_is(cu, 0)
+
+
+def test_engine_nice_is_a_knob() -> None:
+    run_alone(__file__, "engine_nice_is_three", env={"ARUNTIME_SIM_ENGINE_NICE": "3"})
+
+
+def engine_nice_is_three(cu: Cuda) -> None:
+    _engine_nice_is(cu, 3)
+
+
+def _engine_nice_is(cu: Cuda, offset: int) -> None:
     lib = cu.lib
-    d = cu.alloc(64)
-    cu.check(lib.cuMemsetD8_v2(d, 1, 64))  # asynchronous, as on a GPU
-    # Once the memset is done, the compute engine's thread has named itself
-    # and set its nice value: both come before it runs its first op.
-    cu.check(lib.cuCtxSynchronize())
-    process_nice = os.getpriority(os.PRIO_PROCESS, 0)
-    # levelzero-sim's engine (a copy of its own) may have a compute thread too.
-    nices = _nice_of_threads_named("arsim-compute")
-    assert nices and set(nices) == {min(process_nice + 5, 19)}, nices
+    lib.arsim_set_inline_bytes(0)  # the memset and the copy go to their engines' threads
+    d, e = cu.alloc(64), cu.alloc(64)
+    stream = cu.stream()
+    # Held by a host function, the queue is moved on by engine threads only:
+    # the host-function thread starts the compute engine, whose thread then
+    # starts the copy engine.  Each must take the main thread's nice + offset,
+    # not its creator's plus the offset again.
+    gate = Gate(cu, stream)
+    cu.check(lib.cuMemsetD8Async(d, 1, 64, stream))
+    cu.check(lib.cuMemcpyDtoDAsync_v2(e, d, 64, stream))
+    gate.release()
+    # Once the ops are done, their engines' threads have named themselves and
+    # set their nice values: both come before they run their first op.
+    cu.check(lib.cuStreamSynchronize(stream))
+    assert (_read_u32(cu, e, 16) == 0x01010101).all()
+    want = min(os.getpriority(os.PRIO_PROCESS, 0) + offset, 19)
+    nices = [
+        nice
+        for name in ("arsim-hostfn", "arsim-compute", "arsim-h2d")
+        for nice in _nice_of_threads_named(name)
+    ]
+    assert len(nices) == 3 and set(nices) == {want}, (nices, want)
+
+
+def test_small_ops_run_in_place_up_to_a_budget() -> None:
+    run_alone(__file__, "small_ops_run_in_place_up_to_a_budget")
+
+
+def small_ops_run_in_place_up_to_a_budget(cu: Cuda) -> None:
+    """A small memset on an idle stream runs within the submit: no engine thread starts.
+    A backlog of them, moved on at once, runs in place only up to a budget (64 KiB,
+    each op counting at least 1 KiB): the rest goes to the compute engine's thread,
+    so a long queue or a big graph of small ops never holds one thread."""
+    lib = cu.lib
+    lib.arsim_set_engine_idle_ms(600_000)  # no engine thread ends during the count
+    d = cu.alloc(4 * 256)
+    stream = cu.stream()
+    cu.check(lib.cuMemsetD32Async(d, 7, 256, stream))
+    assert lib.cuStreamQuery(stream) == 0  # done within the submit
+    assert lib.arsim_engine_threads() == 0
+    gate = Gate(cu, stream)  # starts the host-function thread
+    for i in range(256):
+        cu.check(lib.cuMemsetD32Async(d + 4 * i, i, 1, stream))
+    gate.release()  # the host-function thread moves the backlog on
+    cu.check(lib.cuStreamSynchronize(stream))
+    assert (_read_u32(cu, d, 256) == np.arange(256)).all()
+    assert _nice_of_threads_named("arsim-compute"), "every memset ran on one thread"
+
+
+def test_a_big_grid_reuses_the_kernel_helpers() -> None:
+    run_alone(
+        __file__, "a_big_grid_reuses_the_kernel_helpers", env={"ARUNTIME_SIM_KERNEL_THREADS": "3"}
+    )
+
+
+def a_big_grid_reuses_the_kernel_helpers(cu: Cuda) -> None:
+    """A grid split over ARUNTIME_SIM_KERNEL_THREADS runs on the compute engine's thread and
+    that many - 1 helper threads, made once and reused (a thread made per launch would make
+    every big kernel wait for a new thread to be scheduled); every block runs once."""
+    from test_cuda_sim_kernels import _function, _load, _params
+
+    lib = cu.lib
+    lib.arsim_set_engine_idle_ms(600_000)  # no helper ends during the count
+    fill = _function(cu, _load(cu, host_kernels_path().read_bytes()), "fill_f32")
+    n = 1 << 16
+    out = cu.alloc(4 * n)
+    threads_before = _threads()
+    for value in range(20):
+        args, _keep = _params(
+            ffi.new("unsigned int *", n),
+            ffi.new("float *", float(value)),
+            ffi.new("CUdeviceptr *", out),
+        )
+        cu.check(lib.cuLaunchKernel(fill, n // 64, 1, 1, 64, 1, 1, 0, ffi.NULL, args, ffi.NULL))
+        got = np.zeros(n, np.float32)
+        cu.check(lib.cuMemcpyDtoH_v2(ffi.cast("void *", got.ctypes.data), out, got.nbytes))
+        assert (got == value).all(), value
+    # A helper names itself when it first runs, which on a busy host may come
+    # after every chunk was claimed without it: wait for that (bounded).
+    for _ in range(10_000):
+        helpers = _nice_of_threads_named("arsim-kernel")
+        if len(helpers) >= 2:
+            break
+        time.sleep(0.001)
+    assert len(helpers) == 2, helpers
+    assert _threads() - threads_before <= 2 + 2  # the helpers, the compute and D2H engines

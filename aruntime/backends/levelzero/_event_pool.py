@@ -20,6 +20,10 @@ from ._ffi import ffi
 from ._handles import _ZeEvent
 
 
+def _block_descending(event: _ZeEvent) -> int:
+    return -event.block
+
+
 class _EventPool:
     """Host-visible events, recycled; a new ``ze_event_pool`` only when all are in use.
 
@@ -43,6 +47,11 @@ class _EventPool:
     it.  Only then is it free, and it is reset on the host when acquired
     again.  A capture holds the events it records or waits for until its
     graph is destroyed: every replay uses them.
+
+    The pool shrinks too: every ``_POOL_SIZE`` releases it sweeps, and a
+    ``ze_event_pool`` whose events are all free goes back to the driver while
+    more than two pools' worth are free, so that a burst of work in flight
+    does not hold its peak of events (and their objects) for good.
     """
 
     def __init__(
@@ -53,8 +62,10 @@ class _EventPool:
         self._device = device
         self._check = check
         self._timing = timing
-        self._pools: list[Any] = []
-        self._events: list[_ZeEvent] = []
+        #: Each ``ze_event_pool`` by its number, with the events made in it.
+        self._pools: dict[int, tuple[Any, list[_ZeEvent]]] = {}
+        self._next_block = 0
+        self._releases = 0  # since the last sweep made by release()
         self._free: list[_ZeEvent] = []
         #: No holds left, but a signal may still land on them.
         self._deferred: list[_ZeEvent] = []
@@ -95,8 +106,16 @@ class _EventPool:
 
     def release(self, event: _ZeEvent) -> None:
         """Drop one hold; with none left, the event returns to the pool once signalled."""
+        passed_foreign: list[tuple[_ZeEvent, Callable[[_ZeEvent], None]]] = []
         with self._lock:
             self._drop(event)
+            self._releases += 1
+            if self._releases >= _POOL_SIZE and len(self._pools) > 2:
+                self._releases = 0
+                passed_foreign = self._sweep()
+                self._shrink()
+        for waited, release in passed_foreign:  # outside our lock, as in acquire
+            release(waited)
 
     def guard(self, passed: _ZeEvent, waited: _ZeEvent) -> None:
         """Keep ``waited`` until ``passed`` is signalled; takes over one hold of each."""
@@ -146,6 +165,35 @@ class _EventPool:
         self._deferred = still
         return back
 
+    def _shrink(self) -> None:
+        """Give back whole ``ze_event_pool``s of free events, keeping two pools' worth free."""
+        free = self._free
+        if len(free) <= 2 * _POOL_SIZE:
+            return
+        counts: dict[int, int] = {}
+        for event in free:
+            counts[event.block] = counts.get(event.block, 0) + 1
+        gone: set[int] = set()
+        spare = len(free) - 2 * _POOL_SIZE
+        for block, count in counts.items():
+            if count == _POOL_SIZE and spare >= _POOL_SIZE:
+                gone.add(block)
+                spare -= _POOL_SIZE
+        if gone:
+            free = [event for event in free if event.block not in gone]
+        # acquire() pops from the end: the lowest pools' events go out first,
+        # so that the highest ones fall idle and can go back at a later sweep.
+        free.sort(key=_block_descending)
+        self._free = free
+        if not gone:
+            return
+        lib = self._lib
+        for block in gone:
+            pool, events = self._pools.pop(block)
+            for event in events:
+                lib.zeEventDestroy(event.handle)
+            lib.zeEventPoolDestroy(pool)
+
     def _grow(self) -> None:
         desc = ffi.new("ze_event_pool_desc_t*")
         desc.stype = _ST_EVENT_POOL_DESC
@@ -157,7 +205,10 @@ class _EventPool:
         self._check(
             self._lib.zeEventPoolCreate(self._context, desc, 0, ffi.NULL, pool), "zeEventPoolCreate"
         )
-        self._pools.append(pool[0])
+        block = self._next_block
+        self._next_block += 1
+        events: list[_ZeEvent] = []
+        self._pools[block] = (pool[0], events)
         edesc = ffi.new("ze_event_desc_t*")
         edesc.stype = _ST_EVENT_DESC
         edesc.signal = _SCOPE_HOST
@@ -166,18 +217,17 @@ class _EventPool:
             edesc.index = index
             handle = ffi.new("ze_event_handle_t*")
             self._check(self._lib.zeEventCreate(pool[0], edesc, handle), "zeEventCreate")
-            event = _ZeEvent(handle[0], self._timing)
-            self._events.append(event)
+            event = _ZeEvent(handle[0], self._timing, block=block)
+            events.append(event)
             self._free.append(event)
 
     def destroy(self) -> None:
         lib = self._lib
         with self._lock:
-            for event in self._events:
-                lib.zeEventDestroy(event.handle)
-            for pool in self._pools:
+            for pool, events in self._pools.values():
+                for event in events:
+                    lib.zeEventDestroy(event.handle)
                 lib.zeEventPoolDestroy(pool)
-            self._events.clear()
             self._pools.clear()
             self._free.clear()
             self._deferred.clear()

@@ -169,7 +169,12 @@ class _LazyFFI:
     """
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(_build()[0], name)
+        # Kept on the instance once looked up, so the next read (``ffi.NULL``
+        # on every append) finds it without coming here: this lookup costs
+        # more than the driver call it is an argument of.
+        value = getattr(_build()[0], name)
+        setattr(self, name, value)
+        return value
 
     def new(self, cdecl: Any, init: Any = None) -> Any:
         built, table = _build()

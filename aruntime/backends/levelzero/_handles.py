@@ -25,6 +25,8 @@ class _ZeEvent:
     position: int = 0
     #: References that keep it out of the pool (see :class:`_EventPool`).
     holds: int = 0
+    #: The ``ze_event_pool`` it was made in (the pool's number for it).
+    block: int = 0
 
 
 @dataclass(eq=False)

@@ -78,6 +78,8 @@ class _MockStream:
     id: int
     priority: int
     recording: list[Callable[[], None]] | None = None
+    #: This stream's upload log entries by size (the copy fast path's, without a key tuple).
+    h2d_calls: dict[int, MockCall] = field(default_factory=dict)
 
 
 @dataclass
@@ -158,6 +160,9 @@ class MockDriver(Driver):
         self._ids = itertools.count(1)
         self._faults: list[_Fault] = []
         self._lost: DriverError | None = None
+        # No fault injected and the device not lost (kept with both, under
+        # _lock): the copy path's one test instead of two.
+        self._quiet = True
         self.call_log: list[MockCall] = []
         # Per-op costs dominate small copies, so the copy paths reuse byte views
         # of device ranges and log entries (both immutable) instead of rebuilding
@@ -188,11 +193,13 @@ class MockDriver(Driver):
             raise InvalidArgumentError(f"inject_fault: count must be >= 1, got {count}")
         with self._lock:
             self._faults.append(_Fault(kind, error, count))
+            self._quiet = False
 
     def clear_faults(self) -> None:
         with self._lock:
             self._faults.clear()
             self._lost = None
+            self._quiet = True
 
     def calls(self, op: str | None = None) -> list[MockCall]:
         """The call log, optionally only one op's entries."""
@@ -216,6 +223,7 @@ class MockDriver(Driver):
                     fault.remaining -= 1
                     if fault.remaining == 0:
                         self._faults.remove(fault)
+                        self._quiet = not self._faults and self._lost is None
                     # A lost device's later errors quote this one: it names
                     # the call that lost it and where the user made that call.
                     where = ""
@@ -230,6 +238,7 @@ class MockDriver(Driver):
                     )
                     if isinstance(exc, DeviceLostError):
                         self._lost = exc
+                        self._quiet = False
                     raise exc
 
     def _log(self, call: MockCall) -> None:
@@ -435,18 +444,18 @@ class MockDriver(Driver):
 
     def memcpy_h2d(self, src: memoryview, dst: int, stream: DriverStream) -> None:
         n = src.nbytes
-        if (
-            self.synchronous
-            and not self._faults
-            and self._lost is None
-            and stream.recording is None  # type: ignore[attr-defined]
-        ):
+        if self._quiet and self.synchronous and stream.recording is None:  # type: ignore[attr-defined]
             # The common case, without _run's closure: log, then copy.  (The
             # threaded mock is not synchronous: its _run queues to a worker.)
             # Both caches are read inline: two method calls cost more than
             # the 4 KiB copy this path is timed on.
-            call = self._copy_calls.get(("copy_h2d", stream.id, n))  # type: ignore[attr-defined]
-            self.call_log.append(call or self._copy_call("copy_h2d", stream, n))
+            calls = stream.h2d_calls  # type: ignore[attr-defined]
+            call = calls.get(n)
+            if call is None:
+                if len(calls) >= _CACHE_LIMIT:
+                    calls.clear()
+                call = calls[n] = self._copy_call("copy_h2d", stream, n)
+            self.call_log.append(call)
             target = self._byte_views.get((dst, n)) or self._bytes(dst, n)
             target[:] = src
             return
@@ -582,6 +591,7 @@ class MockDriver(Driver):
                 with self._lock:
                     if self._lost is None:
                         self._lost = lost
+                        self._quiet = False
                 raise lost from None
             except Exception as exc:
                 raise DriverError(

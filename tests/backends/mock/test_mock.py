@@ -127,6 +127,28 @@ async def test_any_fault_and_clear(gpu: ar.Backend) -> None:
     gpu.free(ptr)
 
 
+async def test_the_copy_fast_path_sees_every_fault_state(gpu: ar.Backend) -> None:
+    """A 4 KiB upload takes the mock's fast path: injected faults, their end, a lost
+    device and clear_faults() each change what it does."""
+    drv: Any = gpu.driver
+    ptr = gpu.alloc(4096)
+    host = np.arange(4096, dtype=np.uint8)
+    drv.inject_fault("copy_h2d", ar.OutOfMemoryError, count=2)
+    for _ in range(2):
+        with pytest.raises(ar.OutOfMemoryError):
+            await gpu.copy_h2d_async(host, ptr)
+    await gpu.copy_h2d_async(host, ptr)  # the fault was used up
+    drv.inject_fault("copy_h2d", ar.DeviceLostError)
+    with pytest.raises(ar.DeviceLostError):
+        await gpu.copy_h2d_async(host, ptr)
+    with pytest.raises(ar.DeviceLostError, match="lost earlier"):
+        await gpu.copy_h2d_async(host, ptr)  # sticky
+    drv.clear_faults()
+    await gpu.copy_h2d_async(host, ptr)
+    assert np.array_equal(await gpu.copy_d2h_async(ptr, np.zeros_like(host)), host)
+    gpu.free(ptr)
+
+
 async def test_device_lost_is_sticky(gpu: ar.Backend) -> None:
     drv: Any = gpu.driver
     ptr = gpu.alloc(8)
