@@ -264,6 +264,16 @@ CUSIM_INTERNAL cu_ctx *cusim_ctx_from_handle(CUcontext h);
 CUSIM_INTERNAL CUresult cusim_resolve_stream(CUstream h, cu_stream **out);
 /* Set while a _ptsz/_ptds entry point runs: stream 0 is the per-thread stream. */
 CUSIM_INTERNAL extern __thread int cusim_tls_ptds;
+/* The body of a _ptds/_ptsz entry point: `call`, the base entry point, with
+ * stream 0 meaning this thread's per-thread default stream. */
+#define PTDS_CALL(call)                                                             \
+    do {                                                                            \
+        int saved_ = cusim_tls_ptds;                                                \
+        cusim_tls_ptds = 1;                                                         \
+        CUresult r_ = (call);                                                       \
+        cusim_tls_ptds = saved_;                                                    \
+        return r_;                                                                  \
+    } while (0)
 /* Submits an op with the legacy-stream ordering rules and capture checks. */
 CUSIM_INTERNAL CUresult cusim_submit(cu_stream *s, arsim_op *op, uint64_t *seq_out);
 CUSIM_INTERNAL CUresult cusim_submit_graph(cu_stream *s, const arsim_graph *g);

@@ -355,19 +355,11 @@ CUresult cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, si
 }
 
 /* Per-thread-default-stream forms: stream 0 is the calling thread's stream. */
-#define PTSZ(call)                                                                   \
-    do {                                                                             \
-        int saved_ = cusim_tls_ptds;                                                 \
-        cusim_tls_ptds = 1;                                                          \
-        CUresult r_ = (call);                                                        \
-        cusim_tls_ptds = saved_;                                                     \
-        return r_;                                                                   \
-    } while (0)
 
 CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count, CUmemLocation location_,
                                     unsigned int flags, CUstream hStream)
 {
-    PTSZ(cuMemPrefetchAsync_v2(devPtr, count, location_, flags, hStream));
+    PTDS_CALL(cuMemPrefetchAsync_v2(devPtr, count, location_, flags, hStream));
 }
 
 CUresult cuMemPrefetchBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *sizes, size_t count,
@@ -375,14 +367,14 @@ CUresult cuMemPrefetchBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *sizes, size_t 
                                       size_t numPrefetchLocs, unsigned long long flags,
                                       CUstream hStream)
 {
-    PTSZ(cuMemPrefetchBatchAsync(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs,
+    PTDS_CALL(cuMemPrefetchBatchAsync(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs,
                                  numPrefetchLocs, flags, hStream));
 }
 
 CUresult cuMemDiscardBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *sizes, size_t count,
                                      unsigned long long flags, CUstream hStream)
 {
-    PTSZ(cuMemDiscardBatchAsync(dptrs, sizes, count, flags, hStream));
+    PTDS_CALL(cuMemDiscardBatchAsync(dptrs, sizes, count, flags, hStream));
 }
 
 CUresult cuMemDiscardAndPrefetchBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *sizes, size_t count,
@@ -390,7 +382,7 @@ CUresult cuMemDiscardAndPrefetchBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *size
                                                 size_t *prefetchLocIdxs, size_t numPrefetchLocs,
                                                 unsigned long long flags, CUstream hStream)
 {
-    PTSZ(cuMemDiscardAndPrefetchBatchAsync(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs,
+    PTDS_CALL(cuMemDiscardAndPrefetchBatchAsync(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs,
                                            numPrefetchLocs, flags, hStream));
 }
 

@@ -5,15 +5,6 @@
  * base entry point with stream 0 meaning CU_STREAM_PER_THREAD. */
 #include "cusim.h"
 
-#define PTDS_CALL(call)                                                             \
-    do {                                                                            \
-        int saved_ = cusim_tls_ptds;                                                \
-        cusim_tls_ptds = 1;                                                         \
-        CUresult r_ = (call);                                                       \
-        cusim_tls_ptds = saved_;                                                    \
-        return r_;                                                                  \
-    } while (0)
-
 CUSIM_API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n)
 {
     PTDS_CALL(cuMemcpyHtoD_v2(dst, src, n));
