@@ -12,8 +12,14 @@ on this machine (an optional package missing) prints why and returns
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
-from collections.abc import Sequence
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -74,3 +80,37 @@ def table(title: str, columns: Sequence[str]) -> Table:
     for i, name in enumerate(columns):
         t.add_column(name, justify="left" if i == 0 else "right")
     return t
+
+
+#: What a worker process prints before its one JSON line of results.
+WORKER_MARK = "@@aruntime-bench-worker@@ "
+
+
+def worker_result(result: Any) -> None:
+    """In a worker process: hand ``result`` (JSON-able) to :func:`run_worker`."""
+    print(WORKER_MARK + json.dumps(result), flush=True)
+
+
+def run_worker(
+    script: str, args: Sequence[str], env: Mapping[str, str] = {}
+) -> dict[str, Any] | str:
+    """Run ``script --worker ARGS`` in a fresh interpreter; its results, or why there are none.
+
+    A fresh process per measurement: the sims' engine threads and knobs live
+    as long as the process.  From a checkout the worker imports the
+    checkout's aruntime; an installed copy (aruntime/_benchmarks) is
+    importable already.
+    """
+    full = dict(os.environ, **env)
+    here = Path(script).resolve().parent
+    if (here.parent / "aruntime").is_dir():
+        root = str(here.parent)
+        full["PYTHONPATH"] = os.pathsep.join(p for p in (root, full.get("PYTHONPATH", "")) if p)
+    cmd = [sys.executable, str(Path(script).resolve()), "--worker", *args]
+    proc = subprocess.run(cmd, env=full, capture_output=True, text=True, check=False)
+    for line in proc.stdout.splitlines():
+        if line.startswith(WORKER_MARK):
+            result: dict[str, Any] = json.loads(line[len(WORKER_MARK) :])
+            return result
+    tail = (proc.stderr or proc.stdout).strip().splitlines()
+    return f"failed (exit {proc.returncode}): {tail[-1] if tail else 'no output'}"

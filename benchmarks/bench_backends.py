@@ -37,19 +37,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
-from _harness import NOISE, mark
+from _harness import NOISE, mark, run_worker, worker_result
 
 QUICK_ARGV = ["--quick"]
 BACKENDS = ("cuda-sim", "levelzero-sim")
-_MARK = "@@bench_backends@@ "
 _HERE = Path(__file__).resolve().parent
 #: Row 1 twice: ops back to back, and each op 1 ms after the last (every thread asleep).
 _GAPS_MS = (0, 1)
@@ -92,22 +89,7 @@ def _measure(backend: str, quick: bool) -> dict[str, Any]:
 
 def _run_worker(backend: str, quick: bool) -> dict[str, Any] | str:
     """Measure ``backend`` in a subprocess; its results, or why there are none."""
-    env = dict(os.environ)
-    # From a checkout the worker imports the checkout's aruntime; an installed
-    # copy (aruntime/_benchmarks) is importable already.
-    if (_HERE.parent / "aruntime").is_dir():
-        root = str(_HERE.parent)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", backend]
-    if quick:
-        cmd.append("--quick")
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    for line in proc.stdout.splitlines():
-        if line.startswith(_MARK):
-            result: dict[str, Any] = json.loads(line[len(_MARK) :])
-            return result
-    tail = (proc.stderr or proc.stdout).strip().splitlines()
-    return f"failed (exit {proc.returncode}): {tail[-1] if tail else 'no output'}"
+    return run_worker(__file__, [backend, *(["--quick"] if quick else [])])
 
 
 def _rows(r: dict[str, Any]) -> dict[str, str]:
@@ -186,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--worker", metavar="BACKEND", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        print(_MARK + json.dumps(_measure(args.worker, args.quick)), flush=True)
+        worker_result(_measure(args.worker, args.quick))
         return 0
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     results = {b: _run_worker(b, args.quick) for b in backends}

@@ -30,24 +30,20 @@ is asserted about time.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
-from _harness import NOISE, mark
+from _harness import NOISE, mark, run_worker, worker_result
 
 BACKENDS = ("cuda-sim", "levelzero-sim")
 QUICK_ARGV = ["--quick"]
 NEIGHBOURS = 2
 OBJECT_SLACK = 400
 _HERE = Path(__file__).resolve().parent
-_MARK = "@@bench_contention@@ "
 
 
 def _measure(backend: str, requests: int, rounds: int) -> dict[str, Any]:
@@ -83,21 +79,10 @@ def _measure(backend: str, requests: int, rounds: int) -> dict[str, Any]:
 
 
 def _run_worker(backend: str, requests: int, rounds: int, nice: str) -> dict[str, Any] | str:
-    env = dict(os.environ)
-    if (_HERE.parent / "aruntime").is_dir():
-        root = str(_HERE.parent)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    if nice:
-        env["ARUNTIME_SIM_ENGINE_NICE"] = nice
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", backend]
-    cmd += ["--requests", str(requests), "--rounds", str(rounds)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    for line in proc.stdout.splitlines():
-        if line.startswith(_MARK):
-            result: dict[str, Any] = json.loads(line[len(_MARK) :])
-            return result
-    tail = (proc.stderr or proc.stdout).strip().splitlines()
-    return f"failed (exit {proc.returncode}): {tail[-1] if tail else 'no output'}"
+    env = {"ARUNTIME_SIM_ENGINE_NICE": nice} if nice else {}
+    return run_worker(
+        __file__, [backend, "--requests", str(requests), "--rounds", str(rounds)], env
+    )
 
 
 def _rows(r: dict[str, Any]) -> dict[str, str]:
@@ -169,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     requests = args.requests or (200 if args.quick else 2000)
     rounds = args.rounds or (1 if args.quick else 3)
     if args.worker:
-        print(_MARK + json.dumps(_measure(args.worker, requests, rounds)), flush=True)
+        worker_result(_measure(args.worker, requests, rounds))
         return 0
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
     settings = [("", "default")] + ([(args.nice, f"+{args.nice}")] if args.nice else [])
