@@ -4,8 +4,8 @@ Two backends are peers when their drivers are two devices of the same driver
 (two ``open_backend("cuda", device=i)``, say).  Between peers, and only
 there, ``copy_d2d_async`` copies (src and dst on two devices) and
 ``stream_wait_event`` orders one device's stream after the other's event
-(docs/design.md, "Several devices").  Every other use of a pointer on a
-device that does not own it is refused, naming both devices.
+(docs/scaling.md, "One node, several devices: a pool").  Every other use of
+a pointer on a device that does not own it is refused, naming both devices.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 ``copy_d2d_async`` with ``src`` and ``dst`` on two devices of one driver is
 a peer copy, queued on the stream of the backend whose method was called
-(docs/design.md, "Several devices"); one of the two sides must be that
-backend's.  Each side is checked against its own device's ledger, and the
+(docs/scaling.md, "One node, several devices: a pool"); one of the two
+sides must be that backend's.  Each side is checked against its own device's ledger, and the
 other device's frees then wait for this device's queued work too
 (:meth:`aruntime._state.BackendState.add_peer_user`).
 """

@@ -246,3 +246,33 @@ def test_every_documented_knob_is_read_somewhere() -> None:
         f"docs/backends.md (knobs table, line {line}) lists knobs that nothing in "
         f"aruntime/ or ffi/ reads any more; remove them: {stale}"
     )
+
+
+_CITE = re.compile(r"\b((?:docs|ffi)/[A-Za-z0-9_/.-]+\.md)(?:, \"([^\"]+)\")?")
+_CITING = ("aruntime", "ffi", "tests", "examples", "benchmarks", "docs", ".ci")
+_SUFFIXES = {".py", ".md", ".c", ".h", ".def", ".sh", ".toml"}
+
+
+def test_every_cited_document_and_section_exists() -> None:
+    """The repository cites only files it has, and headings those files have."""
+    missing = []
+    paths = [ROOT / "README.md"]
+    for top in _CITING:
+        paths += [p for p in (ROOT / top).rglob("*") if p.suffix in _SUFFIXES]
+    for path in paths:
+        if "_generated" in path.parts or not path.is_file():
+            continue
+        for match in _CITE.finditer(path.read_text(errors="replace")):
+            target, section = ROOT / match[1], match[2]
+            where = f"{path.relative_to(ROOT)} cites {match[0]}"
+            if not target.is_file():
+                missing.append(where)
+            elif section is not None:
+                headings = {
+                    line.lstrip("#").strip()
+                    for line in target.read_text().splitlines()
+                    if line.startswith("#")
+                }
+                if section not in headings:
+                    missing.append(f"{where} (no such heading)")
+    assert not missing, "\n".join(missing)

@@ -1,4 +1,4 @@
-"""Peer copies and cross-device ordering on two sim devices (docs/design.md, "Several devices").
+"""Peer copies and cross-device ordering on two sim devices (docs/scaling.md).
 
 The sims read ``ARUNTIME_SIM_DEVICES`` and their timing knobs when they load,
 so each case runs tests/multi/peer_scenarios.py in a fresh process.  The copy
