@@ -279,8 +279,10 @@ static int parse_reg_decl(parser *ps)
     return ptx_expect(ps, ';');
 }
 
-/* A .param in a body: a call argument or return slot in the per-lane frame. */
-static int parse_frame_param(parser *ps)
+/* One sized `.type name[N]` parameter, laid out at the aligned end of *bytes
+ * and named as a symbol of `kind`; its offset and size go to *off and *size. */
+static int parse_one_param(parser *ps, int line, int kind, uint32_t *bytes, uint32_t *off,
+                           uint32_t *size)
 {
     decl d;
     if (parse_decl_head(ps, &d))
@@ -291,12 +293,20 @@ static int parse_frame_param(parser *ps)
     if (parse_decl_name(ps, name, sizeof name, &count, &angle))
         return -1;
     if (count < 0)
-        return ptx_fail(ps, cur(ps)->line, PTX_ERR_INVALID, "unsized .param '%s'", name);
+        return ptx_fail(ps, line, PTX_ERR_INVALID, "unsized parameter '%s'", name);
     uint32_t esize = (uint32_t)ptx_type_size(d.type) * (uint32_t)d.vecn;
     uint32_t align = d.align ? d.align : esize;
-    uint32_t off = align_up(ps->f->frame_bytes, align);
-    ps->f->frame_bytes = off + (uint32_t)count * esize;
-    if (ptx_add_sym(ps, 0, name, SYM_FPARAM, off, (uint32_t)count * esize))
+    *size = (uint32_t)count * esize;
+    *off = align_up(*bytes, align);
+    *bytes = *off + *size;
+    return ptx_add_sym(ps, 0, name, kind, *off, *size);
+}
+
+/* A .param in a body: a call argument or return slot in the per-lane frame. */
+static int parse_frame_param(parser *ps)
+{
+    uint32_t off, size;
+    if (parse_one_param(ps, cur(ps)->line, SYM_FPARAM, &ps->f->frame_bytes, &off, &size))
         return -1;
     return ptx_expect(ps, ';');
 }
@@ -311,29 +321,13 @@ static int parse_param_list(parser *ps, int entry, pparam *out, uint32_t *nout, 
         if (!is_id(cur(ps), ".param"))
             return ptx_fail(ps, line, PTX_ERR_INVALID, "expected .param (register parameters are not supported)");
         ps->i++;
-        decl d;
-        if (parse_decl_head(ps, &d))
-            return -1;
-        char name[PTX_NAME_MAX];
-        long count;
-        int angle;
-        if (parse_decl_name(ps, name, sizeof name, &count, &angle))
-            return -1;
-        if (count < 0)
-            return ptx_fail(ps, line, PTX_ERR_INVALID, "unsized parameter '%s'", name);
         if (*nout >= max)
             return ptx_fail(ps, line, PTX_ERR_INVALID, "more than %u parameters", max);
-        uint32_t esize = (uint32_t)ptx_type_size(d.type) * (uint32_t)d.vecn;
-        uint32_t align = d.align ? d.align : esize;
-        uint32_t size = (uint32_t)count * esize;
         uint32_t *bytes = entry ? &ps->f->param_bytes : &ps->f->frame_bytes;
-        uint32_t off = align_up(*bytes, align);
-        *bytes = off + size;
-        out[*nout].offset = off;
-        out[*nout].size = size;
-        (*nout)++;
-        if (ptx_add_sym(ps, 0, name, entry ? SYM_KPARAM : SYM_FPARAM, off, size))
+        pparam *p = &out[*nout];
+        if (parse_one_param(ps, line, entry ? SYM_KPARAM : SYM_FPARAM, bytes, &p->offset, &p->size))
             return -1;
+        (*nout)++;
         if (is_p(cur(ps), ','))
             ps->i++;
         else if (!is_p(cur(ps), ')'))
