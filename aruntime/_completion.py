@@ -30,6 +30,7 @@ __all__ = [
     "fail_forked",
     "failed",
     "finish",
+    "release_views",
     "settled",
     "watched",
 ]
@@ -290,7 +291,7 @@ class Completion:
             self._keepalive = ()
         if error is not None and self._hooks is not None:
             self._hooks.note_failure(self)
-        _release_views(views)
+        release_views(views)
         for fn in callbacks:
             try:
                 fn()
@@ -445,7 +446,7 @@ class settled:
             yield from park(completion.subscribe, completion.unsubscribe)
 
 
-def _release_views(views: tuple[memoryview, ...]) -> None:
+def release_views(views: tuple[memoryview, ...]) -> None:
     """Release the core's own views of an op's host buffers, unlocking resizable ones."""
     for view in views:
         try:

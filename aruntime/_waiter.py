@@ -23,7 +23,9 @@ measurements behind it are in ``docs/performance.md`` and come from
    the stream is left to finish, it is finished right there, with the same
    ``event_wait`` (returns at once, raises the op's error) and marker return
    as the thread uses: no thread is woken or even started, and awaiting it
-   is one checkpoint.
+   is one checkpoint.  The policy asks first (:meth:`StreamWaiter.passed`,
+   then :meth:`StreamWaiter.settle`) and hands over an already finished
+   Completion, so no pending one is made and finished for such an op.
 1. ``await`` first asks, once and without blocking, whether the op is done
    (:meth:`StreamWaiter.finish_ready`: one lock-free ``event_query`` per op
    queued before it, only when the waiter thread is not mid-op).  If it is,
@@ -127,15 +129,60 @@ class StreamWaiter:
         needs to run for it, and no thread is woken or started (see 0. in
         the module's docstring).
         """
-        with self._cond:
-            if self._closing:
-                raise AruntimeError(f"{self._label}: stream is closing")
-            idle = not self._queue and self._current is None
-        # Submits are serialized by the stream's lock, and the thread and
-        # finish_ready only take what is queued: an idle waiter stays idle.
-        if idle and _AWAIT_QUERY and self._done_now(event):
-            self._complete(event, completion, release, 0.0)
+        if self.passed(event):
+            error = self.settle(event, release, completion.op)
+            if not self._abandon:
+                finish(completion, error)
             return
+        self.enqueue(event, completion, release)
+
+    def passed(self, event: DriverEvent) -> bool:
+        """Whether the device is past ``event`` with nothing queued here before it.
+
+        The caller holds the stream's lock and has just recorded ``event``
+        behind an op.  True means the op may be settled (:meth:`settle`) and
+        finished on the caller's thread: 0. in the module's docstring.  Raises
+        if the stream is closing.
+        """
+        # Read without _cond: submits are serialized by the stream's lock, and
+        # the thread and finish_ready only take what is queued, so a waiter
+        # seen idle stays idle; one seen busy is left to queue in order.
+        if self._closing:
+            raise AruntimeError(f"{self._label}: stream is closing")
+        if self._queue or self._current is not None or not _AWAIT_QUERY:
+            return False
+        return self._done_now(event)
+
+    def settle(
+        self, event: DriverEvent, release: Callable[[DriverEvent], None] | None, op: str
+    ) -> BaseException | None:
+        """The error of the op behind ``event``, which it is past; then return the marker.
+
+        ``event_wait`` returns at once on a passed event, and is what raises
+        the op's error (Level Zero reports replay failures only there).
+        """
+        error: BaseException | None = None
+        try:
+            self._driver.event_wait(event)
+        except DriverError as exc:
+            error = exc
+        except BaseException as exc:  # never leave an awaiter hanging
+            error = AruntimeError(f"{op}: waiting for the device failed: {exc!r}")
+            error.__cause__ = exc
+        if release is not None:
+            try:
+                release(event)
+            except Exception:
+                _log.exception("returning a marker event failed")
+        return error
+
+    def enqueue(
+        self,
+        event: DriverEvent,
+        completion: Completion,
+        release: Callable[[DriverEvent], None] | None,
+    ) -> None:
+        """Queue an op's marker and Completion for the thread (the stream's lock is held)."""
         with self._cond:
             if self._closing:
                 raise AruntimeError(f"{self._label}: stream is closing")
@@ -273,8 +320,9 @@ class StreamWaiter:
                 except DriverError:
                     return
                 with self._cond:
-                    self._queue.popleft()
+                    # _current first: passed() reads both without _cond.
                     self._current = head
+                    self._queue.popleft()
                 self._complete(event, head, release, 0.0)
                 with self._cond:
                     self._current = None
@@ -298,8 +346,10 @@ class StreamWaiter:
                 with self._cond:
                     if not self._queue:
                         continue  # an awaiting thread finished it first (finish_ready)
-                    event, completion, release = self._queue.popleft()
+                    event, completion, release = self._queue[0]
+                    # _current first: passed() reads both without _cond.
                     self._current = completion
+                    self._queue.popleft()
                 self._complete(event, completion, release, _SPIN_S)
                 with self._cond:
                     self._current = None
@@ -320,28 +370,20 @@ class StreamWaiter:
         release: Callable[[DriverEvent], None] | None,
         spin_s: float,
     ) -> None:
-        error: BaseException | None = None
-        try:
-            if spin_s > 0.0:
-                start = time.perf_counter()
-                caught = self._spin_next and _spin(self._driver, event, spin_s)
-            # Also after a spin that saw the op done: event_wait is what raises
-            # the op's error (Level Zero reports replay failures only there).
-            self._driver.event_wait(event)
-            if spin_s > 0.0:
-                # Spin for the next op only while this stream's ops end soon
-                # after we reach them: a stream of long ops parks at once.
-                self._spin_next = caught or time.perf_counter() - start <= 2.0 * spin_s
-        except DriverError as exc:
-            error = exc
-        except BaseException as exc:  # never leave an awaiter hanging
-            error = AruntimeError(f"{completion.op}: waiting for the device failed: {exc!r}")
-            error.__cause__ = exc
-        if release is not None:
+        """The thread's and finish_ready's end of an op: spin, settle, finish."""
+        if spin_s > 0.0:
+            start = time.perf_counter()
             try:
-                release(event)
-            except Exception:
-                _log.exception("returning a marker event failed")
+                caught = self._spin_next and _spin(self._driver, event, spin_s)
+            except Exception:  # a broken query: settle's event_wait reports what is wrong
+                caught = False
+        # Also after a spin that saw the op done: settle's event_wait is what
+        # raises the op's error.
+        error = self.settle(event, release, completion.op)
+        if spin_s > 0.0 and error is None:
+            # Spin for the next op only while this stream's ops end soon
+            # after we reach them: a stream of long ops parks at once.
+            self._spin_next = caught or time.perf_counter() - start <= 2.0 * spin_s
         if not self._abandon:
             finish(completion, error)
 

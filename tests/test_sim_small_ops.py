@@ -138,3 +138,41 @@ async def test_an_op_done_at_submit_still_finishes_after_the_ops_before_it(
         gpu.destroy_event(event)
     assert order == ["slow", "event"]
     gpu.free(dev)
+
+
+async def test_an_op_done_at_submit_gets_a_finished_completion_and_no_pending_one(
+    gpu: ar.Backend,
+) -> None:
+    """Nobody will wait for it, so no pending Completion is made and finished around it:
+    ops that return nothing share one finished Completion, as on the mock."""
+    dev = gpu.alloc(64)
+    with gpu.create_stream() as stream:
+        first = gpu.memset_async(dev, 1, 64, stream=stream)
+        second = gpu.memset_async(dev, 2, 64, stream=stream)
+        assert first is second and first.done()
+        out = np.zeros(64, np.uint8)
+        pinned = gpu.alloc_host_pinned(64)
+        dst = np.frombuffer(pinned, dtype=np.uint8)
+        fetched = gpu.copy_d2h_async(dev, dst, stream=stream)
+        assert fetched.done() and fetched is not first
+        assert await fetched is dst  # its own finished Completion, holding the result
+        out[:] = dst
+        del dst, fetched
+        gpu.free_host_pinned(pinned)
+    assert (out == 2).all()
+    gpu.free(dev)
+
+
+async def test_an_op_done_at_submit_lets_go_of_the_callers_buffer(gpu: ar.Backend) -> None:
+    """The core's view of a host buffer is released when the op finishes, at once here:
+    a bytearray can be resized again as soon as the enqueue returns."""
+    dev = gpu.alloc(64)
+    data = bytearray(range(64))
+    with gpu.create_stream() as stream:
+        op = gpu.copy_h2d_async(data, dev, stream=stream)
+        assert op.done()
+        data.extend(b"more")  # BufferError while a view of it is held
+        await op
+    out = await gpu.copy_d2h_async(dev, np.zeros(64, np.uint8))
+    assert bytes(out) == bytes(range(64))
+    gpu.free(dev)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import anyio
@@ -141,3 +142,57 @@ def test_ops_left_behind_by_a_finished_loop_still_finish() -> None:
         gpu.free(dev)
         stream.close()
         gpu.close()
+
+
+class _HeldDriver:
+    """Event "held" stays pending until ``go`` is set; every other event is passed."""
+
+    def __init__(self) -> None:
+        self.go = threading.Event()
+
+    def event_query(self, event: DriverEvent) -> bool:
+        return event != "held" or self.go.is_set()
+
+    def event_wait(self, event: DriverEvent) -> None:
+        if event == "held":
+            self.go.wait(30)
+
+
+def test_an_op_passed_at_submit_is_left_to_queue_behind_one_being_finished() -> None:
+    """``passed`` reads the queue without the lock: while the thread holds an op it
+    has taken off the queue, a later op must queue behind it, not finish first."""
+    from aruntime._completion import Completion
+
+    driver = _HeldDriver()
+    waiter = _waiter.StreamWaiter(driver, "t")  # type: ignore[arg-type]
+    first, second = Completion("first"), Completion("second")
+    order: list[str] = []
+    first.subscribe(lambda: order.append("first"))
+    second.subscribe(lambda: order.append("second"))
+    try:
+        waiter.submit("held", first, None)  # type: ignore[arg-type]
+        deadline = time.monotonic() + 30
+        while waiter._queue and time.monotonic() < deadline:  # the thread takes it
+            time.sleep(0.001)
+        assert not waiter._queue and not first.done()
+        assert not waiter.passed("next")  # type: ignore[arg-type]
+        waiter.submit("next", second, None)  # type: ignore[arg-type]
+        assert not second.done()
+        driver.go.set()
+        assert second.wait(30) is None
+    finally:
+        driver.go.set()
+        waiter.close()
+        waiter.join(30)
+    assert order == ["first", "second"]
+
+
+def test_an_idle_waiter_passes_a_done_op_and_refuses_once_closing() -> None:
+    driver = _HeldDriver()
+    waiter = _waiter.StreamWaiter(driver, "t")  # type: ignore[arg-type]
+    assert waiter.passed("done")  # type: ignore[arg-type]
+    assert not waiter.passed("held")  # type: ignore[arg-type]
+    assert waiter.settle("done", None, "op") is None  # type: ignore[arg-type]
+    waiter.close()
+    with pytest.raises(ar.AruntimeError, match="closing"):
+        waiter.passed("done")  # type: ignore[arg-type]
