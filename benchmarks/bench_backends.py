@@ -10,7 +10,9 @@ driver list per process), then one table is printed with a column per backend:
    when it starts); target at most 0.5x.  Beside it, the physical floor: one
    round trip between two threads over a mutex and condition variable (what
    wakes the sim's engine threads and the host's waiters), measured by the
-   sim in C; target: the await within 2x of it;
+   sim in C; target: the await within 2x of it.  Beside them, the mock's
+   await in the same rounds: a backend with no thread and no driver, so what
+   the core's Python and one loop turn cost on this machine;
 2. CPU while awaiting one 200 ms op, as % of one core over its wall time: the
    event-loop thread (target at most 5%), the stream's waiter thread, and the
    whole process (the sim's own engine threads included);
@@ -70,6 +72,11 @@ def _measure(backend: str, quick: bool) -> dict[str, Any]:
             out[f"wake_{loop}_{gap_ms}"] = anyio.run(
                 sb.wake_latency, backend, size["runs"], gap_ms * 1e-3, backend=loop
             )
+            # The same rounds on the mock: no thread, no driver, only the core's
+            # Python and the loop's turn, as near to the floor as Python gets here.
+            out[f"mock_{loop}_{gap_ms}"] = anyio.run(
+                sb.wake_latency, "mock", size["runs"], gap_ms * 1e-3, backend=loop
+            )[0]
     for gap_ms in _GAPS_MS:
         out[f"floor_{gap_ms}"] = sb.handoff_floor_us(backend, size["runs"], gap_ms * 1e-3)
     cpu = anyio.run(sb.loop_cpu, backend, size["op_ms"])
@@ -110,6 +117,11 @@ def _rows(r: dict[str, Any]) -> dict[str, str]:
             rows[f"1. ... await / floor (<= 2x) [{loop}, {when}]"] = (
                 f"{floor:.2f}x {mark(floor <= 2.0)}"
             )
+            mock = r[f"mock_{loop}_{gap_ms}"]
+            rows[f"1. ... mock's await us, / floor [{loop}, {when}]"] = (
+                f"{mock:.0f}, {mock / r[f'floor_{gap_ms}']:.2f}x"
+            )
+            rows[f"1. ... await / mock's await [{loop}, {when}]"] = f"{direct / mock:.2f}x"
     loop_pct, waiter_pct, proc_pct, _wall = r["cpu"]
     size = r["size"]
     rows[f"2. CPU awaiting a {size['op_ms']:.0f} ms op: loop thread (<= 5%)"] = (

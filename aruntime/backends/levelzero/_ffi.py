@@ -181,8 +181,17 @@ class _LazyFFI:
         return built.new(_resolve(table, cdecl), init)
 
     def cast(self, cdecl: Any, source: Any) -> Any:
+        # Every append casts its pointers: once built, this instance's ``cast``
+        # is a closure over cffi's own (a type not in the table, or already a
+        # cffi type, is its own key).
         built, table = _build()
-        return built.cast(_resolve(table, cdecl), source)
+        bound, lookup = built.cast, table.get
+
+        def fast(cdecl: Any, source: Any) -> Any:
+            return bound(lookup(cdecl, cdecl), source)
+
+        self.cast = fast  # type: ignore[method-assign]
+        return fast(cdecl, source)
 
     def sizeof(self, cdecl: Any) -> int:
         built, table = _build()

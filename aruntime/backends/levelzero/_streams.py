@@ -115,6 +115,8 @@ class _StreamOps(_LevelZeroBase):
     def event_record(self, event: DriverEvent, stream: DriverStream) -> None:
         e = cast(_Event, event)
         s = cast(_ZeStream, stream)
+        if s.capture is None and self._record_again(e, s):
+            return
         pool = self._pool(e.timing)
         fresh = pool.acquire()
         try:
@@ -142,6 +144,41 @@ class _StreamOps(_LevelZeroBase):
             # Waits already queued on it hold it; the pool reuses it after them.
             pool.release(previous)
 
+    def _record_again(self, e: _Event, s: _ZeStream) -> bool:
+        """Record ``e`` into the ze event of its last record, if nothing else can see that one.
+
+        The common case of every op's marker: its last record has been
+        signalled and only ``e`` holds it (a host wait or a queued device wait
+        holds it too, and takes ``e.lock`` to get its hold), so it is reset and
+        signalled again in place, without the pool's lock twice.  False: the
+        caller records into a fresh event from the pool.
+        """
+        lib = self._lib
+        with s.lock:
+            if s.capture is not None:
+                return False
+            with e.lock:
+                z = e.current
+                if z is None or z.holds != 1 or z.fired:
+                    return False
+                if lib.zeEventQueryStatus(z.handle) != ZE_RESULT_SUCCESS:
+                    return False  # not signalled yet (or an error, for the pool's path)
+                self._check(lib.zeEventHostReset(z.handle), "zeEventHostReset")
+                z.recorded = False
+                try:
+                    self._barrier(self._tail(s), signal=z)
+                except BaseException:
+                    # Nothing will signal it now: e reads as its last record
+                    # did (complete), and the pool frees the unrecorded event.
+                    e.current = None
+                    self._pool(e.timing).release(z)
+                    raise
+                z.recorded = True
+                z.stream = s
+                z.position = s.records
+                s.records += 1
+        return True
+
     def event_query(self, event: DriverEvent) -> bool:
         e = cast(_Event, event)
         with e.lock:  # the event's hold keeps its current ze event from being reused
@@ -156,6 +193,20 @@ class _StreamOps(_LevelZeroBase):
 
     def event_wait(self, event: DriverEvent) -> None:
         e = cast(_Event, event)
+        with e.lock:  # as in event_query: the event's hold keeps its ze event ours
+            current = e.current
+            if current is None:
+                return
+            rc = self._lib.zeEventQueryStatus(current.handle)
+            # Read under the lock: once it is let go, a new record may hand
+            # this ze event back to the pool, which resets them for reuse.
+            stream, position = current.stream, current.position
+        if rc != ZE_RESULT_NOT_READY:
+            # Passed already, as for nearly every wait the core makes (its
+            # waiters ask first): no hold to take for a wait that cannot block.
+            self._check(rc, "zeEventQueryStatus")
+            self._raise_replay_failure(stream, position)
+            return
         current = self._held_current(e)
         if current is None:
             return
@@ -168,13 +219,17 @@ class _StreamOps(_LevelZeroBase):
         self._check(
             self._lib.zeEventHostSynchronize(z.handle, UINT64_MAX), "zeEventHostSynchronize"
         )
-        s = z.stream
+        self._raise_replay_failure(z.stream, z.position)
+
+    def _raise_replay_failure(self, s: _ZeStream | None, position: int) -> None:
+        """Raise the error of a graph replay that failed on ``s`` before the record at
+        ``position``, if any."""
         if s is not None and s.failures:
             # A graph replay that failed before this record: its error belongs
             # to the first event recorded after it (the replay's own Completion).
             with s.lock:
-                due = [f for f in s.failures if f[0] <= z.position]
-                s.failures = [f for f in s.failures if f[0] > z.position]
+                due = [f for f in s.failures if f[0] <= position]
+                s.failures = [f for f in s.failures if f[0] > position]
             if due:
                 raise due[0][1]
 

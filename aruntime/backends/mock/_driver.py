@@ -169,6 +169,7 @@ class MockDriver(Driver):
         # them.  Addresses are never reused, so a stale view cannot alias new
         # memory; frees clear the cache only to release the arrays.
         self._byte_views: dict[tuple[int, int], memoryview] = {}
+        self._array_views: dict[tuple[int, int], np.ndarray[Any, np.dtype[np.uint8]]] = {}
         self._copy_calls: dict[tuple[str, int, int], MockCall] = {}
 
     # -- user-facing extras --------------------------------------------------
@@ -264,6 +265,21 @@ class MockDriver(Driver):
             mv = self._byte_views[key] = self.view(address, nbytes).data
         return mv
 
+    def _array(self, address: int, nbytes: int) -> np.ndarray[Any, np.dtype[np.uint8]]:
+        """:meth:`view`, cached per range like :meth:`_bytes`."""
+        key = (address, nbytes)
+        array = self._array_views.get(key)
+        if array is None:
+            if len(self._array_views) >= _CACHE_LIMIT:
+                self._array_views.clear()
+            array = self._array_views[key] = self.view(address, nbytes)
+        return array
+
+    def _forget_views(self) -> None:
+        """Memory was freed: a cached view may now name another allocation's bytes."""
+        self._byte_views.clear()
+        self._array_views.clear()
+
     # -- memory resolution -----------------------------------------------------
     def view(self, address: int, nbytes: int) -> np.ndarray[Any, np.dtype[np.uint8]]:
         """A writable uint8 numpy view of ``nbytes`` of mock device memory."""
@@ -301,7 +317,7 @@ class MockDriver(Driver):
 
     def close(self) -> None:
         with self._lock:
-            self._byte_views.clear()
+            self._forget_views()
             self._arrays.clear()
             self._bases.clear()
             self._host.clear()
@@ -344,7 +360,7 @@ class MockDriver(Driver):
                 )
             self._bases.remove(address)
             self._used -= array.size
-            self._byte_views.clear()
+            self._forget_views()
         self._log(MockCall("free", nbytes=int(array.size)))
 
     def host_alloc(self, nbytes: int) -> tuple[int, memoryview]:
@@ -359,7 +375,7 @@ class MockDriver(Driver):
     def host_free(self, address: int) -> None:
         with self._lock:
             self._host.pop(address, None)
-            self._byte_views.clear()
+            self._forget_views()
             for alias in [a for a, h in self._host_mapped.items() if h == address]:
                 del self._host_mapped[alias]
         self._log(MockCall("free_host"))
@@ -503,6 +519,12 @@ class MockDriver(Driver):
         self._run(stream, "copy_2d", call, op)
 
     def memset_d8(self, dst: int, value: int, nbytes: int, stream: DriverStream) -> None:
+        if self._quiet and self.synchronous and stream.recording is None:  # type: ignore[attr-defined]
+            # The common case, as in memcpy_h2d: a cached log entry and view, no closure.
+            self.call_log.append(self._copy_call("memset", stream, nbytes))
+            self._array(dst, nbytes).fill(value)
+            return
+
         def op() -> None:
             self.view(dst, nbytes).fill(value)
 

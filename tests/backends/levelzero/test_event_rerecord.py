@@ -308,3 +308,83 @@ def test_triple_buffered_pipeline_rerecords_each_chunk(loop: str) -> None:
         ARUNTIME_SIM_OP_LATENCY_US="2000",
     )
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_a_passed_record_only_its_event_holds_is_recorded_again_in_place(ze: ZeDriver) -> None:
+    """Every op's marker is re-recorded: once its last record has passed and nothing else
+    holds that ze event, the next record reuses it instead of taking one from the pool."""
+    stream = ze.stream_create(0)
+    event = ze.event_create(False)
+    e: Any = event
+    try:
+        ze.event_record(event, stream)
+        ze.event_wait(event)
+        first = e.current
+        ze.event_record(event, stream)
+        assert e.current is first  # reset and signalled again
+        ze.event_wait(event)
+        assert ze.event_query(event)
+        # A host wait in progress holds it: the next record must take a fresh one.
+        held = ze._held_current(e)
+        assert held is first
+        ze.event_record(event, stream)
+        assert e.current is not first
+        ze._events.release(held)
+        ze.event_wait(event)
+    finally:
+        ze.event_destroy(event)
+        ze.stream_destroy(stream)
+
+
+def test_a_record_again_that_fails_leaves_the_event_complete(
+    ze: ZeDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ze event was reset before the append failed: nothing will signal it, so the
+    event must not be left pointing at it (a later wait would never return)."""
+    from aruntime._exceptions import DriverError
+
+    stream = ze.stream_create(0)
+    event = ze.event_create(False)
+    e: Any = event
+    try:
+        ze.event_record(event, stream)
+        ze.event_wait(event)
+        z = e.current
+
+        def refuse(*args: Any, **kwargs: Any) -> None:
+            raise DriverError("append refused", backend="levelzero-sim", function="test")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(ze, "_barrier", refuse)
+            with pytest.raises(DriverError, match="append refused"):
+                ze.event_record(event, stream)
+        assert e.current is None and z.holds == 0
+        assert ze.event_query(event)
+        ze.event_wait(event)  # returns: the last record that happened had passed
+        ze.event_record(event, stream)  # and the event records again as usual
+        ze.event_wait(event)
+    finally:
+        ze.event_destroy(event)
+        ze.stream_destroy(stream)
+
+
+def test_a_host_wait_on_a_passed_record_takes_no_hold(
+    ze: ZeDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nearly every wait the core makes is on a record that has passed (its waiters ask
+    first): such a wait cannot block, so it asks the event instead of holding it."""
+    stream = ze.stream_create(0)
+    event = ze.event_create(False)
+    try:
+        ze.event_record(event, stream)
+        assert _poll(ze, event)
+
+        def no_hold(*args: Any) -> None:
+            raise AssertionError("a wait on a passed record took a hold")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(ze._events, "hold", no_hold)
+            ze.event_wait(event)
+    finally:
+        ze.event_destroy(event)
+        ze.stream_destroy(stream)

@@ -394,3 +394,20 @@ async def test_a_kernel_fault_is_sticky_and_the_download_raises(gpu: ar.Backend)
     with pytest.raises(ar.DeviceLostError):  # the launch's own error, seen at last
         await gpu.synchronize()
     gpu.free(buf)
+
+
+async def test_memset_into_reused_host_mapped_alias_reaches_the_new_buffer() -> None:
+    """The memset path caches its view of device memory per range; freeing pinned memory
+    hands its device alias to the next mapping, which must not get the old buffer's view."""
+    async with ar.open_backend("mock") as gpu:
+        first = gpu.alloc_host_pinned(64)
+        alias = gpu.host_ptr_to_device(first)
+        await gpu.memset_async(alias, 1, 64)
+        assert bytes(first) == b"\x01" * 64
+        gpu.free_host_pinned(first)
+        second = gpu.alloc_host_pinned(64)
+        again = gpu.host_ptr_to_device(second)
+        assert again.address == alias.address  # the alias was handed on
+        await gpu.memset_async(again, 2, 64)
+        assert bytes(second) == b"\x02" * 64
+        gpu.free_host_pinned(second)
