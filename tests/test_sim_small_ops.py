@@ -20,7 +20,7 @@ import pytest
 
 import aruntime as ar
 
-from .helpers import build_host_kernel, sim_inline_bytes, sim_op_latency
+from .helpers import build_host_kernel, sim_inline_bytes, sim_library, sim_op_latency
 
 pytestmark = pytest.mark.anyio
 
@@ -176,3 +176,22 @@ async def test_an_op_done_at_submit_lets_go_of_the_callers_buffer(gpu: ar.Backen
     out = await gpu.copy_d2h_async(dev, np.zeros(64, np.uint8))
     assert bytes(out) == bytes(range(64))
     gpu.free(dev)
+
+
+@pytest.mark.parametrize("name", SIMS)
+def test_a_host_waiter_wakes_once_its_queue_is_let_go(name: str) -> None:
+    """A thread blocked on an event that a queue signals wakes after the thread moving the
+    queue on has let it go, not at the signal (ffi/sim/engine_events.c): woken at once,
+    it took that thread's CPU and held the queue, and its next op, for up to 0.6 ms.
+    The probe holds the queue 50 ms after the signal; the waiter must still wake."""
+    import ctypes
+
+    try:
+        probe = sim_library(name).arsim_deferred_wake_ns
+    except (OSError, AttributeError) as exc:
+        pytest.skip(f"{name} unavailable: {exc}")
+    probe.restype = ctypes.c_int64
+    probe.argtypes = [ctypes.c_int]
+    after_letting_go = probe(50_000)
+    assert after_letting_go != -(2**63), "the waiter was never woken (or could not start)"
+    assert after_letting_go >= 0, f"woken {-after_letting_go} ns before the queue was let go"

@@ -192,6 +192,12 @@ ARSIM_EXPORT void arsim_set_inline_bytes(int64_t bytes);
  * gap_us microseconds after the last ends, so that both threads are asleep.
  * 0 if the thread could not start. */
 ARSIM_EXPORT uint64_t arsim_handoff_ns(int rounds, int gap_us);
+/* For tests of the deferred wake-ups (engine_events.c): a second thread blocks
+ * on an event that this thread signals while moving a queue on, holds the
+ * queue hold_us more, then lets it go.  Returns the ns from letting go to the
+ * waiter's return: negative if it returned before (woken at the signal);
+ * INT64_MIN if the probe could not run or the waiter timed out (10 s). */
+ARSIM_EXPORT int64_t arsim_deferred_wake_ns(int hold_us);
 
 /* ------------------------------------------------- memory declared read-only
  *

@@ -124,12 +124,47 @@ static int event_block(arsim_event *e, event_pred pred, uint64_t arg, arsim_wait
     return block_until(e, pred, arg, timeout_ns);
 }
 
-static void event_wake(arsim_event *e)
+static void event_wake_now(arsim_event *e)
 {
     pthread_mutex_lock(&e->mu);
     if (e->waiters)
         pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
+}
+
+/* Host threads blocked on an event that a queue signals while this thread
+ * moves the queue on are woken once it has let the queue go (eng_drive), not
+ * at the signal.  Woken at the signal, such a thread (an application waiter
+ * that the signal releases) tends to take this thread's CPU at once, and the
+ * queue stays held, with the work the woken thread enqueues on it next
+ * waiting, until the scheduler brings this thread back: measured, 0.6 ms
+ * now and then, which on a pipeline put one stream's copy behind two later
+ * ones (benchmarks/bench_backends.py row 5).  Polling threads see the signal
+ * at once; only the futex wake-up waits, for a few microseconds. */
+#define DEFERRED_WAKES 32
+static __thread int tls_defer_wakes;
+static __thread arsim_event *tls_wakes[DEFERRED_WAKES];
+static __thread int tls_nwakes;
+
+static void event_wake(arsim_event *e)
+{
+    if (!tls_defer_wakes || tls_nwakes == DEFERRED_WAKES) {
+        event_wake_now(e);
+        return;
+    }
+    arsim_event_retain(e); /* the op that signalled it may be freed first */
+    tls_wakes[tls_nwakes++] = e;
+}
+
+void eng_defer_wakes(int on) { tls_defer_wakes = on; }
+
+void eng_flush_wakes(void)
+{
+    while (tls_nwakes) {
+        arsim_event *e = tls_wakes[--tls_nwakes];
+        event_wake_now(e);
+        arsim_event_release(e);
+    }
 }
 
 static int record_executed_locked(arsim_event *e, uint64_t seq);
@@ -270,9 +305,10 @@ void eng_event_complete_record(arsim_event *e, uint64_t seq, int status, uint64_
     record_mark_executed(e, seq);
     atomic_store_explicit(&e->sig_status, status, memory_order_release);
     atomic_store_explicit(&e->signaled, 1, memory_order_release);
-    if (e->waiters)
-        pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
+    /* After the unlock: a waiter checks its condition under mu before it
+     * blocks, so a wake-up made later is never lost. */
+    event_wake(e);
 }
 
 uint64_t eng_event_new_record(arsim_event *e)
@@ -282,3 +318,52 @@ uint64_t eng_event_new_record(arsim_event *e)
 
 uint64_t eng_event_last_record(const arsim_event *e) { return atomic_load(&e->rec_submitted); }
 uint64_t eng_event_model_ts(const arsim_event *e) { return atomic_load(&e->model_ts); }
+
+/* ---- a check of the deferred wake-ups, for tests */
+
+typedef struct wake_probe {
+    arsim_event *e;
+    _Atomic uint64_t woke_ns;
+    _Atomic int status;
+} wake_probe;
+
+static void *wake_probe_wait(void *arg)
+{
+    wake_probe *p = arg;
+    atomic_store(&p->status, arsim_event_wait_signaled(p->e, ARSIM_WAIT_BLOCK, 10000000000LL));
+    atomic_store(&p->woke_ns, arsim_now_ns());
+    return NULL;
+}
+
+int64_t arsim_deferred_wake_ns(int hold_us)
+{
+    if (hold_us < 0)
+        return INT64_MIN;
+    wake_probe p = {0};
+    if (arsim_event_create(0, &p.e) != ARSIM_OK)
+        return INT64_MIN;
+    pthread_t th;
+    int64_t result = INT64_MIN;
+    if (pthread_create(&th, NULL, wake_probe_wait, &p) != 0)
+        goto out;
+    /* Until the waiter blocks (a waiter that polls would see the signal). */
+    for (int blocked = 0; !blocked;) {
+        pthread_mutex_lock(&p.e->mu);
+        blocked = p.e->waiters > 0;
+        pthread_mutex_unlock(&p.e->mu);
+        if (!blocked)
+            sched_yield();
+    }
+    eng_defer_wakes(1); /* as eng_drive moves a queue on */
+    eng_event_set_signaled(p.e, ARSIM_OK, arsim_now_ns());
+    eng_sleep_until_ns(arsim_now_ns() + (uint64_t)hold_us * 1000);
+    uint64_t flushed = arsim_now_ns();
+    eng_flush_wakes();
+    eng_defer_wakes(0);
+    pthread_join(th, NULL);
+    if (atomic_load(&p.status) == ARSIM_OK)
+        result = (int64_t)(atomic_load(&p.woke_ns) - flushed);
+out:
+    arsim_event_release(p.e);
+    return result;
+}

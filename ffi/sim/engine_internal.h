@@ -159,6 +159,10 @@ ENG_HIDDEN uint64_t eng_event_model_ts(const arsim_event *e);
 ENG_HIDDEN void eng_event_complete_record(arsim_event *e, uint64_t seq, int status,
                                           uint64_t when);
 ENG_HIDDEN void eng_event_set_signaled(arsim_event *e, int status, uint64_t when);
+/* While on, wake-ups of host threads blocked on events signalled by this
+ * thread wait for eng_flush_wakes (see engine_events.c). */
+ENG_HIDDEN void eng_defer_wakes(int on);
+ENG_HIDDEN void eng_flush_wakes(void);
 
 /* ----------------------------------------------------- engine_modules.c */
 

@@ -93,12 +93,17 @@ void eng_drive(arsim_queue *q, arsim_op *done, int status)
     }
     tls_moving = 1;
     tls_inline_left = eng_inline_bytes();
+    /* Host waiters on what a queue signals wake once it is let go. */
+    eng_defer_wakes(1);
     move_on(q, done, status);
+    eng_flush_wakes();
     while (tls_todo) {
         arsim_queue *next = tls_todo;
         tls_todo = next->todo_next;
         move_on(next, NULL, ARSIM_OK);
+        eng_flush_wakes();
     }
+    eng_defer_wakes(0);
     tls_moving = 0;
 }
 
