@@ -1,4 +1,4 @@
-"""Smoke test: bench_backends.py runs end to end in --quick mode and prints its table."""
+"""Smoke tests: the benchmarks that compare backends run end to end and print their tables."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ def test_bench_backends_quick_prints_the_table() -> None:
     for row in (
         "1. wake, asyncio, back to back",
         "1. wake, trio, 1 ms apart",
+        "1. ... await / mock's await [trio, 1 ms apart]",
         "2. CPU",
         "3. 500 awaits",
         "5. pipeline",
@@ -57,3 +58,25 @@ def test_bench_peer_quick_prints_both_tables() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "peer copies of 4 MiB" in out and "open_pool throughput" in out, out
     assert out.count("cuda-sim") >= 3 and out.count("levelzero-sim") >= 3, out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sims run on Linux only")
+def test_bench_enqueue_quick_compares_every_backend_with_the_mock() -> None:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_enqueue.py"), "--quick"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    header = next(line for line in out.splitlines() if "cuda-sim" in line)
+    assert "mock" in header and "levelzero-sim" in header, out
+    for loop in ("asyncio", "trio"):
+        row = next(line for line in out.splitlines() if line.startswith(f"enqueue us [{loop}]"))
+        assert row.count("x mock") == 2, out  # each sim against the mock, in one run
+        assert f"enqueue + await, 1 ms apart us [{loop}]" in out, out
