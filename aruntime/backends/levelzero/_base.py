@@ -63,7 +63,9 @@ class _LevelZeroBase(Driver):
         self._lock = threading.Lock()
         self._sizes: dict[int, int] = {}
         self._used = 0
-        self._next_queue = 0
+        #: The next queue index to hand out, per queue group (ordinal): each
+        #: group's queues are taken in turn by the streams' lists of that group.
+        self._next_queue: dict[int, int] = {}
         self._events = _EventPool(self._lib, self._context, device, self._check, timing=False)
         self._timed_events = _EventPool(self._lib, self._context, device, self._check, timing=True)
         self._launcher: _GraphLauncher | None = None

@@ -30,9 +30,7 @@ class _StreamOps(_LevelZeroBase):
         desc = ffi.new("ze_command_queue_desc_t*")
         desc.stype = _ST_COMMAND_QUEUE_DESC
         desc.ordinal = ordinal
-        with self._lock:
-            desc.index = self._next_queue % queues
-            self._next_queue += 1
+        desc.index = self._queue_index(ordinal, queues)
         desc.mode = _QUEUE_MODE_ASYNC
         desc.priority = (
             _PRIORITY_HIGH if priority > 0 else _PRIORITY_LOW if priority < 0 else _PRIORITY_NORMAL
@@ -43,6 +41,18 @@ class _StreamOps(_LevelZeroBase):
             "zeCommandListCreateImmediate",
         )
         return _List(out[0])
+
+    def _queue_index(self, ordinal: int, queues: int) -> int:
+        """The queue of group ``ordinal`` for a new list: the group's queues in turn.
+
+        Per group: with one counter for all, a stream's compute list and copy
+        list took alternate numbers, and with two copy queues every stream's
+        copy list got the same one.
+        """
+        with self._lock:
+            turn = self._next_queue.get(ordinal, 0)
+            self._next_queue[ordinal] = turn + 1
+        return turn % queues
 
     def stream_create(self, priority: int) -> DriverStream:
         compute = self._immediate_list(self._compute_ordinal, self._compute_queues, priority)

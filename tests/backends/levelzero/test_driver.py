@@ -420,3 +420,13 @@ def test_streams_use_the_copy_engine_when_there_is_one(ze: ZeDriver) -> None:
     finally:
         ze.stream_destroy(s)
     ze.stream_destroy(s)  # idempotent
+
+
+def test_each_queue_group_hands_out_its_queues_in_turn(ze: Any) -> None:
+    """A stream has a compute list and a copy list: each group's queues go round on
+    their own, so with two copy queues the streams' copy lists use both."""
+    compute, copy = 100, 101  # groups no list of this driver has used yet
+    picks = []
+    for _ in range(4):  # as stream_create asks: its compute list, then its copy list
+        picks.append((ze._queue_index(compute, 4), ze._queue_index(copy, 2)))
+    assert picks == [(0, 0), (1, 1), (2, 0), (3, 1)]
