@@ -169,6 +169,11 @@ class SyncCompletion(_Policy):
 class AsyncCompletion(_Policy):
     """For drivers that run ops later: a marker after each op, a waiter per stream."""
 
+    def __init__(self, state: BackendState, markers: Markers) -> None:
+        super().__init__(state, markers)
+        # done_none's shared finished Completions, for an op passed at submit.
+        self._done = {kind.public: done_none(kind.public) for kind in OpKind.ALL}
+
     def run(self, op: Op, stream: Stream) -> Completion:
         state = stream.state
         keepalive = op.keepalive
@@ -211,9 +216,12 @@ class AsyncCompletion(_Policy):
             if waiter.passed(marker):
                 error = waiter.settle(marker, markers.give_back, name)
                 if error is None:
-                    release_views(op.views)
+                    if op.views:
+                        release_views(op.views)
                     result = op.result
-                    return done_none(name) if result is None else born_done(name, result)
+                    if result is None:
+                        return self._done[name]
+                    return born_done(name, result)
                 return failed(Completion(name, state, op.result, keepalive, op.views), error)
             completion = Completion(name, state, op.result, keepalive, op.views)
             waiter.enqueue(marker, completion, markers.give_back)

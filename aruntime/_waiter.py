@@ -151,7 +151,10 @@ class StreamWaiter:
             raise AruntimeError(f"{self._label}: stream is closing")
         if self._queue or self._current is not None or not _AWAIT_QUERY:
             return False
-        return self._done_now(event)
+        try:
+            return self._driver.event_query(event)
+        except DriverError:
+            return True  # an error: settle's event_wait raises it, as the thread's would
 
     def settle(
         self, event: DriverEvent, release: Callable[[DriverEvent], None] | None, op: str
@@ -198,13 +201,6 @@ class StreamWaiter:
             self._kick_pending = _AWAIT_QUERY and defer_to_loop(self.kick)
             if not self._kick_pending:
                 self._cond.notify()
-
-    def _done_now(self, event: DriverEvent) -> bool:
-        """Whether the device has passed ``event`` already (an error: left to ``event_wait``)."""
-        try:
-            return self._driver.event_query(event)
-        except DriverError:
-            return True  # _complete's event_wait raises it, as the thread's would
 
     def kick(self) -> None:
         """Wake the thread now if a deferred wake-up is pending (cheap if none is)."""

@@ -4,10 +4,10 @@ Each backend runs in its own subprocess (the Level Zero loader fixes its
 driver list per process), then one table is printed with a column per backend:
 
 1. wake latency of ``await`` on a tiny op on an idle stream against
-   ``await anyio.to_thread.run_sync(completion.wait)``, medians of interleaved
-   runs, asyncio and trio, once with the ops back to back and once with each
-   op 1 ms after the previous one (so that every thread involved is asleep
-   when it starts); target at most 0.5x.  Beside it, the physical floor: one
+   ``await anyio.to_thread.run_sync(completion.wait)``, medians of runs in
+   alternating blocks of 10, asyncio and trio, once with the ops back to back
+   and once with each op 1 ms after the previous one (so that every thread
+   involved is asleep when it starts); target at most 0.5x.  Beside it, the physical floor: one
    round trip between two threads over a mutex and condition variable (what
    wakes the sim's engine threads and the host's waiters), measured by the
    sim in C; target: the await within 2x of it.  Beside them, the mock's

@@ -21,7 +21,7 @@ from ._constants import (
 )
 from ._errors import ZE_RESULT_SUCCESS
 from ._event_pool import _EventPool
-from ._ffi import ffi
+from ._ffi import caster, ffi
 from ._graph_launcher import _GraphLauncher
 from ._handles import _Event, _List, _ZeEvent, _ZeStream
 from ._library import ZeLibrary
@@ -72,6 +72,8 @@ class _LevelZeroBase(Driver):
         #: Pinned buffers for staged pageable copies (see ``_staged``).
         self._staging: StagingPool[int] = StagingPool(self._alloc_staging, self._free_staging)
         self._streams: set[_ZeStream] = set()
+        #: ``ffi.cast("void*", address)``, bound: every copy and fill casts its pointers.
+        self._void_p = caster("void*")
         self._closed = False
         #: On levelzero-sim: tells the sim each launch's call site, for its fault reports.
         self._note_launch_site = launch_site_hook(backend_name)
@@ -248,6 +250,30 @@ class _LevelZeroBase(Driver):
             self._barrier(target)
         self._check(op(target.handle), name)
         target.unordered = True
+
+    def _append_call(
+        self, s: _ZeStream, copy_op: bool, append: Any, args: tuple[Any, ...], name: str
+    ) -> None:
+        """:meth:`_append` of ``append(list, *args)``, for the ops every stream runs most.
+
+        No closure to build and no call to :meth:`_target` when the stream's
+        newest work is already on the list this op goes to: together they
+        cost more than the C call itself.
+        """
+        with s.lock:
+            target = s.last
+            if (
+                target is None
+                or s.capture is not None
+                or target is not (s.copy if copy_op and s.copy is not None else s.compute)
+            ):
+                target = self._target(s, copy_op)
+            if target.unordered:
+                self._barrier(target)
+            rc = append(target.handle, *args)
+            if rc != ZE_RESULT_SUCCESS:
+                _errors.raise_result(rc, name, self.backend_name, "")
+            target.unordered = True
 
     def _pool(self, timing: bool) -> _EventPool:
         return self._timed_events if timing else self._events

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any, cast
 
 from ..._driver import Driver, DriverStream
@@ -19,18 +20,12 @@ class _CopyOps(_StagedCopyOps):
         if self._staged(s, host, src.nbytes):
             self._staged_copy(s, host, dst, src.nbytes, to_device=True)
             return
-        self._append(
-            stream,
+        void_p = self._void_p
+        self._append_call(
+            s,
             True,
-            lambda h: self._lib.zeCommandListAppendMemoryCopy(
-                h,
-                ffi.cast("void*", dst),
-                ffi.cast("void*", host),
-                src.nbytes,
-                ffi.NULL,
-                0,
-                ffi.NULL,
-            ),
+            self._lib.zeCommandListAppendMemoryCopy,
+            (void_p(dst), void_p(host), src.nbytes, ffi.NULL, 0, ffi.NULL),
             "zeCommandListAppendMemoryCopy",
         )
 
@@ -41,28 +36,22 @@ class _CopyOps(_StagedCopyOps):
         if self._staged(s, host, dst.nbytes):
             self._staged_copy(s, host, src, dst.nbytes, to_device=False)
             return
-        self._append(
-            stream,
+        void_p = self._void_p
+        self._append_call(
+            s,
             True,
-            lambda h: self._lib.zeCommandListAppendMemoryCopy(
-                h,
-                ffi.cast("void*", host),
-                ffi.cast("void*", src),
-                dst.nbytes,
-                ffi.NULL,
-                0,
-                ffi.NULL,
-            ),
+            self._lib.zeCommandListAppendMemoryCopy,
+            (void_p(host), void_p(src), dst.nbytes, ffi.NULL, 0, ffi.NULL),
             "zeCommandListAppendMemoryCopy",
         )
 
     def memcpy_d2d(self, src: int, dst: int, nbytes: int, stream: DriverStream) -> None:
-        self._append(
-            stream,
+        void_p = self._void_p
+        self._append_call(
+            cast(_ZeStream, stream),
             True,
-            lambda h: self._lib.zeCommandListAppendMemoryCopy(
-                h, ffi.cast("void*", dst), ffi.cast("void*", src), nbytes, ffi.NULL, 0, ffi.NULL
-            ),
+            self._lib.zeCommandListAppendMemoryCopy,
+            (void_p(dst), void_p(src), nbytes, ffi.NULL, 0, ffi.NULL),
             "zeCommandListAppendMemoryCopy",
         )
 
@@ -148,13 +137,11 @@ class _CopyOps(_StagedCopyOps):
         )
 
     def memset_d8(self, dst: int, value: int, nbytes: int, stream: DriverStream) -> None:
-        pattern = _fill_pattern(value & 0xFF)
-        self._append(
-            stream,
+        self._append_call(
+            cast(_ZeStream, stream),
             True,
-            lambda h: self._lib.zeCommandListAppendMemoryFill(
-                h, ffi.cast("void*", dst), pattern, 1, nbytes, ffi.NULL, 0, ffi.NULL
-            ),
+            self._lib.zeCommandListAppendMemoryFill,
+            (self._void_p(dst), _fill_pattern(value & 0xFF), 1, nbytes, ffi.NULL, 0, ffi.NULL),
             "zeCommandListAppendMemoryFill",
         )
 
@@ -174,12 +161,24 @@ def _host_address(view: memoryview, *, writable: bool = False) -> int:
 
 
 #: One byte pattern per value, alive for the whole process: a fill may read
-#: its pattern after the append returns.
+#: its pattern after the append returns.  With a pointer to each made once.
 _FILL_PATTERNS: Any = None
+_FILL_POINTERS: list[Any] = []
+_FILL_LOCK = threading.Lock()
 
 
 def _fill_pattern(value: int) -> Any:
+    if not _FILL_POINTERS:
+        _make_fill_patterns()
+    return _FILL_POINTERS[value]
+
+
+def _make_fill_patterns() -> None:
+    # Under a lock, once: a pointer into the array does not keep it alive,
+    # so a second array must never replace one that a fill may be reading.
     global _FILL_PATTERNS
-    if _FILL_PATTERNS is None:
+    with _FILL_LOCK:
+        if _FILL_POINTERS:
+            return
         _FILL_PATTERNS = ffi.new("uint8_t[256]", list(range(256)))
-    return _FILL_PATTERNS + value
+        _FILL_POINTERS.extend([_FILL_PATTERNS + value for value in range(256)])

@@ -96,6 +96,8 @@ class _EventPool:
             raise
         event.recorded = False
         event.fired = False
+        event.signalled = False
+        event.replayed = False
         event.stream = None
         return event
 

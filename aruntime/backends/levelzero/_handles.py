@@ -27,6 +27,13 @@ class _ZeEvent:
     holds: int = 0
     #: The ``ze_event_pool`` it was made in (the pool's number for it).
     block: int = 0
+    #: Seen signalled since the host last reset it (read and set under the
+    #: owning event's lock): a signalled event stays so until it is reset, so
+    #: the next query need not ask the driver.  Never set on a ``replayed``
+    #: one, which every replay of its graph resets on the device.
+    signalled: bool = False
+    #: Recorded into a capture: each replay resets and signals it again.
+    replayed: bool = False
 
 
 @dataclass(eq=False)

@@ -139,6 +139,7 @@ class _StreamOps(_LevelZeroBase):
                         "zeCommandListAppendEventReset",
                     )
                     pool.hold(fresh)
+                    fresh.replayed = True
                     s.captured_events.append(fresh)
                 self._barrier(target, signal=fresh)
                 fresh.recorded = True
@@ -171,18 +172,25 @@ class _StreamOps(_LevelZeroBase):
                 z = e.current
                 if z is None or z.holds != 1 or z.fired:
                     return False
-                if lib.zeEventQueryStatus(z.handle) != ZE_RESULT_SUCCESS:
+                handle = z.handle
+                if not z.signalled and lib.zeEventQueryStatus(handle) != ZE_RESULT_SUCCESS:
                     return False  # not signalled yet (or an error, for the pool's path)
-                self._check(lib.zeEventHostReset(z.handle), "zeEventHostReset")
+                z.signalled = False
+                self._check(lib.zeEventHostReset(handle), "zeEventHostReset")
                 z.recorded = False
+                target = s.last or self._tail(s)
                 try:
-                    self._barrier(self._tail(s), signal=z)
+                    # _barrier's work, inline: this runs behind every op.
+                    rc = lib.zeCommandListAppendBarrier(target.handle, handle, 0, ffi.NULL)
+                    if rc != ZE_RESULT_SUCCESS:
+                        self._check(rc, "zeCommandListAppendBarrier")
                 except BaseException:
                     # Nothing will signal it now: e reads as its last record
                     # did (complete), and the pool frees the unrecorded event.
                     e.current = None
                     self._pool(e.timing).release(z)
                     raise
+                target.unordered = False
                 z.recorded = True
                 z.stream = s
                 z.position = s.records
@@ -193,9 +201,12 @@ class _StreamOps(_LevelZeroBase):
         e = cast(_Event, event)
         with e.lock:  # the event's hold keeps its current ze event from being reused
             current = e.current
-            if current is None:
+            if current is None or current.signalled:
                 return True
             rc = self._lib.zeEventQueryStatus(current.handle)
+            if rc == ZE_RESULT_SUCCESS:
+                current.signalled = not current.replayed
+                return True
         if rc == ZE_RESULT_NOT_READY:
             return False
         self._check(rc, "zeEventQueryStatus")
@@ -207,15 +218,22 @@ class _StreamOps(_LevelZeroBase):
             current = e.current
             if current is None:
                 return
-            rc = self._lib.zeEventQueryStatus(current.handle)
+            if current.signalled:
+                rc = ZE_RESULT_SUCCESS
+            else:
+                rc = self._lib.zeEventQueryStatus(current.handle)
+                if rc == ZE_RESULT_SUCCESS:
+                    current.signalled = not current.replayed
             # Read under the lock: once it is let go, a new record may hand
             # this ze event back to the pool, which resets them for reuse.
             stream, position = current.stream, current.position
         if rc != ZE_RESULT_NOT_READY:
             # Passed already, as for nearly every wait the core makes (its
             # waiters ask first): no hold to take for a wait that cannot block.
-            self._check(rc, "zeEventQueryStatus")
-            self._raise_replay_failure(stream, position)
+            if rc != ZE_RESULT_SUCCESS:
+                self._check(rc, "zeEventQueryStatus")
+            if stream is not None and stream.failures:
+                self._raise_replay_failure(stream, position)
             return
         current = self._held_current(e)
         if current is None:

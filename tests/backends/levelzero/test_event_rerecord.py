@@ -351,12 +351,21 @@ def test_a_record_again_that_fails_leaves_the_event_complete(
         ze.event_wait(event)
         z = e.current
 
-        def refuse(*args: Any, **kwargs: Any) -> None:
-            raise DriverError("append refused", backend="levelzero-sim", function="test")
+        class RefusingBarriers:
+            """The library, but every barrier append fails as a device out of memory would."""
+
+            def __init__(self, lib: Any) -> None:
+                self._lib = lib
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(self._lib, name)
+
+            def zeCommandListAppendBarrier(self, *args: Any) -> int:
+                return 0x70000003  # ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY
 
         with monkeypatch.context() as patch:
-            patch.setattr(ze, "_barrier", refuse)
-            with pytest.raises(DriverError, match="append refused"):
+            patch.setattr(ze, "_lib", RefusingBarriers(ze._lib))
+            with pytest.raises(DriverError, match="zeCommandListAppendBarrier"):
                 ze.event_record(event, stream)
         assert e.current is None and z.holds == 0
         assert ze.event_query(event)
@@ -388,3 +397,92 @@ def test_a_host_wait_on_a_passed_record_takes_no_hold(
     finally:
         ze.event_destroy(event)
         ze.stream_destroy(stream)
+
+
+def test_a_record_again_forgets_that_its_event_was_signalled(
+    ze: ZeDriver, gates: list[_Gate]
+) -> None:
+    """A query that saw the record signalled spares the next one the driver call, until
+    the event is recorded again: then it must ask, or it reports work behind a gate done."""
+    stream = ze.stream_create(0)
+    event = ze.event_create(False)
+    e: Any = event
+    try:
+        ze.event_record(event, stream)
+        assert _poll(ze, event)
+        first = e.current
+        assert first.signalled
+        gate = _Gate(ze)
+        gates.append(gate)
+        gate.block(stream)
+        try:
+            ze.event_record(event, stream)
+            assert e.current is first  # recorded again in place, behind the gate
+            assert not first.signalled
+            assert not ze.event_query(event)
+        finally:
+            gate.open()  # else a failure hangs in stream_destroy, not fails
+        assert _poll(ze, event)
+        ze.event_wait(event)
+    finally:
+        ze.event_destroy(event)
+        ze.stream_destroy(stream)
+
+
+def test_a_signalled_record_is_queried_once(ze: ZeDriver, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The policy queries every op's marker, then waits on it: one driver query between them."""
+    stream = ze.stream_create(0)
+    event = ze.event_create(False)
+    queries: list[Any] = []
+
+    class CountingQueries:
+        def __init__(self, lib: Any) -> None:
+            self._lib = lib
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._lib, name)
+
+        def zeEventQueryStatus(self, handle: Any) -> int:
+            queries.append(handle)
+            return int(self._lib.zeEventQueryStatus(handle))
+
+    try:
+        ze.event_record(event, stream)
+        ze.event_wait(event)
+        with monkeypatch.context() as patch:
+            patch.setattr(ze, "_lib", CountingQueries(ze._lib))
+            assert ze.event_query(event)
+            ze.event_wait(event)
+            assert ze.event_query(event)
+            assert queries == []  # the first wait saw it signalled
+            ze.event_record(event, stream)  # in place: knows its last record passed
+            assert queries == []
+            assert _poll(ze, event)
+            ze.event_wait(event)
+            assert len(queries) == 1
+    finally:
+        ze.event_destroy(event)
+        ze.stream_destroy(stream)
+
+
+def test_an_event_a_replay_resets_is_always_queried(ze: ZeDriver) -> None:
+    """An event recorded into a capture is reset by each replay of the graph on the
+    device: a query that once saw it signalled must not answer for the next replay."""
+    stream = ze.stream_create(0)
+    event = ze.event_create(False)
+    e: Any = event
+    graph = None
+    try:
+        ze.capture_begin(stream)
+        ze.event_record(event, stream)
+        graph = ze.capture_end(stream)
+        for _ in range(3):
+            ze.graph_launch(graph, stream)
+            assert _poll(ze, event)
+            ze.event_wait(event)
+            assert e.current.replayed and not e.current.signalled
+    finally:
+        ze.event_destroy(event)
+        ze.stream_destroy(stream)
+        if graph is not None:
+            ze.graph_destroy(graph)
