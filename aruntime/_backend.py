@@ -475,16 +475,18 @@ class Backend(ComputeOps):
     ) -> Completion:
         """Enqueue setting ``nbytes`` bytes to ``value``.  Cancelling abandons the wait only."""
         fn = "memset_async"
-        self._state.check_open(fn)
+        state = self._state
+        if state.closed:
+            state.check_open(fn)
         v = check_byte_value(value, fn)
         n = check_count(nbytes, fn, "nbytes")
-        ptr = device_operand(ptr, fn, "ptr")
+        ptr = ptr if type(ptr) is DevicePtr else device_operand(ptr, fn, "ptr")
         entry = self._ledger.check_range(ptr, n, fn)
         st = self._objects.resolve(stream, fn)
         if n == 0:
             return st.no_op(fn, None)
         call = self._driver.memset_d8
-        return st.submit(Op(OpKind.MEMSET, call, (ptr.address, v, n), (entry,), (), n))
+        return st.submit(Op(OpKind.MEMSET, call, (ptr._address, v, n), (entry,), (), n))
 
     def launch(
         self,

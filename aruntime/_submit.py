@@ -71,36 +71,49 @@ class Markers:
     A resource of the backend: registered when the backend opens, so it is
     released after every stream, event and graph.  It keeps at most
     :data:`MARKERS_KEPT` free ones.
+
+    Every op takes a marker and, when the device is already past it, gives
+    it straight back, so the pool takes no lock: a list's ``pop`` and
+    ``append`` are each atomic, and the pool's list is never replaced.  A
+    marker given back while :meth:`release` runs is destroyed by whichever
+    of the two sees the other (the recheck in :meth:`give_back`).
     """
 
     def __init__(self, state: BackendState) -> None:
-        # The lock, not the state: every op in flight holds its marker's
+        # The driver, not the state: every op in flight holds its marker's
         # give_back, and through the state it would keep the backend alive.
-        self._lock = state.lock
         self._driver = state.driver
         self._free: list[DriverEvent] = []
         self._released = False
         state.resources.add(self)
 
     def acquire(self) -> DriverEvent:
-        with self._lock:
-            if self._free:
-                return self._free.pop()
-        return self._driver.event_create(False)
+        try:
+            return self._free.pop()
+        except IndexError:
+            return self._driver.event_create(False)
 
     def give_back(self, marker: DriverEvent) -> None:
-        with self._lock:
-            if not self._released and len(self._free) < MARKERS_KEPT:
-                self._free.append(marker)
-                return
+        free = self._free
+        if not self._released and len(free) < MARKERS_KEPT:
+            free.append(marker)
+            if self._released:  # release() may have emptied the pool before this append
+                self._destroy_free()
+            return
         self._driver.event_destroy(marker)
 
     def release(self) -> None:
         """The backend is closing: destroy every pooled marker, and later ones as they return."""
-        with self._lock:
-            self._released = True
-            markers, self._free = self._free, []
-        for marker in markers:
+        self._released = True
+        self._destroy_free()
+
+    def _destroy_free(self) -> None:
+        free = self._free
+        while True:
+            try:
+                marker = free.pop()
+            except IndexError:
+                return
             self._driver.event_destroy(marker)
 
 
@@ -175,32 +188,24 @@ class AsyncCompletion(_Policy):
         self._done = {kind.public: done_none(kind.public) for kind in OpKind.ALL}
 
     def run(self, op: Op, stream: Stream) -> Completion:
-        state = stream.state
-        keepalive = op.keepalive
-        if keepalive:
-            keepalive = _without_entries(keepalive)
-        if state.stranded:  # finishes only once the stream is past them
-            keepalive = (*keepalive, *state.stranded)
-            state.stranded.clear()
         if sites.recording or self._tracing.recorder is not None:
-            return self._run_observed(op, stream, keepalive)
-        return self._run_plain(op, state, stream.handle, keepalive)
+            return self._run_observed(op, stream, _keepalive(op, stream.state))
+        return self._run_plain(op, stream.state, stream.handle)
 
-    def _run_plain(
-        self, op: Op, state: StreamState, handle: DriverStream, keepalive: tuple[Any, ...]
-    ) -> Completion:
+    def _run_plain(self, op: Op, state: StreamState, handle: DriverStream) -> Completion:
         """:meth:`run` with no call sites recorded and no tracing: the common case.
 
         Its Completion is built only when somebody will wait for it: an op
         that the device has passed by the time its marker is recorded (a
         small op run in place by a sim) returns a finished one, as the mock's
-        does, without a pending Completion made and finished around it.
+        does, without a pending Completion made and finished around it, and
+        without its keepalive sorted out (nothing needs it kept).
         """
         name = op.kind.public
         try:
             op.call(*op.args, handle)
         except DriverError as exc:
-            completion = Completion(name, state, op.result, keepalive, op.views)
+            completion = Completion(name, state, op.result, _keepalive(op, state), op.views)
             state.stranded.extend(failed_queued(completion, exc))
             return completion
         # From here the op is queued: as in _run_observed, its buffers outlive it.
@@ -216,20 +221,25 @@ class AsyncCompletion(_Policy):
             if waiter.passed(marker):
                 error = waiter.settle(marker, markers.give_back, name)
                 if error is None:
+                    # The device is past this op and all before it: what
+                    # earlier failed ops stranded may go now too.
+                    if state.stranded:
+                        state.stranded.clear()
                     if op.views:
                         release_views(op.views)
                     result = op.result
                     if result is None:
                         return self._done[name]
                     return born_done(name, result)
+                keepalive = _keepalive(op, state)
                 return failed(Completion(name, state, op.result, keepalive, op.views), error)
-            completion = Completion(name, state, op.result, keepalive, op.views)
+            completion = Completion(name, state, op.result, _keepalive(op, state), op.views)
             waiter.enqueue(marker, completion, markers.give_back)
         except DriverError as exc:
-            completion = Completion(name, state, op.result, keepalive, op.views)
+            completion = Completion(name, state, op.result, _keepalive(op, state), op.views)
             state.stranded.extend(failed_queued(completion, exc))
         except BaseException:
-            state.stranded.extend((*keepalive, *op.views))
+            state.stranded.extend((*_keepalive(op, state), *op.views))
             raise
         return completion
 
@@ -307,6 +317,21 @@ class AsyncCompletion(_Policy):
         with state.lock:
             state.started_waiter().submit(event.handle, completion, None)
         return completion
+
+
+def _keepalive(op: Op, state: StreamState) -> tuple[Any, ...]:
+    """What ``op``'s Completion holds while it runs: its buffers, and what earlier ops stranded.
+
+    Takes the stream's stranded buffers (call with the stream's lock held):
+    they finish only once the stream is past this op.
+    """
+    keepalive = op.keepalive
+    if keepalive:
+        keepalive = _without_entries(keepalive)
+    if state.stranded:
+        keepalive = (*keepalive, *state.stranded)
+        state.stranded.clear()
+    return keepalive
 
 
 def _without_entries(keepalive: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -29,6 +29,7 @@ MAX_BLOCK_THREADS = 1024
 _MAX_GRID = (2**31 - 1, 65535, 65535)
 _MAX_BLOCK = (1024, 1024, 64)
 _MAX_SHARED_MEM = 256 * 1024
+_INT64_MAX = 2**63 - 1
 
 
 def _is_int(value: object) -> bool:
@@ -37,17 +38,21 @@ def _is_int(value: object) -> bool:
 
 def check_count(value: object, fn: str, what: str, *, minimum: int = 0) -> int:
     """A non-negative (or >= minimum) integer count."""
+    if type(value) is int and minimum <= value <= _INT64_MAX:
+        return value  # the common case, on every op's path, without the calls below
     if not _is_int(value):
         raise TypeError(f"{fn}: {what} must be an int, got {type(value).__name__}")
     n = operator.index(value)  # type: ignore[arg-type]
     if n < minimum:
         raise InvalidArgumentError(f"{fn}: {what} must be >= {minimum}, got {n}")
-    if n > 2**63 - 1:
+    if n > _INT64_MAX:
         raise InvalidArgumentError(f"{fn}: {what} {n} exceeds the 64-bit limit")
     return n
 
 
 def check_byte_value(value: object, fn: str) -> int:
+    if type(value) is int and 0 <= value <= 255:
+        return value
     if not _is_int(value):
         raise TypeError(f"{fn}: value must be an int in 0..255, got {type(value).__name__}")
     v = operator.index(value)  # type: ignore[arg-type]

@@ -68,6 +68,31 @@ def test_messages_name_function_value_and_limit(gpu: ar.Backend) -> None:
     gpu.free(ptr)
 
 
+def test_memset_checks_its_value_and_count_at_the_edges(gpu: ar.Backend) -> None:
+    """The plain-int fast paths accept exactly what the full checks accept."""
+    ptr = gpu.alloc(16)
+    for value in (0, 255, np.uint8(7), np.int64(255)):
+        gpu.memset_async(ptr, value, 16).wait()  # type: ignore[arg-type]
+    for bad, error, text in (
+        (-1, ar.InvalidArgumentError, "value -1 is outside 0..255"),
+        (256, ar.InvalidArgumentError, "value 256 is outside 0..255"),
+        (True, TypeError, "value must be an int in 0..255, got bool"),
+        (1.0, TypeError, "value must be an int in 0..255, got float"),
+    ):
+        with pytest.raises(error, match=re.escape(f"memset_async: {text}")):
+            gpu.memset_async(ptr, bad, 16)  # type: ignore[arg-type]
+    for bad_count, error, text in (
+        (-1, ar.InvalidArgumentError, "nbytes must be >= 0, got -1"),
+        (2**63, ar.InvalidArgumentError, f"nbytes {2**63} exceeds the 64-bit limit"),
+        (False, TypeError, "nbytes must be an int, got bool"),
+    ):
+        with pytest.raises(error, match=re.escape(f"memset_async: {text}")):
+            gpu.memset_async(ptr, 1, bad_count)  # type: ignore[arg-type]
+    with pytest.raises(ar.InvalidArgumentError, match="memset_async: 1 bytes past the end"):
+        gpu.memset_async(ptr, 1, 17)
+    gpu.free(ptr)
+
+
 def test_zero_byte_copies_are_no_ops(gpu: ar.Backend) -> None:
     ptr = gpu.alloc(16)
     log = gpu.driver.call_log

@@ -228,7 +228,7 @@ class _CopyOps(_CudaBase):
     def memset_d8(self, dst: int, value: int, nbytes: int, stream: DriverStream) -> None:
         if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
             self._enter_slow("cuMemsetD8Async")
-        code = self._lib.cuMemsetD8Async(dst, value & 0xFF, nbytes, cast(_Stream, stream).handle)
+        code = self._lib.cuMemsetD8Async(dst, value & 0xFF, nbytes, stream.handle)  # type: ignore[attr-defined]
         if code != 0:
             raise self._fail(code, "cuMemsetD8Async")
 
