@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import fcntl
 import importlib
+import importlib.util
 import os
 import sys
+import sysconfig
 import threading
 from pathlib import Path
 from types import ModuleType
 
 from ._exceptions import BackendUnavailableError
 
-__all__ = ["native_library_looked_up", "native_library_path"]
+__all__ = ["load_extension", "native_library_looked_up", "native_library_path"]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _LIB_DIR = _PACKAGE_DIR / "_lib"
@@ -92,3 +94,30 @@ def native_library_path(filename: str) -> Path:
             "install command builds the software drivers with the C compiler"
         )
     return path
+
+
+def load_extension(module: str, abi_switch: str) -> ModuleType | None:
+    """The project's compiled (cffi API-mode) extension ``module``, or None for ABI mode.
+
+    None where it was not built (no Python headers or cffi at install), or
+    when the environment variable ``abi_switch`` is ``1``: the backend then
+    calls its library through cffi's ABI mode, which needs neither.
+    """
+    if os.environ.get(abi_switch) == "1":
+        return None
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    if not suffix:
+        return None
+    try:
+        path = native_library_path(f"{module}{suffix}")
+    except BackendUnavailableError:
+        return None
+    spec = importlib.util.spec_from_file_location(module, path)
+    if spec is None or spec.loader is None:
+        return None
+    loaded = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(loaded)
+    except ImportError:
+        return None
+    return loaded

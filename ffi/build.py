@@ -14,13 +14,17 @@ the tests at their own folders.  A C compiler is the only requirement.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
+import io
 import os
 import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,6 +44,57 @@ class NativeLibrary:
 
     def inputs(self) -> list[Path]:
         return [FFI_DIR / p for p in (*self.sources, *self.depends)]
+
+
+def emit_api_source(module: str, cdef: str, source: str, out_c: Path) -> bool:
+    """Write the C source of cffi API-mode extension ``module`` to ``out_c``; False without cffi.
+
+    The file is rewritten only when its text changed, so an unchanged
+    binding is not rebuilt.
+    """
+    try:
+        from cffi import FFI
+    except ImportError:
+        return False
+    ffi = FFI()
+    ffi.cdef(cdef)
+    ffi.set_source(module, source)
+    tmp = out_c.with_name(out_c.name + ".new")
+    out_c.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.redirect_stdout(io.StringIO()):  # cffi prints "generating ..."
+        ffi.emit_c_code(str(tmp))
+    if out_c.exists() and out_c.read_bytes() == tmp.read_bytes():
+        tmp.unlink()
+    else:
+        tmp.replace(out_c)
+    return True
+
+
+def api_extension(
+    module: str,
+    generated: Path,
+    emit: Callable[[Path], bool],
+    depends: tuple[str, ...],
+    ldflags: tuple[str, ...] = (),
+) -> list[NativeLibrary]:
+    """The CPython extension ``module`` built from the C that ``emit`` writes, where possible.
+
+    It needs cffi (to write its source) and Python's headers; where either
+    is missing, the list is empty and the backend keeps to ABI mode.
+    """
+    include = Path(sysconfig.get_paths()["include"])
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    if not (include / "Python.h").exists() or not suffix or not emit(generated):
+        return []
+    return [
+        NativeLibrary(
+            filename=f"{module}{suffix}",
+            sources=(str(generated),),
+            depends=depends,
+            cflags=(f"-I{include}", "-Wno-unused-function", "-Wno-missing-field-initializers"),
+            ldflags=ldflags,
+        )
+    ]
 
 
 def discover() -> list[NativeLibrary]:

@@ -6,7 +6,10 @@ aruntime can also load it directly (``ARUNTIME_LEVELZERO_LIBRARY=<path>``).
 
 from __future__ import annotations
 
-from ffi.build import NativeLibrary
+from pathlib import Path
+
+from ffi.build import NativeLibrary, api_extension
+from ffi.levelzero.api import generate as api_generator
 from ffi.sim.native import ENGINE_HEADERS, ENGINE_SOURCES
 
 _SIM = (
@@ -80,5 +83,15 @@ LIBRARIES.append(
         filename="libaruntime_ze_helpers.so",
         sources=("levelzero/helpers/ar_ze_staging.c",),
         cflags=("-fvisibility=hidden",),
+    )
+)
+
+# The compiled calls of every op's path (api/generate.py), where they can be built.
+LIBRARIES.extend(
+    api_extension(
+        api_generator.MODULE,
+        Path(__file__).resolve().parent / "api" / "_generated" / f"{api_generator.MODULE}.c",
+        api_generator.generate,
+        depends=("levelzero/api/generate.py",),
     )
 )

@@ -24,18 +24,13 @@ Two ways to call, one set of declarations and one ``ffi`` either way:
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
-import sysconfig
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Protocol
 
 from cffi import FFI
 
-from ..._exceptions import BackendUnavailableError
-from ..._native import native_library_path
+from ..._native import load_extension
 
 __all__ = [
     "COMPILED",
@@ -81,32 +76,6 @@ def _load_cdefs() -> Any:
     return result
 
 
-def _load_compiled() -> ModuleType | None:
-    """API mode: the extension built from the same declarations (ffi/cuda/api).
-
-    None where it is not built (no Python headers, no compiler) or when
-    ``ARUNTIME_CUDA_ABI=1`` asks for ABI mode.
-    """
-    if os.environ.get("ARUNTIME_CUDA_ABI") == "1":
-        return None
-    suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    if not suffix:
-        return None
-    try:
-        path = native_library_path(f"{COMPILED_MODULE}{suffix}")
-    except BackendUnavailableError:
-        return None
-    spec = importlib.util.spec_from_file_location(COMPILED_MODULE, path)
-    if spec is None or spec.loader is None:
-        return None
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except ImportError:
-        return None
-    return module
-
-
 # The C library's dladdr, to report which file a symbol really came from
 # (two libraries share the soname libcuda.so.1: NVIDIA's and the sim).
 _SYSTEM_CDEF = """
@@ -116,7 +85,7 @@ int dladdr(const void *addr, Dl_info *info);
 """
 
 COMPILED_MODULE = "_aruntime_cuda_api"
-_compiled = _load_compiled()
+_compiled = load_extension(COMPILED_MODULE, "ARUNTIME_CUDA_ABI")
 #: The compiled extension's ``ffi`` and library (every declared function as a
 #: C wrapper, plus the host functions), or None in ABI mode.  It binds to one
 #: library per process (the first opened); cffi objects of one ``ffi`` cannot

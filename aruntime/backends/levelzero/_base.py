@@ -21,7 +21,7 @@ from ._constants import (
 )
 from ._errors import ZE_RESULT_SUCCESS
 from ._event_pool import _EventPool
-from ._ffi import caster, ffi
+from ._ffi import caster, compiled_calls, ffi
 from ._graph_launcher import _GraphLauncher
 from ._handles import _Event, _List, _ZeEvent, _ZeStream
 from ._library import ZeLibrary
@@ -74,6 +74,8 @@ class _LevelZeroBase(Driver):
         self._streams: set[_ZeStream] = set()
         #: ``ffi.cast("void*", address)``, bound: every copy and fill casts its pointers.
         self._void_p = caster("void*")
+        #: The compiled calls of every op's path, or None for ABI mode throughout.
+        self._calls = compiled_calls(self._lib)
         self._closed = False
         #: On levelzero-sim: tells the sim each launch's call site, for its fault reports.
         self._note_launch_site = launch_site_hook(backend_name)
@@ -252,13 +254,21 @@ class _LevelZeroBase(Driver):
         target.unordered = True
 
     def _append_call(
-        self, s: _ZeStream, copy_op: bool, append: Any, args: tuple[Any, ...], name: str
+        self,
+        s: _ZeStream,
+        copy_op: bool,
+        append: Any,
+        args: tuple[Any, ...],
+        name: str,
+        *,
+        by_address: bool = False,
     ) -> None:
         """:meth:`_append` of ``append(list, *args)``, for the ops every stream runs most.
 
         No closure to build and no call to :meth:`_target` when the stream's
         newest work is already on the list this op goes to: together they
-        cost more than the C call itself.
+        cost more than the C call itself.  ``by_address``: ``append`` is a
+        compiled call (:attr:`_calls`), given the list's address.
         """
         with s.lock:
             target = s.last
@@ -270,7 +280,7 @@ class _LevelZeroBase(Driver):
                 target = self._target(s, copy_op)
             if target.unordered:
                 self._barrier(target)
-            rc = append(target.handle, *args)
+            rc = append(target.address if by_address else target.handle, *args)
             if rc != ZE_RESULT_SUCCESS:
                 _errors.raise_result(rc, name, self.backend_name, "")
             target.unordered = True

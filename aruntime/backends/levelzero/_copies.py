@@ -11,6 +11,9 @@ from ._ffi import ffi
 from ._handles import _ZeStream
 from ._staged import _StagedCopyOps
 
+_COPY = "zeCommandListAppendMemoryCopy"
+_FILL = "zeCommandListAppendMemoryFill"
+
 
 class _CopyOps(_StagedCopyOps):
     def memcpy_h2d(self, src: memoryview, dst: int, stream: DriverStream) -> None:
@@ -20,14 +23,7 @@ class _CopyOps(_StagedCopyOps):
         if self._staged(s, host, src.nbytes):
             self._staged_copy(s, host, dst, src.nbytes, to_device=True)
             return
-        void_p = self._void_p
-        self._append_call(
-            s,
-            True,
-            self._lib.zeCommandListAppendMemoryCopy,
-            (void_p(dst), void_p(host), src.nbytes, ffi.NULL, 0, ffi.NULL),
-            "zeCommandListAppendMemoryCopy",
-        )
+        self._append_plain_copy(s, dst, host, src.nbytes)
 
     def memcpy_d2h(self, src: int, dst: memoryview, stream: DriverStream) -> None:
         """Enqueue a device-to-host copy; large pageable targets are staged (see ``_staged``)."""
@@ -36,24 +32,21 @@ class _CopyOps(_StagedCopyOps):
         if self._staged(s, host, dst.nbytes):
             self._staged_copy(s, host, src, dst.nbytes, to_device=False)
             return
-        void_p = self._void_p
-        self._append_call(
-            s,
-            True,
-            self._lib.zeCommandListAppendMemoryCopy,
-            (void_p(host), void_p(src), dst.nbytes, ffi.NULL, 0, ffi.NULL),
-            "zeCommandListAppendMemoryCopy",
-        )
+        self._append_plain_copy(s, host, src, dst.nbytes)
 
     def memcpy_d2d(self, src: int, dst: int, nbytes: int, stream: DriverStream) -> None:
+        self._append_plain_copy(cast(_ZeStream, stream), dst, src, nbytes)
+
+    def _append_plain_copy(self, s: _ZeStream, dst: int, src: int, nbytes: int) -> None:
+        """Append one plain copy to ``s``'s copy list, compiled where it can be."""
+        calls = self._calls
+        if calls is not None:
+            args: tuple[Any, ...] = (dst, src, nbytes, calls.table)
+            self._append_call(s, True, calls.copy, args, _COPY, by_address=True)
+            return
         void_p = self._void_p
-        self._append_call(
-            cast(_ZeStream, stream),
-            True,
-            self._lib.zeCommandListAppendMemoryCopy,
-            (void_p(dst), void_p(src), nbytes, ffi.NULL, 0, ffi.NULL),
-            "zeCommandListAppendMemoryCopy",
-        )
+        args = (void_p(dst), void_p(src), nbytes, ffi.NULL, 0, ffi.NULL)
+        self._append_call(s, True, self._lib.zeCommandListAppendMemoryCopy, args, _COPY)
 
     # -- several devices -----------------------------------------------------------
     def is_peer(self, other: Driver) -> bool:
@@ -137,13 +130,14 @@ class _CopyOps(_StagedCopyOps):
         )
 
     def memset_d8(self, dst: int, value: int, nbytes: int, stream: DriverStream) -> None:
-        self._append_call(
-            cast(_ZeStream, stream),
-            True,
-            self._lib.zeCommandListAppendMemoryFill,
-            (self._void_p(dst), _fill_pattern(value & 0xFF), 1, nbytes, ffi.NULL, 0, ffi.NULL),
-            "zeCommandListAppendMemoryFill",
-        )
+        s = cast(_ZeStream, stream)
+        calls = self._calls
+        if calls is not None:
+            args: tuple[Any, ...] = (dst, _fill_address(value & 0xFF), 1, nbytes, calls.table)
+            self._append_call(s, True, calls.fill, args, _FILL, by_address=True)
+            return
+        args = (self._void_p(dst), _fill_pattern(value & 0xFF), 1, nbytes, ffi.NULL, 0, ffi.NULL)
+        self._append_call(s, True, self._lib.zeCommandListAppendMemoryFill, args, _FILL)
 
 
 def _host_address(view: memoryview, *, writable: bool = False) -> int:
@@ -167,10 +161,20 @@ _FILL_POINTERS: list[Any] = []
 _FILL_LOCK = threading.Lock()
 
 
+_FILL_ADDRESSES: list[int] = []
+
+
 def _fill_pattern(value: int) -> Any:
     if not _FILL_POINTERS:
         _make_fill_patterns()
     return _FILL_POINTERS[value]
+
+
+def _fill_address(value: int) -> int:
+    """:func:`_fill_pattern`'s address, for the compiled fill."""
+    if not _FILL_ADDRESSES:
+        _make_fill_patterns()
+    return _FILL_ADDRESSES[value]
 
 
 def _make_fill_patterns() -> None:
@@ -181,4 +185,7 @@ def _make_fill_patterns() -> None:
         if _FILL_POINTERS:
             return
         _FILL_PATTERNS = ffi.new("uint8_t[256]", list(range(256)))
+        base = int(ffi.cast("uintptr_t", _FILL_PATTERNS))
+        # Addresses first: a reader that sees the pointers filled finds them too.
+        _FILL_ADDRESSES.extend([base + value for value in range(256)])
         _FILL_POINTERS.extend([_FILL_PATTERNS + value for value in range(256)])

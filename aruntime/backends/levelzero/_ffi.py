@@ -11,14 +11,21 @@ Level Zero 1.4 API, the version of the ``ze_api.h`` that Debian's loader
 from __future__ import annotations
 
 import functools
+import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import cffi
 
+from ..._native import load_extension
+
 __all__ = [
+    "COMPILED_MODULE",
     "DECL_ORDER",
+    "CompiledCalls",
+    "compiled_calls",
     "HELPERS_DECL",
     "TYPES",
     "caster",
@@ -234,3 +241,52 @@ def _resolve(table: dict[str, Any], cdecl: Any) -> Any:
 
 #: The shared FFI object (``ffi.new``, ``ffi.dlopen``...).
 ffi: Any = _LazyFFI()
+
+
+#: The compiled per-op calls (``ffi/levelzero/api/generate.py``).
+COMPILED_MODULE = "_aruntime_ze_api"
+_compiled: list[Any] = []  # [module or None], loaded on first use
+_compiled_lock = threading.Lock()
+
+
+class CompiledCalls(NamedTuple):
+    """The compiled calls of every op's path, bound to one opened library.
+
+    Each takes integer handles (``int(ffi.cast("uintptr_t", handle))``) and,
+    last, ``table``: that library's function pointers.
+    """
+
+    fill: Callable[..., int]  # (list, dst, pattern, pattern_size, nbytes, table)
+    copy: Callable[..., int]  # (list, dst, src, nbytes, table)
+    barrier: Callable[..., int]  # (list, signal event or 0, table)
+    host_reset: Callable[..., int]  # (event, table)
+    query: Callable[..., int]  # (event, table)
+    table: Any
+
+
+def compiled_calls(lib: Any) -> CompiledCalls | None:
+    """The compiled calls through ``lib``'s own functions, or None for ABI mode throughout.
+
+    None where the extension was not built (no compiler, cffi or Python
+    headers when aruntime was installed), when ``ARUNTIME_LEVELZERO_ABI=1``,
+    or when ``lib`` is not a cffi library (a test's stand-in).  The table
+    holds the addresses of ``lib``'s functions, so the calls reach the same
+    code (loader, validation layer, driver) as the ABI binding's.
+    """
+    with _compiled_lock:
+        if not _compiled:
+            _compiled.append(load_extension(COMPILED_MODULE, "ARUNTIME_LEVELZERO_ABI"))
+    module = _compiled[0]
+    if module is None or os.environ.get("ARUNTIME_LEVELZERO_ABI") == "1":
+        return None
+    table = module.ffi.new("ar_ze_table *")
+    try:
+        for name, _ in module.ffi.typeof("ar_ze_table").fields:
+            address = int(ffi.cast("uintptr_t", ffi.addressof(lib, name)))
+            setattr(table, name, module.ffi.cast("void *", address))
+    except (AttributeError, TypeError, cffi.FFIError):
+        return None
+    c = module.lib
+    return CompiledCalls(
+        c.ar_ze_fill, c.ar_ze_copy, c.ar_ze_barrier, c.ar_ze_host_reset, c.ar_ze_query, table
+    )

@@ -8,6 +8,11 @@ from typing import Any
 
 from ..._exceptions import DriverError
 from .._worker import HostWorker
+from ._ffi import ffi
+
+
+def _address(handle: Any) -> int:
+    return int(ffi.cast("uintptr_t", handle))
 
 
 @dataclass(eq=False)
@@ -34,6 +39,11 @@ class _ZeEvent:
     signalled: bool = False
     #: Recorded into a capture: each replay resets and signals it again.
     replayed: bool = False
+    #: ``handle`` as an integer, for the compiled calls (``_ffi.compiled_calls``).
+    address: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.address = _address(self.handle)
 
 
 @dataclass(eq=False)
@@ -52,6 +62,11 @@ class _List:
 
     handle: Any
     unordered: bool = False
+    #: ``handle`` as an integer, for the compiled calls (``_ffi.compiled_calls``).
+    address: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.address = _address(self.handle)
 
 
 @dataclass(eq=False)

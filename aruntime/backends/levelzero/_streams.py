@@ -164,7 +164,7 @@ class _StreamOps(_LevelZeroBase):
         signalled again in place, without the pool's lock twice.  False: the
         caller records into a fresh event from the pool.
         """
-        lib = self._lib
+        calls = self._calls
         with s.lock:
             if s.capture is not None:
                 return False
@@ -172,16 +172,25 @@ class _StreamOps(_LevelZeroBase):
                 z = e.current
                 if z is None or z.holds != 1 or z.fired:
                     return False
-                handle = z.handle
-                if not z.signalled and lib.zeEventQueryStatus(handle) != ZE_RESULT_SUCCESS:
+                if not z.signalled and self._query_status(z) != ZE_RESULT_SUCCESS:
                     return False  # not signalled yet (or an error, for the pool's path)
                 z.signalled = False
-                self._check(lib.zeEventHostReset(handle), "zeEventHostReset")
+                if calls is not None:
+                    rc = calls.host_reset(z.address, calls.table)
+                else:
+                    rc = self._lib.zeEventHostReset(z.handle)
+                if rc != ZE_RESULT_SUCCESS:
+                    self._check(rc, "zeEventHostReset")
                 z.recorded = False
                 target = s.last or self._tail(s)
                 try:
                     # _barrier's work, inline: this runs behind every op.
-                    rc = lib.zeCommandListAppendBarrier(target.handle, handle, 0, ffi.NULL)
+                    if calls is not None:
+                        rc = calls.barrier(target.address, z.address, calls.table)
+                    else:
+                        rc = self._lib.zeCommandListAppendBarrier(
+                            target.handle, z.handle, 0, ffi.NULL
+                        )
                     if rc != ZE_RESULT_SUCCESS:
                         self._check(rc, "zeCommandListAppendBarrier")
                 except BaseException:
@@ -203,7 +212,11 @@ class _StreamOps(_LevelZeroBase):
             current = e.current
             if current is None or current.signalled:
                 return True
-            rc = self._lib.zeEventQueryStatus(current.handle)
+            calls = self._calls
+            if calls is not None:
+                rc = calls.query(current.address, calls.table)
+            else:
+                rc = self._lib.zeEventQueryStatus(current.handle)
             if rc == ZE_RESULT_SUCCESS:
                 current.signalled = not current.replayed
                 return True
@@ -221,7 +234,7 @@ class _StreamOps(_LevelZeroBase):
             if current.signalled:
                 rc = ZE_RESULT_SUCCESS
             else:
-                rc = self._lib.zeEventQueryStatus(current.handle)
+                rc = self._query_status(current)
                 if rc == ZE_RESULT_SUCCESS:
                     current.signalled = not current.replayed
             # Read under the lock: once it is let go, a new record may hand
@@ -242,6 +255,13 @@ class _StreamOps(_LevelZeroBase):
             self._wait_recorded(current)
         finally:
             self._pool(e.timing).release(current)
+
+    def _query_status(self, z: _ZeEvent) -> int:
+        """``zeEventQueryStatus`` of ``z``, through the compiled call where there is one."""
+        calls = self._calls
+        if calls is not None:
+            return calls.query(z.address, calls.table)
+        return int(self._lib.zeEventQueryStatus(z.handle))
 
     def _wait_recorded(self, z: _ZeEvent) -> None:
         self._check(

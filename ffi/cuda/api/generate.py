@@ -15,16 +15,16 @@ opened in the same process uses ABI mode (same declarations, same ``ffi``).
 The native host functions (``ffi/cuda/helpers``) are compiled into the
 extension too, so that the whole backend shares one ``ffi`` object.
 
-    python ffi/cuda/api/generate.py OUT.c
+    python -m ffi.cuda.api.generate OUT.c     (from the checkout's root)
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 import sys
 from pathlib import Path
+
+from ffi.build import emit_api_source
 
 HERE = Path(__file__).resolve().parent
 DECL = HERE.parent / "decl"
@@ -91,22 +91,7 @@ def c_source() -> str:
 
 def generate(out_c: Path) -> bool:
     """Write the C source to ``out_c`` (only when it changed); False without cffi."""
-    try:
-        from cffi import FFI
-    except ImportError:
-        return False
-    ffi = FFI()
-    ffi.cdef(_declarations() + SYSTEM_CDEF)
-    ffi.set_source(MODULE, c_source())
-    tmp = out_c.with_name(out_c.name + ".new")
-    out_c.parent.mkdir(parents=True, exist_ok=True)
-    with contextlib.redirect_stdout(io.StringIO()):  # cffi prints "generating ..."
-        ffi.emit_c_code(str(tmp))
-    if out_c.exists() and out_c.read_bytes() == tmp.read_bytes():
-        tmp.unlink()
-    else:
-        tmp.replace(out_c)
-    return True
+    return emit_api_source(MODULE, _declarations() + SYSTEM_CDEF, c_source(), out_c)
 
 
 if __name__ == "__main__":

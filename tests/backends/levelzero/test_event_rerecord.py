@@ -26,6 +26,7 @@ from aruntime._driver import DriverStream
 from aruntime.backends.levelzero import _driver
 
 from ._subproc import run_python
+from .conftest import replaced_call
 
 ZeDriver = _driver.LevelZeroDriver
 pytestmark = pytest.mark.timeout(120)
@@ -336,9 +337,7 @@ def test_a_passed_record_only_its_event_holds_is_recorded_again_in_place(ze: ZeD
         ze.stream_destroy(stream)
 
 
-def test_a_record_again_that_fails_leaves_the_event_complete(
-    ze: ZeDriver, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_record_again_that_fails_leaves_the_event_complete(ze: ZeDriver) -> None:
     """The ze event was reset before the append failed: nothing will signal it, so the
     event must not be left pointing at it (a later wait would never return)."""
     from aruntime._exceptions import DriverError
@@ -351,22 +350,14 @@ def test_a_record_again_that_fails_leaves_the_event_complete(
         ze.event_wait(event)
         z = e.current
 
-        class RefusingBarriers:
-            """The library, but every barrier append fails as a device out of memory would."""
+        def refusing_barrier(*args: Any) -> int:
+            return 0x70000003  # ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY
 
-            def __init__(self, lib: Any) -> None:
-                self._lib = lib
-
-            def __getattr__(self, name: str) -> Any:
-                return getattr(self._lib, name)
-
-            def zeCommandListAppendBarrier(self, *args: Any) -> int:
-                return 0x70000003  # ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY
-
-        with monkeypatch.context() as patch:
-            patch.setattr(ze, "_lib", RefusingBarriers(ze._lib))
-            with pytest.raises(DriverError, match="zeCommandListAppendBarrier"):
-                ze.event_record(event, stream)
+        with (
+            replaced_call(ze, "zeCommandListAppendBarrier", refusing_barrier),
+            pytest.raises(DriverError, match="zeCommandListAppendBarrier"),
+        ):
+            ze.event_record(event, stream)
         assert e.current is None and z.holds == 0
         assert ze.event_query(event)
         ze.event_wait(event)  # returns: the last record that happened had passed
@@ -429,28 +420,21 @@ def test_a_record_again_forgets_that_its_event_was_signalled(
         ze.stream_destroy(stream)
 
 
-def test_a_signalled_record_is_queried_once(ze: ZeDriver, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_signalled_record_is_queried_once(ze: ZeDriver) -> None:
     """The policy queries every op's marker, then waits on it: one driver query between them."""
     stream = ze.stream_create(0)
     event = ze.event_create(False)
     queries: list[Any] = []
+    real_query = ze._lib.zeEventQueryStatus
 
-    class CountingQueries:
-        def __init__(self, lib: Any) -> None:
-            self._lib = lib
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self._lib, name)
-
-        def zeEventQueryStatus(self, handle: Any) -> int:
-            queries.append(handle)
-            return int(self._lib.zeEventQueryStatus(handle))
+    def counting_query(handle: Any) -> int:
+        queries.append(handle)
+        return int(real_query(handle))
 
     try:
         ze.event_record(event, stream)
         ze.event_wait(event)
-        with monkeypatch.context() as patch:
-            patch.setattr(ze, "_lib", CountingQueries(ze._lib))
+        with replaced_call(ze, "zeEventQueryStatus", counting_query):
             assert ze.event_query(event)
             ze.event_wait(event)
             assert ze.event_query(event)

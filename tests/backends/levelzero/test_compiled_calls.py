@@ -1,0 +1,103 @@
+"""The compiled calls of every op's path (``_ffi.compiled_calls``) and their ABI fallback.
+
+The driver tests run on both paths (the ``ze`` fixture's "loader-abi"); these
+check that the compiled one is really taken where it was built, that it can
+be switched off, and that it reaches the library the backend opened.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sysconfig
+from typing import Any
+
+import numpy as np
+import pytest
+
+from aruntime._exceptions import BackendUnavailableError
+from aruntime._native import native_library_path
+from aruntime.backends.levelzero import _driver, _ffi
+from aruntime.backends.levelzero._ffi import COMPILED_MODULE, compiled_calls
+
+from .conftest import replaced_call
+
+ZeDriver = _driver.LevelZeroDriver
+
+
+def _built() -> bool:
+    try:
+        native_library_path(f"{COMPILED_MODULE}{sysconfig.get_config_var('EXT_SUFFIX')}")
+    except BackendUnavailableError:
+        return False
+    return True
+
+
+def test_the_op_path_is_compiled_where_the_extension_was_built(
+    ze: ZeDriver, request: pytest.FixtureRequest
+) -> None:
+    if request.node.callspec.params["ze"] == "loader-abi":
+        assert ze._calls is None
+        return
+    if not _built():
+        pytest.skip(f"{COMPILED_MODULE} was not built here (no cffi or Python headers)")
+    assert ze._calls is not None
+
+
+def test_every_op_of_a_stream_goes_through_the_compiled_calls(ze: ZeDriver) -> None:
+    """A fill, a copy each way and the marker's record, query and wait: each compiled call
+    is taken, and the bytes come back right."""
+    if ze._calls is None:
+        pytest.skip("the ABI path (the driver tests cover it)")
+    used: list[str] = []
+    real = ze._lib
+
+    def counted(name: str) -> Any:
+        function = getattr(real, name)
+
+        def call(*args: Any) -> int:
+            used.append(name)
+            return int(function(*args))
+
+        return call
+
+    names = [field for field, _ in _ffi._compiled[0].ffi.typeof("ar_ze_table").fields]
+    stream = ze.stream_create(0)
+    event = ze.event_create(False)
+    dev = ze.mem_alloc(64)
+    try:
+        host = np.arange(64, dtype=np.uint8)
+        back = np.zeros(64, dtype=np.uint8)
+        with contextlib.ExitStack() as stack:
+            for name in names:
+                stack.enter_context(replaced_call(ze, name, counted(name)))
+            ze.memset_d8(dev, 7, 64, stream)
+            ze.event_record(event, stream)
+            while not ze.event_query(event):
+                pass
+            ze.event_record(event, stream)  # again, in place: host reset and barrier
+            ze.memcpy_h2d(memoryview(host), dev, stream)
+            ze.memcpy_d2h(dev, memoryview(back), stream)
+            ze.event_record(event, stream)
+            ze.event_wait(event)
+        assert (back == host).all()
+        for name in names:
+            assert name in used, f"{name} was not called through the compiled table"
+    finally:
+        ze.event_destroy(event)
+        ze.mem_free(dev)
+        ze.stream_destroy(stream)
+
+
+def test_aruntime_levelzero_abi_switches_them_off(
+    ze: ZeDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ARUNTIME_LEVELZERO_ABI", "1")
+    assert compiled_calls(ze._lib) is None
+
+
+def test_a_library_that_is_not_cffi_s_gets_the_abi_path() -> None:
+    class StandIn:
+        def __getattr__(self, name: str) -> Any:
+            raise AttributeError(name)
+
+    assert compiled_calls(StandIn()) is None
