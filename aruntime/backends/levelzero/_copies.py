@@ -130,7 +130,7 @@ class _CopyOps(_StagedCopyOps):
         )
 
     def memset_d8(self, dst: int, value: int, nbytes: int, stream: DriverStream) -> None:
-        s = cast(_ZeStream, stream)
+        s: _ZeStream = stream  # type: ignore[assignment]
         calls = self._calls
         if calls is not None:
             args: tuple[Any, ...] = (dst, _fill_address(value & 0xFF), 1, nbytes, calls.table)
