@@ -31,7 +31,7 @@ MODULE = "_aruntime_ze_api"
 # The table's fields are named after the functions they point to, so that
 # the backend fills it by reading the field names.  The table comes last in
 # each wrapper: the backend's append helper passes the list first.
-CDEF = """
+TABLE = """
 typedef struct {
     void *zeCommandListAppendMemoryFill;
     void *zeCommandListAppendMemoryCopy;
@@ -39,6 +39,11 @@ typedef struct {
     void *zeEventHostReset;
     void *zeEventQueryStatus;
 } ar_ze_table;
+"""
+
+CDEF = (
+    TABLE
+    + """
 uint32_t ar_ze_fill(uintptr_t list, uintptr_t dst, uintptr_t pattern, size_t pattern_size,
                     size_t nbytes, const ar_ze_table *t);
 uint32_t ar_ze_copy(uintptr_t list, uintptr_t dst, uintptr_t src, size_t nbytes,
@@ -47,21 +52,17 @@ uint32_t ar_ze_barrier(uintptr_t list, uintptr_t signal, const ar_ze_table *t);
 uint32_t ar_ze_host_reset(uintptr_t event, const ar_ze_table *t);
 uint32_t ar_ze_query(uintptr_t event, const ar_ze_table *t);
 """
+)
 
 # Handles are opaque pointers and ze_result_t an enum of 32-bit codes; the
 # signatures below are the API's (ffi/levelzero/decl/command.h, sync.h).
-SOURCE = """
+SOURCE = (
+    """
 #include <stddef.h>
 #include <stdint.h>
-
-typedef struct {
-    void *zeCommandListAppendMemoryFill;
-    void *zeCommandListAppendMemoryCopy;
-    void *zeCommandListAppendBarrier;
-    void *zeEventHostReset;
-    void *zeEventQueryStatus;
-} ar_ze_table;
-
+"""
+    + TABLE
+    + """
 typedef uint32_t (*ar_fill_fn)(void *list, void *ptr, const void *pattern, size_t pattern_size,
                                size_t size, void *signal, uint32_t nwait, void **waits);
 typedef uint32_t (*ar_copy_fn)(void *list, void *dst, const void *src, size_t size,
@@ -98,6 +99,7 @@ static uint32_t ar_ze_query(uintptr_t event, const ar_ze_table *t)
     return ((ar_event_fn)t->zeEventQueryStatus)((void *)event);
 }
 """
+)
 
 
 def generate(out_c: Path) -> bool:
