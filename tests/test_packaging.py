@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tarfile
 import zipfile
 from pathlib import Path
@@ -22,6 +23,8 @@ import ffi.build
 from aruntime import _native
 
 ROOT = Path(__file__).resolve().parent.parent
+#: The compiled (cffi API-mode) extensions every wheel built here carries.
+_COMPILED = ("_aruntime_cuda_api", "_aruntime_ze_api")
 
 
 def test_every_spec_uses_the_one_builder() -> None:
@@ -150,6 +153,8 @@ def test_sdist_and_wheel_from_a_clean_tree(tmp_path: Path) -> None:
         "aruntime/_benchmarks/_harness.py",
         "aruntime/_benchmarks/bench_await.py",
         *(f"aruntime/kernels/{p.name}" for p in (ROOT / "aruntime/kernels").glob("*.[ps][tp][xv]")),
+        # The compiled calls (ffi/*/api), built by this same Python.
+        *(f"aruntime/_lib/{m}{sysconfig.get_config_var('EXT_SUFFIX')}" for m in _COMPILED),
     ):
         assert needed in files, needed
     assert not [f for f in files if f.startswith(("ffi/", "tests/", "benchmarks/"))]
