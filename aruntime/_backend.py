@@ -31,7 +31,7 @@ from typing import Any
 from ._alloc import Allocator
 from ._array import DeviceArray, DeviceMem
 from ._blocking import check as check_blocking
-from ._completion import Completion
+from ._completion import Completion, settled
 from ._compute import ComputeOps
 from ._driver import DeviceInfo, Driver, LaunchConfig
 from ._exceptions import AruntimeError, CaptureError, InvalidArgumentError
@@ -673,8 +673,10 @@ class Backend(ComputeOps):
         try:
             if not self._state.closed:
                 for completion in self._shutdown.pending_completions():
-                    with contextlib.suppress(AruntimeError):
-                        await completion
+                    # Settled, not awaited: awaiting would mark an error as
+                    # seen (stream order hands the first failure to every later op),
+                    # and close() must still report one nobody awaited.
+                    await settled(completion)
         except BaseException:
             failing = True  # e.g. cancelled while draining
             raise

@@ -11,6 +11,7 @@ simply skipped.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import numbers
 import threading
@@ -43,6 +44,10 @@ _FAILED = 2
 _CAPTURED = 3
 
 _Callback = Callable[[], None]
+
+#: Numbers Completions in the order their ops were queued (``next`` is atomic
+#: under the GIL): stream order for errors, see StreamState.ordered_error.
+next_seq = itertools.count(1).__next__
 
 
 def _check_timeout(timeout: object, op: str) -> float:
@@ -93,6 +98,7 @@ class Completion:
         "_op",
         "_result",
         "_seen",
+        "_seq",
         "_state",
         "_views",
     )
@@ -121,6 +127,7 @@ class Completion:
         self._lock = threading.Lock()
         # What to tell when the host first sees the op finished (hazard checking).
         self._seen: _Callback | None = None
+        self._seq = next_seq()
 
     # -- public ------------------------------------------------------------
     @property
@@ -277,7 +284,14 @@ class Completion:
             hooks.forget_failure(self)
 
     def _finish(self, error: BaseException | None = None) -> None:
-        """Mark the op finished (on any thread) and run the wake-ups."""
+        """Mark the op finished (on any thread) and run the wake-ups.
+
+        The stream decides the outcome first: an op queued after one that
+        failed fails too, naming that first failure (stream order).
+        """
+        hooks = self._hooks
+        if hooks is not None and (error is not None or hooks.ordering):
+            error = hooks.ordered_error(self, error)
         with self._lock:
             if self._state != _PENDING:
                 return
@@ -289,8 +303,8 @@ class Completion:
             callbacks, self._callbacks = self._callbacks, []
             views, self._views = self._views, ()
             self._keepalive = ()
-        if error is not None and self._hooks is not None:
-            self._hooks.note_failure(self)
+        if error is not None and hooks is not None:
+            hooks.note_failure(self)
         release_views(views)
         for fn in callbacks:
             try:
@@ -311,6 +325,7 @@ class Completion:
         self._callbacks = []
         self._lock = _NO_LOCK
         self._seen = None
+        self._seq = 0
 
     def _watched(self, seen: _Callback) -> Completion:
         if self._lock is not _NO_LOCK:
@@ -329,13 +344,18 @@ class Completion:
         watched._callbacks = []
         watched._lock = _NO_LOCK
         watched._seen = seen
+        watched._seq = 0
         return watched
 
     def _fail_queued(self, error: BaseException) -> tuple[Any, ...]:
         with self._lock:
             held = (*self._keepalive, *self._views)
             self._views = ()
-        self._finish(error)
+        # In stream order: an op queued before this one and still pending
+        # finishes first (a synchronize() never fails ahead of the work it covers).
+        hooks = self._hooks
+        if hooks is None or not hooks.after_pending(lambda: self._finish(error)):
+            self._finish(error)
         return held
 
     def _fail_forked(self, error: Callable[[str], BaseException]) -> None:

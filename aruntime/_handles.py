@@ -234,6 +234,10 @@ class Stream(_Handle):
         state = self.state
         state.acquire()  # the hot path: cheaper than ``with``
         try:
+            if state.refusing:
+                # Set under this lock by close() and the backend's close: an
+                # op is either queued before the stream closes, or refused.
+                raise ClosedResourceError(f"{op.kind.public}: {self!r} is closed")
             if state.capturing:
                 if self.hazards is not None:  # a replay is held to the launch's reads=
                     return self.hazards.record(op, self.handle, state.capture)
@@ -243,6 +247,11 @@ class Stream(_Handle):
             return self._run(op, self)
         finally:
             state.release()
+
+    def check_accepting(self, fn: str) -> None:
+        """Raise :class:`ClosedResourceError` if the stream refuses work (its lock held)."""
+        if self.state.refusing:
+            raise ClosedResourceError(f"{fn}: {self!r} is closed")
 
     def no_op(self, name: str, result: Any) -> Completion:
         """The Completion of the call ``name`` with nothing to do (zero bytes): already done.
@@ -258,11 +267,18 @@ class Stream(_Handle):
         if self.is_default:
             return
         self._abort_capture(self._defer, closing=False)
-        if not self._claim():
-            return
+        with self.state.lock:  # after every submit under way, before any other
+            if not self._claim():
+                return
+            self.state.refusing = True
         # A closed stream has no next synchronize(): its backend's close() reports these.
         self.state.mark_closed()
         release_stream(self._driver, self.handle, self.state)
+
+    def shut(self) -> None:
+        """The backend is closing: refuse further ops, after every submit under way."""
+        with self.state.lock:
+            self.state.refusing = True
 
     def release(self) -> None:
         """The backend is closing and every waiter has ended: destroy the stream now."""
@@ -360,6 +376,8 @@ class Event(_Handle):
         self.handle = handle
         self.timing = timing
         self._last_stream: Stream | None = None
+        #: The op the latest record stands behind, while it may yet fail (note_recorded).
+        self.order_point: Completion | None = None
         self._driver = driver
         self._defer = defer
         super().__init__(backend, resources, functools.partial(driver.event_destroy, handle))
@@ -378,8 +396,13 @@ class Event(_Handle):
         return self._last_stream is not None
 
     def note_recorded(self, stream: Stream) -> None:
-        """The core recorded this event on ``stream`` (called with the stream's lock held)."""
+        """The core recorded this event on ``stream`` (called with the stream's lock held).
+
+        It also keeps what the record stands behind for stream order: a
+        stream that waits on this event inherits a failure of that op.
+        """
         self._last_stream = stream
+        self.order_point = stream.state.order_point()
 
     def close(self) -> None:
         """Destroy the event (idempotent); same as ``backend.destroy_event(event)``.

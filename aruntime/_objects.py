@@ -123,6 +123,7 @@ class Objects:
         if st.state.capturing:
             raise CaptureError(f"{fn}: recording events inside a capture is not supported")
         with st.state.lock:
+            st.check_accepting(fn)
             self._driver.event_record(event.handle, st.handle)
             event.note_recorded(st)
             if self._state.hazards is not None:
@@ -142,10 +143,14 @@ class Objects:
         if st.state.capturing:
             raise CaptureError(f"{fn}: cross-stream waits inside a capture are not supported")
         with st.state.lock:
+            st.check_accepting(fn)
             if peer is None:
                 self._driver.stream_wait_event(st.handle, event.handle)
             else:
                 self._driver.peer_wait_event(st.handle, event.handle, peer)
+            before = event.order_point
+            if before is not None and not (before.done() and before.error is None):
+                st.state.waits_for(before)
             if self._state.hazards is not None:
                 self._state.hazards.stream_wait_event(st, event)
 

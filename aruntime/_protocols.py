@@ -8,6 +8,7 @@ contract in ``pyproject.toml`` check it).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, TypeVar
 
 __all__ = ["CompletionHooks", "Owner"]
@@ -30,6 +31,18 @@ class CompletionHooks(Protocol[_C_contra]):
 
     Generic in the Completion type so that this module needs no import of it.
     """
+
+    #: True while an op finishing here may owe its outcome to an earlier one
+    #: (a failure upstream on the stream, or behind an event it waited for).
+    ordering: bool
+
+    def ordered_error(
+        self, completion: _C_contra, error: BaseException | None
+    ) -> BaseException | None:
+        """The error ``completion`` finishes with, in stream order (its own or a first one's)."""
+
+    def after_pending(self, fn: Callable[[], None]) -> bool:
+        """Call ``fn`` once every op queued so far has finished; False if none is pending."""
 
     def kick(self) -> None:
         """Someone started waiting: the stream's waiter must not sleep on a deferred wake-up."""

@@ -161,6 +161,10 @@ class Shutdown:
             streams = state.open_streams()
             state.modules.clear()
         _open.discard(self)
+        # Linearize against other threads' enqueues: each op either got onto
+        # its stream before this (and is drained below) or is refused.
+        for st in streams:
+            st.shut()
         # Let every waiter drain, those of streams closed earlier too, before
         # anything is released: nothing is in flight from here on.
         waiters = [w for w in (st.state.waiter for st in streams) if w is not None]

@@ -13,13 +13,51 @@ import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from ._completion import Completion, born_captured
+from . import _sites as sites
+from ._completion import Completion, born_captured, next_seq
 from ._driver import Driver, DriverStream
+from ._exceptions import DriverError
 from ._ledger import pin
 from ._op import Op, Range
 from ._waiter import StreamWaiter
 
-__all__ = ["CaptureRecord", "FailureList", "StreamState"]
+__all__ = ["CaptureRecord", "FailureList", "StreamState", "first_failure_of"]
+
+#: How long finishing an op waits for the host to learn the outcome of the op
+#: behind an event it waited on (the device is past that op already, so only
+#: the other stream's waiter thread is left to run).
+_UPSTREAM_WAIT_S = 5.0
+
+
+def first_failure_of(completion: Completion) -> Completion:
+    """The op whose failure ``completion``'s error reports: itself, or the first one upstream."""
+    first = getattr(completion.error, "first_failure", None)
+    return first if isinstance(first, Completion) else completion
+
+
+def _ordered_failure(first: Completion, completion: Completion, how: str) -> DriverError:
+    """The error of an op that follows the failed op ``first`` (see StreamState.ordered_error)."""
+    root = first.error
+    site = sites.site_of(first)
+    where = f" (queued at {site})" if site else ""
+    message = f"{completion.op}: not done: {how} {first.op}{where} failed before it: {root}"
+    if isinstance(root, DriverError):
+        kind: type[DriverError] = type(root)
+        try:
+            error = kind(
+                message,
+                backend=root.backend,
+                code=root.code,
+                name=root.name,
+                function=completion.op,
+            )
+        except TypeError:  # pragma: no cover - a subclass with its own constructor
+            error = DriverError(message, backend=root.backend, code=root.code, name=root.name)
+    else:
+        error = DriverError(message, function=completion.op)
+    error.first_failure = first  # type: ignore[attr-defined]
+    error.__cause__ = root
+    return error
 
 
 class CaptureRecord(NamedTuple):
@@ -90,6 +128,8 @@ class StreamState:
         self.release = self.lock.release
         self.waiter: StreamWaiter | None = None
         self.capturing = False
+        #: Set (under ``lock``) once the stream or its backend closes: ops are refused.
+        self.refusing = False
         self._driver = driver
         self._label = label
         self._on_new_waiter = on_new_waiter
@@ -99,6 +139,15 @@ class StreamState:
         self._capture_writes: list[Range] = []
         self._failures = FailureList()
         self._orphans = orphans  # where errors go once the stream is closed
+        # Stream-ordered errors (ordered_error): the first failed op whose
+        # failure later ops inherit, the number after which ops were queued
+        # once the user had seen it, and what this stream waited for through
+        # events: (the wait's number, the last op before the event's record).
+        self.ordering = False
+        self.poison: Completion | None = None
+        self._poison_seen_at = 0
+        self._upstream: list[tuple[int, Completion]] = []
+        self._order_lock = threading.Lock()
         # Buffers of ops that reached the driver without a marker behind them
         # (the marker failed): they stay alive until a later op's Completion
         # finishes, which the stream reaches only after them.  Guarded by lock.
@@ -166,6 +215,98 @@ class StreamState:
     def take_failures(self) -> list[Completion]:
         return self._failures.take()
 
+    # -- stream order ----------------------------------------------------------------
+    def ordered_error(
+        self, completion: Completion, error: BaseException | None
+    ) -> BaseException | None:
+        """The error ``completion`` finishes with: stream order first, then its own.
+
+        An op queued after a failed op on this stream, or after a wait on an
+        event recorded behind a failed op, fails too, with an error naming
+        that first failure; this is what a GPU's stream synchronize reports.
+        An op queued after the user saw the first failure starts clean (a
+        sticky driver error fails it again by itself).  Ops on a stream
+        finish in queue order, so the poison set here covers what follows.
+        """
+        seq = completion._seq
+        if self._upstream:
+            self._settle_upstream(seq)
+        with self._order_lock:
+            first = self.poison
+            if first is not None and first is not completion and seq > first._seq:
+                seen_at = self._poison_seen_at
+                if not seen_at or seq < seen_at:
+                    if error is not None and error is first.error:
+                        return error  # synchronize() reporting the first failure itself
+                    return _ordered_failure(first, completion, "the earlier op")
+                self.poison = None
+                self._poison_seen_at = 0
+            upstream = self._upstream_failure(seq)
+            if upstream is not None:
+                self._poison_with(upstream)
+                return _ordered_failure(
+                    upstream, completion, "through an event it waited for, the op"
+                )
+            if error is not None and self.poison is None:
+                inherited = getattr(error, "first_failure", None)
+                self._poison_with(inherited if isinstance(inherited, Completion) else completion)
+            self.ordering = self.poison is not None or bool(self._upstream)
+        return error
+
+    def _poison_with(self, first: Completion) -> None:
+        self.poison = first
+        self._poison_seen_at = 0
+        self.ordering = True
+
+    def _settle_upstream(self, seq: int) -> None:
+        """Let the host learn the outcome of each op that op ``seq`` waited for through an event.
+
+        The device is past those ops (this one waited for them), so only
+        their own stream's waiter is left to finish them: this asks it to
+        now, and waits for it, bounded, outside any lock.
+        """
+        for wait_seq, before in list(self._upstream):
+            if seq < wait_seq or before.done():
+                continue
+            before._finish_if_ready()
+            if not before.done():
+                flag = threading.Event()
+                if before.subscribe(flag.set):
+                    flag.wait(_UPSTREAM_WAIT_S)
+
+    def _upstream_failure(self, seq: int) -> Completion | None:
+        """The first failure behind an event waited on before op ``seq``; prunes settled waits."""
+        kept = []
+        found = None
+        for wait_seq, before in self._upstream:
+            if seq < wait_seq or not before.done():
+                kept.append((wait_seq, before))
+            elif found is None and before.error is not None:
+                found = first_failure_of(before)
+        self._upstream = kept
+        return found
+
+    def waits_for(self, before: Completion) -> None:
+        """Later ops on this stream wait (through an event) for the op ``before`` (lock held)."""
+        with self._order_lock:
+            self._upstream.append((next_seq(), before))
+            self.ordering = True
+
+    def order_point(self) -> Completion | None:
+        """What an event recorded now stands behind, for stream order (the stream's lock held).
+
+        The first failure, while later ops inherit it, else the last op not
+        yet finished; None when everything queued so far has succeeded.
+        """
+        first = self.poison
+        if first is not None and not self._poison_seen_at:
+            return first
+        return self.last_pending()
+
+    def after_pending(self, fn: Callable[[], None]) -> bool:
+        last = self.last_pending()
+        return last is not None and last.subscribe(fn)
+
     # -- CompletionHooks ---------------------------------------------------------------
     def kick(self) -> None:
         waiter = self.waiter
@@ -178,11 +319,26 @@ class StreamState:
             waiter.finish_ready(completion)
 
     def note_failure(self, completion: Completion) -> None:
+        if first_failure_of(completion) is not completion:
+            return  # inherited: the first failure is the one kept (and reported) once
         if self._failures.note(completion):
             return
         # A closed stream has no next synchronize(): its backend's close() reports it.
         self._orphans.note(completion)
 
     def forget_failure(self, completion: Completion) -> None:
-        if not self._failures.forget(completion):
-            self._orphans.forget(completion)
+        """Someone saw ``completion``'s error, which may be a first failure's, inherited."""
+        first = first_failure_of(completion)
+        with self._order_lock:
+            poison = self.poison
+            if first is completion and poison is not None and completion.error is poison.error:
+                first = poison  # synchronize() raised the first failure's own error
+            if first is poison and not self._poison_seen_at:
+                self._poison_seen_at = next_seq()
+        hooks = first._hooks
+        if hooks is not None and hooks is not self:  # seen through an event, on another stream
+            hooks.forget_failure(first)
+            return
+        for c in (completion, first) if first is not completion else (completion,):
+            if not self._failures.forget(c):
+                self._orphans.forget(c)

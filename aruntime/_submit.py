@@ -145,6 +145,11 @@ class SyncCompletion(_Policy):
             sites.note(completion)  # the user's call is on the stack: it costs only here
             return completion
         result = op.result
+        state = stream.state
+        if state.ordering:  # an earlier op on the stream (or upstream) failed
+            completion = Completion(op.kind.public, state, result)
+            finish(completion)
+            return completion
         return self._done[op.kind] if result is None else born_done(op.kind.public, result)
 
     def _traced(self, op: Op, stream: Stream) -> None:
@@ -220,7 +225,7 @@ class AsyncCompletion(_Policy):
             waiter = state.started_waiter()
             if waiter.passed(marker):
                 error = waiter.settle(marker, markers.give_back, name)
-                if error is None:
+                if error is None and not state.ordering:
                     # The device is past this op and all before it: what
                     # earlier failed ops stranded may go now too.
                     if state.stranded:
@@ -232,7 +237,9 @@ class AsyncCompletion(_Policy):
                         return self._done[name]
                     return born_done(name, result)
                 keepalive = _keepalive(op, state)
-                return failed(Completion(name, state, op.result, keepalive, op.views), error)
+                completion = Completion(name, state, op.result, keepalive, op.views)
+                finish(completion, error)  # stream order may fail it: an earlier op failed
+                return completion
             completion = Completion(name, state, op.result, _keepalive(op, state), op.views)
             waiter.enqueue(marker, completion, markers.give_back)
         except DriverError as exc:
@@ -315,6 +322,8 @@ class AsyncCompletion(_Policy):
             return reached
         completion = Completion(name, state)
         with state.lock:
+            if state.refusing:  # closed since: it drains on its own
+                return self.event_synchronize(name, event) if stream.closed else born_done(name)
             state.started_waiter().submit(event.handle, completion, None)
         return completion
 

@@ -170,7 +170,11 @@ async def test_failed_op_after_enqueue_raises_from_await(slow_backend: ar.Backen
     with pytest.raises(ar.OutOfMemoryError):
         await c
     assert isinstance(c.exception(), MemoryError)
-    await ok  # a failed op does not poison the stream's later ops
+    # Stream order: queued after the failed copy, the memset fails too, naming it.
+    with pytest.raises(ar.OutOfMemoryError, match="the earlier op copy_h2d_async failed"):
+        await ok
+    # Queued once the failure was seen, an op starts clean.
+    await slow_backend.memset_async(ptr, 3, 16)
     await slow_backend.synchronize()
     slow_backend.free(ptr)
 

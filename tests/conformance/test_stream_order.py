@@ -1,0 +1,199 @@
+"""Errors follow stream order on every backend (DESIGN.md section 4).
+
+An op queued after a failed op on its stream, or after a wait on an event
+recorded behind one, fails too, naming that first failure; awaiting any op
+it poisoned marks the failure seen, so close() never raises it again.  The
+failing op is one each backend can fail without losing the device: the
+mock's injected fault, and on the sims a launch that stores into memory its
+``reads=`` declared read-only (the device stays usable).
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+
+import aruntime as ar
+
+pytestmark = pytest.mark.anyio
+
+N = 64
+NBYTES = N * 4
+
+
+def _data(value: float = 1.0) -> np.ndarray[Any, np.dtype[np.float32]]:
+    return np.full(N, value, dtype=np.float32)
+
+
+def _fail_on(
+    backend: ar.Backend, ptr: ar.DevicePtr, stream: ar.Stream
+) -> tuple[ar.Completion, str]:
+    """Queue an op on ``stream`` that fails without losing the device; it and its name."""
+    driver: Any = backend.driver
+    if driver.checks_stores:
+        scale = backend.kernel(backend.builtin_module("vector_ops"), "scale_f32")
+        args = [np.uint32(N), np.float32(2), ptr]
+        return backend.launch(scale, 1, N, args, reads=[ptr], stream=stream), "launch"
+    if hasattr(driver, "inject_fault"):
+        driver.inject_fault("copy_h2d", ar.DriverError)
+        return backend.copy_h2d_async(_data(), ptr, stream=stream), "copy_h2d_async"
+    pytest.skip(f"{backend.name}: no op here fails without losing the device")
+
+
+async def test_an_op_after_a_failed_one_fails_naming_it(backend: ar.Backend) -> None:
+    """The README's pattern: queue work, await only the download."""
+    ptr = backend.alloc(NBYTES)
+    with backend.create_stream() as stream:
+        await backend.copy_h2d_async(_data(), ptr, stream=stream)
+        failing, name = _fail_on(backend, ptr, stream)
+        download = backend.copy_d2h_async(ptr, np.empty(N, np.float32), stream=stream)
+        with pytest.raises(ar.DriverError) as info:
+            await download
+        message = str(info.value)
+        assert message.startswith("copy_d2h_async: not done: the earlier op"), message
+        assert f"{name} " in message, message
+        assert info.value.first_failure is failing  # type: ignore[attr-defined]
+        assert info.value.__cause__ is failing.error
+        # Seen: the op that failed first says so too, and a new op starts clean.
+        with pytest.raises(ar.DriverError):
+            await failing
+        out = await backend.copy_d2h_async(ptr, np.empty(N, np.float32), stream=stream)
+        assert out.shape == (N,)
+        await stream  # nothing left unseen
+    backend.free(ptr)
+
+
+async def test_ops_queued_before_the_failure_was_seen_all_fail(backend: ar.Backend) -> None:
+    ptr = backend.alloc(NBYTES)
+    with backend.create_stream() as stream:
+        await backend.copy_h2d_async(_data(), ptr, stream=stream)
+        _fail_on(backend, ptr, stream)
+        later = [backend.memset_async(ptr, 0, 16, stream=stream) for _ in range(3)]
+        for op in later:  # the first await sees the failure; the rest were queued before it
+            with pytest.raises(ar.DriverError, match="memset_async: not done"):
+                await op
+        await backend.memset_async(ptr, 0, 16, stream=stream)
+    backend.free(ptr)
+
+
+async def test_an_unseen_failure_is_raised_by_synchronize_once(backend: ar.Backend) -> None:
+    ptr = backend.alloc(NBYTES)
+    with backend.create_stream() as stream:
+        await backend.copy_h2d_async(_data(), ptr, stream=stream)
+        failing, _ = _fail_on(backend, ptr, stream)
+        backend.memset_async(ptr, 0, 16, stream=stream)  # nobody awaits either
+        with pytest.raises(ar.DriverError) as info:
+            await backend.synchronize(stream)
+        # It raises only after the work it covers has settled.
+        assert failing.done() and failing.error is not None
+        assert info.value is failing.error or info.value.first_failure is failing  # type: ignore[attr-defined]
+        await backend.synchronize(stream)  # raised once
+    backend.free(ptr)
+
+
+async def test_a_failure_flows_through_an_event_to_another_stream(backend: ar.Backend) -> None:
+    ptr, other = backend.alloc(NBYTES), backend.alloc(NBYTES)
+    s1, s2 = backend.create_stream(), backend.create_stream()
+    event = backend.create_event()
+    await backend.copy_h2d_async(_data(), ptr, stream=s1)
+    failing, name = _fail_on(backend, ptr, s1)
+    backend.record_event(event, s1)
+    backend.stream_wait_event(s2, event)
+    dependent = backend.memset_async(other, 0, NBYTES, stream=s2)
+    with pytest.raises(ar.DriverError, match=f"through an event it waited for, the op {name}"):
+        await dependent
+    # Seen through s2: neither stream's synchronize nor close raises it again.
+    await s1
+    await s2
+    # s2 waited before; an op on s2 now, after the failure was seen, is clean.
+    await backend.memset_async(other, 1, NBYTES, stream=s2)
+    assert failing.done()
+    for handle in (event, s1, s2):
+        handle.close()
+    backend.free(ptr)
+    backend.free(other)
+
+
+async def test_close_after_an_observed_failure_raises_nothing(backend_name: str) -> None:
+    gpu = _open(backend_name)
+    ptr = gpu.alloc(NBYTES)
+    stream = gpu.create_stream()
+    _fail_on(gpu, ptr, stream)
+    with pytest.raises(ar.DriverError):
+        await gpu.copy_d2h_async(ptr, np.empty(N, np.float32), stream=stream)
+    stream.close()
+    gpu.free(ptr)
+    gpu.close()  # the failure was seen through the download: nothing to raise
+
+
+async def test_close_raises_a_failure_nobody_saw(backend_name: str) -> None:
+    gpu = _open(backend_name)
+    ptr = gpu.alloc(NBYTES)
+    stream = gpu.create_stream()
+    failing, _ = _fail_on(gpu, ptr, stream)
+    gpu.memset_async(ptr, 0, 16, stream=stream)
+    stream.close()
+    gpu.free(ptr)
+    with pytest.raises(ar.DriverError) as info:
+        gpu.close()
+    assert info.value is failing.error or info.value.first_failure is failing  # type: ignore[attr-defined]
+
+
+def _open(name: str) -> ar.Backend:
+    try:
+        return ar.open_backend(name, check_hazards=True)
+    except ar.BackendUnavailableError as exc:
+        pytest.skip(f"{name} unavailable: {exc}")
+
+
+@pytest.fixture(params=["mock", "cuda-sim", "levelzero-sim"])
+def backend_name(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.mark.parametrize("target", ["stream", "backend"])
+def test_close_against_enqueues_from_another_thread(backend_name: str, target: str) -> None:
+    """Each op either completes or raises ClosedResourceError: no crash, no hang."""
+    for _ in range(10):
+        _close_race_round(backend_name, target)
+
+
+def _close_race_round(name: str, target: str) -> None:
+    gpu = _open(name)
+    ptr = gpu.alloc(NBYTES)
+    stream = gpu.create_stream()
+    started = threading.Event()
+    outcomes: list[str] = []
+    done: list[ar.Completion] = []
+
+    def enqueue() -> None:
+        started.set()
+        for _ in range(2000):
+            try:
+                done.append(gpu.memset_async(ptr, 1, NBYTES, stream=stream))
+            except ar.ClosedResourceError:
+                outcomes.append("refused")
+                return
+        outcomes.append("ran out")
+
+    worker = threading.Thread(target=enqueue)
+    worker.start()
+    started.wait()
+    if target == "stream":
+        stream.close()
+    else:
+        with warnings.catch_warnings():  # ptr is the worker's until close: freed by close
+            warnings.simplefilter("ignore", ResourceWarning)
+            gpu.close()
+    worker.join(timeout=60)
+    assert not worker.is_alive(), "an enqueue hung against close()"
+    for completion in done:  # each op queued before close ran to the end
+        completion.wait(timeout=60)
+    if target == "stream":
+        gpu.free(ptr)
+        gpu.close()
+    assert outcomes in (["refused"], ["ran out"])
