@@ -210,6 +210,16 @@ class Completion:
                 pass
 
     @property
+    def order(self) -> int:
+        """Where this op was queued among all ops: later ops have larger numbers (0: born done)."""
+        return self._seq
+
+    @property
+    def hooks(self) -> CompletionHooks[Completion] | None:
+        """The stream this op was queued on, as Completions see it (None for one born done)."""
+        return self._hooks
+
+    @property
     def error(self) -> BaseException | None:
         """The op's error once it failed, without marking it seen (None otherwise)."""
         return self._error

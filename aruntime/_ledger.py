@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ._callsite import caller_site
-from ._exceptions import InvalidArgumentError
+from ._exceptions import ClosedResourceError, InvalidArgumentError
 from ._memory import Allocation, DevicePtr, HostBuffer
 from ._peer import describe_device
 from ._protocols import Owner
@@ -205,6 +205,8 @@ class Ledger:
             )
         entry = self._entries.get(ptr.alloc_id)
         if entry is None:
+            if self._backend.closed:  # close() freed it, after this call began
+                raise ClosedResourceError(f"{fn}: the {self._backend.name} backend is closed")
             # Only this backend makes pointers to it, so one that is not live was
             # freed (no set of freed ids: it would grow with every free, forever).
             raise InvalidArgumentError(f"{fn}: {what} {ptr!r} was freed")

@@ -228,12 +228,12 @@ class StreamState:
         sticky driver error fails it again by itself).  Ops on a stream
         finish in queue order, so the poison set here covers what follows.
         """
-        seq = completion._seq
+        seq = completion.order
         if self._upstream:
             self._settle_upstream(seq)
         with self._order_lock:
             first = self.poison
-            if first is not None and first is not completion and seq > first._seq:
+            if first is not None and first is not completion and seq > first.order:
                 seen_at = self._poison_seen_at
                 if not seen_at or seq < seen_at:
                     if error is not None and error is first.error:
@@ -268,8 +268,7 @@ class StreamState:
         for wait_seq, before in list(self._upstream):
             if seq < wait_seq or before.done():
                 continue
-            before._finish_if_ready()
-            if not before.done():
+            if not before.done():  # done() wakes its waiter if a wake-up was deferred
                 flag = threading.Event()
                 if before.subscribe(flag.set):
                     flag.wait(_UPSTREAM_WAIT_S)
@@ -335,7 +334,7 @@ class StreamState:
                 first = poison  # synchronize() raised the first failure's own error
             if first is poison and not self._poison_seen_at:
                 self._poison_seen_at = next_seq()
-        hooks = first._hooks
+        hooks = first.hooks
         if hooks is not None and hooks is not self:  # seen through an event, on another stream
             hooks.forget_failure(first)
             return

@@ -36,6 +36,7 @@ pytest of its own, in a child process (docs: "Testing your code").
 from __future__ import annotations
 
 import os
+import threading
 import warnings
 from collections.abc import Generator, Iterator
 from typing import Any
@@ -129,10 +130,13 @@ def _drain(backend: Backend) -> list[BaseException]:
     """
     errors: list[BaseException] = []
     for marker in backend._shutdown.pending_completions():
-        try:
-            marker.wait(timeout=30)
-        except AruntimeError as exc:
-            errors.append(exc)
+        # Not wait(): taking a marker's outcome would mark as seen the
+        # failure it inherits in stream order, which is what is checked next.
+        finished = threading.Event()
+        if marker.subscribe(finished.set):
+            finished.wait(timeout=30)
+        if marker.error is not None:
+            errors.append(marker.error)
     return errors
 
 

@@ -88,9 +88,10 @@ async def test_failure_waits_for_the_others(async_mock_backend: ar.Backend) -> N
 
 
 async def test_first_error_is_the_earliest_argument(mock_backend: ar.Backend) -> None:
-    ptr = mock_backend.alloc(16)
+    ptr, elsewhere = mock_backend.alloc(16), mock_backend.alloc(16)
+    side = mock_backend.create_stream()  # ops queued after it on its stream would fail too
     mock_backend.driver.inject_fault("memset", ar.NotSupportedError)
-    failed_op = mock_backend.memset_async(ptr, 1, 16)
+    failed_op = mock_backend.memset_async(elsewhere, 1, 16, stream=side)
     later = anyio.Event()
 
     async def slow_failure() -> None:
@@ -109,8 +110,10 @@ async def test_first_error_is_the_earliest_argument(mock_backend: ar.Backend) ->
     with pytest.raises(ar.NotSupportedError, match="injected"):
         await ar.gather(mock_backend.memset_async(ptr, 3, 16), failed_op)
     # gather observed the failed op: synchronize() does not raise it again.
-    await mock_backend.synchronize()
+    await mock_backend.synchronize(side)
+    side.close()
     mock_backend.free(ptr)
+    mock_backend.free(elsewhere)
 
 
 async def test_cancelling_gather(async_mock_backend: ar.Backend) -> None:

@@ -245,12 +245,14 @@ def test_an_unobserved_failure_fails_its_test_naming_the_op_and_its_line(
     # On the threaded mock the op fails later, on a worker: its line was taken at the call.
     assert "ERROR at teardown of test_unawaited_failure_on_a_worker" in out, out
     assert f"test_user.py:{later}" in out, out
-    # The sticky fault fails the download, and the launch nobody awaited is named too.
+    # The sticky fault fails the download, which names the launch (seen through
+    # it); the buffer the failed test never freed is its teardown error.
     # (a test whose teardown fails counts as passed and as an error)
     result.assert_outcomes(passed=4, failed=2, errors=4)
     assert "FAILED test_user.py::test_faults_but_awaits_only_its_download[asyncio]" in out, out
-    assert "DeviceLostError: copy_d2h: the device was lost earlier (launch: mock kernel" in out
-    assert f"launch enqueued at {pytester.path / 'test_user.py'}:{launched}" in out, out
+    # Stream order: the download names the launch that failed before it.
+    assert "DeviceLostError: copy_d2h_async: not done: the earlier op launch" in out, out
+    assert f"(queued at {pytester.path / 'test_user.py'}:{launched})" in out, out
 
 
 _LOSES = """

@@ -480,15 +480,18 @@ def test_perfetto_trace_processor_loads_the_trace(tmp_path: Path) -> None:
 def test_a_traced_op_keeps_its_own_error_on_a_threaded_driver(tmp_path: Path) -> None:
     # The threaded mock hands an op's error to the next event recorded on its
     # stream: the trace's end event comes after the op's marker, so the
-    # failing op's own Completion fails and the next op does not.
+    # failing op's own Completion fails with its own error, and the next op
+    # with one naming it (stream order), not the other way round.
     with ar.open_backend("mock", latency=0.0) as gpu:
         dev = gpu.alloc(64)
         with gpu.trace(tmp_path / "t.json") as trace:
             gpu.driver.inject_fault("memset", ar.DriverError)  # type: ignore[attr-defined]
             failing = gpu.memset_async(dev, 1, 64)
             fine = gpu.memset_async(dev, 2, 64)
-            with pytest.raises(ar.DriverError):
+            with pytest.raises(ar.DriverError, match=r"^memset: injected"):
                 failing.wait(30)
-            assert fine.wait(30) is None
+            with pytest.raises(ar.DriverError, match="the earlier op memset_async") as info:
+                fine.wait(30)
+            assert info.value.first_failure is failing  # type: ignore[attr-defined]
         assert len(trace.spans) + trace.dropped == 2
         gpu.free(dev)

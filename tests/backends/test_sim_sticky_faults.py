@@ -21,6 +21,7 @@ import ctypes
 import os
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -43,8 +44,11 @@ def _recover(kind: str) -> None:
 
 
 def _close_lost(gpu: ar.Backend) -> None:
-    # The launch's own error was never awaited: close() reports it.
-    with pytest.raises(ar.DeviceLostError):
+    # The download raised the launch's failure (stream order), so it was seen:
+    # close() does not raise it again.  The buffer the lost device still
+    # holds is freed by close(), with the usual warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
         gpu.close()
 
 
