@@ -616,12 +616,14 @@ class Module(_Handle):
 class Kernel:
     """A function in a loaded module, ready to ``launch``."""
 
-    __slots__ = ("handle", "module", "name")
+    __slots__ = ("handle", "module", "name", "signatures")
 
     def __init__(self, module: Module, name: str, handle: DriverFunction) -> None:
         self.module = module
         self.name = name
         self.handle = handle
+        #: Argument types already checked once -> where the pointers are (see _launch).
+        self.signatures: dict[tuple[type, ...], tuple[int, ...]] = {}
 
     @property
     def backend(self) -> HandleOwner:

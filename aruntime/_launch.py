@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from ._driver import Driver, LaunchConfig
 from ._handles import Kernel
 from ._ledger import Ledger
@@ -13,6 +15,19 @@ from ._op import Op, OpKind
 from ._validate import check_kernel_args, launch_ranges
 
 __all__ = ["launch_op"]
+
+#: Signatures remembered per kernel (a program uses a handful).
+_SIGNATURES = 64
+
+
+def _fixed(signature: tuple[type, ...]) -> bool:
+    """Whether arguments of these types pass check_kernel_args unchanged, whatever their values.
+
+    A pointer or a numpy scalar does (its type fixes its dtype); raw bytes
+    are copied and a DeviceArray is replaced by its pointer, so those
+    signatures are checked at every launch.
+    """
+    return all(t is DevicePtr or issubclass(t, np.generic) for t in signature)
 
 
 def launch_op(
@@ -31,13 +46,22 @@ def launch_op(
     written, all of it; ``reads``/``writes`` narrow that (launch_ranges).
     """
     fn = "launch"
-    checked = check_kernel_args(args, fn)
+    kind = type(args)
+    signature = tuple(map(type, args)) if kind is list or kind is tuple else None
+    pointers = kernel.signatures.get(signature) if signature is not None else None
+    if pointers is None:
+        checked: Sequence[Any] = check_kernel_args(args, fn)
+        pointers = tuple(i for i, arg in enumerate(checked) if type(arg) is DevicePtr)
+        if signature is not None and _fixed(signature) and len(kernel.signatures) < _SIGNATURES:
+            kernel.signatures[signature] = pointers
+    else:
+        checked = tuple(args)  # the types were checked at this signature's first launch
     entries = []
     touched = []
-    for i, arg in enumerate(checked):
-        if isinstance(arg, DevicePtr):
-            entries.append(ledger.check_ptr(arg, fn, f"args[{i}]"))
-            touched.append((arg.address, arg.nbytes))
+    for i in pointers:
+        arg = checked[i]
+        entries.append(ledger.check_ptr(arg, fn, f"args[{i}]"))
+        touched.append((arg.address, arg.nbytes))
     ranges = read_ranges = tuple(touched)
     if reads is not None or writes is not None:
         read_ranges, ranges = launch_ranges(checked, reads, writes, fn)

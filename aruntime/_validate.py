@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -134,7 +134,7 @@ def device_operand(obj: object, fn: str, what: str, host: object = None) -> Devi
     return ptr
 
 
-def pointer_args_named(args: list[Any], given: object, fn: str, what: str) -> set[int]:
+def pointer_args_named(args: Sequence[Any], given: object, fn: str, what: str) -> set[int]:
     """The indices of the pointer arguments that ``given`` (``reads=`` or ``writes=``) names.
 
     Each entry must be a DevicePtr (or DeviceArray) equal to one of the
@@ -158,7 +158,7 @@ def pointer_args_named(args: list[Any], given: object, fn: str, what: str) -> se
 
 
 def launch_ranges(
-    args: list[Any], reads: object, writes: object, fn: str
+    args: Sequence[Any], reads: object, writes: object, fn: str
 ) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]]:
     """A launch's read and written ranges under its ``reads=``/``writes=`` annotations.
 
@@ -184,6 +184,8 @@ def launch_ranges(
 def check_dims(value: object, fn: str, what: str) -> tuple[int, int, int]:
     """A grid or block shape: an int or a tuple of 1 to 3 positive ints."""
     limits = _MAX_GRID if what == "grid" else _MAX_BLOCK
+    if type(value) is int and 0 < value <= limits[0]:
+        return (value, 1, 1)  # every launch: the common case without the loop below
     if _is_int(value):
         dims: tuple[Any, ...] = (value,)
     elif isinstance(value, (tuple, list)) and 1 <= len(value) <= 3:
@@ -208,6 +210,8 @@ def check_dims(value: object, fn: str, what: str) -> tuple[int, int, int]:
 
 
 def check_shared_mem(value: object, fn: str) -> int:
+    if value == 0 and type(value) is int:
+        return 0
     n = check_count(value, fn, "shared_mem")
     if n > _MAX_SHARED_MEM:
         raise InvalidArgumentError(

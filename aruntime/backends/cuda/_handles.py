@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._ffi import CData
 
 
@@ -19,14 +21,20 @@ class _Stream:
 
 
 class _Function:
-    """A CUfunction, its kernel's name, and its parameter sizes (None: unknown)."""
+    """A CUfunction, its kernel's name, its parameter sizes (None: unknown), its layouts.
 
-    __slots__ = ("handle", "name", "param_sizes")
+    ``blocks`` maps a launch's argument types to the parameter block laid out
+    for them (``_params.signature_block``), or to None for a signature packed
+    per launch.
+    """
+
+    __slots__ = ("blocks", "handle", "name", "param_sizes")
 
     def __init__(self, handle: CData, name: str, param_sizes: tuple[int, ...] | None) -> None:
         self.handle = handle
         self.name = name
         self.param_sizes = param_sizes
+        self.blocks: dict[tuple[type, ...], Any] = {}
 
 
 class _Resources:

@@ -6,8 +6,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
-import numpy as np
-
 from ..._driver import DriverFunction, DriverModule, DriverStream, LaunchConfig
 from ..._exceptions import InvalidArgumentError
 from ..._kernel_args import check_arg_sizes
@@ -17,6 +15,10 @@ from . import _errors
 from ._base import _CudaBase, _current
 from ._ffi import CData
 from ._handles import _Function, _Stream
+from ._params import pack_once, signature_block
+
+#: A signature not laid out yet (``None`` in the cache means: pack it per launch).
+_UNLAID: Any = object()
 
 _PACKAGE_DIR = Path(__file__).resolve().parents[2]
 #: Portable kernel modules -> the host shared object the sim runs them from.
@@ -112,51 +114,50 @@ class _ModuleOps(_CudaBase):
         bytes as each parameter holds from wherever the pointers point.
         """
         f = cast(_Function, function)
-        if f.param_sizes is not None:
-            check_arg_sizes(f.name, f.param_sizes, args)
         if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
             self._enter_slow("cuLaunchKernel")
-        params, blob = _pack_args(self._ffi, args)
+        block = f.blocks.get(tuple(map(type, args)), _UNLAID)
+        if block is _UNLAID:
+            block = f.blocks[tuple(map(type, args))] = signature_block(
+                self._ffi, f.name, f.param_sizes, args
+            )
         if self._note_launch_site is not None:
             self._note_launch_site()
         gx, gy, gz = config.grid
         bx, by, bz = config.block
-        code = self._lib.cuLaunchKernel(
-            f.handle,
-            gx,
-            gy,
-            gz,
-            bx,
-            by,
-            bz,
-            config.shared_mem,
-            cast(_Stream, stream).handle,
-            params,
-            self._ffi.NULL,
-        )
-        del blob  # kept alive until here on purpose
+        if block is None:  # a signature laid out per launch (raw bytes, complex)
+            if f.param_sizes is not None:
+                check_arg_sizes(f.name, f.param_sizes, args)
+            params, blob = pack_once(self._ffi, args)
+            code = self._lib.cuLaunchKernel(
+                f.handle,
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
+                config.shared_mem,
+                cast(_Stream, stream).handle,
+                params,
+                self._ffi.NULL,
+            )
+            del blob  # kept alive until here on purpose
+        else:
+            with block.lock:  # the driver copies the parameters before it returns
+                block.pack(args)
+                code = self._lib.cuLaunchKernel(
+                    f.handle,
+                    gx,
+                    gy,
+                    gz,
+                    bx,
+                    by,
+                    bz,
+                    config.shared_mem,
+                    cast(_Stream, stream).handle,
+                    block.params,
+                    self._ffi.NULL,
+                )
         if code != 0:
             raise self._fail(code, "cuLaunchKernel")
-
-
-def _pack_args(ffi: Any, args: Sequence[Any]) -> tuple[CData, CData]:
-    """The ``void**`` kernelParams array and the buffer its pointers point into."""
-    values: list[bytes] = []
-    for arg in args:
-        if isinstance(arg, np.generic):
-            values.append(arg.tobytes())
-        elif isinstance(arg, (bytes, bytearray, memoryview)):
-            values.append(bytes(arg))
-        else:  # a DevicePtr: the core validated it; int() is its address
-            values.append(int(arg).to_bytes(8, "little"))
-    offsets = []
-    total = 0
-    for value in values:
-        offsets.append(total)
-        total += (len(value) + 15) & ~15 or 16
-    blob = ffi.new("char[]", max(total, 1))
-    params = ffi.new("void *[]", max(len(values), 1))
-    for index, (offset, value) in enumerate(zip(offsets, values, strict=True)):
-        ffi.memmove(blob + offset, value, len(value))
-        params[index] = blob + offset
-    return params, blob
