@@ -38,8 +38,11 @@ Method: every contender runs blocks of ``--block`` ops in turn (the order
 rotates each round; the stream is drained after each block, untimed), and a
 figure is the median over ``--rounds`` rounds of the per-op mean of a block,
 in wall time.  Each backend and loop runs in a fresh process of its own.
-Every ratio is aruntime against the best peer (or the peer its target names);
-the targets are issue 29's.  Nothing is asserted about time.
+Every ratio is aruntime's time over the best peer's (or over the peer its
+target names), paired by round: the median over rounds of the ratio within a
+round, so that load from other processes, which comes and goes, moves both
+sides of a pair alike.  The targets are issue 29's.  Nothing is asserted
+about time.
 
     PYTHONPATH=. python benchmarks/bench_peers.py [--quick] [--backend cuda-sim,mock]
 """
@@ -104,10 +107,35 @@ Drain = Callable[[], Awaitable[None]]
 
 
 # -- timing ----------------------------------------------------------------------------------
+def _figures(samples: dict[str, list[float]]) -> dict[str, Any]:
+    """Each contender's median in microseconds, and aruntime's ratios, paired by round.
+
+    A ratio is the median over rounds of aruntime's time over the peer's in
+    the same round (``best``: over the best peer's of that round): a burst of
+    load from other processes moves both sides of a pair alike.
+    """
+    ours = samples[AR]
+    peers = [name for name in samples if name != AR]
+    ratio = {
+        name: statistics.median(a / b for a, b in zip(ours, samples[name], strict=True))
+        for name in peers
+    }
+    best = None
+    if peers:
+        best = statistics.median(
+            a / min(samples[name][i] for name in peers) for i, a in enumerate(ours)
+        )
+    return {
+        "us": {name: statistics.median(values) * 1e6 for name, values in samples.items()},
+        "ratio": ratio,
+        "best": best,
+    }
+
+
 async def _enqueue_rounds(
     contenders: dict[str, Op], drain: Drain, rounds: int, block: int
-) -> dict[str, float]:
-    """Microseconds per op of each contender: ``block`` ops enqueued back to back, not awaited."""
+) -> dict[str, Any]:
+    """Figures (:func:`_figures`) per op: ``block`` ops enqueued back to back, not awaited."""
     clock = time.perf_counter
     names = list(contenders)
     samples: dict[str, list[float]] = {name: [] for name in names}
@@ -122,13 +150,13 @@ async def _enqueue_rounds(
             await drain()
             if r:
                 samples[name].append(elapsed / block)
-    return {name: statistics.median(values) * 1e6 for name, values in samples.items()}
+    return _figures(samples)
 
 
 async def _await_rounds(
     contenders: dict[str, Callable[[], Awaitable[object]]], rounds: int, block: int
-) -> dict[str, float]:
-    """Microseconds per op of each contender: each op awaited before the next starts."""
+) -> dict[str, Any]:
+    """Figures (:func:`_figures`) per op: each op awaited before the next starts."""
     clock = time.perf_counter
     names = list(contenders)
     samples: dict[str, list[float]] = {name: [] for name in names}
@@ -141,7 +169,7 @@ async def _await_rounds(
                 await op()
             if r:
                 samples[name].append((clock() - start) / block)
-    return {name: statistics.median(values) * 1e6 for name, values in samples.items()}
+    return _figures(samples)
 
 
 # -- the backends ------------------------------------------------------------------------------
@@ -273,10 +301,10 @@ async def _measure_cuda(
                 ar_op()  # aruntime's own op last, so that its marker follows every peer's
                 await stream.synchronize()
 
-            us = await _enqueue_rounds(contenders, drain, rounds, block)
-            rows.append({"section": "enqueue", "op": op_name, "us": us})
-        us = await _await_rounds(awaited, rounds, block)
-        rows.append({"section": "awaited", "op": AWAITED, "us": us})
+            figures = await _enqueue_rounds(contenders, drain, rounds, block)
+            rows.append({"section": "enqueue", "op": op_name, **figures})
+        figures = await _await_rounds(awaited, rounds, block)
+        rows.append({"section": "awaited", "op": AWAITED, **figures})
         await stream.synchronize()
     finally:
         for release in reversed(cleanup):
@@ -442,8 +470,8 @@ async def _measure_levelzero(
                 ar_op()
                 await stream.synchronize()
 
-            us = await _enqueue_rounds(contenders, drain, rounds, block)
-            rows.append({"section": "enqueue", "op": op_name, "us": us})
+            figures = await _enqueue_rounds(contenders, drain, rounds, block)
+            rows.append({"section": "enqueue", "op": op_name, **figures})
         notes.append(
             f"{GRAPH}: no raw Level Zero peer (aruntime replays a graph with its own launcher)"
         )
@@ -472,11 +500,11 @@ async def _measure_mock(gpu: ar.Backend, rounds: int, block: int) -> list[dict[s
         await checkpoint()
 
     try:
-        us = await _await_rounds({AR: copy, CHECKPOINT: bare}, rounds, block)
+        figures = await _await_rounds({AR: copy, CHECKPOINT: bare}, rounds, block)
     finally:
         stream.close()
         gpu.free(dev)
-    return [{"section": "mock", "op": MOCK_COPY, "us": us}]
+    return [{"section": "mock", "op": MOCK_COPY, **figures}]
 
 
 async def _measure(backend: str, rounds: int, block: int) -> dict[str, Any]:
@@ -533,15 +561,14 @@ def _print_backend(
                 if row["op"] != op_name:
                     continue
                 us: dict[str, float] = row["us"]
-                have = {p: us[p] for p in peers if p in us}
                 line = f"{op_name:26}{loop:9}{_us(us[AR]):>10}"
                 line += "".join(f"{_us(us.get(p)):>15}" for p in peers)
-                best = f"{us[AR] / min(have.values()):.2f}x" if have else "-"
+                best = "-" if row["best"] is None else f"{row['best']:.2f}x"
                 target = ""
                 if op_name in targets:
                     against, bound = targets[op_name]
                     if against in us:
-                        target = _verdict(us[AR] / us[against], bound, against)
+                        target = _verdict(row["ratio"][against], bound, against)
                     else:
                         target = f"<= {bound:g}x {against}: not measured"
                 print(f"{line}{best:>13}  {target}".rstrip())
@@ -555,7 +582,7 @@ def _print_backend(
             line = f"{row['op']:26}{loop:9}{_us(us[AR]):>10}"
             line += f"{_us(us.get(POLL)):>18}{_us(us.get(TO_THREAD)):>23}"
             verdicts = [
-                _verdict(us[AR] / us[peer], bound, peer) + f" ({us[AR] / us[peer]:.2f}x)"
+                _verdict(row["ratio"][peer], bound, peer) + f" ({row['ratio'][peer]:.2f}x)"
                 for peer, bound in AWAITED_TARGETS.items()
                 if peer in us
             ]
@@ -567,7 +594,7 @@ def _print_backend(
         )
         for loop, row in mock:
             us = row["us"]
-            ratio = us[AR] / us[CHECKPOINT]
+            ratio = row["ratio"][CHECKPOINT]
             line = f"{row['op']:26}{loop:9}{_us(us[AR]):>10}{_us(us[CHECKPOINT]):>12}"
             print(f"{line}{ratio:>8.2f}x  {_verdict(ratio, MOCK_TARGET, CHECKPOINT)}")
     for note in dict.fromkeys(n for _, r in by_loop for n in r["notes"]):
