@@ -240,6 +240,7 @@ async def _measure_cuda(
         config = LaunchConfig(grid=1, block=THREADS)
         cargs = (np.uint32(THREADS), np.uint32(0), Buffer.from_handle(int(out), THREADS * 4))
         core_dev = Buffer.from_handle(int(dev), COPY_BYTES)
+        core_head = Buffer.from_handle(int(dev), MEMSET_BYTES)  # fill() sets all of a Buffer
         core_pinned = Buffer.from_handle(pinned.ctypes.data, COPY_BYTES)
 
         def core_launch() -> None:
@@ -266,7 +267,7 @@ async def _measure_cuda(
             core_dev.copy_from(core_pinned, stream=cstream)
 
         def core_fill() -> None:
-            core_dev.fill(1, stream=cstream)
+            core_head.fill(1, stream=cstream)
 
         for row, op in ((COPY, core_copy), (MEMSET, core_fill)):
             try:
