@@ -538,7 +538,7 @@ def _us(value: float | None) -> str:
 
 
 def _verdict(ratio: float, target: float, against: str) -> str:
-    return f"<= {target:g}x {against}: {'met' if ratio <= target else 'MISSED'}"
+    return f"<= {target:g}x {against} ({ratio:.2f}x): {'met' if ratio <= target else 'MISSED'}"
 
 
 def _print_backend(
@@ -583,7 +583,7 @@ def _print_backend(
             line = f"{row['op']:26}{loop:9}{_us(us[AR]):>10}"
             line += f"{_us(us.get(POLL)):>18}{_us(us.get(TO_THREAD)):>23}"
             verdicts = [
-                _verdict(row["ratio"][peer], bound, peer) + f" ({row['ratio'][peer]:.2f}x)"
+                _verdict(row["ratio"][peer], bound, peer)
                 for peer, bound in AWAITED_TARGETS.items()
                 if peer in us
             ]
