@@ -80,3 +80,63 @@ def test_bench_enqueue_quick_compares_every_backend_with_the_mock() -> None:
         row = next(line for line in out.splitlines() if line.startswith(f"enqueue us [{loop}]"))
         assert row.count("x mock") == 2, out  # each sim against the mock, in one run
         assert f"enqueue + await, 1 ms apart us [{loop}]" in out, out
+
+
+def _run_bench_peers(args: list[str], pythonpath: list[str]) -> str:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([*pythonpath, str(ROOT), env.get("PYTHONPATH", "")])
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_peers.py"), "--quick", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sims run on Linux only")
+def test_bench_peers_quick_prints_every_row_against_its_peers() -> None:
+    pytest.importorskip("cuda.core", reason="cuda.core (the test extra) is not installed")
+    out = _run_bench_peers([], [])
+    lines = out.splitlines()
+
+    def row(op: str, loop: str) -> str:
+        return next(line for line in lines if line.startswith(op) and f" {loop} " in line)
+
+    assert "failed" not in out, out
+    for backend in ("== cuda-sim", "== levelzero-sim", "== mock"):
+        assert backend in out, out
+    for loop in ("asyncio", "trio"):
+        for op in ("kernel launch", "4 KiB H2D copy (pinned)", "64 B memset", "graph replay"):
+            # cuda-sim's row, then levelzero-sim's: the loop, aruntime's figure, each
+            # peer's, and aruntime / the best peer.
+            cuda_row, ze_row = (
+                line[len(op) :].split() for line in lines if line.startswith(op) and loop in line
+            )
+            assert cuda_row[0] == loop and cuda_row[4].endswith("x"), out
+            assert all(float(figure) > 0 for figure in cuda_row[1:4]), out
+            if op == "graph replay":
+                assert ze_row[2:4] == ["-", "-"], out  # no raw Level Zero graph call
+            else:
+                assert float(ze_row[2]) > 0 and ze_row[3].endswith("x"), out
+                assert cuda_row[-1] in ("met", "MISSED") and ze_row[-1] in ("met", "MISSED"), out
+        awaited = row("awaited launch", loop)
+        assert awaited.count("MISSED") + awaited.count("met") == 2, out
+        assert "to_thread" in awaited and "poll" in awaited, out
+        assert "checkpoint" in row("awaited 4 KiB copy", loop), out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sims run on Linux only")
+def test_bench_peers_without_nvidias_bindings_says_why(tmp_path: Path) -> None:
+    # A package named cuda that cannot be imported hides cuda.core and cuda-bindings.
+    (tmp_path / "cuda").mkdir()
+    (tmp_path / "cuda" / "__init__.py").write_text("raise ImportError('hidden by the test')\n")
+    out = _run_bench_peers(["--backend", "cuda-sim", "--loops", "asyncio"], [str(tmp_path)])
+    assert "note: no cuda-bindings column: it is not installed" in out, out
+    assert "note: no cuda.core columns: it is not installed" in out, out
+    launch = next(line for line in out.splitlines() if line.startswith("kernel launch"))
+    assert launch.split()[4:7] == ["-", "-", "-"], out  # aruntime's figure, no peers, no ratio
+    assert "not measured" in launch, out
