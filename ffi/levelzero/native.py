@@ -46,6 +46,7 @@ _HEADERS = (
     "sim/sim_bits.h",
     "sim/spirv/spv_opcodes.h",
     "sim/spirv/spv_opcodes.def",
+    "sim/spirv/spv_grammar.h",
     *ENGINE_HEADERS,
 )
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -1037,7 +1038,45 @@ def sc_no_leaks(env: Env) -> None:
     assert hooks.arze_sim_live_queues() == 0
 
 
+ZE_ABI_H = Path(__file__).resolve().parents[2] / "ffi" / "levelzero" / "sim" / "ze_abi.h"
+
+
+def ze_constant(name: str) -> int:
+    """A Level Zero constant from the sim's ze_abi.h, which test_abi_headers.py
+    holds to the real ze_api.h: no stype is typed by hand here."""
+    m = re.search(rf"\b{name} = (0x[0-9a-fA-F]+|\d+),", ZE_ABI_H.read_text())
+    assert m, f"{name} is not in {ZE_ABI_H}"
+    return int(m.group(1), 0)
+
+
+def sc_device_units(env: Env) -> None:
+    # timerResolution: nanoseconds per tick for the old stype, ticks per
+    # second for DEVICE_PROPERTIES_1_2 (what SYCL's Unified Runtime asks).
+    old = ffi.new(
+        "ze_device_properties_t *", {"stype": ze_constant("ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES")}
+    )
+    ck(ze.zeDeviceGetProperties(env.device, old))
+    new = ffi.new(
+        "ze_device_properties_t *",
+        {"stype": ze_constant("ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2")},
+    )
+    ck(ze.zeDeviceGetProperties(env.device, new))
+    assert old.timerResolution == 1, old.timerResolution  # 1 ns per tick
+    assert new.timerResolution == 1_000_000_000, new.timerResolution  # ticks per second
+    assert 1e9 / new.timerResolution == old.timerResolution  # the same tick
+    # Sub-groups: the one size the SPIR-V executor runs (16; test_spirv_executor's
+    # subgroups kernel sees get_max_sub_group_size() == 16).
+    cp = ffi.new(
+        "ze_device_compute_properties_t *",
+        {"stype": ze_constant("ZE_STRUCTURE_TYPE_DEVICE_COMPUTE_PROPERTIES")},
+    )
+    ck(ze.zeDeviceGetComputeProperties(env.device, cp))
+    assert cp.numSubGroupSizes == 1, cp.numSubGroupSizes
+    assert list(cp.subGroupSizes) == [16, 0, 0, 0, 0, 0, 0, 0], list(cp.subGroupSizes)
+
+
 SCENARIOS: dict[str, Callable[[Env], None]] = {
+    "device_units": sc_device_units,
     "basics": sc_basics,
     "roundtrip": sc_roundtrip,
     "immediate_async": sc_immediate_async,

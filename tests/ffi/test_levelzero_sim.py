@@ -37,6 +37,7 @@ LAYER = Path("/usr/lib/x86_64-linux-gnu/libze_validation_layer.so.1")
 REAL_HEADERS = Path("/usr/include/level_zero/ze_ddi.h")
 MODES = ("direct", "loader", "validation")
 SCENARIO_NAMES = (
+    "device_units",
     "basics",
     "roundtrip",
     "immediate_async",

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../sim/spirv/spv.h"
 #include "lz_internal.h"
 
 lz_driver *lz_g_driver;
@@ -188,7 +189,10 @@ ZE_APIEXPORT ze_result_t zeDeviceGetProperties(ze_device_handle_t hDevice, ze_de
     p->numEUsPerSubslice = 8;
     p->numSubslicesPerSlice = info.compute_units ? info.compute_units : 1;
     p->numSlices = 1;
-    p->timerResolution = 1; /* ns per tick (stype DEVICE_PROPERTIES units) */
+    /* Timestamps tick in nanoseconds.  The units of timerResolution follow
+     * the caller's stype: nanoseconds per tick for DEVICE_PROPERTIES, ticks
+     * per second for DEVICE_PROPERTIES_1_2 (what the Unified Runtime asks). */
+    p->timerResolution = p->stype == ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2 ? 1000000000u : 1u;
     p->timestampValidBits = 64;
     p->kernelTimestampValidBits = 64;
     memset(p->uuid.id, 0, sizeof p->uuid.id);
@@ -210,9 +214,11 @@ ZE_APIEXPORT ze_result_t zeDeviceGetComputeProperties(ze_device_handle_t hDevice
     p->maxGroupCountY = 65535;
     p->maxGroupCountZ = 65535;
     p->maxSharedLocalMemory = 64 * 1024;
+    /* The SPIR-V executor runs sub-groups of SPV_SUBGROUP_SIZE work-items
+     * (ffi/sim/spirv/README.md): the one size a kernel can get. */
     p->numSubGroupSizes = 1;
     memset(p->subGroupSizes, 0, sizeof p->subGroupSizes);
-    p->subGroupSizes[0] = 1; /* the sim runs a group's work items one by one */
+    p->subGroupSizes[0] = SPV_SUBGROUP_SIZE;
     return ZE_RESULT_SUCCESS;
 }
 

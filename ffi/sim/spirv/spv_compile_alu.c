@@ -3,6 +3,25 @@
  * row's X_* op comes from spv_opcodes.def (its code column). */
 #include "spv_load.h"
 
+/* Each float operation at each width: its f16, f32 and f64 X_* ops. */
+static const uint16_t k_float_ops[][3] = {
+    {X_FADD16, X_FADD32, X_FADD64}, {X_FSUB16, X_FSUB32, X_FSUB64},
+    {X_FMUL16, X_FMUL32, X_FMUL64}, {X_FDIV16, X_FDIV32, X_FDIV64},
+    {X_FREM16, X_FREM32, X_FREM64}, {X_FMOD16, X_FMOD32, X_FMOD64},
+    {X_FNEG16, X_FNEG32, X_FNEG64},
+};
+
+uint16_t spvl_float_op(loader *L, uint16_t x32, uint32_t width)
+{
+    uint32_t col = width == 16 ? 0 : width == 32 ? 1 : width == 64 ? 2 : 3;
+    if (col == 3)
+        UNSUPPORTED("%u-bit float arithmetic is not supported", width);
+    for (size_t i = 0; i < sizeof k_float_ops / sizeof k_float_ops[0]; i++)
+        if (k_float_ops[i][1] == x32)
+            return k_float_ops[i][col];
+    UNSUPPORTED("internal: no float operation for code %u", x32);
+}
+
 void spvl_c_copy(loader *L, fnctx *c) /* copies and address-space casts */
 {
     spvl_emit(L, X_MOV, (uint8_t)c->n, 0, c->d, spvl_slot(L, word(L, c->at, 3)), 0, 0, 0);
@@ -47,7 +66,7 @@ void spvl_c_convert(loader *L, fnctx *c)
     switch (x) {
     case X_FTOU: case X_FTOS: e = r->round | (uint32_t)r->sat << 8; break;
     case X_STOF: case X_UTOF:
-        if (r->round > 1)
+        if (r->round > 1 + SPV_FPRoundingMode_RTE)
             UNSUPPORTED("integer-to-float conversions with a rounding mode other than rte");
         break;
     case X_UCONV: case X_SCONV:
@@ -59,7 +78,7 @@ void spvl_c_convert(loader *L, fnctx *c)
             dw = 64;
         break;
     default: /* X_FCONV */
-        if (r->round > 1)
+        if (r->round > 1 + SPV_FPRoundingMode_RTE)
             UNSUPPORTED("float conversions with a rounding mode other than rte");
     }
     for (uint32_t k = 0; k < n; k++)
@@ -76,7 +95,7 @@ void spvl_c_iunary(loader *L, fnctx *c) /* SNegate, Not, LogicalNot */
 void spvl_c_funary(loader *L, fnctx *c)
 {
     uint8_t w = (uint8_t)scalar(L, c->rt)->width;
-    spvl_emit_map(L, (uint16_t)float_op(c->info->code, w), c->n, w, c->d,
+    spvl_emit_map(L, spvl_float_op(L, (uint16_t)c->info->code, w), c->n, w, c->d,
                   spvl_slot(L, word(L, c->at, 3)), SPV_NONE, 0, SPV_NONE, 1, 0, 0);
 }
 
@@ -101,7 +120,7 @@ void spvl_c_ibinary(loader *L, fnctx *c)
 void spvl_c_fbinary(loader *L, fnctx *c)
 {
     uint8_t w = (uint8_t)scalar(L, c->rt)->width;
-    binary(L, c, (uint16_t)float_op(c->info->code, w), w, 0);
+    binary(L, c, spvl_float_op(L, (uint16_t)c->info->code, w), w, 0);
 }
 
 /* Integer and logical comparisons; float ones keep their opcode as the predicate. */
@@ -139,10 +158,10 @@ void spvl_c_dot(loader *L, fnctx *c) /* a0*b0 + a1*b1 + ... in order */
     uint32_t an = comps(L, value_type(L, a));
     uint8_t w = (uint8_t)scalar(L, c->rt)->width;
     uint32_t sa = spvl_slot(L, a), sb = spvl_slot(L, b), t = spvl_new_slots(L, 1);
-    spvl_emit(L, (uint16_t)float_op(X_FMUL32, w), 1, w, d, sa, sb, 0, 0);
+    spvl_emit(L, spvl_float_op(L, X_FMUL32, w), 1, w, d, sa, sb, 0, 0);
     for (uint32_t k = 1; k < an; k++) {
-        spvl_emit(L, (uint16_t)float_op(X_FMUL32, w), 1, w, t, sa + k, sb + k, 0, 0);
-        spvl_emit(L, (uint16_t)float_op(X_FADD32, w), 1, w, d, d, t, 0, 0);
+        spvl_emit(L, spvl_float_op(L, X_FMUL32, w), 1, w, t, sa + k, sb + k, 0, 0);
+        spvl_emit(L, spvl_float_op(L, X_FADD32, w), 1, w, d, d, t, 0, 0);
     }
 }
 

@@ -5,12 +5,26 @@
 static int ext_supported(uint32_t e)
 {
     static const unsigned ok[] = {
-        0, 1, 3, 4, 6, 7, 8, 11, 12, 13, 14, 15, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27,
-        28, 29, 32, 37, 38, 39, 40, 42, 48, 49, 50, 51, 53, 55, 56, 57, 59, 61, 62, 63, 66,
-        67, 69, 70, 71, 72, 73, 75, 76, 77, 78, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90,
-        91, 92, 93, 94, 95, 96, 97, 98, 99, 100, 101, 103, 141, 142, 143, 144, 145, 146,
-        147, 148, 149, 150, 151, 152, 153, 156, 157, 158, 159, 160, 161, 162, 163, 166,
-        167, 168, 169, 170, 201, 202, 203, 204,
+        SPV_CL_acos, SPV_CL_acosh, SPV_CL_asin, SPV_CL_asinh, SPV_CL_atan, SPV_CL_atan2,
+        SPV_CL_atanh, SPV_CL_cbrt, SPV_CL_ceil, SPV_CL_copysign, SPV_CL_cos, SPV_CL_cosh,
+        SPV_CL_erfc, SPV_CL_erf, SPV_CL_exp, SPV_CL_exp2, SPV_CL_exp10, SPV_CL_expm1, SPV_CL_fabs,
+        SPV_CL_fdim, SPV_CL_floor, SPV_CL_fma, SPV_CL_fmax, SPV_CL_fmin, SPV_CL_fmod,
+        SPV_CL_hypot, SPV_CL_log, SPV_CL_log2, SPV_CL_log10, SPV_CL_log1p, SPV_CL_mad, SPV_CL_pow,
+        SPV_CL_pown, SPV_CL_powr, SPV_CL_remainder, SPV_CL_rint, SPV_CL_round, SPV_CL_rsqrt,
+        SPV_CL_sin, SPV_CL_sinh, SPV_CL_sqrt, SPV_CL_tan, SPV_CL_tanh, SPV_CL_trunc,
+        SPV_CL_half_cos, SPV_CL_half_exp, SPV_CL_half_exp2, SPV_CL_half_exp10, SPV_CL_half_log,
+        SPV_CL_half_log2, SPV_CL_half_powr, SPV_CL_half_recip, SPV_CL_half_rsqrt, SPV_CL_half_sin,
+        SPV_CL_native_cos, SPV_CL_native_divide, SPV_CL_native_exp, SPV_CL_native_exp2,
+        SPV_CL_native_exp10, SPV_CL_native_log, SPV_CL_native_log2, SPV_CL_native_log10,
+        SPV_CL_native_powr, SPV_CL_native_recip, SPV_CL_native_rsqrt, SPV_CL_native_sin,
+        SPV_CL_native_sqrt, SPV_CL_native_tan, SPV_CL_fclamp, SPV_CL_degrees, SPV_CL_fmax_common,
+        SPV_CL_fmin_common, SPV_CL_mix, SPV_CL_radians, SPV_CL_step, SPV_CL_sign, SPV_CL_s_abs,
+        SPV_CL_s_abs_diff, SPV_CL_s_add_sat, SPV_CL_u_add_sat, SPV_CL_s_hadd, SPV_CL_u_hadd,
+        SPV_CL_s_rhadd, SPV_CL_u_rhadd, SPV_CL_s_clamp, SPV_CL_u_clamp, SPV_CL_clz, SPV_CL_ctz,
+        SPV_CL_s_mad_hi, SPV_CL_s_max, SPV_CL_u_max, SPV_CL_s_min, SPV_CL_u_min, SPV_CL_s_mul_hi,
+        SPV_CL_rotate, SPV_CL_s_sub_sat, SPV_CL_u_sub_sat, SPV_CL_popcount, SPV_CL_s_mad24,
+        SPV_CL_u_mad24, SPV_CL_s_mul24, SPV_CL_u_mul24, SPV_CL_u_abs, SPV_CL_u_abs_diff,
+        SPV_CL_u_mul_hi, SPV_CL_u_mad_hi,
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (ok[i] == e)
@@ -24,22 +38,22 @@ static int ext_supported(uint32_t e)
 static void ext_vload_store(loader *L, fnctx *c, uint32_t e)
 {
     uint32_t at = c->at, d = c->d;
-    int store = e == 172 || e == 175;
+    int store = e == SPV_CL_vstoren || e == SPV_CL_vstore_half;
     uint32_t data = store ? word(L, at, 5) : 0;
     uint32_t off = word(L, at, store ? 6 : 5), ptr = word(L, at, store ? 7 : 6);
     ty *pt = type_of(L, value_type(L, ptr));
     if (pt->kind != T_PTR)
         MALFORMED("vload/vstore of a non-pointer");
-    uint32_t elem = e >= 173 ? 2u : (uint32_t)type_of(L, pt->elem)->size;
-    uint32_t vn = e == 171 ? word(L, at, 7) : store ? comps(L, value_type(L, data)) : 1;
+    uint32_t elem = e >= SPV_CL_vload_half ? 2u : (uint32_t)type_of(L, pt->elem)->size;
+    uint32_t vn = e == SPV_CL_vloadn ? word(L, at, 7) : store ? comps(L, value_type(L, data)) : 1;
     uint32_t t = spvl_new_slots(L, 1);
     spvl_emit(L, X_PTRADD, 1, (uint8_t)scalar(L, value_type(L, off))->width, t,
               spvl_slot(L, ptr), spvl_slot(L, off), elem * vn, 0);
-    if (e == 171)
+    if (e == SPV_CL_vloadn)
         spvl_emit(L, X_LOAD, (uint8_t)vn, (uint8_t)elem, d, t, 0, 0, 0);
-    else if (e == 172)
+    else if (e == SPV_CL_vstoren)
         spvl_emit(L, X_STORE, (uint8_t)vn, (uint8_t)elem, 0, t, spvl_slot(L, data), 0, 0);
-    else if (e == 173)
+    else if (e == SPV_CL_vload_half)
         spvl_emit(L, X_LOADH, 1, (uint8_t)scalar(L, c->rt)->width, d, t, 0, 0, 0);
     else
         spvl_emit(L, X_STOREH, 1, (uint8_t)scalar(L, value_type(L, data))->width, 0, t,
@@ -55,10 +69,10 @@ static void ext_select(loader *L, fnctx *c, uint32_t e)
     uint8_t cw = (uint8_t)scalar(L, value_type(L, cond))->width;
     int cvec = is_vec(L, cond);
     uint32_t t = spvl_new_slots(L, 1);
-    uint32_t shift = e == 187 && cvec ? spvl_const_slot(L, cw - 1u) : SPV_NONE;
+    uint32_t shift = e == SPV_CL_select && cvec ? spvl_const_slot(L, cw - 1u) : SPV_NONE;
     for (uint32_t k = 0; k < c->n; k++) {
         uint32_t ck = sc + (cvec ? k : 0);
-        if (e == 186) { /* x ^ ((x ^ y) & c) */
+        if (e == SPV_CL_bitselect) { /* x ^ ((x ^ y) & c) */
             spvl_emit(L, X_XOR, 1, 64, t, sx + k, sy + k, 0, 0);
             spvl_emit(L, X_AND, 1, 64, t, t, ck, 0, 0);
             spvl_emit(L, X_XOR, 1, 64, d + k, sx + k, t, 0, 0);
@@ -94,7 +108,7 @@ static void ext_map(loader *L, fnctx *c, uint32_t e)
     if (!w)
         w = (uint8_t)scalar(L, c->rt)->width;
     ty *rs = scalar(L, c->rt);
-    if (rs->kind == T_INT && e >= 141)
+    if (rs->kind == T_INT && e >= SPV_CL_s_abs)
         w = (uint8_t)rs->width;
     for (uint32_t k = 0; k < c->n; k++)
         spvl_emit(L, X_EXT, 1, w, c->d + k,
@@ -108,11 +122,11 @@ void spvl_c_extinst(loader *L, fnctx *c)
     if (word(L, c->at, 3) != L->opencl_set)
         UNSUPPORTED("extended instruction set %u is not OpenCL.std", word(L, c->at, 3));
     uint32_t e = word(L, c->at, 4);
-    if (e == 184)
+    if (e == SPV_CL_printf)
         UNSUPPORTED("printf is not supported");
-    if (e == 171 || e == 172 || e == 173 || e == 175)
+    if (e == SPV_CL_vloadn || e == SPV_CL_vstoren || e == SPV_CL_vload_half || e == SPV_CL_vstore_half)
         ext_vload_store(L, c, e);
-    else if (e == 186 || e == 187)
+    else if (e == SPV_CL_bitselect || e == SPV_CL_select)
         ext_select(L, c, e);
     else if (!ext_supported(e))
         UNSUPPORTED("OpenCL.std instruction %u is not supported", e);
@@ -123,9 +137,9 @@ void spvl_c_extinst(loader *L, fnctx *c)
 void spvl_c_barrier(loader *L, fnctx *c)
 {
     uint64_t s = spvl_const_value(L, word(L, c->at, 1), "a barrier's execution scope");
-    if (s == 2)
+    if (s == SPV_Scope_Workgroup)
         spvl_emit(L, X_BARRIER, 1, 0, 0, 0, 0, 0, 0);
-    else if (s == 3) /* a sub-group barrier: a collective that computes nothing */
+    else if (s == SPV_Scope_Subgroup) /* a sub-group barrier: a collective that computes nothing */
         spvl_emit(L, X_COLL, 1, 0, SPV_NONE, SPV_NONE, SPV_NONE, C_ELECT, C_NON_UNIFORM | 0x400u);
     else
         UNSUPPORTED("barriers need Workgroup or Subgroup execution scope");
@@ -136,9 +150,9 @@ void spvl_c_barrier(loader *L, fnctx *c)
 static uint32_t group_scope(loader *L, uint32_t scope_id)
 {
     uint64_t s = spvl_const_value(L, scope_id, "the execution scope of a group operation");
-    if (s == 3)
+    if (s == SPV_Scope_Subgroup)
         return 0;
-    if (s == 2)
+    if (s == SPV_Scope_Workgroup)
         return C_SCOPE_WORKGROUP;
     UNSUPPORTED("group operations need Subgroup or Workgroup scope (got scope %llu)",
                 (unsigned long long)s);
@@ -179,7 +193,7 @@ void spvl_c_groupop(loader *L, fnctx *c)
     if ((c->info->flags & OPF_NU) && op_count(L, c->at) > 6)
         UNSUPPORTED("clustered sub-group reductions are not supported");
     uint32_t a = spvl_slot(L, word(L, c->at, 5));
-    if (gop > 2)
+    if (gop > SPV_GroupOperation_ExclusiveScan)
         UNSUPPORTED("group operation %u is not supported (Reduce, InclusiveScan and "
                     "ExclusiveScan are)", gop);
     group_emit(L, c, d, a, SPV_NONE, 1, flags | gop);

@@ -92,16 +92,16 @@ void spvl_define_type(loader *L, uint32_t pos, unsigned op)
     y->pos = pos;
     y->packed = r->packed;
     switch (op) {
-    case 19: y->kind = T_VOID; break;
-    case 20: y->kind = T_BOOL; y->width = 1; break;
-    case 21:
+    case SPV_OpTypeVoid: y->kind = T_VOID; break;
+    case SPV_OpTypeBool: y->kind = T_BOOL; y->width = 1; break;
+    case SPV_OpTypeInt:
         y->kind = T_INT;
         y->width = word(L, pos, 2);
         if (y->width != 8 && y->width != 16 && y->width != 32 && y->width != 64)
             UNSUPPORTED("%u-bit integers are not supported", y->width);
         y->size = y->align = y->width / 8;
         break;
-    case 22:
+    case SPV_OpTypeFloat:
         y->kind = T_FLOAT;
         y->width = word(L, pos, 2);
         /* half only as the pointee of vload_half/vstore_half pointers: values
@@ -110,7 +110,7 @@ void spvl_define_type(loader *L, uint32_t pos, unsigned op)
             UNSUPPORTED("%u-bit floats are not supported", y->width);
         y->size = y->align = y->width / 8;
         break;
-    case 23: {
+    case SPV_OpTypeVector: {
         y->kind = T_VEC;
         y->elem = word(L, pos, 2);
         y->n = word(L, pos, 3);
@@ -122,7 +122,7 @@ void spvl_define_type(loader *L, uint32_t pos, unsigned op)
         y->size = y->align = (y->n == 3 ? 4 : y->n) * e->size;
         break;
     }
-    case 28: {
+    case SPV_OpTypeArray: {
         y->kind = T_ARRAY;
         y->elem = word(L, pos, 2);
         idrec *len = id(L, word(L, pos, 3));
@@ -134,20 +134,20 @@ void spvl_define_type(loader *L, uint32_t pos, unsigned op)
         y->align = e->align ? e->align : 1;
         break;
     }
-    case 30:
+    case SPV_OpTypeStruct:
         y->kind = T_STRUCT;
         y->n = op_count(L, pos) - 2;
         layout_struct(L, rid);
         break;
-    case 31: y->kind = T_OPAQUE; break;
-    case 32:
+    case SPV_OpTypeOpaque: y->kind = T_OPAQUE; break;
+    case SPV_OpTypePointer:
         y->kind = T_PTR;
         y->storage = word(L, pos, 2);
         y->elem = word(L, pos, 3);
         y->size = y->align = 8;
         break;
-    case 33: y->kind = T_FUNC; break;
-    case 34: y->kind = T_OPAQUE; break; /* events: only as the unused result of async copies */
+    case SPV_OpTypeFunction: y->kind = T_FUNC; break;
+    case SPV_OpTypeEvent: y->kind = T_OPAQUE; break; /* events: only as the unused result of async copies */
     default:
         UNSUPPORTED("this type is not supported (images, samplers, pipes, queues and matrices "
                     "are outside the OpenCL subset the sim runs)");
@@ -183,9 +183,9 @@ void spvl_define_constant(loader *L, uint32_t pos, unsigned op)
     r->cidx = push_cvals(L, n ? n : 1);
     uint64_t *v = &L->cvals[r->cidx];
     switch (op) {
-    case 41: case 48: v[0] = 1; break;
-    case 42: case 49: v[0] = 0; break;
-    case 43: case 50:
+    case SPV_OpConstantTrue: case SPV_OpSpecConstantTrue: v[0] = 1; break;
+    case SPV_OpConstantFalse: case SPV_OpSpecConstantFalse: v[0] = 0; break;
+    case SPV_OpConstant: case SPV_OpSpecConstant:
         if (y->kind != T_INT && y->kind != T_FLOAT)
             MALFORMED("OpConstant of a non-scalar type");
         v[0] = word(L, pos, 3);
@@ -193,8 +193,8 @@ void spvl_define_constant(loader *L, uint32_t pos, unsigned op)
             v[0] |= (uint64_t)word(L, pos, 4) << 32;
         v[0] &= sim_mask(y->width);
         break;
-    case 46: break; /* null: zeros */
-    case 44: case 51: {
+    case SPV_OpConstantNull: break; /* null: zeros */
+    case SPV_OpConstantComposite: case SPV_OpSpecConstantComposite: {
         uint32_t k = 0;
         for (uint32_t i = 3; i < op_count(L, pos); i++) {
             idrec *c = id(L, L->w[pos + i]);
@@ -220,10 +220,10 @@ void spvl_write_const(loader *L, uint32_t cid, uint8_t *dst)
         UNSUPPORTED("variable initializers must be constants");
     unsigned op = L->w[c->pos] & 0xFFFFu;
     ty *y = type_of(L, c->type);
-    if (op == 46)
+    if (op == SPV_OpConstantNull)
         return; /* null */
     if (y->kind == T_ARRAY || y->kind == T_STRUCT) {
-        if (op != 44)
+        if (op != SPV_OpConstantComposite)
             UNSUPPORTED("aggregate initializers must be OpConstantComposite or OpConstantNull");
         for (uint32_t i = 3; i < op_count(L, c->pos); i++) {
             uint32_t k = i - 3;

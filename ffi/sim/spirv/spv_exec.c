@@ -143,6 +143,21 @@ static inline uint64_t fmod32(uint64_t ua, uint64_t ub)
     return sim_f32_bits(r);
 }
 
+/* Half arithmetic: the exact double of each operand, one double operation
+ * (exact for +, -, *; for / a double rounding that is innocuous, as 53 >=
+ * 2 * 11 + 2), then one rounding to half, to nearest even. */
+static inline double hv(uint64_t v) { return (double)spv_half_value((uint16_t)v); }
+
+static inline uint64_t half_of(double v) { return spvx_double_to_half(v); }
+
+static inline uint64_t fmod16(uint64_t ua, uint64_t ub)
+{
+    double b = hv(ub), r = fmod(hv(ua), b);
+    if (r != 0 && signbit(r) != signbit(b))
+        r += b; /* exact in double: both have 11 significant bits within 2^-24..2^16 */
+    return half_of(r);
+}
+
 static inline uint64_t fmod64(uint64_t ua, uint64_t ub)
 {
     double b = sim_f64(ub), r = fmod(sim_f64(ua), b);
@@ -151,19 +166,30 @@ static inline uint64_t fmod64(uint64_t ua, uint64_t ub)
     return sim_f64_bits(r);
 }
 
-/* Integer to float: w = destination width, c = source width. */
+/* Integer to float: w = destination width, c = source width.  To half
+ * through double: exact below 2^53, and anything larger is infinite in half. */
 static inline uint64_t itof(const spv_ins *I, uint64_t v, int is_signed)
 {
     if (is_signed) {
         int64_t sv = sim_sext(v, I->c);
+        if (I->w == 16)
+            return half_of((double)sv);
         return I->w == 64 ? sim_f64_bits((double)sv) : sim_f32_bits((float)sv);
     }
+    if (I->w == 16)
+        return half_of((double)v);
     return I->w == 64 ? sim_f64_bits((double)v) : sim_f32_bits((float)v);
 }
 
+/* Float to float: the source's exact double, rounded once (to nearest even). */
 static inline uint64_t fconv(const spv_ins *I, uint64_t v)
 {
-    return I->w == 64 ? sim_f64_bits(fval(v, I->c)) : (I->c == 64 ? sim_f32_bits((float)sim_f64(v)) : v);
+    if (I->w == I->c)
+        return v;
+    double x = fval(v, I->c);
+    if (I->w == 16)
+        return half_of(x);
+    return I->w == 64 ? sim_f64_bits(x) : sim_f32_bits((float)x);
 }
 
 static inline void exec_builtin(const group *g, const item *it, const spv_ins *I, uint64_t *regs)
@@ -177,7 +203,7 @@ static inline void exec_builtin(const group *g, const item *it, const spv_ins *I
 static inline void exec_ext(const spv_ins *I, uint64_t *regs)
 {
     uint64_t b = I->b == SPV_NONE ? 0 : B_, c = I->e == SPV_NONE ? 0 : R_(I->e);
-    R_(I->d) = I->c >= 141 ? spvx_ext_int(I->c, I->w, A_, b, c)
+    R_(I->d) = I->c >= SPV_CL_s_abs ? spvx_ext_int(I->c, I->w, A_, b, c)
                            : spvx_ext_float(I->c, I->w, A_, b, c);
 }
 
@@ -210,7 +236,7 @@ static inline int exec_half(group *g, const spv_ins *I, uint64_t *regs)
     if (a % 2 || !addr_ok(g, a, 2) || (I->op != X_LOADH && arsim_readonly_hit(g->ro, a, 2)))
         return 0;
     if (I->op == X_LOADH) {
-        float f = spvx_half_to_float((uint16_t)sim_load_n((const void *)a, 2));
+        float f = spv_half_value((uint16_t)sim_load_n((const void *)a, 2));
         R_(I->d) = I->w == 64 ? sim_f64_bits((double)f) : sim_f32_bits(f);
     } else {
         double v = fval(B_, I->w);
@@ -352,6 +378,13 @@ int spvx_run_item(group *g, item *it)
         case X_LAND: R_(I->d) = A_ && B_; break;
         case X_LOR: R_(I->d) = A_ || B_; break;
         case X_LNOT: R_(I->d) = !A_; break;
+        case X_FADD16: R_(I->d) = half_of(hv(A_) + hv(B_)); break;
+        case X_FSUB16: R_(I->d) = half_of(hv(A_) - hv(B_)); break;
+        case X_FMUL16: R_(I->d) = half_of(hv(A_) * hv(B_)); break;
+        case X_FDIV16: R_(I->d) = half_of(hv(A_) / hv(B_)); break;
+        case X_FREM16: R_(I->d) = half_of(fmod(hv(A_), hv(B_))); break;
+        case X_FMOD16: R_(I->d) = fmod16(A_, B_); break;
+        case X_FNEG16: R_(I->d) = A_ ^ 0x8000u; break;
         case X_FADD32: R_(I->d) = sim_f32_bits(sim_f32(A_) + sim_f32(B_)); break;
         case X_FSUB32: R_(I->d) = sim_f32_bits(sim_f32(A_) - sim_f32(B_)); break;
         case X_FMUL32: R_(I->d) = sim_f32_bits(sim_f32(A_) * sim_f32(B_)); break;

@@ -75,7 +75,6 @@ SPVX_API int spvx_run_item(group *g, item *it);
 
 /* ------------------------------------------------------------ spv_math.c */
 
-SPVX_API float spvx_half_to_float(uint16_t h);
 /* Round to nearest even, as vstore_half does by default. */
 SPVX_API uint16_t spvx_double_to_half(double v);
 /* Atomic kind (A_*) at p, w bits wide; returns the old value. */

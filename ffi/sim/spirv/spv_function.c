@@ -147,6 +147,61 @@ static spvl_compile_fn *const k_compile[F_COUNT] = {
     [F_CALL] = c_call,
 };
 
+/* ------------------------------------------------------------- halves */
+
+/* The families that run half (16-bit float) values exactly: they move their
+ * bits, or compute them as IEEE half (X_F*16, conversions, comparisons). */
+static int half_exact(uint8_t fn)
+{
+    switch (fn) {
+    case F_NOP: case F_LABEL: case F_PHI: case F_UNDEF: case F_VARIABLE: case F_LOAD:
+    case F_STORE: case F_COPYMEMORY: case F_COPYMEMORYSIZED: case F_ACCESSCHAIN: case F_COPY:
+    case F_BITCAST: case F_CONVERT: case F_FUNARY: case F_FBINARY: case F_FCOMPARE:
+    case F_FCLASS: case F_DOT: case F_SELECT: case F_VEXTRACT: case F_VINSERT: case F_VSHUFFLE:
+    case F_CONSTRUCT: case F_EXTRACT: case F_INSERT: case F_BRANCH: case F_BRANCHCONDITIONAL:
+    case F_SWITCH: case F_RETURN: case F_RETURNVALUE: case F_UNREACHABLE: case F_CALL:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int half_type(loader *L, uint32_t t)
+{
+    if (t == 0 || t >= L->bound || L->ids[t].kind != K_TYPE)
+        return 0;
+    const ty *y = &L->types[t];
+    if (y->kind == T_VEC)
+        y = type_of(L, y->elem);
+    return y->kind == T_FLOAT && y->width == 16;
+}
+
+static int half_value(loader *L, uint32_t v)
+{
+    if (v == 0 || v >= L->bound)
+        return 0;
+    const idrec *r = &L->ids[v];
+    return (r->kind == K_VALUE || r->kind == K_CONST || r->kind == K_UNDEF) &&
+           half_type(L, r->type);
+}
+
+/* Refuses an instruction on half values that its family would not compute
+ * as IEEE half (it would run them as integers or as the wrong float). */
+static void check_half(loader *L, const fnctx *c)
+{
+    if (half_exact(c->info->fn))
+        return;
+    int has_result = spvl_has_result(c->op);
+    int half = has_result && half_type(L, L->w[c->at + 1]);
+    /* OpExtInst: its set and instruction number are not values. */
+    uint32_t first = !has_result ? 1 : c->info->fn == F_EXTINST ? 5 : 3;
+    for (uint32_t i = first; !half && i < c->cnt; i++)
+        half = half_value(L, L->w[c->at + i]);
+    if (half)
+        UNSUPPORTED("%s on half (16-bit float) values is not supported by levelzero-sim",
+                    c->info->name);
+}
+
 /* Pass 2: each instruction of the body to its family's handler. */
 static void compile_body(loader *L, fnctx *c, uint32_t body)
 {
@@ -175,6 +230,7 @@ static void compile_body(loader *L, fnctx *c, uint32_t body)
             UNSUPPORTED("SPIR-V instruction %s is not supported by levelzero-sim",
                         spv_opname(op, buf, sizeof buf));
         }
+        check_half(L, c);
         handler(L, c);
     }
 }

@@ -126,7 +126,7 @@ static void reduce_scan(const spv_ins *I, item **m, uint32_t size, const uint64_
 {
     uint32_t kind = I->c, gop = I->e & 0xFFu, w = I->w;
     uint64_t acc = identity(kind, w);
-    if (gop == 0) {
+    if (gop == SPV_GroupOperation_Reduce) {
         for (uint32_t i = 0; i < size; i++)
             if (m[i]) acc = op2(kind, w, acc, v[i]);
         for (uint32_t i = 0; i < size; i++)
@@ -135,10 +135,10 @@ static void reduce_scan(const spv_ins *I, item **m, uint32_t size, const uint64_
         for (uint32_t i = 0; i < size; i++) {
             if (!m[i])
                 continue;
-            if (gop == 2)
+            if (gop == SPV_GroupOperation_ExclusiveScan)
                 m[i]->regs[I->d] = acc;
             acc = op2(kind, w, acc, v[i]);
-            if (gop == 1)
+            if (gop == SPV_GroupOperation_InclusiveScan)
                 m[i]->regs[I->d] = acc;
         }
     }

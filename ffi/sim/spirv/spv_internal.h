@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "spv.h"
+#include "spv_grammar.h"
 
 #define SPV_NONE 0xFFFFFFFFu
 /* X_EXT code for OpBitReverse (beyond OpenCL.std's numbers). */
@@ -27,7 +28,8 @@ enum {
     X_SHL, X_SHRL, X_SHRA, X_OR, X_XOR, X_AND, X_NOT, X_SNEG,
     X_IEQ, X_INE, X_UGT, X_UGE, X_ULT, X_ULE, X_SGT, X_SGE, X_SLT, X_SLE,
     X_LAND, X_LOR, X_LNOT, X_LEQ, X_LNE,
-    /* float arithmetic, f32 then f64 */
+    /* float arithmetic: f16 (computed exactly, rounded once to half), f32, f64 */
+    X_FADD16, X_FSUB16, X_FMUL16, X_FDIV16, X_FREM16, X_FMOD16, X_FNEG16,
     X_FADD32, X_FSUB32, X_FMUL32, X_FDIV32, X_FREM32, X_FMOD32, X_FNEG32,
     X_FADD64, X_FSUB64, X_FMUL64, X_FDIV64, X_FREM64, X_FMOD64, X_FNEG64,
     /* float compares: c = predicate (SPIR-V opcode), w = width */
@@ -45,7 +47,7 @@ enum {
     X_COUNT,
     /* The ranges the interpreter hands to one helper each (spv_exec.c). */
     X_INT_FIRST = X_IADD, X_INT_LAST = X_LNE,
-    X_FLOAT_FIRST = X_FADD32, X_FLOAT_LAST = X_FCLASS,
+    X_FLOAT_FIRST = X_FADD16, X_FLOAT_LAST = X_FCLASS,
     X_CONV_FIRST = X_UCONV, X_CONV_LAST = X_FCONV,
 };
 

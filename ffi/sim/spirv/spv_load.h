@@ -28,7 +28,14 @@
 
 enum { K_NONE, K_TYPE, K_CONST, K_VAR, K_FUNC, K_VALUE, K_LABEL, K_EXTSET, K_UNDEF, K_OTHER };
 enum { T_VOID = 1, T_BOOL, T_INT, T_FLOAT, T_VEC, T_PTR, T_ARRAY, T_STRUCT, T_FUNC, T_OPAQUE };
-enum { SC_UNIFORM_CONSTANT = 0, SC_INPUT = 1, SC_WORKGROUP = 4, SC_CROSS = 5, SC_FUNCTION = 7, SC_GENERIC = 8 };
+enum {
+    SC_UNIFORM_CONSTANT = SPV_StorageClass_UniformConstant,
+    SC_INPUT = SPV_StorageClass_Input,
+    SC_WORKGROUP = SPV_StorageClass_Workgroup,
+    SC_CROSS = SPV_StorageClass_CrossWorkgroup,
+    SC_FUNCTION = SPV_StorageClass_Function,
+    SC_GENERIC = SPV_StorageClass_Generic,
+};
 
 typedef struct ty {
     uint8_t kind;
@@ -139,8 +146,6 @@ static inline uint32_t value_type(loader *L, uint32_t v) { return id(L, v)->type
 
 static inline int is_vec(loader *L, uint32_t v) { return type_of(L, id(L, v)->type)->kind == T_VEC; }
 
-/* The f64 form of an f32 X_* op (the enum lists the seven f64 ops after the f32 ones). */
-static inline unsigned float_op(unsigned base32, uint32_t width) { return width == 64 ? base32 + 7 : base32; }
 
 /* ------------------------------------------------------ spv_decode.c */
 
@@ -211,6 +216,10 @@ SPVL_API void spvl_compile_function(loader *L, uint32_t fidx);
 /* Family handlers (the F_* of spv_opcodes.h), by file. */
 SPVL_API spvl_compile_fn spvl_c_variable, spvl_c_load, spvl_c_store, spvl_c_copymemory,
     spvl_c_copymemorysized, spvl_c_accesschain, spvl_c_atomic;
+/* The X_* op of float operation x32 (its f32 form, as spv_opcodes.def names
+ * it) at width 16, 32 or 64. */
+SPVL_API uint16_t spvl_float_op(loader *L, uint16_t x32, uint32_t width);
+
 SPVL_API spvl_compile_fn spvl_c_copy, spvl_c_bitcast, spvl_c_convert, spvl_c_iunary,
     spvl_c_funary, spvl_c_ibinary, spvl_c_fbinary, spvl_c_compare, spvl_c_fcompare,
     spvl_c_fclass, spvl_c_bits, spvl_c_dot, spvl_c_anyall, spvl_c_select, spvl_c_vextract,

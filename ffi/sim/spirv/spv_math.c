@@ -8,19 +8,10 @@
 
 /* ---------------------------------------------------------------- halves */
 
-float spvx_half_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
-    if (e == 0x1F)
-        return sim_f32(sign | 0x7F800000u | (m << 13));
-    if (e)
-        return sim_f32(sign | ((e + 112u) << 23) | (m << 13));
-    float mag = (float)m * 5.9604644775390625e-8f; /* m * 2^-24, exact */
-    return sign ? -mag : mag;
-}
-
-/* Round to nearest even, as vstore_half does by default.  Goes through the
- * value's exact double so that a double operand rounds once. */
+/* Round to nearest even, as vstore_half does by default and as half
+ * arithmetic rounds.  Goes through the value's exact double so that a double
+ * operand rounds once.  NaNs stay NaNs (quiet, sign kept), overflow gives
+ * infinity, results below 2^-14 are subnormals (units of 2^-24). */
 uint16_t spvx_double_to_half(double v)
 {
     uint16_t sign = signbit(v) ? 0x8000u : 0;
@@ -120,64 +111,64 @@ static double fsign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0 * x; }
 /* Float instructions of OpenCL.std, computed in the operand's own width so
  * that results match the host library's float functions: one body for both
  * widths, T the type, GET its bits-to-value, S its libm suffix (f or none). */
-#define EXT_FLOAT(name, T, GET, S)                                                 \
-    static T name(uint32_t e, uint64_t ua, uint64_t ub, uint64_t uc)              \
-    {                                                                              \
-        T a = GET(ua), b = GET(ub), c = GET(uc);                                   \
-        switch (e) {                                                               \
-        case 0: return acos##S(a);                                                 \
-        case 1: return acosh##S(a);                                                \
-        case 3: return asin##S(a);                                                 \
-        case 4: return asinh##S(a);                                                \
-        case 6: return atan##S(a);                                                 \
-        case 7: return atan2##S(a, b);                                             \
-        case 8: return atanh##S(a);                                                \
-        case 11: return cbrt##S(a);                                                \
-        case 12: return ceil##S(a);                                                \
-        case 13: return copysign##S(a, b);                                         \
-        case 14: case 67: case 81: return cos##S(a);                               \
-        case 15: return cosh##S(a);                                                \
-        case 17: return erfc##S(a);                                                \
-        case 18: return erf##S(a);                                                 \
-        case 19: case 69: case 83: return exp##S(a);                               \
-        case 20: case 70: case 84: return exp2##S(a);                              \
-        case 21: case 71: case 85: return exp10##S(a);                             \
-        case 22: return expm1##S(a);                                               \
-        case 23: return fabs##S(a);                                                \
-        case 24: return fdim##S(a, b);                                             \
-        case 25: return floor##S(a);                                               \
-        case 26: return fma##S(a, b, c);                                           \
-        case 27: case 97: return fmax##S(a, b);                                    \
-        case 28: case 98: return fmin##S(a, b);                                    \
-        case 29: return fmod##S(a, b);                                             \
-        case 32: return hypot##S(a, b);                                            \
-        case 37: case 72: case 86: return log##S(a);                               \
-        case 38: case 73: case 87: return log2##S(a);                              \
-        case 39: case 74: case 88: return log10##S(a);                             \
-        case 40: return log1p##S(a);                                               \
-        case 42: return a * b + c; /* mad: two roundings, as the host build */     \
-        case 48: case 50: case 75: case 89: return pow##S(a, b);                   \
-        case 49: return pow##S(a, (T)(int32_t)(uint32_t)ub);                       \
-        case 51: return remainder##S(a, b);                                        \
-        case 53: return rint##S(a);                                                \
-        case 55: return round##S(a);                                               \
-        case 56: case 77: case 91: return (T)1 / sqrt##S(a);                       \
-        case 57: case 78: case 92: return sin##S(a);                               \
-        case 59: return sinh##S(a);                                                \
-        case 61: case 79: case 93: return sqrt##S(a);                              \
-        case 62: case 80: case 94: return tan##S(a);                               \
-        case 63: return tanh##S(a);                                                \
-        case 66: return trunc##S(a);                                               \
-        case 68: case 82: return a / b;                                            \
-        case 76: case 90: return (T)1 / a;                                         \
-        case 95: return fmin##S(fmax##S(a, b), c);                                 \
-        case 96: return a * (T)(180.0 / PI_D);                                     \
-        case 99: return a + (b - a) * c;                                           \
-        case 100: return a * (T)(PI_D / 180.0);                                    \
-        case 101: return b < a ? (T)0 : (T)1;                                      \
-        case 103: return (T)fsign(a);                                              \
-        default: return NAN;                                                       \
-        }                                                                          \
+#define EXT_FLOAT(name, T, GET, S)                                                                 \
+    static T name(uint32_t e, uint64_t ua, uint64_t ub, uint64_t uc)                               \
+    {                                                                                              \
+        T a = GET(ua), b = GET(ub), c = GET(uc);                                                   \
+        switch (e) {                                                                               \
+        case SPV_CL_acos: return acos##S(a);                                                       \
+        case SPV_CL_acosh: return acosh##S(a);                                                     \
+        case SPV_CL_asin: return asin##S(a);                                                       \
+        case SPV_CL_asinh: return asinh##S(a);                                                     \
+        case SPV_CL_atan: return atan##S(a);                                                       \
+        case SPV_CL_atan2: return atan2##S(a, b);                                                  \
+        case SPV_CL_atanh: return atanh##S(a);                                                     \
+        case SPV_CL_cbrt: return cbrt##S(a);                                                       \
+        case SPV_CL_ceil: return ceil##S(a);                                                       \
+        case SPV_CL_copysign: return copysign##S(a, b);                                            \
+        case SPV_CL_cos: case SPV_CL_half_cos: case SPV_CL_native_cos: return cos##S(a);           \
+        case SPV_CL_cosh: return cosh##S(a);                                                       \
+        case SPV_CL_erfc: return erfc##S(a);                                                       \
+        case SPV_CL_erf: return erf##S(a);                                                         \
+        case SPV_CL_exp: case SPV_CL_half_exp: case SPV_CL_native_exp: return exp##S(a);           \
+        case SPV_CL_exp2: case SPV_CL_half_exp2: case SPV_CL_native_exp2: return exp2##S(a);       \
+        case SPV_CL_exp10: case SPV_CL_half_exp10: case SPV_CL_native_exp10: return exp10##S(a);   \
+        case SPV_CL_expm1: return expm1##S(a);                                                     \
+        case SPV_CL_fabs: return fabs##S(a);                                                       \
+        case SPV_CL_fdim: return fdim##S(a, b);                                                    \
+        case SPV_CL_floor: return floor##S(a);                                                     \
+        case SPV_CL_fma: return fma##S(a, b, c);                                                   \
+        case SPV_CL_fmax: case SPV_CL_fmax_common: return fmax##S(a, b);                           \
+        case SPV_CL_fmin: case SPV_CL_fmin_common: return fmin##S(a, b);                           \
+        case SPV_CL_fmod: return fmod##S(a, b);                                                    \
+        case SPV_CL_hypot: return hypot##S(a, b);                                                  \
+        case SPV_CL_log: case SPV_CL_half_log: case SPV_CL_native_log: return log##S(a);           \
+        case SPV_CL_log2: case SPV_CL_half_log2: case SPV_CL_native_log2: return log2##S(a);       \
+        case SPV_CL_log10: case SPV_CL_half_log10: case SPV_CL_native_log10: return log10##S(a);   \
+        case SPV_CL_log1p: return log1p##S(a);                                                     \
+        case SPV_CL_mad: return a * b + c; /* mad: two roundings, as the host build */             \
+        case SPV_CL_pow: case SPV_CL_powr: case SPV_CL_half_powr: case SPV_CL_native_powr: return pow##S(a, b); \
+        case SPV_CL_pown: return pow##S(a, (T)(int32_t)(uint32_t)ub);                              \
+        case SPV_CL_remainder: return remainder##S(a, b);                                          \
+        case SPV_CL_rint: return rint##S(a);                                                       \
+        case SPV_CL_round: return round##S(a);                                                     \
+        case SPV_CL_rsqrt: case SPV_CL_half_rsqrt: case SPV_CL_native_rsqrt: return (T)1 / sqrt##S(a); \
+        case SPV_CL_sin: case SPV_CL_half_sin: case SPV_CL_native_sin: return sin##S(a);           \
+        case SPV_CL_sinh: return sinh##S(a);                                                       \
+        case SPV_CL_sqrt: case SPV_CL_half_sqrt: case SPV_CL_native_sqrt: return sqrt##S(a);       \
+        case SPV_CL_tan: case SPV_CL_half_tan: case SPV_CL_native_tan: return tan##S(a);           \
+        case SPV_CL_tanh: return tanh##S(a);                                                       \
+        case SPV_CL_trunc: return trunc##S(a);                                                     \
+        case SPV_CL_half_divide: case SPV_CL_native_divide: return a / b;                          \
+        case SPV_CL_half_recip: case SPV_CL_native_recip: return (T)1 / a;                         \
+        case SPV_CL_fclamp: return fmin##S(fmax##S(a, b), c);                                      \
+        case SPV_CL_degrees: return a * (T)(180.0 / PI_D);                                         \
+        case SPV_CL_mix: return a + (b - a) * c;                                                   \
+        case SPV_CL_radians: return a * (T)(PI_D / 180.0);                                         \
+        case SPV_CL_step: return b < a ? (T)0 : (T)1;                                              \
+        case SPV_CL_sign: return (T)fsign(a);                                                      \
+        default: return NAN;                                                                       \
+        }                                                                                          \
     }
 
 EXT_FLOAT(ext_f32, float, sim_f32, f)
@@ -195,45 +186,45 @@ uint64_t spvx_ext_int(uint32_t e, uint32_t w, uint64_t a, uint64_t b, uint64_t c
     int64_t sa = sim_sext(a, w), sb = sim_sext(b, w), sc = sim_sext(c, w);
     int64_t smax = (int64_t)(m >> 1), smin = -smax - 1;
     switch (e) {
-    case 141: return (uint64_t)(sa < 0 ? -sa : sa) & m;
-    case 142: return (sa > sb ? (uint64_t)sa - (uint64_t)sb : (uint64_t)sb - (uint64_t)sa) & m;
-    case 143: {
+    case SPV_CL_s_abs: return (uint64_t)(sa < 0 ? -sa : sa) & m;
+    case SPV_CL_s_abs_diff: return (sa > sb ? (uint64_t)sa - (uint64_t)sb : (uint64_t)sb - (uint64_t)sa) & m;
+    case SPV_CL_s_add_sat: {
         __int128 r = (__int128)sa + sb;
         return (uint64_t)(r > smax ? smax : r < smin ? smin : (int64_t)r) & m;
     }
-    case 144: { unsigned __int128 r = (unsigned __int128)a + b; return r > m ? m : (uint64_t)r; }
-    case 145: return (uint64_t)(((__int128)sa + sb) >> 1) & m;
-    case 146: return (uint64_t)(((unsigned __int128)a + b) >> 1) & m;
-    case 147: return (uint64_t)(((__int128)sa + sb + 1) >> 1) & m;
-    case 148: return (uint64_t)(((unsigned __int128)a + b + 1) >> 1) & m;
-    case 149: return (uint64_t)(sa < sb ? sb : sa > sc ? sc : sa) & m;
-    case 150: return a < b ? b : a > c ? c : a;
-    case 151: return a ? (uint64_t)(__builtin_clzll(a) - (64 - (int)w)) : w;
-    case 152: return a ? (uint64_t)__builtin_ctzll(a) : w;
-    case 153: return (uint64_t)((((__int128)sa * sb) >> w) + sc) & m;
-    case 156: return sa > sb ? a : b;
-    case 157: return a > b ? a : b;
-    case 158: return sa < sb ? a : b;
-    case 159: return a < b ? a : b;
-    case 160: return (uint64_t)(((__int128)sa * sb) >> w) & m;
-    case 161: {
+    case SPV_CL_u_add_sat: { unsigned __int128 r = (unsigned __int128)a + b; return r > m ? m : (uint64_t)r; }
+    case SPV_CL_s_hadd: return (uint64_t)(((__int128)sa + sb) >> 1) & m;
+    case SPV_CL_u_hadd: return (uint64_t)(((unsigned __int128)a + b) >> 1) & m;
+    case SPV_CL_s_rhadd: return (uint64_t)(((__int128)sa + sb + 1) >> 1) & m;
+    case SPV_CL_u_rhadd: return (uint64_t)(((unsigned __int128)a + b + 1) >> 1) & m;
+    case SPV_CL_s_clamp: return (uint64_t)(sa < sb ? sb : sa > sc ? sc : sa) & m;
+    case SPV_CL_u_clamp: return a < b ? b : a > c ? c : a;
+    case SPV_CL_clz: return a ? (uint64_t)(__builtin_clzll(a) - (64 - (int)w)) : w;
+    case SPV_CL_ctz: return a ? (uint64_t)__builtin_ctzll(a) : w;
+    case SPV_CL_s_mad_hi: return (uint64_t)((((__int128)sa * sb) >> w) + sc) & m;
+    case SPV_CL_s_max: return sa > sb ? a : b;
+    case SPV_CL_u_max: return a > b ? a : b;
+    case SPV_CL_s_min: return sa < sb ? a : b;
+    case SPV_CL_u_min: return a < b ? a : b;
+    case SPV_CL_s_mul_hi: return (uint64_t)(((__int128)sa * sb) >> w) & m;
+    case SPV_CL_rotate: {
         uint32_t s = (uint32_t)(b & (w - 1));
         return s ? ((a << s) | (a >> (w - s))) & m : a;
     }
-    case 162: {
+    case SPV_CL_s_sub_sat: {
         __int128 r = (__int128)sa - sb;
         return (uint64_t)(r > smax ? smax : r < smin ? smin : (int64_t)r) & m;
     }
-    case 163: return a > b ? a - b : 0;
-    case 166: return (uint64_t)__builtin_popcountll(a);
-    case 167: return (uint64_t)(sim_sext(a, 24) * sim_sext(b, 24) + sc) & m;
-    case 168: return ((a & 0xFFFFFF) * (b & 0xFFFFFF) + c) & m;
-    case 169: return (uint64_t)(sim_sext(a, 24) * sim_sext(b, 24)) & m;
-    case 170: return ((a & 0xFFFFFF) * (b & 0xFFFFFF)) & m;
-    case 201: return a;
-    case 202: return a > b ? a - b : b - a;
-    case 203: return (uint64_t)(((unsigned __int128)a * b) >> w) & m;
-    case 204: return ((uint64_t)(((unsigned __int128)a * b) >> w) + c) & m;
+    case SPV_CL_u_sub_sat: return a > b ? a - b : 0;
+    case SPV_CL_popcount: return (uint64_t)__builtin_popcountll(a);
+    case SPV_CL_s_mad24: return (uint64_t)(sim_sext(a, 24) * sim_sext(b, 24) + sc) & m;
+    case SPV_CL_u_mad24: return ((a & 0xFFFFFF) * (b & 0xFFFFFF) + c) & m;
+    case SPV_CL_s_mul24: return (uint64_t)(sim_sext(a, 24) * sim_sext(b, 24)) & m;
+    case SPV_CL_u_mul24: return ((a & 0xFFFFFF) * (b & 0xFFFFFF)) & m;
+    case SPV_CL_u_abs: return a;
+    case SPV_CL_u_abs_diff: return a > b ? a - b : b - a;
+    case SPV_CL_u_mul_hi: return (uint64_t)(((unsigned __int128)a * b) >> w) & m;
+    case SPV_CL_u_mad_hi: return ((uint64_t)(((unsigned __int128)a * b) >> w) + c) & m;
     case SPV_EXT_BITREVERSE: {
         uint64_t r = 0;
         for (uint32_t i = 0; i < w; i++)
@@ -248,56 +239,71 @@ int spvx_fcmp(uint32_t op, double a, double b)
 {
     int unord = isnan(a) || isnan(b);
     switch (op) {
-    case 161: return !unord && a != b;
-    case 162: return !unord;
-    case 163: return unord;
-    case 180: return a == b;
-    case 181: return unord || a == b;
-    case 182: return !unord && a != b;
-    case 183: return a != b;
-    case 184: return a < b;
-    case 185: return !(a >= b);
-    case 186: return a > b;
-    case 187: return !(a <= b);
-    case 188: return a <= b;
-    case 189: return !(a > b);
-    case 190: return a >= b;
+    case SPV_OpLessOrGreater: return !unord && a != b;
+    case SPV_OpOrdered: return !unord;
+    case SPV_OpUnordered: return unord;
+    case SPV_OpFOrdEqual: return a == b;
+    case SPV_OpFUnordEqual: return unord || a == b;
+    case SPV_OpFOrdNotEqual: return !unord && a != b;
+    case SPV_OpFUnordNotEqual: return a != b;
+    case SPV_OpFOrdLessThan: return a < b;
+    case SPV_OpFUnordLessThan: return !(a >= b);
+    case SPV_OpFOrdGreaterThan: return a > b;
+    case SPV_OpFUnordGreaterThan: return !(a <= b);
+    case SPV_OpFOrdLessThanEqual: return a <= b;
+    case SPV_OpFUnordLessThanEqual: return !(a > b);
+    case SPV_OpFOrdGreaterThanEqual: return a >= b;
     default: return !(a < b);
+    }
+}
+
+static uint64_t fclass16(uint32_t op, uint16_t h)
+{
+    uint32_t mag = h & 0x7FFFu, e = mag >> 10;
+    switch (op) {
+    case SPV_OpIsNan: return mag > 0x7C00u;
+    case SPV_OpIsInf: return mag == 0x7C00u;
+    case SPV_OpIsFinite: return e != 0x1Fu;
+    case SPV_OpIsNormal: return e != 0 && e != 0x1Fu;
+    default: return (h & 0x8000u) != 0;
     }
 }
 
 uint64_t spvx_fclass(uint32_t op, uint64_t v, uint32_t w)
 {
+    if (w == 16)
+        return fclass16(op, (uint16_t)v);
     if (w == 32) {
         float f = sim_f32(v);
         switch (op) {
-        case 156: return isnan(f) != 0;
-        case 157: return isinf(f) != 0;
-        case 158: return isfinite(f) != 0;
-        case 159: return isnormal(f) != 0;
+        case SPV_OpIsNan: return isnan(f) != 0;
+        case SPV_OpIsInf: return isinf(f) != 0;
+        case SPV_OpIsFinite: return isfinite(f) != 0;
+        case SPV_OpIsNormal: return isnormal(f) != 0;
         default: return signbit(f) != 0;
         }
     }
     double d = sim_f64(v);
     switch (op) {
-    case 156: return isnan(d) != 0;
-    case 157: return isinf(d) != 0;
-    case 158: return isfinite(d) != 0;
-    case 159: return isnormal(d) != 0;
+    case SPV_OpIsNan: return isnan(d) != 0;
+    case SPV_OpIsInf: return isinf(d) != 0;
+    case SPV_OpIsFinite: return isfinite(d) != 0;
+    case SPV_OpIsNormal: return isnormal(d) != 0;
     default: return signbit(d) != 0;
     }
 }
 
-/* Float to integer: rounding mode (0 default toward zero, 1 rte, 2 rtz, 3
- * rtp, 4 rtn), saturating (out-of-range values clamp, NaN gives 0). */
+/* Float to integer: rounding mode (0 default toward zero, else 1 + the
+ * FPRoundingMode decoration), saturating (out-of-range values clamp, NaN
+ * gives 0). */
 uint64_t spvx_ftoi(double x, uint32_t w, int is_signed, uint32_t mode)
 {
     if (isnan(x))
         return 0;
     switch (mode) {
-    case 1: x = rint(x); break;
-    case 3: x = ceil(x); break;
-    case 4: x = floor(x); break;
+    case 1 + SPV_FPRoundingMode_RTE: x = rint(x); break;
+    case 1 + SPV_FPRoundingMode_RTP: x = ceil(x); break;
+    case 1 + SPV_FPRoundingMode_RTN: x = floor(x); break;
     default: x = trunc(x); break;
     }
     if (is_signed) {

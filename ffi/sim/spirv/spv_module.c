@@ -11,28 +11,27 @@
 
 #include "spv_load.h"
 
-#define SPV_MAGIC 0x07230203u
-
 static uint8_t builtin_of(unsigned b)
 {
     switch (b) {
-    case 24: return 1 + B_NUM_GROUPS;
-    case 25: return 1 + B_GROUP_SIZE;
-    case 26: return 1 + B_GROUP_ID;
-    case 27: return 1 + B_LOCAL_ID;
-    case 28: return 1 + B_GLOBAL_ID;
-    case 29: return 1 + B_LOCAL_INDEX;
-    case 30: return 1 + B_WORK_DIM;
-    case 31: return 1 + B_GLOBAL_SIZE;
-    case 32: return 1 + B_ENQUEUED_GROUP_SIZE;
-    case 33: return 1 + B_GLOBAL_OFFSET;
-    case 34: return 1 + B_GLOBAL_LINEAR_ID;
-    case 36: return 1 + B_SUBGROUP_SIZE;
-    case 37: return 1 + B_SUBGROUP_MAX_SIZE;
-    case 38: return 1 + B_NUM_SUBGROUPS;
-    case 39: return 1 + B_NUM_SUBGROUPS; /* enqueued: no non-uniform groups */
-    case 40: return 1 + B_SUBGROUP_ID;
-    case 41: return 1 + B_SUBGROUP_LOCAL_ID;
+    case SPV_BuiltIn_NumWorkgroups: return 1 + B_NUM_GROUPS;
+    case SPV_BuiltIn_WorkgroupSize: return 1 + B_GROUP_SIZE;
+    case SPV_BuiltIn_WorkgroupId: return 1 + B_GROUP_ID;
+    case SPV_BuiltIn_LocalInvocationId: return 1 + B_LOCAL_ID;
+    case SPV_BuiltIn_GlobalInvocationId: return 1 + B_GLOBAL_ID;
+    case SPV_BuiltIn_LocalInvocationIndex: return 1 + B_LOCAL_INDEX;
+    case SPV_BuiltIn_WorkDim: return 1 + B_WORK_DIM;
+    case SPV_BuiltIn_GlobalSize: return 1 + B_GLOBAL_SIZE;
+    case SPV_BuiltIn_EnqueuedWorkgroupSize: return 1 + B_ENQUEUED_GROUP_SIZE;
+    case SPV_BuiltIn_GlobalOffset: return 1 + B_GLOBAL_OFFSET;
+    case SPV_BuiltIn_GlobalLinearId: return 1 + B_GLOBAL_LINEAR_ID;
+    case SPV_BuiltIn_SubgroupSize: return 1 + B_SUBGROUP_SIZE;
+    case SPV_BuiltIn_SubgroupMaxSize: return 1 + B_SUBGROUP_MAX_SIZE;
+    case SPV_BuiltIn_NumSubgroups: return 1 + B_NUM_SUBGROUPS;
+    /* enqueued: no non-uniform groups */
+    case SPV_BuiltIn_NumEnqueuedSubgroups: return 1 + B_NUM_SUBGROUPS;
+    case SPV_BuiltIn_SubgroupId: return 1 + B_SUBGROUP_ID;
+    case SPV_BuiltIn_SubgroupLocalInvocationId: return 1 + B_SUBGROUP_LOCAL_ID;
     default: return 0;
     }
 }
@@ -69,55 +68,33 @@ static void stack_needs(loader *L, uint32_t i)
     f->done = 1;
 }
 
-static const char *capability_name(uint32_t c)
-{
-    switch (c) {
-    case 0: return "Matrix";
-    case 1: return "Shader";
-    case 7: return "Float16";
-    case 8: return "Vector16";
-    case 13: return "ImageBasic";
-    case 14: return "ImageReadWrite";
-    case 15: return "ImageMipmap";
-    case 17: return "Pipes";
-    case 19: return "DeviceEnqueue";
-    case 20: return "LiteralSampler";
-    case 21: return "AtomicStorage";
-    case 44: return "SampledBuffer";
-    case 45: return "ImageBuffer";
-    case 57: return "SubgroupDispatch";
-    case 58: return "NamedBarrier";
-    case 59: return "PipeStorage";
-    default: return "?";
-    }
-}
-
 static int capability_ok(uint32_t c)
 {
     switch (c) {
-    case 4:  /* Addresses */
-    case 5:  /* Linkage */
-    case 6:  /* Kernel */
-    case 8:  /* Vector16 */
-    case 9:  /* Float16Buffer: half storage, converted explicitly */
-    case 10: /* Float64 */
-    case 11: /* Int64 */
-    case 12: /* Int64Atomics */
-    case 18: /* Groups */
-    case 22: /* Int16 */
-    case 38: /* GenericPointer */
-    case 39: /* Int8 */
-    case 61: /* GroupNonUniform */
-    case 62: /* GroupNonUniformVote */
-    case 63: /* GroupNonUniformArithmetic */
-    case 64: /* GroupNonUniformBallot */
-    case 65: /* GroupNonUniformShuffle */
-    case 66: /* GroupNonUniformShuffleRelative */
-    case 5568: /* SubgroupShuffleINTEL */
-    case 6033: /* AtomicFloat32AddEXT */
-    case 6034: /* AtomicFloat64AddEXT */
-    case 5612: /* AtomicFloat32MinMaxEXT */
-    case 5613: /* AtomicFloat64MinMaxEXT */
+    case SPV_Capability_Addresses:
+    case SPV_Capability_Linkage:
+    case SPV_Capability_Kernel:
+    case SPV_Capability_Vector16:
+    case SPV_Capability_Float16Buffer: /* half storage, converted explicitly */
+    case SPV_Capability_Float16:       /* half arithmetic, rounded as IEEE half */
+    case SPV_Capability_Float64:
+    case SPV_Capability_Int64:
+    case SPV_Capability_Int64Atomics:
+    case SPV_Capability_Groups:
+    case SPV_Capability_Int16:
+    case SPV_Capability_GenericPointer:
+    case SPV_Capability_Int8:
+    case SPV_Capability_GroupNonUniform:
+    case SPV_Capability_GroupNonUniformVote:
+    case SPV_Capability_GroupNonUniformArithmetic:
+    case SPV_Capability_GroupNonUniformBallot:
+    case SPV_Capability_GroupNonUniformShuffle:
+    case SPV_Capability_GroupNonUniformShuffleRelative:
+    case SPV_Capability_SubgroupShuffleINTEL:
+    case SPV_Capability_AtomicFloat32AddEXT:
+    case SPV_Capability_AtomicFloat64AddEXT:
+    case SPV_Capability_AtomicFloat32MinMaxEXT:
+    case SPV_Capability_AtomicFloat64MinMaxEXT:
         return 1;
     default:
         return 0;
@@ -158,9 +135,11 @@ static void m_ignore(loader *L, modctx *m)
 
 static void m_capability(loader *L, modctx *m)
 {
-    if (!capability_ok(word(L, m->at, 1)))
-        UNSUPPORTED("capability %s (%u) is not supported by levelzero-sim",
-                    capability_name(word(L, m->at, 1)), word(L, m->at, 1));
+    uint32_t cap = word(L, m->at, 1);
+    const char *name = spv_capability_name(cap);
+    if (!capability_ok(cap))
+        UNSUPPORTED("capability %s (%u) is not supported by levelzero-sim", name ? name : "?",
+                    cap);
 }
 
 static void m_extension(loader *L, modctx *m)
@@ -181,14 +160,15 @@ static void m_extinstimport(loader *L, modctx *m)
 
 static void m_memorymodel(loader *L, modctx *m)
 {
-    if (word(L, m->at, 1) != 2 || word(L, m->at, 2) != 2)
+    if (word(L, m->at, 1) != SPV_AddressingModel_Physical64 ||
+        word(L, m->at, 2) != SPV_MemoryModel_OpenCL)
         UNSUPPORTED("only the Physical64 addressing and OpenCL memory models are supported");
     m->memory_model = 1;
 }
 
 static void m_entrypoint(loader *L, modctx *m)
 {
-    if (word(L, m->at, 1) != 6)
+    if (word(L, m->at, 1) != SPV_ExecutionModel_Kernel)
         UNSUPPORTED("only Kernel entry points are supported");
     m->entries = spvl_grow(L, m->entries, &m->capentries, m->nentries + 1, sizeof *m->entries);
     m->entries[m->nentries++] = m->at;
@@ -197,10 +177,10 @@ static void m_entrypoint(loader *L, modctx *m)
 static void m_execmode(loader *L, modctx *m)
 {
     uint32_t mode = word(L, m->at, 2);
-    /* ContractionOff, LocalSize, LocalSizeHint, VecTypeHint, SubgroupSize, SubgroupsPerWorkgroup */
-    if (mode == 31 || mode == 17 || mode == 18 || mode == 30)
+    if (mode == SPV_ExecutionMode_ContractionOff || mode == SPV_ExecutionMode_LocalSize ||
+        mode == SPV_ExecutionMode_LocalSizeHint || mode == SPV_ExecutionMode_VecTypeHint)
         return;
-    if (mode == 35 && word(L, m->at, 3) == SPV_SUBGROUP_SIZE)
+    if (mode == SPV_ExecutionMode_SubgroupSize && word(L, m->at, 3) == SPV_SUBGROUP_SIZE)
         return;
     UNSUPPORTED("execution mode %u is not supported", mode);
 }
@@ -209,16 +189,16 @@ static void m_decorate(loader *L, modctx *m)
 {
     uint32_t target = word(L, m->at, 1), dec = word(L, m->at, 2);
     idrec *r = id(L, target);
-    if (dec == 11) {
+    if (dec == SPV_Decoration_BuiltIn) {
         r->builtin = builtin_of(word(L, m->at, 3));
         if (!r->builtin)
             UNSUPPORTED("built-in %u is not supported", word(L, m->at, 3));
-    } else if (dec == 28) {
+    } else if (dec == SPV_Decoration_SaturatedConversion) {
         r->sat = 1;
-    } else if (dec == 39) {
+    } else if (dec == SPV_Decoration_FPRoundingMode) {
         r->round = (uint8_t)(word(L, m->at, 3) + 1);
-    } else if (dec == 5) {
-        r->packed = 1; /* CPacked */
+    } else if (dec == SPV_Decoration_CPacked) {
+        r->packed = 1;
     }
 }
 
@@ -416,7 +396,7 @@ static void make_kernels(loader *L, const modctx *m)
 static void load_module(loader *L)
 {
     const uint32_t *w = L->w;
-    if (L->nw < 5 || w[0] != SPV_MAGIC)
+    if (L->nw < 5 || w[0] != SPV_MAGIC_NUMBER)
         MALFORMED("not a SPIR-V module (bad magic number)");
     if (w[1] > 0x00010600u || w[1] < 0x00010000u)
         UNSUPPORTED("SPIR-V version %u.%u is not supported (1.0 to 1.6 are)", (w[1] >> 16) & 0xFF,

@@ -6,13 +6,13 @@
 #include "spv_opcodes.h"
 
 enum {
-#define SPV_OP(num, name, mod, fn, code, flags) ROW_##name,
+#define SPV_OP(name, mod, fn, code, flags) ROW_##name,
 #include "spv_opcodes.def"
 #undef SPV_OP
 };
 
 static const spv_opinfo k_ops[] = {
-#define SPV_OP(num, name, mod, fn, code, flags) {"Op" #name, M_##mod, F_##fn, OPF_##flags, code},
+#define SPV_OP(name, mod, fn, code, flags) {"Op" #name, M_##mod, F_##fn, OPF_##flags, code},
 #include "spv_opcodes.def"
 #undef SPV_OP
 };
@@ -20,8 +20,8 @@ static const spv_opinfo k_ops[] = {
 const spv_opinfo *spv_opinfo_of(unsigned op)
 {
     switch (op) {
-#define SPV_OP(num, name, mod, fn, code, flags) \
-    case num:                                   \
+#define SPV_OP(name, mod, fn, code, flags) \
+    case SPV_Op##name:                                  \
         return &k_ops[ROW_##name];
 #include "spv_opcodes.def"
 #undef SPV_OP

@@ -1,17 +1,14 @@
-/* What the loader knows about each SPIR-V opcode, generated from
- * spv_opcodes.def: the SPV_Op* numbers, names for messages, and each
- * opcode's handler families and flags. */
+/* What the loader knows about each SPIR-V opcode, from spv_opcodes.def:
+ * names for messages, and each opcode's handler families and flags.  The
+ * SPV_Op* numbers, like every SPIR-V number the sim uses, come from
+ * spv_grammar.h. */
 #ifndef ARSIM_SPV_OPCODES_H
 #define ARSIM_SPV_OPCODES_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-enum {
-#define SPV_OP(num, name, mod, fn, code, flags) SPV_Op##name = num,
-#include "spv_opcodes.def"
-#undef SPV_OP
-};
+#include "spv_grammar.h"
 
 /* Module-scope handling (the loader's first pass, spv_module.c). */
 typedef enum spv_mod_family {

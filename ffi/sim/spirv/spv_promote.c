@@ -15,11 +15,11 @@ int spvl_has_result(unsigned op)
  * analyses below more careful. */
 static void count_uses(loader *L, uint32_t body, uint32_t *uses)
 {
-    for (uint32_t at = body; at < L->nw && (L->w[at] & 0xFFFFu) != 56; at += op_count(L, at)) {
+    for (uint32_t at = body; at < L->nw && (L->w[at] & 0xFFFFu) != SPV_OpFunctionEnd; at += op_count(L, at)) {
         unsigned op = L->w[at] & 0xFFFFu;
         uint32_t cnt = op_count(L, at);
         for (uint32_t i = 1; i < cnt; i++) {
-            if (op == 248 || (spvl_has_result(op) && (i == 1 || i == 2)))
+            if (op == SPV_OpLabel || (spvl_has_result(op) && (i == 1 || i == 2)))
                 continue; /* result type and id, or a label's own id */
             uint32_t v = L->w[at + i];
             if (v < L->bound)
@@ -71,9 +71,9 @@ void spvl_promote_variables(loader *L, uint32_t body)
         spvl_fail(L, SPV_LOAD_NO_MEMORY, "out of host memory");
     }
     count_uses(L, body, uses);
-    for (uint32_t at = body; at < L->nw && (L->w[at] & 0xFFFFu) != 56; at += op_count(L, at)) {
+    for (uint32_t at = body; at < L->nw && (L->w[at] & 0xFFFFu) != SPV_OpFunctionEnd; at += op_count(L, at)) {
         unsigned op = L->w[at] & 0xFFFFu;
-        if (op == 248 || !spvl_has_result(op))
+        if (op == SPV_OpLabel || !spvl_has_result(op))
             continue;
         if (op_count(L, at) < 3)
             MALFORMED("instruction too short");
@@ -84,8 +84,8 @@ void spvl_promote_variables(loader *L, uint32_t body)
     }
     /* Candidates: Function variables of slot-able type, used only as the
      * pointer of OpLoad and OpStore of that same type. */
-    for (uint32_t at = body; at < L->nw && (L->w[at] & 0xFFFFu) != 56; at += op_count(L, at)) {
-        if ((L->w[at] & 0xFFFFu) != 59 || op_count(L, at) != 4)
+    for (uint32_t at = body; at < L->nw && (L->w[at] & 0xFFFFu) != SPV_OpFunctionEnd; at += op_count(L, at)) {
+        if ((L->w[at] & 0xFFFFu) != SPV_OpVariable || op_count(L, at) != 4)
             continue;
         uint32_t var = L->w[at + 2];
         ty *pt = type_of(L, L->w[at + 1]);
@@ -94,7 +94,7 @@ void spvl_promote_variables(loader *L, uint32_t body)
             continue;
         uint32_t direct = 0;
         int ok = 1;
-        for (uint32_t u = body; ok && u < L->nw && (L->w[u] & 0xFFFFu) != 56; u += op_count(L, u)) {
+        for (uint32_t u = body; ok && u < L->nw && (L->w[u] & 0xFFFFu) != SPV_OpFunctionEnd; u += op_count(L, u)) {
             if (is_load_of(L, u, var) && L->w[u + 1] == pt->elem)
                 direct++;
             else if (is_store_to(L, u, var) && L->w[u + 2] != var &&
@@ -107,9 +107,9 @@ void spvl_promote_variables(loader *L, uint32_t body)
     }
     /* Slots: promoted variables first, then every result. */
     uint32_t block_start = body;
-    for (uint32_t at = body; at < L->nw && (L->w[at] & 0xFFFFu) != 56; at += op_count(L, at)) {
+    for (uint32_t at = body; at < L->nw && (L->w[at] & 0xFFFFu) != SPV_OpFunctionEnd; at += op_count(L, at)) {
         unsigned op = L->w[at] & 0xFFFFu;
-        if (op == 248) {
+        if (op == SPV_OpLabel) {
             block_start = at;
             id(L, L->w[at + 1])->kind = K_LABEL;
             continue;
@@ -126,12 +126,12 @@ void spvl_promote_variables(loader *L, uint32_t body)
         r->slot_fn = L->cur_fn;
         ty *t = type_of(L, rt);
         uint32_t n = t->kind == T_VEC ? t->n : 1;
-        if (op == 59 && r->promoted) {
+        if (op == SPV_OpVariable && r->promoted) {
             r->slot = spvl_new_slots(L, comps(L, t->elem));
             continue;
         }
         r->slot = spvl_new_slots(L, n);
-        if (op == 61 && id(L, L->w[at + 3])->promoted) {
+        if (op == SPV_OpLoad && id(L, L->w[at + 3])->promoted) {
             /* A load of a promoted variable: read its slot directly if every
              * use follows in this block, before the next store to it. */
             uint32_t var = L->w[at + 3];
@@ -140,7 +140,7 @@ void spvl_promote_variables(loader *L, uint32_t body)
             int stored = 0, ok = 1;
             for (uint32_t u = at + op_count(L, at); u < L->nw; u += op_count(L, u)) {
                 unsigned uop = L->w[u] & 0xFFFFu;
-                if (uop == 248 || uop == 56 || seen == uses[rid])
+                if (uop == SPV_OpLabel || uop == SPV_OpFunctionEnd || seen == uses[rid])
                     break;
                 if (mentions(L, u, rid)) {
                     if (stored) {
@@ -161,11 +161,11 @@ void spvl_promote_variables(loader *L, uint32_t body)
      * is computed into the variable's slot, when nothing in between reads
      * the variable. */
     block_start = body;
-    for (uint32_t at = body; at < L->nw && (L->w[at] & 0xFFFFu) != 56; at += op_count(L, at)) {
+    for (uint32_t at = body; at < L->nw && (L->w[at] & 0xFFFFu) != SPV_OpFunctionEnd; at += op_count(L, at)) {
         unsigned op = L->w[at] & 0xFFFFu;
-        if (op == 248)
+        if (op == SPV_OpLabel)
             block_start = at;
-        if (op != 62 || !id(L, L->w[at + 1])->promoted)
+        if (op != SPV_OpStore || !id(L, L->w[at + 1])->promoted)
             continue;
         uint32_t var = L->w[at + 1], val = L->w[at + 2];
         idrec *vr = id(L, val);

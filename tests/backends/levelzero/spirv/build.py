@@ -3,8 +3,9 @@
     python tests/backends/levelzero/spirv/build.py
 
 Needs clang and llvm-spirv (``apt-get install clang-15 llvm-spirv-15``; clang
-15 needs ``-no-opaque-pointers`` for llvm-spirv 15).  The ``.spv`` files are
-committed so the tests need neither.  ``executor.cl`` is built twice, at -O0
+15 needs ``-no-opaque-pointers`` for llvm-spirv 15), and spirv-as for the
+hand-written ``.spvasm`` modules (``apt-get install spirv-tools``).  The
+``.spv`` files are committed so the tests need none of them.  ``executor.cl`` is built twice, at -O0
 (the shape of the shipped kernels: allocas, loads and stores, calls) and at
 -O2 (phis, selects, vector code).
 """
@@ -30,14 +31,23 @@ BUILDS = {
     "refused_local_arg.spv": ("refused_local_arg.cl", "-O0"),
     "refused_image.spv": ("refused_image.cl", "-O0"),
     "order.spv": ("order.cl", "-O2"),
+    "half_O0.spv": ("half.cl", "-O0"),
+    "half_O2.spv": ("half.cl", "-O2"),
+    "refused_half_math.spv": ("refused_half_math.cl", "-O0"),
+}
+# Modules clang does not write (capabilities it never declares), from SPIR-V assembly.
+ASM_BUILDS = {
+    "float16_cap.spv": "float16_cap.spvasm",
+    "vector16_cap.spv": "vector16_cap.spvasm",
 }
 
 
 def main() -> int:
     clang = shutil.which("clang-15") or shutil.which("clang")
     translator = shutil.which("llvm-spirv-15") or shutil.which("llvm-spirv")
-    if not clang or not translator:
-        print("needs clang-15 and llvm-spirv-15", file=sys.stderr)
+    assembler = shutil.which("spirv-as")
+    if not clang or not translator or not assembler:
+        print("needs clang-15, llvm-spirv-15 and spirv-as", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         for out, (source, opt) in BUILDS.items():
@@ -45,6 +55,10 @@ def main() -> int:
             subprocess.run([clang, *FLAGS, opt, str(HERE / source), "-o", str(bitcode)], check=True)
             subprocess.run([translator, str(bitcode), "-o", str(HERE / out)], check=True)
             print(HERE / out)
+    for out, source in ASM_BUILDS.items():
+        cmd = [assembler, "--target-env", "spv1.0", str(HERE / source), "-o", str(HERE / out)]
+        subprocess.run(cmd, check=True)
+        print(HERE / out)
     return 0
 
 
