@@ -18,9 +18,10 @@ Triton appends two pointer parameters to every kernel
 (its global and profile scratch); the test passes null for both, as
 Triton's launcher does when the kernel asks for no scratch.
 
-The ``tl.dot`` tutorials (matmul) need tensor cores (``ldmatrix``, ``mma``,
-``wgmma``), which cuda-sim refuses at load, naming the instruction; their
-PTX is kept for that test.
+The fp16 ``tl.dot`` matmul runs on sm_80 (``ldmatrix``, ``mma.m16n8k16``);
+for sm_90 Triton writes ``wgmma`` behind ``fence.proxy.async``, which
+cuda-sim refuses at load, naming the instruction; that PTX is kept for the
+refusal test.
 """
 
 from __future__ import annotations
