@@ -46,6 +46,7 @@ PTX_SOURCES = (
     "sim/ptx/ptx_exec_cvt.c",
     "sim/ptx/ptx_exec_mem.c",
     "sim/ptx/ptx_exec_warp.c",
+    "sim/ptx/ptx_exec_mma.c",
     "sim/ptx/ptx_exec_printf.c",
     "sim/ptx/ptx_query.c",
 )

@@ -129,8 +129,11 @@ class _CudaBase(Driver):
         return False
 
     # -- plumbing ------------------------------------------------------------
-    def _fail(self, code: int, function: str) -> DriverError:
-        """The exception for ``code``; a sticky one also marks the device lost."""
+    def _fail(self, code: int, function: str, detail: str = "") -> DriverError:
+        """The exception for ``code``; a sticky one also marks the device lost.
+
+        ``detail`` (the driver's own words, such as a JIT log) ends the message.
+        """
         sticky = _errors.is_sticky(code) and (self._dead is not None or self._context_lost())
         error = _errors.error_for(
             code,
@@ -138,6 +141,7 @@ class _CudaBase(Driver):
             backend=self.backend_name,
             describe=self._library.describe,
             sticky=sticky,
+            detail=detail,
         )
         if isinstance(error, DeviceLostError) and self._dead is None:
             self._dead = error

@@ -130,8 +130,12 @@ def error_for(
     backend: str,
     describe: Describer | None = None,
     sticky: bool = True,
+    detail: str = "",
 ) -> DriverError:
     """The exception for ``code`` returned by ``function`` (not raised).
+
+    ``detail`` is what the driver said beyond the code (a module load's JIT
+    error log); it ends the message.
 
     ``sticky=False`` says the caller checked that the context survived a
     code the table calls sticky (the sim's injected launch failure does):
@@ -151,6 +155,8 @@ def error_for(
     if cls is DeviceLostError and not sticky:
         cls = DriverError
     message = f"{function} failed with {name} ({code}): {text}"
+    if detail:
+        message += f"; {detail}"
     if cls is DeviceLostError:
         message += "; the CUDA context is unusable for the rest of this process"
         if code == 700 and (report := fault_report(backend)):

@@ -33,15 +33,18 @@ class _ModuleOps(_CudaBase):
 
     def module_load(self, image: Any) -> DriverModule:
         """Load PTX (bytes or str), cubin or fatbin bytes (on the sim: a shared object's bytes)."""
-        self._enter("cuModuleLoadData")
+        self._enter("cuModuleLoadDataEx")
         data = image.encode() if isinstance(image, str) else bytes(image)
         if not data:
             raise InvalidArgumentError("load_module: the module image is empty")
         binary = data.startswith((b"\x7fELF", b"\x50\xed\x55\xba"))  # ELF cubin/.so, fatbin
         if not binary and not data.endswith(b"\0"):
-            data += b"\0"  # PTX is text, and cuModuleLoadData reads it up to a NUL
+            data += b"\0"  # PTX is text, and the driver reads it up to a NUL
         out = self._ffi.new("CUmodule *")
-        self._check(self._lib.cuModuleLoadData(out, data), "cuModuleLoadData")
+        logs = _JitLogs(self._ffi)
+        code = self._lib.cuModuleLoadDataEx(out, data, logs.count, logs.options, logs.values)
+        if code != 0:
+            raise self._fail(code, "cuModuleLoadDataEx", logs.text())
         return DriverModule(out[0])
 
     def builtin_module_image(self, name: str) -> Any:
@@ -161,3 +164,47 @@ class _ModuleOps(_CudaBase):
                 )
         if code != 0:
             raise self._fail(code, "cuLaunchKernel")
+
+
+#: cuda.h's CUjit_option values for the JIT's logs.
+_CU_JIT_INFO_LOG_BUFFER = 3
+_CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4
+_CU_JIT_ERROR_LOG_BUFFER = 5
+_CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6
+_JIT_LOG_BYTES = 4096
+
+
+class _JitLogs:
+    """The error and info log buffers of one ``cuModuleLoadDataEx``.
+
+    A refused module's error log (ptxas's message on a GPU, ``ptx line N:
+    ...`` on cuda-sim) is what tells the user which line and construct;
+    it goes into the DriverError's message, the info log after it.
+    """
+
+    count = 4
+
+    def __init__(self, ffi: Any) -> None:
+        self.error = ffi.new("char[]", _JIT_LOG_BYTES)
+        self.info = ffi.new("char[]", _JIT_LOG_BYTES)
+        self.options = ffi.new(
+            "CUjit_option[]",
+            [
+                _CU_JIT_ERROR_LOG_BUFFER,
+                _CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                _CU_JIT_INFO_LOG_BUFFER,
+                _CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+            ],
+        )
+        size = ffi.cast("void *", _JIT_LOG_BYTES)
+        self.values = ffi.new("void *[]", [self.error, size, self.info, size])
+        self._ffi = ffi
+
+    def text(self) -> str:
+        """``JIT error log: ...`` (and ``JIT info log: ...``), or "" when both are empty."""
+        parts = []
+        for label, buf in (("error", self.error), ("info", self.info)):
+            words = self._ffi.string(buf, _JIT_LOG_BYTES).decode(errors="replace").strip()
+            if words:
+                parts.append(f"JIT {label} log: {words}")
+        return "; ".join(parts)

@@ -16,6 +16,7 @@ typedef unsigned int CUmemorytype;
 typedef unsigned int CUstreamCaptureMode;
 typedef unsigned int CUstreamCaptureStatus;
 typedef unsigned int CUdriverProcAddressQueryResult;
+typedef unsigned int CUjit_option;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;

@@ -1,5 +1,7 @@
 /* Modules and kernel launches. */
 CUresult cuModuleLoadData(CUmodule *module, const void *image);
+/* The load with options: aruntime passes the JIT error and info log buffers. */
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions, CUjit_option *options, void **optionValues);
 CUresult cuModuleUnload(CUmodule hmod);
 CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name);
 /* CUDA 12.4+: feature-tested (the launch checks argument sizes when present). */

@@ -93,7 +93,7 @@ typedef unsigned int CUpointer_attribute;
 typedef unsigned int CUstreamCaptureStatus;
 typedef unsigned int CUstreamCaptureMode;
 typedef unsigned int CUdriverProcAddressQueryResult;
-typedef int CUjit_option;
+typedef unsigned int CUjit_option;
 typedef int CUjitInputType;
 typedef struct CUlinkState_st *CUlinkState;
 

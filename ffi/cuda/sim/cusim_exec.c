@@ -710,27 +710,45 @@ CUresult cuModuleLoadData(CUmodule *module, const void *image)
     return module_load_image(module, image, NULL);
 }
 
+/* The JIT options the loader reads: the error log (5, 6) and the info log
+ * (3, 4); each size is passed by value in the pointer, as cuda.h documents,
+ * and comes back as the bytes written.  Other options tune code
+ * generation, which an interpreter does not do. */
+enum { JIT_INFO_LOG = 3, JIT_INFO_LOG_SIZE = 4, JIT_ERROR_LOG = 5, JIT_ERROR_LOG_SIZE = 6 };
+
+static void jit_logs(unsigned n, const CUjit_option *options, void **values, jit_log *err,
+                     jit_log *info)
+{
+    for (unsigned i = 0; i < n; i++) {
+        if (options[i] == JIT_ERROR_LOG)
+            err->buf = values[i];
+        else if (options[i] == JIT_ERROR_LOG_SIZE)
+            err->size = (size_t)(uintptr_t)values[i];
+        else if (options[i] == JIT_INFO_LOG)
+            info->buf = values[i];
+        else if (options[i] == JIT_INFO_LOG_SIZE)
+            info->size = (size_t)(uintptr_t)values[i];
+    }
+    if (err->buf && err->size)
+        err->buf[0] = 0;
+    if (info->buf && info->size)
+        info->buf[0] = 0; /* no ptxas here: the info log stays empty */
+}
+
 CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
                             CUjit_option *options, void **optionValues)
 {
-    jit_log log = {NULL, 0};
+    jit_log log = {NULL, 0}, info = {NULL, 0};
     if (numOptions && (!options || !optionValues))
         return CUDA_ERROR_INVALID_VALUE;
-    for (unsigned i = 0; i < numOptions; i++) {
-        /* CU_JIT_ERROR_LOG_BUFFER (5) and its size (6); the size is passed
-         * by value in the pointer, as cuda.h documents.  Other JIT options
-         * tune code generation, which an interpreter does not do. */
-        if (options[i] == 5)
-            log.buf = optionValues[i];
-        else if (options[i] == 6)
-            log.size = (size_t)(uintptr_t)optionValues[i];
-    }
-    if (log.buf && log.size)
-        log.buf[0] = 0;
+    jit_logs(numOptions, options, optionValues, &log, &info);
     CUresult r = module_load_image(module, image, &log);
-    for (unsigned i = 0; i < numOptions; i++)
-        if (options[i] == 6)
+    for (unsigned i = 0; i < numOptions; i++) {
+        if (options[i] == JIT_ERROR_LOG_SIZE)
             optionValues[i] = (void *)(uintptr_t)(log.buf ? strnlen(log.buf, log.size) : 0);
+        else if (options[i] == JIT_INFO_LOG_SIZE)
+            optionValues[i] = (void *)(uintptr_t)0;
+    }
     return r;
 }
 

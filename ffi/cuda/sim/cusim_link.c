@@ -142,7 +142,7 @@ static CUresult check_options(unsigned n, const CUjit_option *opts, void **value
     int threads = 0, target = 0;
     for (unsigned i = 0; i < n; i++) {
         CUjit_option o = opts[i];
-        if (o < 0 || o >= JIT_NUM_OPTIONS)
+        if (o >= (CUjit_option)JIT_NUM_OPTIONS) /* unsigned: a negative int is past it too */
             return CUDA_ERROR_INVALID_VALUE;
         if (for_input && (o == JIT_WALL_TIME || o == JIT_INFO_LOG_BUFFER ||
                           o == JIT_ERROR_LOG_BUFFER || o == JIT_TARGET_FROM_CUCONTEXT ||

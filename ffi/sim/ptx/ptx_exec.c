@@ -381,6 +381,24 @@ static void exec_warp_sync(warp *w, frame *fr, const pinsn *in, uint32_t m)
     fr->cur_pc++;
 }
 
+/* ldmatrix, mma: run once the whole warp is here (.sync.aligned). */
+static int exec_matrix(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
+{
+    if (m && must_wait(fr, w, FULL)) {
+        wait_at(fr, fr->active, fr->cur_pc);
+        fr->parked |= fr->active;
+        fr->active = 0;
+        fr->wdirty = 1;
+        return 1;
+    }
+    fr->nopark_pc = PTX_NONE;
+    int rc = m ? ptx_exec_matrix(b, fr, in, m) : 0;
+    if (rc < 0)
+        return rc;
+    fr->cur_pc++;
+    return 1;
+}
+
 /* The instructions that move the pc themselves: 1 when in is one (done),
  * 0 when it is not, or a negative status. */
 static inline int exec_control(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
@@ -427,6 +445,9 @@ static inline int exec_control(block_ctx *b, warp *w, frame *fr, const pinsn *in
     case OP_BARWARP:
         exec_warp_sync(w, fr, in, m);
         return 1;
+    case OP_LDMATRIX:
+    case OP_MMA:
+        return exec_matrix(b, w, fr, in, m);
     case OP_ACTIVEMASK:
         FOR_LANES(m, fr->R[in->d][l] = fr->active);
         fr->cur_pc++;

@@ -146,6 +146,9 @@ PTX_HIDDEN int ptx_exec_int(const pinsn *in, frame *fr, uint64_t *D, const uint6
 PTX_HIDDEN int ptx_exec_float(const pinsn *in, uint64_t *D, const uint64_t *A, const uint64_t *B,
                               const uint64_t *C, uint32_t m);
 PTX_HIDDEN void ptx_exec_warp(warp *w, frame *fr, const pinsn *in, uint32_t m);
+/* ptx_exec_mma.c: ldmatrix and mma, once the whole warp is here; a launch
+ * failure (E_FAIL, said on stderr) unless m is all 32 lanes. */
+PTX_HIDDEN int ptx_exec_matrix(block_ctx *b, frame *fr, const pinsn *in, uint32_t m);
 /* ptx_exec_printf.c: a call of vprintf, or of __assertfail (a failed
  * assert(): the launch fails), for the lanes in m. */
 PTX_HIDDEN int ptx_exec_vprintf(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m);

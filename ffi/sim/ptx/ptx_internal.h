@@ -155,6 +155,10 @@ typedef struct pfunc {
     uint32_t reqntid[3];    /* .reqntid, zeros when absent */
     pcall *calls;
     uint32_t ncalls, cap_calls;
+    /* Register slots of instructions with more operands than a pinsn holds
+     * (mma: d, a, b, c in a row, from the pinsn's aux). */
+    uint32_t *lists;
+    uint32_t nlists, cap_lists;
     ar_kernel_info info;
 } pfunc;
 

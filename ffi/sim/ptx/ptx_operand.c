@@ -261,6 +261,24 @@ int ptx_parse_number(parser *ps, int negate, opnd *o)
     return 0;
 }
 
+/* `{ x }`: one register or immediate (with its sign) between the braces. */
+static int single_element(parser *ps)
+{
+    size_t k = is_p(peekn(ps, 1), '-') ? 2 : 1;
+    tok *e = peekn(ps, k);
+    return (e->kind == TK_ID || e->kind == TK_NUM) && is_p(peekn(ps, k + 1), '}');
+}
+
+/* A one-element vector brace is the scalar it holds, as ptxas reads it:
+ * Triton's inline asm writes `ld.global.b32 { %r1 }, [ %rd1 + 0 ];`. */
+static int scalar_in_braces(parser *ps, opnd *o)
+{
+    ps->i++; /* '{' */
+    if (ptx_parse_operand(ps, o))
+        return -1;
+    return ptx_expect(ps, '}');
+}
+
 int ptx_parse_operand(parser *ps, opnd *o)
 {
     memset(o, 0, sizeof *o);
@@ -305,6 +323,8 @@ int ptx_parse_operand(parser *ps, opnd *o)
         o->bits = (uint64_t)off;
         return 0;
     }
+    if (is_p(t, '{') && single_element(ps))
+        return scalar_in_braces(ps, o);
     if (is_p(t, '{') || is_p(t, '(')) {
         char close = is_p(t, '{') ? '}' : ')';
         o->kind = is_p(t, '{') ? O_VEC : O_LIST;
@@ -401,6 +421,9 @@ int ptx_dst_slot(parser *ps, const opnd *o, int line, uint32_t *slot)
         *slot = ptx_new_slots(ps, 1); /* a scratch slot nobody reads */
         return 0;
     }
+    if (o->kind == O_VEC)
+        return ptx_fail(ps, line, PTX_ERR_INVALID,
+                        "destination is a vector of %d where one register goes", o->nv);
     if (o->kind != O_NAME || !ptx_reg_lookup(ps, o->name, slot))
         return ptx_fail(ps, line, PTX_ERR_INVALID, "destination '%s' is not a register",
                     o->kind == O_NAME ? o->name : "?");

@@ -609,6 +609,7 @@ fail:
         free(tmp.consts);
         free(tmp.specials);
         free(tmp.calls);
+        free(tmp.lists);
         ps->f = NULL;
     }
     return -1;
@@ -744,6 +745,7 @@ void ptx_program_free(pmodule *m)
         free(f->consts);
         free(f->specials);
         free(f->calls);
+        free(f->lists);
     }
     for (uint32_t i = 0; i < m->nvars; i++) {
         free(m->vars[i].name);

@@ -1,0 +1,303 @@
+"""Writes the Triton part of the PTX corpus (tests/ffi/test_ptx_triton_corpus.py).
+
+Triton is not one of the test suite's requirements, so its PTX is kept here
+as files, made by this script in a venv that has the pinned version:
+
+    pip install triton==3.9.0
+    python tests/ffi/ptx/triton/generate.py
+
+Triton compiles to PTX without a GPU (``triton.compile`` of an ``ASTSource``
+for a ``GPUTarget``).  Each kernel is one of Triton's tutorials, as the
+tutorial writes it, compiled for sm_80 and sm_90 (``NAME.sm80.ptx``,
+``NAME.sm90.ptx``).  The fused softmax runs its row loop
+unpipelined (``num_stages=1``); the tutorial's pipelined one is kept too.
+``manifest.json`` records the Triton version and, for each file, what
+its launch needs from Triton's metadata: the entry, ``num_warps`` (the
+block is 32 times it) and the dynamic shared memory.
+Triton appends two pointer parameters to every kernel
+(its global and profile scratch); the test passes null for both, as
+Triton's launcher does when the kernel asks for no scratch.
+
+The fp16 ``tl.dot`` matmul runs on sm_80 (``ldmatrix``, ``mma.m16n8k16``);
+for sm_90 Triton writes ``wgmma`` behind ``fence.proxy.async``, which
+cuda-sim refuses at load, naming the instruction; that PTX is kept for the
+refusal test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # 3.9's default, stated
+
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from triton.language.extra import libdevice
+
+TRITON_VERSION = "3.9.0"
+HERE = Path(__file__).resolve().parent
+TARGETS = (80, 90)
+
+
+# 01-vector-add.py
+@triton.jit
+def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):  # type: ignore[no-untyped-def]
+    pid = tl.program_id(axis=0)
+    block_start = pid * BLOCK_SIZE
+    offsets = block_start + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    output = x + y
+    tl.store(output_ptr + offsets, output, mask=mask)
+
+
+# 02-fused-softmax.py
+@triton.jit
+def softmax_kernel(  # type: ignore[no-untyped-def]
+    output_ptr,
+    input_ptr,
+    input_row_stride,
+    output_row_stride,
+    n_rows,
+    n_cols,
+    BLOCK_SIZE: tl.constexpr,
+    num_stages: tl.constexpr,
+):
+    row_start = tl.program_id(0)
+    row_step = tl.num_programs(0)
+    for row_idx in tl.range(row_start, n_rows, row_step, num_stages=num_stages):
+        row_start_ptr = input_ptr + row_idx * input_row_stride
+        col_offsets = tl.arange(0, BLOCK_SIZE)
+        input_ptrs = row_start_ptr + col_offsets
+        mask = col_offsets < n_cols
+        row = tl.load(input_ptrs, mask=mask, other=-float("inf"))
+        row_minus_max = row - tl.max(row, axis=0)
+        numerator = tl.exp(row_minus_max)
+        denominator = tl.sum(numerator, axis=0)
+        softmax_output = numerator / denominator
+        output_row_start_ptr = output_ptr + row_idx * output_row_stride
+        output_ptrs = output_row_start_ptr + col_offsets
+        tl.store(output_ptrs, softmax_output, mask=mask)
+
+
+# 05-layer-norm.py (forward)
+@triton.jit
+def _layer_norm_fwd_fused(  # type: ignore[no-untyped-def]
+    X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.constexpr
+):
+    row = tl.program_id(0)
+    Y += row * stride
+    X += row * stride
+    _mean = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for off in range(0, N, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        a = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
+        _mean += a
+    mean = tl.sum(_mean, axis=0) / N
+    _var = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for off in range(0, N, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        x = tl.load(X + cols, mask=cols < N, other=0.0).to(tl.float32)
+        x = tl.where(cols < N, x - mean, 0.0)
+        _var += x * x
+    var = tl.sum(_var, axis=0) / N
+    rstd = 1 / tl.sqrt(var + eps)
+    tl.store(Mean + row, mean)
+    tl.store(Rstd + row, rstd)
+    for off in range(0, N, BLOCK_SIZE):
+        cols = off + tl.arange(0, BLOCK_SIZE)
+        mask = cols < N
+        w = tl.load(W + cols, mask=mask)
+        b = tl.load(B + cols, mask=mask)
+        x = tl.load(X + cols, mask=mask, other=0.0).to(tl.float32)
+        x_hat = (x - mean) * rstd
+        y = x_hat * w + b
+        tl.store(Y + cols, y, mask=mask)
+
+
+# 07-extern-functions.py
+@triton.jit
+def asin_kernel(x_ptr, y_ptr, n_elements, BLOCK_SIZE: tl.constexpr):  # type: ignore[no-untyped-def]
+    pid = tl.program_id(axis=0)
+    block_start = pid * BLOCK_SIZE
+    offsets = block_start + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    x = libdevice.asin(x)
+    tl.store(y_ptr + offsets, x, mask=mask)
+
+
+# 03-matrix-multiplication.py (fp16 in, fp16 out; no activation)
+@triton.jit
+def matmul_kernel(  # type: ignore[no-untyped-def]
+    a_ptr, b_ptr, c_ptr, M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+    GROUP_SIZE_M: tl.constexpr,
+):  # fmt: skip
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
+    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
+    offs_k = tl.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
+        accumulator = tl.dot(a, b, accumulator)
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+    c = accumulator.to(tl.float16)
+    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+
+P32, P16 = "*fp32", "*fp16"
+
+#: name -> (kernel, signature, constexprs, compile options)
+KERNELS = {
+    "vector_add": (
+        add_kernel,
+        {"x_ptr": P32, "y_ptr": P32, "output_ptr": P32, "n_elements": "i32"},
+        {"BLOCK_SIZE": 1024},
+        {},
+    ),
+    "softmax": (
+        softmax_kernel,
+        {
+            "output_ptr": P32,
+            "input_ptr": P32,
+            "input_row_stride": "i32",
+            "output_row_stride": "i32",
+            "n_rows": "i32",
+            "n_cols": "i32",
+        },
+        {"BLOCK_SIZE": 1024, "num_stages": 1},
+        {"num_warps": 8},
+    ),
+    # The tutorial's own pipelined loop: on sm_80 and sm_90 its loads become
+    # cp.async, which cuda-sim refuses (the test checks the refusal).
+    "softmax_pipelined": (
+        softmax_kernel,
+        {
+            "output_ptr": P32,
+            "input_ptr": P32,
+            "input_row_stride": "i32",
+            "output_row_stride": "i32",
+            "n_rows": "i32",
+            "n_cols": "i32",
+        },
+        {"BLOCK_SIZE": 1024, "num_stages": 2},
+        {"num_warps": 8},
+    ),
+    "asin": (
+        asin_kernel,
+        {"x_ptr": P32, "y_ptr": P32, "n_elements": "i32"},
+        {"BLOCK_SIZE": 1024},
+        {},
+    ),
+    "layernorm": (
+        _layer_norm_fwd_fused,
+        {
+            "X": P32,
+            "Y": P32,
+            "W": P32,
+            "B": P32,
+            "Mean": P32,
+            "Rstd": P32,
+            "stride": "i32",
+            "N": "i32",
+            "eps": "fp32",
+        },
+        {"BLOCK_SIZE": 256},
+        {"num_warps": 4},
+    ),
+    "layernorm_f16": (
+        _layer_norm_fwd_fused,
+        {
+            "X": P16,
+            "Y": P16,
+            "W": P16,
+            "B": P16,
+            "Mean": P32,
+            "Rstd": P32,
+            "stride": "i32",
+            "N": "i32",
+            "eps": "fp32",
+        },
+        {"BLOCK_SIZE": 512},
+        {"num_warps": 8},
+    ),
+    "matmul_f16": (
+        matmul_kernel,
+        {
+            "a_ptr": P16,
+            "b_ptr": P16,
+            "c_ptr": P16,
+            "M": "i32",
+            "N": "i32",
+            "K": "i32",
+            "stride_am": "i32",
+            "stride_ak": "i32",
+            "stride_bk": "i32",
+            "stride_bn": "i32",
+            "stride_cm": "i32",
+            "stride_cn": "i32",
+        },
+        {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8},
+        {"num_warps": 4, "num_stages": 3},
+    ),
+}
+
+
+def compile_one(name: str, arch: int) -> tuple[str, dict[str, object]]:
+    """The PTX, and what a launch needs from Triton's metadata."""
+    fn, signature, constexprs, options = KERNELS[name]
+    full = {**signature, **dict.fromkeys(constexprs, "constexpr")}
+    src = ASTSource(fn=fn, signature=full, constexprs=constexprs)
+    compiled = triton.compile(src, target=GPUTarget("cuda", arch, 32), options=options)
+    meta = compiled.metadata
+    launch = {
+        "entry": meta.name,
+        "num_warps": meta.num_warps,
+        "shared": meta.shared,
+        "global_scratch_size": meta.global_scratch_size,
+        "profile_scratch_size": meta.profile_scratch_size,
+    }
+    ptx: str = compiled.asm["ptx"]
+    return ptx, launch
+
+
+def main() -> None:
+    found = triton.__version__
+    assert found == TRITON_VERSION, f"pinned Triton {TRITON_VERSION}, found {found}"
+    manifest: dict[str, object] = {"triton": TRITON_VERSION}
+    for name in KERNELS:
+        for arch in TARGETS:
+            path = HERE / f"{name}.sm{arch}.ptx"
+            ptx, launch = compile_one(name, arch)
+            path.write_text(ptx)
+            manifest[path.stem] = launch
+            print(path.name)
+    (HERE / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,279 @@
+"""The Triton part of the differential PTX corpus: Triton's tutorial kernels
+(tests/ffi/ptx/triton, made by generate.py there with the pinned Triton)
+run on cuda-sim through aruntime, each against a numpy reference, as Triton
+wrote them for sm_80 and sm_90 (issue 30).
+
+Triton's inline asm writes forms nvcc does not: a one-element brace around
+a scalar (``@%p1 ld.global.b32 { %r1 }, [ %rd1 + 0 ];``), spaces inside
+address brackets, ``mov.u32 %r1, 0x0;`` defaults before a predicated load.
+
+Kernels that need what cuda-sim does not model (tensor cores for
+``tl.dot``, ``cp.async`` for a pipelined loop) must be refused at load,
+naming their first such instruction and its line, never run wrongly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import aruntime as ar
+from aruntime import DriverError
+
+CORPUS = Path(__file__).resolve().parent / "ptx" / "triton"
+MANIFEST = json.loads((CORPUS / "manifest.json").read_text())
+ARCHS = ("sm80", "sm90")
+RNG = np.random.default_rng(30)
+
+
+@pytest.fixture(scope="module")
+def gpu() -> Iterator[ar.Backend]:
+    with ar.open_backend("cuda-sim") as backend:
+        yield backend
+
+
+class Run:
+    """One corpus kernel's launch: device copies in, results out."""
+
+    def __init__(self, gpu: ar.Backend, name: str) -> None:
+        self.gpu = gpu
+        self.name = name
+        self.meta = MANIFEST[name]
+        assert self.meta["global_scratch_size"] == 0, name
+        assert self.meta["profile_scratch_size"] == 0, name
+        self.held: list[tuple[ar.DevicePtr, np.ndarray[Any, Any]]] = []
+
+    def array(self, host: np.ndarray[Any, Any]) -> ar.DevicePtr:
+        host = np.ascontiguousarray(host)
+        ptr = self.gpu.alloc(max(host.nbytes, 1))
+        self.gpu.copy_h2d(host, ptr)
+        self.held.append((ptr, host))
+        return ptr
+
+    def __call__(self, grid: int, args: list[Any]) -> list[np.ndarray[Any, Any]]:
+        """Launch on ``grid`` blocks; every array argument's contents after it."""
+        module = f"triton-{self.name}"  # loaded once per backend; a test may run a kernel again
+        if not self.gpu.has_module(module):
+            self.gpu.load_module(module, (CORPUS / f"{self.name}.ptx").read_text())
+        kernel = self.gpu.kernel(module, self.meta["entry"])
+        scratch = [np.uint64(0), np.uint64(0)]  # Triton's global and profile scratch: none
+        try:
+            block = 32 * self.meta["num_warps"]
+            done = self.gpu.launch(
+                kernel, grid, block, [*args, *scratch], shared_mem=self.meta["shared"]
+            )
+            done.wait()
+            return [self.gpu.copy_d2h(p, np.empty_like(h)) for p, h in self.held]
+        finally:
+            for p, _ in self.held:
+                self.gpu.free(p)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_vector_add(gpu: ar.Backend, arch: str) -> None:
+    n = 5000  # not a multiple of the block: the mask's tail
+    x = RNG.random(n, dtype=np.float32)
+    y = RNG.random(n, dtype=np.float32)
+    run = Run(gpu, f"vector_add.{arch}")
+    args = [run.array(x), run.array(y), run.array(np.zeros(n, np.float32)), np.int32(n)]
+    _, _, out = run(-(-n // 1024), args)
+    assert (out == x + y).all()
+
+
+def _softmax(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    z = x - x.max(axis=1, keepdims=True)
+    e = np.exp(z.astype(np.float64))
+    return (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_fused_softmax(gpu: ar.Backend, arch: str) -> None:
+    rows, cols = 37, 781
+    x = RNG.standard_normal((rows, cols)).astype(np.float32) * 4
+    run = Run(gpu, f"softmax.{arch}")
+    out = np.zeros_like(x)
+    args = [
+        run.array(out),
+        run.array(x),
+        np.int32(cols),
+        np.int32(cols),
+        np.int32(rows),
+        np.int32(cols),
+    ]
+    # Fewer programs than rows, as the tutorial launches: each loops over rows.
+    got, _ = run(8, args)
+    np.testing.assert_allclose(got, _softmax(x), rtol=2e-6, atol=1e-9)
+    assert np.allclose(got.sum(axis=1), 1, rtol=1e-5)
+
+
+def _layernorm(
+    x: np.ndarray[Any, Any], w: np.ndarray[Any, Any], b: np.ndarray[Any, Any], eps: float
+) -> tuple[np.ndarray[Any, Any], ...]:
+    x64 = x.astype(np.float64)
+    mean = x64.mean(axis=1)
+    var = ((x64 - mean[:, None]) ** 2).mean(axis=1)
+    rstd = 1 / np.sqrt(var + eps)
+    y = (x64 - mean[:, None]) * rstd[:, None] * w.astype(np.float64) + b.astype(np.float64)
+    return y, mean, rstd
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize(
+    ("kind", "dtype", "tol"), [("layernorm", np.float32, 1e-5), ("layernorm_f16", np.float16, 2e-3)]
+)
+def test_layernorm_forward(gpu: ar.Backend, arch: str, kind: str, dtype: Any, tol: float) -> None:
+    rows, n, eps = 13, 1200, 1e-5  # n over the block: every loop runs several times
+    x = (RNG.standard_normal((rows, n)) * 3 + 1).astype(dtype)
+    w = RNG.standard_normal(n).astype(dtype)
+    b = RNG.standard_normal(n).astype(dtype)
+    run = Run(gpu, f"{kind}.{arch}")
+    ptrs = [run.array(a) for a in (x, np.zeros_like(x), w, b)]
+    ptrs += [run.array(np.zeros(rows, np.float32)) for _ in range(2)]
+    _, y, _, _, mean, rstd = run(rows, [*ptrs, np.int32(n), np.int32(n), np.float32(eps)])
+    want_y, want_mean, want_rstd = _layernorm(x, w, b, eps)
+    np.testing.assert_allclose(mean, want_mean, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(rstd, want_rstd, rtol=1e-5)
+    np.testing.assert_allclose(y.astype(np.float64), want_y, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_libdevice_asin(gpu: ar.Backend, arch: str) -> None:
+    n = 3000
+    x = RNG.uniform(-1, 1, n).astype(np.float32)
+    x[:4] = [-1, 1, 0, -0.0]
+    run = Run(gpu, f"asin.{arch}")
+    _, y = run(-(-n // 1024), [run.array(x), run.array(np.zeros(n, np.float32)), np.int32(n)])
+    np.testing.assert_allclose(y, np.arcsin(x.astype(np.float64)), rtol=4e-7, atol=1e-7)
+    assert np.signbit(y[3])
+
+
+INLINE_ASM = """.version 8.8
+.target sm_80
+.address_size 64
+.visible .entry forms(.param .u64 src, .param .u64 dst, .param .u32 n)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<5>;
+    ld.param.u64 %rd1, [src];
+    ld.param.u64 %rd2, [dst];
+    ld.param.u32 %r3, [n];
+    mov.u32 %r2, %tid.x;
+    setp.lt.u32 %p1, %r2, %r3;
+    mul.wide.u32 %rd3, %r2, 4;
+    add.s64 %rd1, %rd1, %rd3;
+    add.s64 %rd2, %rd2, %rd3;
+    // begin inline asm
+    mov.u32 %r1, 0x0;
+    @%p1 ld.global.b32 { %r1 }, [ %rd1 + 0 ];
+    // end inline asm
+    // begin inline asm
+    @!%p1 mov.u32 %r1, { -7 };
+    // end inline asm
+    // begin inline asm
+    st.global.b32 [ %rd2 + 0 ], { %r1 };
+    // end inline asm
+    ret;
+}
+"""
+
+
+def test_the_inline_asm_forms(gpu: ar.Backend) -> None:
+    """A one-element brace is its scalar; a lane whose load is predicated off keeps
+    the ``0x0`` default (here overwritten by a braced immediate)."""
+    module = gpu.load_module("forms", INLINE_ASM)
+    src = gpu.alloc(4 * 32)
+    dst = gpu.alloc(4 * 32)
+    try:
+        x = np.arange(100, 132, dtype=np.int32)
+        gpu.copy_h2d(x, src)
+        gpu.launch(gpu.kernel(module, "forms"), 1, 32, [src, dst, np.uint32(20)]).wait()
+        got = gpu.copy_d2h(dst, np.empty(32, np.int32))
+    finally:
+        gpu.free(src)
+        gpu.free(dst)
+    assert (got == np.where(np.arange(32) < 20, x, -7)).all()
+
+
+@pytest.mark.parametrize("operand", ["{ %r1, %r2 }", "{ }"])
+def test_a_brace_of_other_than_one_element_is_no_scalar(gpu: ar.Backend, operand: str) -> None:
+    bad = INLINE_ASM.replace("ld.global.b32 { %r1 }", f"ld.global.b32 {operand}")
+    line = bad.splitlines().index(f"    @%p1 ld.global.b32 {operand}, [ %rd1 + 0 ];") + 1
+    with pytest.raises(DriverError, match=f"ptx line {line}: destination is a vector of"):
+        gpu.load_module(f"bad-{len(operand)}", bad)
+
+
+@pytest.mark.parametrize("shape", [(100, 72, 80), (64, 64, 32), (130, 20, 200)])
+def test_fp16_matmul_sm80(gpu: ar.Backend, shape: tuple[int, int, int]) -> None:
+    """tl.dot on sm_80: ldmatrix (.x4, .x4.trans) and mma m16n8k16 f16 -> f32.
+
+    The sim sums each mma's products in double and rounds to f32 once; numpy
+    does the same per 16-wide slice of K, so the fp16 results agree exactly."""
+    m, n, k = shape
+    a = RNG.standard_normal((m, k)).astype(np.float16)
+    b = RNG.standard_normal((k, n)).astype(np.float16)
+    run = Run(gpu, "matmul_f16.sm80")
+    strides = (k, 1, n, 1, n, 1)
+    args = [run.array(a), run.array(b), run.array(np.zeros((m, n), np.float16))]
+    _, _, got = run(-(-m // 64) * -(-n // 64), [*args, *map(np.int32, (m, n, k, *strides))])
+    acc = np.zeros((m, n), np.float32)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    for k0 in range(0, k, 16):  # one mma per 16 of K, each rounded to f32 (the tail is 0)
+        acc = (acc + a64[:, k0 : k0 + 16] @ b64[k0 : k0 + 16]).astype(np.float32)
+    assert (got == acc.astype(np.float16)).all()
+
+
+#: What cuda-sim does not model: tensor cores, async copies and their proxies.
+UNMODELLED = (
+    "stmatrix",
+    "wmma",
+    "wgmma",
+    "cp.async",
+    "fence.proxy.async",
+    "mbarrier",
+)
+
+
+def _first_unmodelled(ptx: str) -> tuple[int, str]:
+    """The first line (1-based) whose instruction cuda-sim must refuse, and its opcode."""
+    for number, line in enumerate(ptx.splitlines(), 1):
+        words = line.split("//")[0].replace(";", " ").split()
+        if words and words[0].startswith("@"):
+            words = words[1:]
+        if words and any(words[0] == u or words[0].startswith(u + ".") for u in UNMODELLED):
+            return number, words[0]
+    raise AssertionError("no unmodelled instruction")
+
+
+@pytest.mark.parametrize(
+    ("name", "opcode"),
+    [
+        ("matmul_f16.sm90", "fence.proxy.async"),
+        ("softmax_pipelined.sm80", "cp.async"),
+        ("softmax_pipelined.sm90", "cp.async"),
+    ],
+)
+def test_unmodelled_instructions_are_refused_by_name(
+    gpu: ar.Backend, name: str, opcode: str
+) -> None:
+    ptx = (CORPUS / f"{name}.ptx").read_text()
+    line, first = _first_unmodelled(ptx)
+    assert first.startswith(opcode)
+    with pytest.raises(DriverError, match="CUDA_ERROR_INVALID_PTX") as info:
+        gpu.load_module(name, ptx)
+    assert f"ptx line {line}: unsupported instruction '{first}'" in str(info.value)
+
+
+def test_the_corpus_is_what_the_pinned_triton_wrote() -> None:
+    assert MANIFEST["triton"] == "3.9.0"
+    files = {p.stem for p in CORPUS.glob("*.ptx")}
+    assert files == set(MANIFEST) - {"triton"}
+    for stem in files:
+        head = (CORPUS / f"{stem}.ptx").read_text()
+        assert "Generated by LLVM NVPTX Back-End" in head
+        assert (".target sm_80" if stem.endswith("sm80") else ".target sm_90a") in head
