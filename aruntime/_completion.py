@@ -210,6 +210,16 @@ class Completion:
                 pass
 
     @property
+    def finished(self) -> bool:
+        """Whether the op has finished (or failed), without counting as the host seeing it.
+
+        :meth:`done` also orders the host after the op for race checking;
+        the core's own bookkeeping asks this instead.
+        """
+        state = self._state
+        return state == _DONE or state == _FAILED
+
+    @property
     def order(self) -> int:
         """Where this op was queued among all ops: later ops have larger numbers (0: born done)."""
         return self._seq

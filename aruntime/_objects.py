@@ -149,7 +149,7 @@ class Objects:
             else:
                 self._driver.peer_wait_event(st.handle, event.handle, peer)
             before = event.order_point
-            if before is not None and not (before.done() and before.error is None):
+            if before is not None and not (before.finished and before.error is None):
                 st.state.waits_for(before)
             if self._state.hazards is not None:
                 self._state.hazards.stream_wait_event(st, event)

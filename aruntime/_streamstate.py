@@ -266,19 +266,18 @@ class StreamState:
         now, and waits for it, bounded, outside any lock.
         """
         for wait_seq, before in list(self._upstream):
-            if seq < wait_seq or before.done():
+            if seq < wait_seq or before.finished:
                 continue
-            if not before.done():  # done() wakes its waiter if a wake-up was deferred
-                flag = threading.Event()
-                if before.subscribe(flag.set):
-                    flag.wait(_UPSTREAM_WAIT_S)
+            flag = threading.Event()
+            if before.subscribe(flag.set):  # subscribing wakes its waiter, if one was deferred
+                flag.wait(_UPSTREAM_WAIT_S)
 
     def _upstream_failure(self, seq: int) -> Completion | None:
         """The first failure behind an event waited on before op ``seq``; prunes settled waits."""
         kept = []
         found = None
         for wait_seq, before in self._upstream:
-            if seq < wait_seq or not before.done():
+            if seq < wait_seq or not before.finished:
                 kept.append((wait_seq, before))
             elif found is None and before.error is not None:
                 found = first_failure_of(before)

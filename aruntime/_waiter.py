@@ -130,7 +130,12 @@ class StreamWaiter:
         the module's docstring).
         """
         if self.passed(event):
-            error = self.settle(event, release, completion.op)
+            try:
+                error = self.settle(event, release, completion.op)
+            except BaseException:  # an interrupt: the op is past, its marker goes back
+                if release is not None:
+                    release(event)
+                raise
             if not self._abandon:
                 finish(completion, error)
             return
@@ -162,13 +167,18 @@ class StreamWaiter:
         """The error of the op behind ``event``, which it is past; then return the marker.
 
         ``event_wait`` returns at once on a passed event, and is what raises
-        the op's error (Level Zero reports replay failures only there).
+        the op's error (Level Zero reports replay failures only there).  An
+        interrupt (KeyboardInterrupt, SystemExit) is not the op's outcome: it
+        propagates, the marker not returned, and the caller leaves the op to
+        be settled again.
         """
         error: BaseException | None = None
         try:
             self._driver.event_wait(event)
         except DriverError as exc:
             error = exc
+        except (KeyboardInterrupt, SystemExit):
+            raise
         except BaseException as exc:  # never leave an awaiter hanging
             error = AruntimeError(f"{op}: waiting for the device failed: {exc!r}")
             error.__cause__ = exc
@@ -319,7 +329,24 @@ class StreamWaiter:
                     # _current first: passed() reads both without _cond.
                     self._current = head
                     self._queue.popleft()
-                self._complete(event, head, release, 0.0)
+                try:
+                    error = self.settle(event, None, head.op)
+                except BaseException:
+                    # An interrupt on this (the awaiting) thread: the op stays
+                    # queued, first, with its marker, for the waiter thread.
+                    with self._cond:
+                        self._queue.appendleft((event, head, release))
+                        self._current = None
+                        self._cond.notify()
+                    raise
+                try:
+                    if release is not None:
+                        release(event)
+                except Exception:
+                    _log.exception("returning a marker event failed")
+                finally:  # settled: finished whatever happens next
+                    if not self._abandon:
+                        finish(head, error)
                 with self._cond:
                     self._current = None
                 if head is completion:
