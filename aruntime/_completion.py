@@ -217,7 +217,7 @@ class Completion:
         the core's own bookkeeping asks this instead.
         """
         state = self._state
-        return state == _DONE or state == _FAILED
+        return state in (_DONE, _FAILED)
 
     @property
     def order(self) -> int:
