@@ -14,7 +14,9 @@ from __future__ import annotations
 import itertools
 import logging
 import numbers
+import os
 import threading
+import time
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -44,6 +46,20 @@ _FAILED = 2
 _CAPTURED = 3
 
 _Callback = Callable[[], None]
+
+
+def _env_us(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    try:
+        return max(float(raw), 0.0) * 1e-6 if raw else default * 1e-6
+    except ValueError:
+        _log.warning("%s=%r is not a number; using %s", name, raw, default)
+        return default * 1e-6
+
+
+#: How long an ``await`` of a pending op asks again at each loop step before
+#: it parks (``ARUNTIME_AWAIT_SPIN_US``; 0 parks at once).
+AWAIT_SPIN_S = _env_us("ARUNTIME_AWAIT_SPIN_US", 50.0)
 
 #: Numbers Completions in the order their ops were queued (``next`` is atomic
 #: under the GIL): stream order for errors, see StreamState.ordered_error.
@@ -246,11 +262,35 @@ class Completion:
         return self._await_slow()
 
     def _await_slow(self) -> Generator[Any, None, Any]:
+        hooks = self._hooks
+        if self._state == _PENDING and hooks is not None and AWAIT_SPIN_S > 0.0:
+            yield from self._poll(hooks)
+            if self._state != _PENDING:
+                return self._outcome()
         if self._state == _PENDING:
             yield from park(self.subscribe, self.unsubscribe)
         else:
             yield from checkpoint()
         return self._outcome()
+
+    def _poll(self, hooks: CompletionHooks[Completion]) -> Generator[Any, None, None]:
+        """Ask again at each loop step, for a bounded time, before parking (DESIGN.md 6.3).
+
+        What a user's polling loop does, with the waiter thread kept asleep
+        meanwhile: an op that ends within the window is finished here, with
+        no thread woken, and the loop's other tasks run between the asks.
+        """
+        clock = time.perf_counter
+        deadline = clock() + AWAIT_SPIN_S
+        hooks.poll_begin()
+        try:
+            while True:
+                yield from checkpoint()
+                hooks.finish_ready(self)
+                if self._state != _PENDING or clock() >= deadline:
+                    return
+        finally:
+            hooks.poll_end()
 
     def __repr__(self) -> str:
         state = ("pending", "done", "failed", "captured")[self._state]

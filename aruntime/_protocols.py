@@ -44,6 +44,12 @@ class CompletionHooks(Protocol[_C_contra]):
     def after_pending(self, fn: Callable[[], None]) -> bool:
         """Call ``fn`` once every op queued so far has finished; False if none is pending."""
 
+    def poll_begin(self) -> None:
+        """An awaiting task polls the stream from its loop: the waiter thread may stay asleep."""
+
+    def poll_end(self) -> None:
+        """That task stopped polling: a wake-up it held back is due again."""
+
     def kick(self) -> None:
         """Someone started waiting: the stream's waiter must not sleep on a deferred wake-up."""
 

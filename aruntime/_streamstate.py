@@ -311,6 +311,16 @@ class StreamState:
         if waiter is not None:
             waiter.kick()
 
+    def poll_begin(self) -> None:
+        waiter = self.waiter
+        if waiter is not None:
+            waiter.poll_begin()
+
+    def poll_end(self) -> None:
+        waiter = self.waiter
+        if waiter is not None:
+            waiter.poll_end()
+
     def finish_ready(self, completion: Completion) -> None:
         waiter = self.waiter
         if waiter is not None:

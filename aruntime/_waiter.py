@@ -115,6 +115,7 @@ class StreamWaiter:
         self._spin_next = True  # see _complete
         self._parked = False  # the thread waits on _cond for work
         self._kick_pending = False  # its wake-up is deferred to the end of a loop step
+        self._pollers = 0  # awaiting tasks polling from their loops (Completion._poll)
 
     def submit(
         self,
@@ -208,8 +209,27 @@ class StreamWaiter:
                 return
             if not self._parked or self._kick_pending:
                 return  # busy: it reaches this item by itself; or a wake is on its way
-            self._kick_pending = _AWAIT_QUERY and defer_to_loop(self.kick)
+            self._kick_pending = _AWAIT_QUERY and defer_to_loop(self._deferred_kick)
             if not self._kick_pending:
+                self._cond.notify()
+
+    def _deferred_kick(self) -> None:
+        """The wake-up deferred to the end of a loop step: held back while a task polls."""
+        if self._pollers == 0:
+            self.kick()
+
+    def poll_begin(self) -> None:
+        with self._cond:
+            self._pollers += 1
+
+    def poll_end(self) -> None:
+        """A polling task stopped: a wake-up held back for it goes out now (deferred again)."""
+        with self._cond:
+            self._pollers -= 1
+            if self._pollers or not self._kick_pending or not self._queue:
+                return
+            if not defer_to_loop(self._deferred_kick):
+                self._kick_pending = False
                 self._cond.notify()
 
     def kick(self) -> None:

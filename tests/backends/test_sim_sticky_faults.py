@@ -68,7 +68,12 @@ async def _fault_then_download(gpu: ar.Backend, n: int) -> tuple[str, str]:
 @pytest.mark.parametrize("loop", ["asyncio", "trio"])
 @pytest.mark.parametrize("kind", ["cuda-sim", "levelzero-sim"])
 @pytest.mark.parametrize(
-    "scenario", ["kernel_fault_outlives_the_backend", "injected_loss_behaves_the_same"]
+    "scenario",
+    [
+        "kernel_fault_outlives_the_backend",
+        "injected_loss_behaves_the_same",
+        "synchronize_raises_after_the_faulting_launch",
+    ],
 )
 def test_sticky_fault(scenario: str, kind: str, loop: str) -> None:
     code = (
@@ -120,3 +125,24 @@ async def injected_loss_behaves_the_same(kind: str) -> None:
     assert f"kernel scale_f32 (launched at {site}): injected" in str(info.value), info.value
     _recover(kind)
     ar.open_backend(kind).close()
+
+
+async def synchronize_raises_after_the_faulting_launch(kind: str) -> None:
+    """synchronize() covers the launch that lost the device, and raises only once it has settled.
+
+    Its own marker fails at enqueue on the lost device; it must still finish
+    behind the launch queued before it, and close() must not raise again what
+    the synchronize raised.  Thread timing decides which comes first, so the
+    round runs many times.
+    """
+    for _ in range(25):
+        gpu = ar.open_backend(kind)
+        buf = gpu.alloc(16)
+        kern = gpu.kernel(gpu.builtin_module("vector_ops"), "scale_f32")
+        n = 1 << 16
+        launch = gpu.launch(kern, n // 256, 256, [np.uint32(n), np.float32(2), buf])
+        with pytest.raises(ar.DeviceLostError):
+            await gpu.synchronize()
+        assert launch.finished, "synchronize() raised before the launch it covers had settled"
+        _close_lost(gpu)
+        _recover(kind)
