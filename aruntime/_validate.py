@@ -210,7 +210,7 @@ def check_dims(value: object, fn: str, what: str) -> tuple[int, int, int]:
 
 
 def check_shared_mem(value: object, fn: str) -> int:
-    if value == 0 and type(value) is int:
+    if type(value) is int and value == 0:
         return 0
     n = check_count(value, fn, "shared_mem")
     if n > _MAX_SHARED_MEM:
