@@ -1075,6 +1075,91 @@ def sc_device_units(env: Env) -> None:
     assert list(cp.subGroupSizes) == [16, 0, 0, 0, 0, 0, 0, 0], list(cp.subGroupSizes)
 
 
+SPIRV_TESTS = Path(__file__).resolve().parents[1] / "backends" / "levelzero" / "spirv"
+
+
+def _launch(env: Env, kernel: Any, groups: int, group_size: int) -> None:
+    """Runs kernel on groups x group_size work-items and waits for it."""
+    ck(ze.zeKernelSetGroupSize(kernel, group_size, 1, 1), "group size")
+    lst = env.immediate(COMPUTE)
+    pool = env.pool(1)
+    done = env.event(pool, 0)
+    count = ffi.new("ze_group_count_t *", {"x": groups, "y": 1, "z": 1})
+    try:
+        ck(ze.zeCommandListAppendLaunchKernel(lst, kernel, count, done, 0, ffi.NULL), "launch")
+        ck(ze.zeEventHostSynchronize(done, FOREVER), "the launch's event")
+        ck(ze.zeDeviceGetStatus(env.device), "device status after the launch")
+    finally:
+        ck(ze.zeEventDestroy(done))
+        ck(ze.zeEventPoolDestroy(pool))
+        ck(ze.zeCommandListDestroy(lst))
+
+
+def _spirv_kernels(env: Env, image: str, names: list[str]) -> tuple[Any, list[Any]]:
+    r, mod, log = env.module((SPIRV_TESTS / image).read_bytes(), fmt=0)
+    ck(r, f"{image}: {log}")
+    kernels = []
+    for name in names:
+        r, k = env.kernel(mod, name)
+        ck(r, f"{image}: {name}")
+        kernels.append(k)
+    return mod, kernels
+
+
+def sc_byval_args(env: Env) -> None:
+    # SYCL passes structs by value: a Function-storage pointer parameter
+    # decorated FuncParamAttr ByVal (spirv/byval.cl, clang 15 + llvm-spirv 15).
+    # Its size is the struct's, and the kernel reads a copy; an 8-byte struct
+    # (std::complex<float>) is never taken for a pointer.
+    n = 64
+    for image in ("byval_O0.spv", "byval_O2.spv"):
+        mod, (cmul, affine) = _spirv_kernels(env, image, ["cmul", "affine"])
+        out, inp = env.alloc_device(n * 8), env.alloc_device(n * 8)
+        src = ffi.cast("float *", inp)
+        for i in range(2 * n):
+            src[i] = float(i % 7) - 3.0
+        w = ffi.new("float[2]", [0.5, -2.0])
+        # Half the struct's size or twice it: refused at the call.
+        for bad in (4, 16):
+            r = ze.zeKernelSetArgumentValue(cmul, 2, bad, w)
+            expect(r, INVALID_KERNEL_ARGUMENT_SIZE, f"a {bad}-byte complex<float>")
+        ck(ze.zeKernelSetArgumentValue(cmul, 0, 8, ffi.new("void **", out)))
+        ck(ze.zeKernelSetArgumentValue(cmul, 1, 8, ffi.new("void **", inp)))
+        ck(ze.zeKernelSetArgumentValue(cmul, 2, 8, w), "an 8-byte struct by value")
+        _launch(env, cmul, n // 16, 16)
+        got = ffi.cast("float *", out)
+        for i in range(n):
+            re, im = src[2 * i], src[2 * i + 1]
+            want = (re * 0.5 - im * -2.0, re * -2.0 + im * 0.5)
+            assert (got[2 * i], got[2 * i + 1]) == want, (image, i, got[2 * i], want)
+        # params_t: {double scale; int offset; float coef[3]; char tag;}, 32 bytes.
+        p = ffi.new("uint8_t[32]")
+        ffi.cast("double *", p)[0] = 1.5
+        ffi.cast("int32_t *", p + 8)[0] = 10
+        for j, c in enumerate((0.25, 0.5, 0.75)):
+            ffi.cast("float *", p + 12)[j] = c
+        p[24] = 3
+        # A pointer's size, or the struct without its tail padding: refused.
+        for bad in (8, 28):
+            r = ze.zeKernelSetArgumentValue(affine, 0, bad, p)
+            expect(r, INVALID_KERNEL_ARGUMENT_SIZE, f"a {bad}-byte params_t")
+        ck(ze.zeKernelSetArgumentValue(affine, 0, 32, p), "a 32-byte struct by value")
+        ck(ze.zeKernelSetArgumentValue(affine, 1, 8, ffi.new("void **", out)))
+        ck(ze.zeKernelSetArgumentValue(affine, 2, 8, ffi.new("void **", inp)))
+        _launch(env, affine, n // 16, 16)
+        got = ffi.cast("float *", out)
+        coef = (0.25, 0.5, 0.75)
+        for i in range(n):
+            c = coef[i % 3] + (i if i % 3 == 0 else 0)
+            want = float(ffi.cast("float", src[i] * 1.5)) + c + 13.0
+            assert abs(got[i] - want) < 1e-4, (image, i, got[i], want)
+        for k in (cmul, affine):
+            ck(ze.zeKernelDestroy(k))
+        ck(ze.zeModuleDestroy(mod))
+        for ptr in (out, inp):
+            ck(ze.zeMemFree(env.ctx, ptr))
+
+
 SCENARIOS: dict[str, Callable[[Env], None]] = {
     "device_units": sc_device_units,
     "basics": sc_basics,
@@ -1089,6 +1174,7 @@ SCENARIOS: dict[str, Callable[[Env], None]] = {
     "timing": sc_timing,
     "threads": sc_threads,
     "validation_checks": sc_validation_checks,
+    "byval_args": sc_byval_args,
     "no_leaks": sc_no_leaks,
 }
 

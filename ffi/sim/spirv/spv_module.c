@@ -199,6 +199,9 @@ static void m_decorate(loader *L, modctx *m)
         r->round = (uint8_t)(word(L, m->at, 3) + 1);
     } else if (dec == SPV_Decoration_CPacked) {
         r->packed = 1;
+    } else if (dec == SPV_Decoration_FuncParamAttr &&
+               word(L, m->at, 3) == SPV_FunctionParameterAttribute_ByVal) {
+        r->byval = 1;
     }
 }
 
@@ -340,6 +343,29 @@ static void init_globals(loader *L)
     }
 }
 
+/* A by-value aggregate (FuncParamAttr ByVal, a Function-storage pointer to
+ * the pointee, as SYCL passes functors and structs): its bytes are the
+ * argument, and each work-item gets its own copy in private memory, after
+ * its stack (spv_group.c). */
+static void describe_byval(loader *L, spv_kernel *kn, uint32_t i, const ty *t)
+{
+    const ty *e = type_of(L, t->elem);
+    if (e->size == 0 || e->size > SPV_MAX_BYVAL_BYTES)
+        UNSUPPORTED("kernel %s: by-value argument %u has %llu bytes (1 to %u are supported)",
+                    kn->name, i, (unsigned long long)e->size, SPV_MAX_BYVAL_BYTES);
+    uint64_t align = e->align > 16 ? e->align : 16;
+    uint64_t off = (kn->byval_bytes + align - 1) / align * align;
+    if (off + e->size > SPV_MAX_BYVAL_BYTES)
+        UNSUPPORTED("kernel %s: by-value arguments need more than %u bytes", kn->name,
+                    SPV_MAX_BYVAL_BYTES);
+    kn->param_kind[i] = SPV_PARAM_BYVAL;
+    kn->param_off[i] = (uint32_t)off;
+    kn->byval_bytes = (uint32_t)(off + e->size);
+    kn->param_n[i] = 1;
+    kn->param_bytes[i] = 8;
+    kn->info.param_sizes[i] = (uint32_t)e->size;
+}
+
 /* Each parameter's components and sizes, as zeKernelSetArgumentValue sees them. */
 static void describe_params(loader *L, spv_kernel *kn, const spv_func *f, uint32_t fidx)
 {
@@ -351,6 +377,13 @@ static void describe_params(loader *L, spv_kernel *kn, const spv_func *f, uint32
         if (t->kind == T_PTR && t->storage == SC_WORKGROUP)
             UNSUPPORTED("kernel %s: __local pointer arguments are not supported (declare "
                         "the __local array inside the kernel)", kn->name);
+        if (t->kind == T_PTR && t->storage == SC_FUNCTION) {
+            if (!id(L, word(L, ppos, 2))->byval)
+                UNSUPPORTED("kernel %s: argument %u is a private pointer that is not "
+                            "FuncParamAttr ByVal", kn->name, i);
+            describe_byval(L, kn, i, t);
+            continue;
+        }
         if (t->kind == T_BOOL || t->kind == T_ARRAY || t->kind == T_STRUCT)
             UNSUPPORTED("kernel %s: argument %u has a type that cannot be passed", kn->name, i);
         ty *s = scalar(L, pt);
@@ -497,3 +530,8 @@ size_t spv_kernel_count(const spv_program *p) { return p->nkernels; }
 const char *spv_kernel_name(const spv_program *p, size_t i) { return p->kernels[i].name; }
 const ar_kernel_info *spv_kernel_info(const spv_program *p, size_t i) { return &p->kernels[i].info; }
 void *spv_kernel_ctx(spv_program *p, size_t i) { return &p->kernels[i]; }
+int spv_kernel_param_kind(const void *kernel_ctx, uint32_t i)
+{
+    const spv_kernel *k = kernel_ctx;
+    return i < k->info.num_params ? k->param_kind[i] : SPV_PARAM_VALUE;
+}

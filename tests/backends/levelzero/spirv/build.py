@@ -34,6 +34,8 @@ BUILDS = {
     "half_O0.spv": ("half.cl", "-O0"),
     "half_O2.spv": ("half.cl", "-O2"),
     "refused_half_math.spv": ("refused_half_math.cl", "-O0"),
+    "byval_O0.spv": ("byval.cl", "-O0"),
+    "byval_O2.spv": ("byval.cl", "-O2"),
 }
 # Modules clang does not write (capabilities it never declares), from SPIR-V assembly.
 ASM_BUILDS = {
