@@ -1160,6 +1160,46 @@ def sc_byval_args(env: Env) -> None:
             ck(ze.zeMemFree(env.ctx, ptr))
 
 
+def sc_local_args(env: Env) -> None:
+    # __local pointer arguments (spirv/local_arg.cl): zeKernelSetArgumentValue
+    # with a size and a NULL value gives the argument that much work-group
+    # local memory, apart from the kernel's own __local array.
+    groups, size = 4, 64
+    for image in ("local_arg_O0.spv", "local_arg_O2.spv"):
+        mod, (k,) = _spirv_kernels(env, image, ["reduce_sum"])
+        inp, sums = env.alloc_device(groups * size * 4), env.alloc_device(groups * 4)
+        checks = env.alloc_device(groups * 8)
+        src = ffi.cast("float *", inp)
+        for i in range(groups * size):
+            src[i] = float(i % 13)
+        for i, ptr in ((0, inp), (1, sums), (4, checks)):
+            ck(ze.zeKernelSetArgumentValue(k, i, 8, ffi.new("void **", ptr)))
+        # No size, or more than the device's 64 KiB: refused at the call.
+        for bad in (0, 65537):
+            r = ze.zeKernelSetArgumentValue(k, 2, bad, ffi.NULL)
+            expect(r, INVALID_KERNEL_ARGUMENT_SIZE, f"{bad} bytes of __local memory")
+        ck(ze.zeKernelSetArgumentValue(k, 2, size * 4, ffi.NULL), "__local float[64]")
+        ck(ze.zeKernelSetArgumentValue(k, 3, 4, ffi.NULL), "__local uint[1]")
+        _launch(env, k, groups, size)
+        got, chk = ffi.cast("float *", sums), ffi.cast("uint32_t *", checks)
+        for g in range(groups):
+            want = sum(float((g * size + j) % 13) for j in range(size))
+            assert got[g] == want, (image, g, got[g], want)
+            assert chk[2 * g] == size, (image, g, chk[2 * g])  # every work-item counted
+            assert chk[2 * g + 1] == 0xABCD0000 ^ 0xABCD0001 ^ 0xABCD0002 ^ 0xABCD0003
+        # Together past the device's maxSharedLocalMemory: refused at the append.
+        ck(ze.zeKernelSetArgumentValue(k, 3, 65536, ffi.NULL))
+        lst = env.immediate(COMPUTE)
+        count = ffi.new("ze_group_count_t *", {"x": 1, "y": 1, "z": 1})
+        r = ze.zeCommandListAppendLaunchKernel(lst, k, count, ffi.NULL, 0, ffi.NULL)
+        expect(r, OUT_OF_DEVICE_MEMORY, "more __local memory than the device has")
+        ck(ze.zeCommandListDestroy(lst))
+        ck(ze.zeKernelDestroy(k))
+        ck(ze.zeModuleDestroy(mod))
+        for ptr in (inp, sums, checks):
+            ck(ze.zeMemFree(env.ctx, ptr))
+
+
 SCENARIOS: dict[str, Callable[[Env], None]] = {
     "device_units": sc_device_units,
     "basics": sc_basics,
@@ -1175,6 +1215,7 @@ SCENARIOS: dict[str, Callable[[Env], None]] = {
     "threads": sc_threads,
     "validation_checks": sc_validation_checks,
     "byval_args": sc_byval_args,
+    "local_args": sc_local_args,
     "no_leaks": sc_no_leaks,
 }
 

@@ -51,6 +51,7 @@ SCENARIO_NAMES = (
     "threads",
     "validation_checks",
     "byval_args",
+    "local_args",
     "no_leaks",
 )
 NO_LOADER = f"{LOADER} is missing: install the Debian package libze1 (apt-get install libze1)"

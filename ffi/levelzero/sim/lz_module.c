@@ -237,12 +237,31 @@ ZE_APIEXPORT ze_result_t zeKernelDestroy(ze_kernel_handle_t hKernel) {
     return ZE_RESULT_SUCCESS;
 }
 
+/* How parameter i of a kernel is passed (SPV_PARAM_*; host kernels: values). */
+static int param_kind(const lz_kernel *k, uint32_t i) {
+    return k->k->run == spv_kernel_run ? spv_kernel_param_kind(k->k->ctx, i) : SPV_PARAM_VALUE;
+}
+
+/* A __local pointer argument: argSize bytes of work-group local memory (the
+ * value, which Level Zero passes as NULL, is not read).  Its slot holds the
+ * size; the executor places it at launch. */
+static ze_result_t set_local_arg(lz_kernel *k, uint32_t i, size_t argSize) {
+    if (argSize == 0 || argSize > SPV_MAX_LOCAL_BYTES) return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
+    uint64_t size = argSize;
+    pthread_mutex_lock(&k->lock);
+    memcpy(k->args + k->offsets[i], &size, sizeof size);
+    k->set_mask[i / 64] |= 1ull << (i % 64);
+    pthread_mutex_unlock(&k->lock);
+    return ZE_RESULT_SUCCESS;
+}
+
 ZE_APIEXPORT ze_result_t zeKernelSetArgumentValue(ze_kernel_handle_t hKernel, uint32_t argIndex, size_t argSize,
                                                   const void *pArgValue) {
     LZ_GET(k, lz_kernel, hKernel, LZ_T_KERNEL);
     ze_result_t r = ZE_RESULT_SUCCESS;
     const ar_kernel_info *info = k->k->info;
     if (argIndex >= info->num_params) r = ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX;
+    else if (param_kind(k, argIndex) == SPV_PARAM_LOCAL) r = set_local_arg(k, argIndex, argSize);
     else if (argSize != info->param_sizes[argIndex]) r = ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
     else {
         pthread_mutex_lock(&k->lock);

@@ -52,6 +52,15 @@ SPV_API const ar_kernel_info *spv_kernel_info(const spv_program *p, size_t i);
 /* The context to pass to spv_kernel_run for kernel i. */
 SPV_API void *spv_kernel_ctx(spv_program *p, size_t i);
 
+/* Where a __local argument starts in a work-group's local memory, given
+ * where the previous one (or the kernel's own __local variables) ended:
+ * arguments follow the variables, in parameter order, each aligned to 64. */
+static inline uint64_t spv_local_arg_offset(uint64_t end) { return (end + 63u) & ~(uint64_t)63u; }
+
+/* The work-group local memory a launch with these argument values needs:
+ * the kernel's __local variables and its __local arguments. */
+SPV_API uint64_t spv_kernel_local_bytes(const void *kernel_ctx, void *const *params);
+
 /* SPV_PARAM_* of parameter i of the kernel whose context is kernel_ctx. */
 SPV_API int spv_kernel_param_kind(const void *kernel_ctx, uint32_t i);
 

@@ -226,8 +226,17 @@ static void start_item(group *g, item *it)
     const spv_func *f = &p->funcs[k->func];
     uint64_t *regs = it->regs;
     uint32_t s = 0;
+    uint64_t local_end = p->local_bytes;
     for (uint32_t i = 0; i < k->info.num_params; i++) {
         const uint8_t *src = g->params[i];
+        if (k->param_kind[i] == SPV_PARAM_LOCAL) {
+            /* After the __local variables and the previous __local arguments. */
+            uint64_t off = spv_local_arg_offset(local_end), size;
+            memcpy(&size, src, sizeof size);
+            local_end = off + size;
+            regs[s++] = (uint64_t)(uintptr_t)(g->local + off);
+            continue;
+        }
         if (k->param_kind[i] == SPV_PARAM_BYVAL) {
             /* The work-item's own copy, after its deepest stack. */
             uint8_t *copy = it->priv + byval_base(f) + k->param_off[i];
@@ -378,8 +387,9 @@ int spv_kernel_run(void *kernel_ctx, const ar_launch *l, void **params)
     g.priv_total = (size_t)g.nitems * priv_stride(k, f);
     g.priv = calloc(1, g.priv_total ? g.priv_total : 1);
     g.frames = calloc((size_t)g.nitems * f->max_depth, sizeof *g.frames);
-    g.local_len = p->local_bytes;
-    g.local = calloc(1, g.local_len ? g.local_len : 1);
+    g.local_len = spv_kernel_local_bytes(k, params);
+    /* (More than SPV_MAX_LOCAL_BYTES: zeCommandListAppendLaunchKernel refuses it first.) */
+    g.local = g.local_len <= SPV_MAX_LOCAL_BYTES ? calloc(1, g.local_len ? g.local_len : 1) : NULL;
     int rc = 0;
     if (!g.items || !g.regs || !g.priv || !g.frames || !g.local) {
         rc = -1;

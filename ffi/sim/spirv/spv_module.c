@@ -374,9 +374,14 @@ static void describe_params(loader *L, spv_kernel *kn, const spv_func *f, uint32
     for (uint32_t i = 0; i < f->nparams; i++, ppos += op_count(L, ppos)) {
         uint32_t pt = word(L, ppos, 1);
         ty *t = type_of(L, pt);
-        if (t->kind == T_PTR && t->storage == SC_WORKGROUP)
-            UNSUPPORTED("kernel %s: __local pointer arguments are not supported (declare "
-                        "the __local array inside the kernel)", kn->name);
+        if (t->kind == T_PTR && t->storage == SC_WORKGROUP) {
+            /* Its value is the size of the __local memory to give it. */
+            kn->param_kind[i] = SPV_PARAM_LOCAL;
+            kn->param_n[i] = 1;
+            kn->param_bytes[i] = 8;
+            kn->info.param_sizes[i] = 8;
+            continue;
+        }
         if (t->kind == T_PTR && t->storage == SC_FUNCTION) {
             if (!id(L, word(L, ppos, 2))->byval)
                 UNSUPPORTED("kernel %s: argument %u is a private pointer that is not "
@@ -530,6 +535,19 @@ size_t spv_kernel_count(const spv_program *p) { return p->nkernels; }
 const char *spv_kernel_name(const spv_program *p, size_t i) { return p->kernels[i].name; }
 const ar_kernel_info *spv_kernel_info(const spv_program *p, size_t i) { return &p->kernels[i].info; }
 void *spv_kernel_ctx(spv_program *p, size_t i) { return &p->kernels[i]; }
+uint64_t spv_kernel_local_bytes(const void *kernel_ctx, void *const *params)
+{
+    const spv_kernel *k = kernel_ctx;
+    uint64_t total = k->prog->local_bytes;
+    for (uint32_t i = 0; i < k->info.num_params; i++)
+        if (k->param_kind[i] == SPV_PARAM_LOCAL) {
+            uint64_t size;
+            memcpy(&size, params[i], sizeof size);
+            total = spv_local_arg_offset(total) + size;
+        }
+    return total;
+}
+
 int spv_kernel_param_kind(const void *kernel_ctx, uint32_t i)
 {
     const spv_kernel *k = kernel_ctx;

@@ -28,7 +28,6 @@ BUILDS = {
     "executor_O0.spv": ("executor.cl", "-O0"),
     "executor_O2.spv": ("executor.cl", "-O2"),
     "refused_printf.spv": ("refused_printf.cl", "-O0"),
-    "refused_local_arg.spv": ("refused_local_arg.cl", "-O0"),
     "refused_image.spv": ("refused_image.cl", "-O0"),
     "order.spv": ("order.cl", "-O2"),
     "half_O0.spv": ("half.cl", "-O0"),
@@ -36,6 +35,8 @@ BUILDS = {
     "refused_half_math.spv": ("refused_half_math.cl", "-O0"),
     "byval_O0.spv": ("byval.cl", "-O0"),
     "byval_O2.spv": ("byval.cl", "-O2"),
+    "local_arg_O0.spv": ("local_arg.cl", "-O0"),
+    "local_arg_O2.spv": ("local_arg.cl", "-O2"),
 }
 # Modules clang does not write (capabilities it never declares), from SPIR-V assembly.
 ASM_BUILDS = {
