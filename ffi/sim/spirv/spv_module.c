@@ -95,6 +95,16 @@ static int capability_ok(uint32_t c)
     case SPV_Capability_AtomicFloat64AddEXT:
     case SPV_Capability_AtomicFloat32MinMaxEXT:
     case SPV_Capability_AtomicFloat64MinMaxEXT:
+    /* Hints that are exact to ignore: OpAssumeTrueKHR runs as nothing and
+     * OpExpectKHR as its value; aliasing scopes and the INTEL fast-math
+     * flags only permit what the sim never does (it computes each operation
+     * exactly as written, in order). */
+    case SPV_Capability_ExpectAssumeKHR:
+    case SPV_Capability_MemoryAccessAliasingINTEL:
+    case SPV_Capability_FPFastMathModeINTEL:
+    /* OpGroupIMulKHR ... OpGroupLogicalXorKHR: the collectives' reductions
+     * and scans, at sub-group and work-group scope. */
+    case SPV_Capability_GroupUniformArithmeticKHR:
         return 1;
     default:
         return 0;
@@ -106,7 +116,8 @@ static int extension_ok(const char *s)
     static const char *ok[] = {
         "SPV_KHR_no_integer_wrap_decoration", "SPV_INTEL_subgroups",
         "SPV_EXT_shader_atomic_float_add", "SPV_EXT_shader_atomic_float_min_max",
-        "SPV_KHR_expect_assume",
+        "SPV_KHR_expect_assume", "SPV_INTEL_memory_access_aliasing",
+        "SPV_INTEL_fp_fast_math_mode", "SPV_KHR_uniform_group_instructions",
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (!strcmp(s, ok[i]))

@@ -40,8 +40,12 @@ BUILDS = {
 }
 # Modules clang does not write (capabilities it never declares), from SPIR-V assembly.
 ASM_BUILDS = {
-    "float16_cap.spv": "float16_cap.spvasm",
-    "vector16_cap.spv": "vector16_cap.spvasm",
+    "float16_cap.spv": ("float16_cap.spvasm", "spv1.0"),
+    "vector16_cap.spv": ("vector16_cap.spvasm", "spv1.0"),
+    "expect_assume.spv": ("expect_assume.spvasm", "spv1.0"),
+    "aliasing.spv": ("aliasing.spvasm", "spv1.2"),  # OpDecorateId
+    "fast_math.spv": ("fast_math.spvasm", "spv1.0"),
+    "group_uniform.spv": ("group_uniform.spvasm", "spv1.0"),
 }
 
 
@@ -58,8 +62,8 @@ def main() -> int:
             subprocess.run([clang, *FLAGS, opt, str(HERE / source), "-o", str(bitcode)], check=True)
             subprocess.run([translator, str(bitcode), "-o", str(HERE / out)], check=True)
             print(HERE / out)
-    for out, source in ASM_BUILDS.items():
-        cmd = [assembler, "--target-env", "spv1.0", str(HERE / source), "-o", str(HERE / out)]
+    for out, (source, env) in ASM_BUILDS.items():
+        cmd = [assembler, "--target-env", env, str(HERE / source), "-o", str(HERE / out)]
         subprocess.run(cmd, check=True)
         print(HERE / out)
     return 0
