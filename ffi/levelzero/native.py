@@ -15,6 +15,7 @@ from ffi.sim.native import ENGINE_HEADERS, ENGINE_SOURCES
 _SIM = (
     "levelzero/sim/lz_registry.c",
     "levelzero/sim/lz_driver.c",
+    "levelzero/sim/lz_device_props.c",
     "levelzero/sim/lz_mem.c",
     "levelzero/sim/lz_event.c",
     "levelzero/sim/lz_cmdlist.c",

@@ -153,6 +153,38 @@ ze_result_t zeKernelSuggestGroupSize(ze_handle, uint32_t, uint32_t, uint32_t, ui
     uint32_t *, uint32_t *);
 """
 
+# The device and driver queries SYCL's Unified Runtime makes (sc_sycl_queries).
+QUERIES_CDEF = """
+typedef struct { uint32_t stype; void *pNext; uint32_t hostAllocCapabilities;
+    uint32_t deviceAllocCapabilities; uint32_t sharedSingleDeviceAllocCapabilities;
+    uint32_t sharedCrossDeviceAllocCapabilities; uint32_t sharedSystemAllocCapabilities; }
+    ze_device_memory_access_properties_t;
+typedef struct { uint32_t stype; void *pNext; uint32_t flags; size_t cacheSize; }
+    ze_device_cache_properties_t;
+typedef struct { uint32_t stype; void *pNext; uint32_t maxImageDims1D; uint32_t maxImageDims2D;
+    uint32_t maxImageDims3D; uint64_t maxImageBufferSize; uint32_t maxImageArraySlices;
+    uint32_t maxSamplers; uint32_t maxReadImageArgs; uint32_t maxWriteImageArgs; }
+    ze_device_image_properties_t;
+typedef struct { uint32_t stype; void *pNext; uint32_t memoryAllocationImportTypes;
+    uint32_t memoryAllocationExportTypes; uint32_t imageImportTypes; uint32_t imageExportTypes; }
+    ze_device_external_memory_properties_t;
+typedef struct { uint32_t stype; void *pNext; uint32_t flags; } ze_module_properties_t;
+typedef struct { char name[256]; uint32_t version; } ze_driver_extension_properties_t;
+typedef struct { uint32_t stype; const void *pNext; uint32_t ipVersion; }
+    ze_device_ip_version_ext_t;
+ze_result_t zeDeviceGetMemoryAccessProperties(ze_handle, ze_device_memory_access_properties_t *);
+ze_result_t zeDeviceGetCacheProperties(ze_handle, uint32_t *, ze_device_cache_properties_t *);
+ze_result_t zeDeviceGetImageProperties(ze_handle, ze_device_image_properties_t *);
+ze_result_t zeDeviceGetExternalMemoryProperties(ze_handle,
+    ze_device_external_memory_properties_t *);
+ze_result_t zeDriverGetExtensionProperties(ze_handle, uint32_t *,
+    ze_driver_extension_properties_t *);
+ze_result_t zeModuleGetProperties(ze_handle, ze_module_properties_t *);
+ze_result_t zeModuleGetKernelNames(ze_handle, uint32_t *, const char **);
+ze_result_t zeKernelSetIndirectAccess(ze_handle, uint32_t);
+ze_result_t zeKernelGetIndirectAccess(ze_handle, uint32_t *);
+"""
+
 HOOKS_CDEF = """
 int arze_sim_inject_fault(int device, int kind, int count);
 int arze_sim_live_queues(void);
@@ -193,6 +225,7 @@ COMPUTE, COPY = 0, 1
 
 ffi = cffi.FFI()
 ffi.cdef(CDEF)
+ffi.cdef(QUERIES_CDEF)
 ffi.cdef(HOOKS_CDEF)
 ffi.cdef(LOADER_CDEF)
 
@@ -1044,9 +1077,13 @@ ZE_ABI_H = Path(__file__).resolve().parents[2] / "ffi" / "levelzero" / "sim" / "
 def ze_constant(name: str) -> int:
     """A Level Zero constant from the sim's ze_abi.h, which test_abi_headers.py
     holds to the real ze_api.h: no stype is typed by hand here."""
-    m = re.search(rf"\b{name} = (0x[0-9a-fA-F]+|\d+),", ZE_ABI_H.read_text())
+    text = ZE_ABI_H.read_text()
+    m = re.search(rf"\b{name} = (0x[0-9a-fA-F]+|\d+),", text)
+    if m:
+        return int(m.group(1), 0)
+    m = re.search(rf"\b{name} = ZE_BIT\((\d+)\),", text)
     assert m, f"{name} is not in {ZE_ABI_H}"
-    return int(m.group(1), 0)
+    return 1 << int(m.group(1))
 
 
 def sc_device_units(env: Env) -> None:
@@ -1075,6 +1112,208 @@ def sc_device_units(env: Env) -> None:
     assert list(cp.subGroupSizes) == [16, 0, 0, 0, 0, 0, 0, 0], list(cp.subGroupSizes)
 
 
+SPIRV_TESTS = Path(__file__).resolve().parents[1] / "backends" / "levelzero" / "spirv"
+
+
+def _launch(env: Env, kernel: Any, groups: int, group_size: int) -> None:
+    """Runs kernel on groups x group_size work-items and waits for it."""
+    ck(ze.zeKernelSetGroupSize(kernel, group_size, 1, 1), "group size")
+    lst = env.immediate(COMPUTE)
+    pool = env.pool(1)
+    done = env.event(pool, 0)
+    count = ffi.new("ze_group_count_t *", {"x": groups, "y": 1, "z": 1})
+    try:
+        ck(ze.zeCommandListAppendLaunchKernel(lst, kernel, count, done, 0, ffi.NULL), "launch")
+        ck(ze.zeEventHostSynchronize(done, FOREVER), "the launch's event")
+        ck(ze.zeDeviceGetStatus(env.device), "device status after the launch")
+    finally:
+        ck(ze.zeEventDestroy(done))
+        ck(ze.zeEventPoolDestroy(pool))
+        ck(ze.zeCommandListDestroy(lst))
+
+
+def _spirv_kernels(env: Env, image: str, names: list[str]) -> tuple[Any, list[Any]]:
+    r, mod, log = env.module((SPIRV_TESTS / image).read_bytes(), fmt=0)
+    ck(r, f"{image}: {log}")
+    kernels = []
+    for name in names:
+        r, k = env.kernel(mod, name)
+        ck(r, f"{image}: {name}")
+        kernels.append(k)
+    return mod, kernels
+
+
+def sc_byval_args(env: Env) -> None:
+    # SYCL passes structs by value: a Function-storage pointer parameter
+    # decorated FuncParamAttr ByVal (spirv/byval.cl, clang 15 + llvm-spirv 15).
+    # Its size is the struct's, and the kernel reads a copy; an 8-byte struct
+    # (std::complex<float>) is never taken for a pointer.
+    n = 64
+    for image in ("byval_O0.spv", "byval_O2.spv"):
+        mod, (cmul, affine) = _spirv_kernels(env, image, ["cmul", "affine"])
+        out, inp = env.alloc_device(n * 8), env.alloc_device(n * 8)
+        src = ffi.cast("float *", inp)
+        for i in range(2 * n):
+            src[i] = float(i % 7) - 3.0
+        w = ffi.new("float[2]", [0.5, -2.0])
+        # Half the struct's size or twice it: refused at the call.
+        for bad in (4, 16):
+            r = ze.zeKernelSetArgumentValue(cmul, 2, bad, w)
+            expect(r, INVALID_KERNEL_ARGUMENT_SIZE, f"a {bad}-byte complex<float>")
+        ck(ze.zeKernelSetArgumentValue(cmul, 0, 8, ffi.new("void **", out)))
+        ck(ze.zeKernelSetArgumentValue(cmul, 1, 8, ffi.new("void **", inp)))
+        ck(ze.zeKernelSetArgumentValue(cmul, 2, 8, w), "an 8-byte struct by value")
+        _launch(env, cmul, n // 16, 16)
+        got = ffi.cast("float *", out)
+        for i in range(n):
+            re, im = src[2 * i], src[2 * i + 1]
+            want = (re * 0.5 - im * -2.0, re * -2.0 + im * 0.5)
+            assert (got[2 * i], got[2 * i + 1]) == want, (image, i, got[2 * i], want)
+        # params_t: {double scale; int offset; float coef[3]; char tag;}, 32 bytes.
+        p = ffi.new("uint8_t[32]")
+        ffi.cast("double *", p)[0] = 1.5
+        ffi.cast("int32_t *", p + 8)[0] = 10
+        for j, c in enumerate((0.25, 0.5, 0.75)):
+            ffi.cast("float *", p + 12)[j] = c
+        p[24] = 3
+        # A pointer's size, or the struct without its tail padding: refused.
+        for bad in (8, 28):
+            r = ze.zeKernelSetArgumentValue(affine, 0, bad, p)
+            expect(r, INVALID_KERNEL_ARGUMENT_SIZE, f"a {bad}-byte params_t")
+        ck(ze.zeKernelSetArgumentValue(affine, 0, 32, p), "a 32-byte struct by value")
+        ck(ze.zeKernelSetArgumentValue(affine, 1, 8, ffi.new("void **", out)))
+        ck(ze.zeKernelSetArgumentValue(affine, 2, 8, ffi.new("void **", inp)))
+        _launch(env, affine, n // 16, 16)
+        got = ffi.cast("float *", out)
+        coef = (0.25, 0.5, 0.75)
+        for i in range(n):
+            c = coef[i % 3] + (i if i % 3 == 0 else 0)
+            want = float(ffi.cast("float", src[i] * 1.5)) + c + 13.0
+            assert abs(got[i] - want) < 1e-4, (image, i, got[i], want)
+        for k in (cmul, affine):
+            ck(ze.zeKernelDestroy(k))
+        ck(ze.zeModuleDestroy(mod))
+        for ptr in (out, inp):
+            ck(ze.zeMemFree(env.ctx, ptr))
+
+
+def sc_local_args(env: Env) -> None:
+    # __local pointer arguments (spirv/local_arg.cl): zeKernelSetArgumentValue
+    # with a size and a NULL value gives the argument that much work-group
+    # local memory, apart from the kernel's own __local array.
+    groups, size = 4, 64
+    for image in ("local_arg_O0.spv", "local_arg_O2.spv"):
+        mod, (k,) = _spirv_kernels(env, image, ["reduce_sum"])
+        inp, sums = env.alloc_device(groups * size * 4), env.alloc_device(groups * 4)
+        checks = env.alloc_device(groups * 8)
+        src = ffi.cast("float *", inp)
+        for i in range(groups * size):
+            src[i] = float(i % 13)
+        for i, ptr in ((0, inp), (1, sums), (4, checks)):
+            ck(ze.zeKernelSetArgumentValue(k, i, 8, ffi.new("void **", ptr)))
+        # No size, or more than the device's 64 KiB: refused at the call.
+        for bad in (0, 65537):
+            r = ze.zeKernelSetArgumentValue(k, 2, bad, ffi.NULL)
+            expect(r, INVALID_KERNEL_ARGUMENT_SIZE, f"{bad} bytes of __local memory")
+        ck(ze.zeKernelSetArgumentValue(k, 2, size * 4, ffi.NULL), "__local float[64]")
+        ck(ze.zeKernelSetArgumentValue(k, 3, 4, ffi.NULL), "__local uint[1]")
+        _launch(env, k, groups, size)
+        got, chk = ffi.cast("float *", sums), ffi.cast("uint32_t *", checks)
+        for g in range(groups):
+            want = sum(float((g * size + j) % 13) for j in range(size))
+            assert got[g] == want, (image, g, got[g], want)
+            assert chk[2 * g] == size, (image, g, chk[2 * g])  # every work-item counted
+            assert chk[2 * g + 1] == 0xABCD0000 ^ 0xABCD0001 ^ 0xABCD0002 ^ 0xABCD0003
+        # Together past the device's maxSharedLocalMemory: refused at the append.
+        ck(ze.zeKernelSetArgumentValue(k, 3, 65536, ffi.NULL))
+        lst = env.immediate(COMPUTE)
+        count = ffi.new("ze_group_count_t *", {"x": 1, "y": 1, "z": 1})
+        r = ze.zeCommandListAppendLaunchKernel(lst, k, count, ffi.NULL, 0, ffi.NULL)
+        expect(r, OUT_OF_DEVICE_MEMORY, "more __local memory than the device has")
+        ck(ze.zeCommandListDestroy(lst))
+        ck(ze.zeKernelDestroy(k))
+        ck(ze.zeModuleDestroy(mod))
+        for ptr in (inp, sums, checks):
+            ck(ze.zeMemFree(env.ctx, ptr))
+
+
+def sc_sycl_queries(env: Env) -> None:
+    # What SYCL's Unified Runtime and dpctl ask besides the core properties;
+    # every stype and flag from ze_abi.h, which test_abi_headers.py holds to
+    # ze_api.h.  Each answer is what the sim does.
+    c = ze_constant
+    usm = sum(c(f"ZE_MEMORY_ACCESS_CAP_FLAG_{n}") for n in ("RW", "ATOMIC", "CONCURRENT"))
+    usm |= c("ZE_MEMORY_ACCESS_CAP_FLAG_CONCURRENT_ATOMIC")
+    st = c("ZE_STRUCTURE_TYPE_DEVICE_MEMORY_ACCESS_PROPERTIES")
+    ma = ffi.new("ze_device_memory_access_properties_t *", {"stype": st})
+    ck(ze.zeDeviceGetMemoryAccessProperties(env.device, ma), "memory access properties")
+    assert ma.hostAllocCapabilities == usm, hex(ma.hostAllocCapabilities)
+    assert ma.deviceAllocCapabilities == usm, hex(ma.deviceAllocCapabilities)
+    assert ma.sharedSingleDeviceAllocCapabilities == usm
+    assert ma.sharedCrossDeviceAllocCapabilities == usm
+    assert ma.sharedSystemAllocCapabilities == 0  # malloc'd memory is illegal to a kernel
+    n = ffi.new("uint32_t *", 0)
+    ck(ze.zeDeviceGetCacheProperties(env.device, n, ffi.NULL), "cache count")
+    assert n[0] == 1, n[0]
+    cache = ffi.new(
+        "ze_device_cache_properties_t *", {"stype": c("ZE_STRUCTURE_TYPE_DEVICE_CACHE_PROPERTIES")}
+    )
+    ck(ze.zeDeviceGetCacheProperties(env.device, n, cache), "cache properties")
+    assert cache.cacheSize > 0 and cache.flags == 0
+    st = c("ZE_STRUCTURE_TYPE_DEVICE_IMAGE_PROPERTIES")
+    img = ffi.new("ze_device_image_properties_t *", {"stype": st, "maxImageDims2D": 99})
+    ck(ze.zeDeviceGetImageProperties(env.device, img), "image properties")
+    assert (img.maxImageDims1D, img.maxImageDims2D, img.maxImageDims3D) == (0, 0, 0)  # no images
+    assert img.maxSamplers == img.maxReadImageArgs == img.maxWriteImageArgs == 0
+    st = c("ZE_STRUCTURE_TYPE_DEVICE_EXTERNAL_MEMORY_PROPERTIES")
+    ext = ffi.new("ze_device_external_memory_properties_t *", {"stype": st, "imageImportTypes": 3})
+    ck(ze.zeDeviceGetExternalMemoryProperties(env.device, ext), "external memory properties")
+    assert ext.memoryAllocationImportTypes == ext.memoryAllocationExportTypes == 0
+    assert ext.imageImportTypes == ext.imageExportTypes == 0
+    # The IP-version extension: listed by the driver, chained to the device's properties.
+    ck(ze.zeDriverGetExtensionProperties(env.driver, n, ffi.NULL))
+    exts = ffi.new("ze_driver_extension_properties_t[]", n[0])
+    ck(ze.zeDriverGetExtensionProperties(env.driver, n, exts))
+    names = {ffi.string(e.name).decode(): e.version for e in exts}
+    assert names == {"ZE_extension_device_ip_version": 1 << 16}, names
+    ip = ffi.new(
+        "ze_device_ip_version_ext_t *", {"stype": c("ZE_STRUCTURE_TYPE_DEVICE_IP_VERSION_EXT")}
+    )
+    st = c("ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES_1_2")
+    props = ffi.new("ze_device_properties_t *", {"stype": st, "pNext": ip})
+    ck(ze.zeDeviceGetProperties(env.device, props), "device properties with the IP version")
+    assert ip.ipVersion == (12 << 22), hex(ip.ipVersion)  # 12.0.0, Xe-LP (docs/levelzero.md)
+    assert props.pNext == ip
+    # fp16 is reported now that half arithmetic is exact.
+    st = c("ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES")
+    mp = ffi.new("ze_device_module_properties_t *", {"stype": st})
+    ck(ze.zeDeviceGetModuleProperties(env.device, mp))
+    assert mp.flags & c("ZE_DEVICE_MODULE_FLAG_FP16"), hex(mp.flags)
+    assert mp.flags & c("ZE_DEVICE_MODULE_FLAG_FP64"), hex(mp.flags)
+    rne = c("ZE_DEVICE_FP_FLAG_ROUND_TO_NEAREST") | c("ZE_DEVICE_FP_FLAG_DENORM")
+    assert mp.fp16flags & rne == rne and not mp.fp16flags & c("ZE_DEVICE_FP_FLAG_FMA")
+    # Modules: properties, kernel names; kernels: indirect access recorded.
+    mod, (k,) = _spirv_kernels(env, "byval_O2.spv", ["affine"])
+    modp = ffi.new("ze_module_properties_t *", {"stype": c("ZE_STRUCTURE_TYPE_MODULE_PROPERTIES")})
+    ck(ze.zeModuleGetProperties(mod, modp), "module properties")
+    assert modp.flags == 0  # no imports
+    ck(ze.zeModuleGetKernelNames(mod, n, ffi.NULL))
+    assert n[0] == 2, n[0]
+    kn = ffi.new("const char *[]", 2)
+    ck(ze.zeModuleGetKernelNames(mod, n, kn))
+    assert [ffi.string(s).decode() for s in kn] == ["cmul", "affine"]
+    flags = ffi.new("uint32_t *", 99)
+    ck(ze.zeKernelGetIndirectAccess(k, flags))
+    assert flags[0] == 0
+    every = sum(c(f"ZE_KERNEL_INDIRECT_ACCESS_FLAG_{n}") for n in ("HOST", "DEVICE", "SHARED"))
+    ck(ze.zeKernelSetIndirectAccess(k, every), "indirect access")
+    ck(ze.zeKernelGetIndirectAccess(k, flags))
+    assert flags[0] == every
+    expect(ze.zeKernelSetIndirectAccess(k, every + 1), 0x7800000C, "unknown indirect-access flag")
+    ck(ze.zeKernelDestroy(k))
+    ck(ze.zeModuleDestroy(mod))
+
+
 SCENARIOS: dict[str, Callable[[Env], None]] = {
     "device_units": sc_device_units,
     "basics": sc_basics,
@@ -1089,6 +1328,9 @@ SCENARIOS: dict[str, Callable[[Env], None]] = {
     "timing": sc_timing,
     "threads": sc_threads,
     "validation_checks": sc_validation_checks,
+    "byval_args": sc_byval_args,
+    "local_args": sc_local_args,
+    "sycl_queries": sc_sycl_queries,
     "no_leaks": sc_no_leaks,
 }
 

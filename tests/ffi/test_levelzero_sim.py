@@ -50,6 +50,9 @@ SCENARIO_NAMES = (
     "timing",
     "threads",
     "validation_checks",
+    "byval_args",
+    "local_args",
+    "sycl_queries",
     "no_leaks",
 )
 NO_LOADER = f"{LOADER} is missing: install the Debian package libze1 (apt-get install libze1)"

@@ -33,6 +33,16 @@ static void print_layouts(void) {
     OFF(ze_device_module_properties_t, fp64flags); OFF(ze_device_module_properties_t, printfBufferSize);
     OFF(ze_device_module_properties_t, nativeKernelSupported);
     VAL(ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES);
+    SZ(ze_device_memory_access_properties_t);
+    OFF(ze_device_memory_access_properties_t, hostAllocCapabilities);
+    OFF(ze_device_memory_access_properties_t, sharedSystemAllocCapabilities);
+    SZ(ze_device_cache_properties_t); OFF(ze_device_cache_properties_t, cacheSize);
+    SZ(ze_device_image_properties_t); OFF(ze_device_image_properties_t, maxImageBufferSize);
+    OFF(ze_device_image_properties_t, maxWriteImageArgs);
+    SZ(ze_device_external_memory_properties_t);
+    OFF(ze_device_external_memory_properties_t, imageExportTypes);
+    SZ(ze_module_properties_t); OFF(ze_module_properties_t, flags);
+    SZ(ze_driver_extension_properties_t); OFF(ze_driver_extension_properties_t, version);
     SZ(ze_command_queue_group_properties_t);
     OFF(ze_command_queue_group_properties_t, maxMemoryFillPatternSize);
     OFF(ze_command_queue_group_properties_t, numQueues);
@@ -162,6 +172,7 @@ static void print_slots(void) {
     SL(ze_module_dditable_t, pfnCreate, SLOT_MODULE_Create);
     SL(ze_module_dditable_t, pfnDestroy, SLOT_MODULE_Destroy);
     SL(ze_module_dditable_t, pfnGetKernelNames, SLOT_MODULE_GetKernelNames);
+    SL(ze_module_dditable_t, pfnGetProperties, SLOT_MODULE_GetProperties);
     SL(ze_module_build_log_dditable_t, pfnDestroy, SLOT_MODULE_BUILD_LOG_Destroy);
     SL(ze_module_build_log_dditable_t, pfnGetString, SLOT_MODULE_BUILD_LOG_GetString);
     SL(ze_kernel_dditable_t, pfnCreate, SLOT_KERNEL_Create);
@@ -169,6 +180,8 @@ static void print_slots(void) {
     SL(ze_kernel_dditable_t, pfnSetGroupSize, SLOT_KERNEL_SetGroupSize);
     SL(ze_kernel_dditable_t, pfnSuggestGroupSize, SLOT_KERNEL_SuggestGroupSize);
     SL(ze_kernel_dditable_t, pfnSetArgumentValue, SLOT_KERNEL_SetArgumentValue);
+    SL(ze_kernel_dditable_t, pfnSetIndirectAccess, SLOT_KERNEL_SetIndirectAccess);
+    SL(ze_kernel_dditable_t, pfnGetIndirectAccess, SLOT_KERNEL_GetIndirectAccess);
     SL(ze_kernel_dditable_t, pfnGetName, SLOT_KERNEL_GetName);
     SL(ze_mem_dditable_t, pfnAllocShared, SLOT_MEM_AllocShared);
     SL(ze_mem_dditable_t, pfnAllocDevice, SLOT_MEM_AllocDevice);

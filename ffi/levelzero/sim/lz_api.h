@@ -26,7 +26,7 @@ ze_result_t zeInit(ze_init_flags_t flags);
 ze_result_t zeDriverGet(uint32_t *pCount, ze_driver_handle_t *phDrivers);
 ze_result_t zeDriverGetApiVersion(ze_driver_handle_t hDriver, ze_api_version_t *version);
 ze_result_t zeDriverGetProperties(ze_driver_handle_t hDriver, ze_driver_properties_t *props);
-ze_result_t zeDriverGetExtensionProperties(ze_driver_handle_t hDriver, uint32_t *pCount, void *pExtensionProperties);
+ze_result_t zeDriverGetExtensionProperties(ze_driver_handle_t hDriver, uint32_t *pCount, ze_driver_extension_properties_t *pExtensionProperties);
 ze_result_t zeDeviceGet(ze_driver_handle_t hDriver, uint32_t *pCount, ze_device_handle_t *phDevices);
 ze_result_t zeDeviceGetSubDevices(ze_device_handle_t hDevice, uint32_t *pCount, ze_device_handle_t *phSubdevices);
 ze_result_t zeDeviceGetProperties(ze_device_handle_t hDevice, ze_device_properties_t *p);
@@ -35,6 +35,10 @@ ze_result_t zeDeviceGetModuleProperties(ze_device_handle_t hDevice, ze_device_mo
 ze_result_t zeDeviceGetMemoryProperties(ze_device_handle_t hDevice, uint32_t *pCount, ze_device_memory_properties_t *pMem);
 ze_result_t zeDeviceGetCommandQueueGroupProperties( ze_device_handle_t hDevice, uint32_t *pCount, ze_command_queue_group_properties_t *p);
 ze_result_t zeDeviceGetStatus(ze_device_handle_t hDevice);
+ze_result_t zeDeviceGetMemoryAccessProperties(ze_device_handle_t hDevice, ze_device_memory_access_properties_t *p);
+ze_result_t zeDeviceGetCacheProperties(ze_device_handle_t hDevice, uint32_t *pCount, ze_device_cache_properties_t *pCacheProperties);
+ze_result_t zeDeviceGetImageProperties(ze_device_handle_t hDevice, ze_device_image_properties_t *p);
+ze_result_t zeDeviceGetExternalMemoryProperties(ze_device_handle_t hDevice, ze_device_external_memory_properties_t *p);
 ze_result_t zeDeviceGetGlobalTimestamps(ze_device_handle_t hDevice, uint64_t *hostTimestamp, uint64_t *deviceTimestamp);
 ze_result_t zeDeviceCanAccessPeer(ze_device_handle_t hDevice, ze_device_handle_t hPeer, ze_bool_t *value);
 ze_result_t zeContextCreate(ze_driver_handle_t hDriver, const ze_context_desc_t *desc, ze_context_handle_t *phContext);
@@ -62,6 +66,8 @@ ze_result_t zeMemGetAllocProperties(ze_context_handle_t hContext, const void *pt
 ze_result_t zeMemGetAddressRange(ze_context_handle_t hContext, const void *ptr, void **pBase, size_t *pSize);
 ze_result_t zeModuleCreate(ze_context_handle_t hContext, ze_device_handle_t hDevice, const ze_module_desc_t *desc, ze_module_handle_t *phModule, ze_module_build_log_handle_t *phBuildLog);
 ze_result_t zeModuleDestroy(ze_module_handle_t hModule);
+ze_result_t zeModuleGetKernelNames(ze_module_handle_t hModule, uint32_t *pCount, const char **pNames);
+ze_result_t zeModuleGetProperties(ze_module_handle_t hModule, ze_module_properties_t *pModuleProperties);
 ze_result_t zeModuleBuildLogDestroy(ze_module_build_log_handle_t hModuleBuildLog);
 ze_result_t zeModuleBuildLogGetString(ze_module_build_log_handle_t hModuleBuildLog, size_t *pSize, char *pBuildLog);
 ze_result_t zeKernelCreate(ze_module_handle_t hModule, const ze_kernel_desc_t *desc, ze_kernel_handle_t *phKernel);
@@ -71,4 +77,6 @@ ze_result_t zeKernelSetGroupSize(ze_kernel_handle_t hKernel, uint32_t x, uint32_
 ze_result_t zeKernelSuggestGroupSize(ze_kernel_handle_t hKernel, uint32_t gx, uint32_t gy, uint32_t gz, uint32_t *x, uint32_t *y, uint32_t *z);
 ze_result_t zeKernelGetProperties(ze_kernel_handle_t hKernel, ze_kernel_properties_t *pKernelProperties);
 ze_result_t zeKernelGetName(ze_kernel_handle_t hKernel, size_t *pSize, char *pName);
+ze_result_t zeKernelSetIndirectAccess(ze_kernel_handle_t hKernel, ze_flags_t flags);
+ze_result_t zeKernelGetIndirectAccess(ze_kernel_handle_t hKernel, ze_flags_t *pFlags);
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../sim/spirv/spv.h"
 #include "lz_internal.h"
 
 /* --------------------------------------------------------------- helpers */
@@ -606,6 +607,13 @@ ZE_APIEXPORT ze_result_t zeCommandListAppendLaunchKernel(ze_command_list_handle_
     }
     ar_dim3 block = {k->group[0], k->group[1], k->group[2]};
     for (uint32_t i = 0; i < k->k->info->num_params; i++) params[i] = k->args + k->offsets[i];
+    /* __local variables and arguments together must fit the device's
+     * maxSharedLocalMemory. */
+    if (k->k->run == spv_kernel_run && spv_kernel_local_bytes(k->k->ctx, params) > SPV_MAX_LOCAL_BYTES) {
+        pthread_mutex_unlock(&k->lock);
+        lz_unref(&k->base);
+        return append_fail(&a, ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY);
+    }
     /* The engine copies the argument values now, as Level Zero captures
      * them at append time. */
     arsim_op *op = (grid.x && grid.y && grid.z) ? arsim_op_kernel(k->k, grid, block, 0, params) : NULL;

@@ -75,6 +75,10 @@ ZE_APIEXPORT ze_result_t zeGetDeviceProcAddrTable(ze_api_version_t version, void
     FILL(DEVICE_GetStatus, zeDeviceGetStatus);
     FILL(DEVICE_GetGlobalTimestamps, zeDeviceGetGlobalTimestamps);
     FILL(DEVICE_CanAccessPeer, zeDeviceCanAccessPeer);
+    FILL(DEVICE_GetMemoryAccessProperties, zeDeviceGetMemoryAccessProperties);
+    FILL(DEVICE_GetCacheProperties, zeDeviceGetCacheProperties);
+    FILL(DEVICE_GetImageProperties, zeDeviceGetImageProperties);
+    FILL(DEVICE_GetExternalMemoryProperties, zeDeviceGetExternalMemoryProperties);
     return ZE_RESULT_SUCCESS;
 }
 
@@ -165,6 +169,8 @@ ZE_APIEXPORT ze_result_t zeGetKernelProcAddrTable(ze_api_version_t version, void
     FILL(KERNEL_SetGroupSize, zeKernelSetGroupSize);
     FILL(KERNEL_SuggestGroupSize, zeKernelSuggestGroupSize);
     FILL(KERNEL_SetArgumentValue, zeKernelSetArgumentValue);
+    FILL(KERNEL_SetIndirectAccess, zeKernelSetIndirectAccess);
+    FILL(KERNEL_GetIndirectAccess, zeKernelGetIndirectAccess);
     FILL(KERNEL_GetProperties, zeKernelGetProperties);
     FILL(KERNEL_GetName, zeKernelGetName);
     return ZE_RESULT_SUCCESS;
@@ -195,6 +201,8 @@ ZE_APIEXPORT ze_result_t zeGetModuleProcAddrTable(ze_api_version_t version, void
     if (r != ZE_RESULT_SUCCESS) return r;
     FILL(MODULE_Create, zeModuleCreate);
     FILL(MODULE_Destroy, zeModuleDestroy);
+    FILL(MODULE_GetKernelNames, zeModuleGetKernelNames);
+    FILL(MODULE_GetProperties, zeModuleGetProperties);
     return ZE_RESULT_SUCCESS;
 }
 

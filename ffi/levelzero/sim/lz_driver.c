@@ -133,14 +133,6 @@ ZE_APIEXPORT ze_result_t zeDriverGetProperties(ze_driver_handle_t hDriver,
     return ZE_RESULT_SUCCESS;
 }
 
-ZE_APIEXPORT ze_result_t zeDriverGetExtensionProperties(ze_driver_handle_t hDriver, uint32_t *pCount,
-                                                        void *pExtensionProperties) {
-    LZ_CHECK(hDriver, LZ_T_DRIVER);
-    if (!pCount) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-    *pCount = 0; /* no extensions */
-    return ZE_RESULT_SUCCESS;
-}
-
 /* ------------------------------------------------------------------ device */
 
 ZE_APIEXPORT ze_result_t zeDeviceGet(ze_driver_handle_t hDriver, uint32_t *pCount,
@@ -199,6 +191,7 @@ ZE_APIEXPORT ze_result_t zeDeviceGetProperties(ze_device_handle_t hDevice, ze_de
     snprintf((char *)p->uuid.id, sizeof p->uuid.id, "arsim-lz-%d", dev->index);
     memset(p->name, 0, sizeof p->name);
     snprintf(p->name, sizeof p->name, "aruntime levelzero-sim device %d (%s)", dev->index, info.name);
+    lz_device_fill_extensions(p->pNext);
     return ZE_RESULT_SUCCESS;
 }
 
@@ -229,9 +222,13 @@ ZE_APIEXPORT ze_result_t zeDeviceGetModuleProperties(ze_device_handle_t hDevice,
     /* SPIR-V runs on the executor (ffi/sim/spirv): versions up to 1.6.  Native
      * modules are host shared objects; the uuid names that format. */
     p->spirvVersionSupported = (1u << 16) | 6u;
-    p->flags = ZE_BIT(1); /* FP64: the host's doubles */
-    const ze_flags_t host_fp = ZE_BIT(0) | ZE_BIT(1) | ZE_BIT(2) | ZE_BIT(5); /* denorm, inf/nan, rtn, fma */
-    p->fp16flags = 0;
+    /* FP64: the host's doubles.  FP16: IEEE half, each operation rounded
+     * once to nearest even (ffi/sim/spirv/README.md); no fma on halves
+     * (OpenCL.std on halves is refused). */
+    p->flags = ZE_DEVICE_MODULE_FLAG_FP16 | ZE_DEVICE_MODULE_FLAG_FP64 | ZE_DEVICE_MODULE_FLAG_INT64_ATOMICS;
+    const ze_flags_t host_fp = ZE_DEVICE_FP_FLAG_DENORM | ZE_DEVICE_FP_FLAG_INF_NAN |
+                               ZE_DEVICE_FP_FLAG_ROUND_TO_NEAREST | ZE_DEVICE_FP_FLAG_FMA;
+    p->fp16flags = ZE_DEVICE_FP_FLAG_DENORM | ZE_DEVICE_FP_FLAG_INF_NAN | ZE_DEVICE_FP_FLAG_ROUND_TO_NEAREST;
     p->fp32flags = host_fp;
     p->fp64flags = host_fp;
     p->maxArgumentsSize = AR_KERNEL_MAX_PARAMS * 16;

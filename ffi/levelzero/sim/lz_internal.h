@@ -20,6 +20,13 @@
 #define LZ_QUEUES_PER_GROUP 4u
 #define LZ_MAX_GROUP_SIZE 1024u
 #define LZ_MAX_DEVICES 64
+/* The device IP version (ZE_STRUCTURE_TYPE_DEVICE_IP_VERSION_EXT), in
+ * Intel's GMD-ID layout (architecture << 22 | release << 14 | revision):
+ * 12.0.0, Xe-LP (Tiger Lake), which SYCL's device architecture query names
+ * intel_gpu_tgllp.  The sim is no Intel GPU; this is the plainest Xe one, with
+ * no matrix engines (DPAS/XMX), so that oneMKL and other libraries pick
+ * their generic kernels rather than refuse an unknown architecture. */
+#define LZ_SIM_IP_VERSION ((12u << 22) | (0u << 14) | 0u)
 
 typedef struct lz_driver {
     lz_obj base;
@@ -86,6 +93,7 @@ typedef struct lz_list {
 typedef struct lz_module {
     lz_obj base;
     arsim_module *m;
+    bool spirv; /* a SPIR-V module: m's foreign context is its spv_program */
 } lz_module;
 
 typedef struct lz_build_log {
@@ -103,6 +111,7 @@ typedef struct lz_kernel {
     uint8_t *args; /* packed argument values, offsets[i] each */
     size_t offsets[AR_KERNEL_MAX_PARAMS];
     uint64_t set_mask[AR_KERNEL_MAX_PARAMS / 64]; /* bit i: argument i was set */
+    ze_flags_t indirect; /* zeKernelSetIndirectAccess: recorded, nothing to do */
 } lz_kernel;
 
 /* State shared by the translation units. */
@@ -111,6 +120,8 @@ LZ_HIDDEN extern lz_device *lz_g_devices[LZ_MAX_DEVICES];
 LZ_HIDDEN extern int lz_g_ndevices;
 
 LZ_HIDDEN bool lz_initialized(void);
+/* Fills the extension structs of zeDeviceGetProperties' pNext chain. */
+LZ_HIDDEN void lz_device_fill_extensions(void *pNext);
 LZ_HIDDEN ze_result_t lz_status_to_result(arsim_status s);
 /* ZE_RESULT_ERROR_DEVICE_LOST if the device is poisoned, else SUCCESS. */
 LZ_HIDDEN ze_result_t lz_device_health(const lz_device *d);

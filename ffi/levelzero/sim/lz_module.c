@@ -129,6 +129,7 @@ ZE_APIEXPORT ze_result_t zeModuleCreate(ze_context_handle_t hContext, ze_device_
     }
     m->base = (lz_obj){.type = LZ_T_MODULE, .refs = 1, .finalize = module_finalize};
     m->m = am;
+    m->spirv = desc->format == ZE_MODULE_FORMAT_IL_SPIRV;
     if (!lz_register(&m->base)) {
         module_finalize(&m->base);
         return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
@@ -177,6 +178,37 @@ ZE_APIEXPORT ze_result_t zeModuleBuildLogGetString(ze_module_build_log_handle_t 
     ze_result_t r = copy_string(l->text, pSize, pBuildLog);
     lz_unref(&l->base);
     return r;
+}
+
+/* A SPIR-V module's kernels, in entry-point order.  A native module (a host
+ * shared object) cannot list its kernels: UNSUPPORTED_FEATURE. */
+ZE_APIEXPORT ze_result_t zeModuleGetKernelNames(ze_module_handle_t hModule, uint32_t *pCount, const char **pNames) {
+    LZ_GET(m, lz_module, hModule, LZ_T_MODULE);
+    const spv_program *prog = m->spirv ? arsim_module_foreign_ctx(m->m) : NULL;
+    ze_result_t r = ZE_RESULT_SUCCESS;
+    if (!pCount) r = ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    else if (!prog) r = ZE_RESULT_ERROR_UNSUPPORTED_FEATURE;
+    else {
+        uint32_t n = (uint32_t)spv_kernel_count(prog);
+        if (*pCount == 0 || !pNames) *pCount = n;
+        else {
+            if (*pCount > n) *pCount = n;
+            /* The names live as long as the module. */
+            for (uint32_t i = 0; i < *pCount; i++) pNames[i] = spv_kernel_name(prog, i);
+        }
+    }
+    lz_unref(&m->base);
+    return r;
+}
+
+ZE_APIEXPORT ze_result_t zeModuleGetProperties(ze_module_handle_t hModule, ze_module_properties_t *pModuleProperties) {
+    LZ_GET(m, lz_module, hModule, LZ_T_MODULE);
+    lz_unref(&m->base);
+    if (!pModuleProperties) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    /* No imports: a module calling what it does not define is refused at
+     * creation (ffi/sim/spirv/README.md), so there is nothing to link. */
+    pModuleProperties->flags = 0;
+    return ZE_RESULT_SUCCESS;
 }
 
 /* ----------------------------------------------------------------- kernel */
@@ -237,12 +269,31 @@ ZE_APIEXPORT ze_result_t zeKernelDestroy(ze_kernel_handle_t hKernel) {
     return ZE_RESULT_SUCCESS;
 }
 
+/* How parameter i of a kernel is passed (SPV_PARAM_*; host kernels: values). */
+static int param_kind(const lz_kernel *k, uint32_t i) {
+    return k->k->run == spv_kernel_run ? spv_kernel_param_kind(k->k->ctx, i) : SPV_PARAM_VALUE;
+}
+
+/* A __local pointer argument: argSize bytes of work-group local memory (the
+ * value, which Level Zero passes as NULL, is not read).  Its slot holds the
+ * size; the executor places it at launch. */
+static ze_result_t set_local_arg(lz_kernel *k, uint32_t i, size_t argSize) {
+    if (argSize == 0 || argSize > SPV_MAX_LOCAL_BYTES) return ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
+    uint64_t size = argSize;
+    pthread_mutex_lock(&k->lock);
+    memcpy(k->args + k->offsets[i], &size, sizeof size);
+    k->set_mask[i / 64] |= 1ull << (i % 64);
+    pthread_mutex_unlock(&k->lock);
+    return ZE_RESULT_SUCCESS;
+}
+
 ZE_APIEXPORT ze_result_t zeKernelSetArgumentValue(ze_kernel_handle_t hKernel, uint32_t argIndex, size_t argSize,
                                                   const void *pArgValue) {
     LZ_GET(k, lz_kernel, hKernel, LZ_T_KERNEL);
     ze_result_t r = ZE_RESULT_SUCCESS;
     const ar_kernel_info *info = k->k->info;
     if (argIndex >= info->num_params) r = ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX;
+    else if (param_kind(k, argIndex) == SPV_PARAM_LOCAL) r = set_local_arg(k, argIndex, argSize);
     else if (argSize != info->param_sizes[argIndex]) r = ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
     else {
         pthread_mutex_lock(&k->lock);
@@ -317,4 +368,33 @@ ZE_APIEXPORT ze_result_t zeKernelGetName(ze_kernel_handle_t hKernel, size_t *pSi
     ze_result_t r = copy_string(k->name, pSize, pName);
     lz_unref(&k->base);
     return r;
+}
+
+/* Which allocations a kernel reaches through pointers it was not given: the
+ * sim needs no residency, every live allocation is reachable, so the flags
+ * are only recorded (and read back). */
+ZE_APIEXPORT ze_result_t zeKernelSetIndirectAccess(ze_kernel_handle_t hKernel, ze_flags_t flags) {
+    LZ_GET(k, lz_kernel, hKernel, LZ_T_KERNEL);
+    const ze_flags_t known = ZE_KERNEL_INDIRECT_ACCESS_FLAG_HOST | ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE |
+                             ZE_KERNEL_INDIRECT_ACCESS_FLAG_SHARED;
+    ze_result_t r = ZE_RESULT_SUCCESS;
+    if (flags & ~known) r = ZE_RESULT_ERROR_INVALID_ENUMERATION;
+    else {
+        pthread_mutex_lock(&k->lock);
+        k->indirect = flags;
+        pthread_mutex_unlock(&k->lock);
+    }
+    lz_unref(&k->base);
+    return r;
+}
+
+ZE_APIEXPORT ze_result_t zeKernelGetIndirectAccess(ze_kernel_handle_t hKernel, ze_flags_t *pFlags) {
+    LZ_GET(k, lz_kernel, hKernel, LZ_T_KERNEL);
+    if (pFlags) {
+        pthread_mutex_lock(&k->lock);
+        *pFlags = k->indirect;
+        pthread_mutex_unlock(&k->lock);
+    }
+    lz_unref(&k->base);
+    return pFlags ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_INVALID_NULL_POINTER;
 }

@@ -88,6 +88,10 @@ typedef enum _ze_structure_type_t {
     ZE_STRUCTURE_TYPE_DEVICE_MODULE_PROPERTIES = 0x5,
     ZE_STRUCTURE_TYPE_COMMAND_QUEUE_GROUP_PROPERTIES = 0x6,
     ZE_STRUCTURE_TYPE_DEVICE_MEMORY_PROPERTIES = 0x7,
+    ZE_STRUCTURE_TYPE_DEVICE_MEMORY_ACCESS_PROPERTIES = 0x8,
+    ZE_STRUCTURE_TYPE_DEVICE_CACHE_PROPERTIES = 0x9,
+    ZE_STRUCTURE_TYPE_DEVICE_IMAGE_PROPERTIES = 0xa,
+    ZE_STRUCTURE_TYPE_DEVICE_EXTERNAL_MEMORY_PROPERTIES = 0xc,
     ZE_STRUCTURE_TYPE_CONTEXT_DESC = 0xd,
     ZE_STRUCTURE_TYPE_COMMAND_QUEUE_DESC = 0xe,
     ZE_STRUCTURE_TYPE_COMMAND_LIST_DESC = 0xf,
@@ -98,6 +102,7 @@ typedef enum _ze_structure_type_t {
     ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC = 0x16,
     ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES = 0x17,
     ZE_STRUCTURE_TYPE_MODULE_DESC = 0x1b,
+    ZE_STRUCTURE_TYPE_MODULE_PROPERTIES = 0x1c,
     ZE_STRUCTURE_TYPE_KERNEL_DESC = 0x1d,
     ZE_STRUCTURE_TYPE_KERNEL_PROPERTIES = 0x1e,
     ZE_STRUCTURE_TYPE_FORCE_UINT32 = 0x7fffffff
@@ -243,6 +248,115 @@ typedef struct _ze_device_module_properties_t {
     uint32_t printfBufferSize;
     ze_native_kernel_uuid_t nativeKernelSupported;
 } ze_device_module_properties_t;
+
+/* Extracted from ze_api.h (1.8.12) by script, comments dropped. */
+typedef enum _ze_memory_access_cap_flag_t {
+    ZE_MEMORY_ACCESS_CAP_FLAG_RW = ZE_BIT(0),
+    ZE_MEMORY_ACCESS_CAP_FLAG_ATOMIC = ZE_BIT(1),
+    ZE_MEMORY_ACCESS_CAP_FLAG_CONCURRENT = ZE_BIT(2),
+    ZE_MEMORY_ACCESS_CAP_FLAG_CONCURRENT_ATOMIC = ZE_BIT(3),
+} ze_memory_access_cap_flag_t;
+
+typedef enum _ze_device_module_flag_t {
+    ZE_DEVICE_MODULE_FLAG_FP16 = ZE_BIT(0),
+    ZE_DEVICE_MODULE_FLAG_FP64 = ZE_BIT(1),
+    ZE_DEVICE_MODULE_FLAG_INT64_ATOMICS = ZE_BIT(2),
+    ZE_DEVICE_MODULE_FLAG_DP4A = ZE_BIT(3),
+} ze_device_module_flag_t;
+
+typedef enum _ze_device_fp_flag_t {
+    ZE_DEVICE_FP_FLAG_DENORM = ZE_BIT(0),
+    ZE_DEVICE_FP_FLAG_INF_NAN = ZE_BIT(1),
+    ZE_DEVICE_FP_FLAG_ROUND_TO_NEAREST = ZE_BIT(2),
+    ZE_DEVICE_FP_FLAG_ROUND_TO_ZERO = ZE_BIT(3),
+    ZE_DEVICE_FP_FLAG_ROUND_TO_INF = ZE_BIT(4),
+    ZE_DEVICE_FP_FLAG_FMA = ZE_BIT(5),
+    ZE_DEVICE_FP_FLAG_ROUNDED_DIVIDE_SQRT = ZE_BIT(6),
+    ZE_DEVICE_FP_FLAG_SOFT_FLOAT = ZE_BIT(7),
+} ze_device_fp_flag_t;
+
+typedef enum _ze_kernel_indirect_access_flag_t {
+    ZE_KERNEL_INDIRECT_ACCESS_FLAG_HOST = ZE_BIT(0),
+    ZE_KERNEL_INDIRECT_ACCESS_FLAG_DEVICE = ZE_BIT(1),
+    ZE_KERNEL_INDIRECT_ACCESS_FLAG_SHARED = ZE_BIT(2),
+    ZE_KERNEL_INDIRECT_ACCESS_FLAG_FORCE_UINT32 = 0x7fffffff
+} ze_kernel_indirect_access_flag_t;
+
+typedef enum _ze_module_property_flag_t {
+    ZE_MODULE_PROPERTY_FLAG_IMPORTS = ZE_BIT(0),
+} ze_module_property_flag_t;
+
+typedef struct _ze_device_memory_access_properties_t {
+    ze_structure_type_t stype;
+    void *pNext;
+    ze_flags_t hostAllocCapabilities;
+    ze_flags_t deviceAllocCapabilities;
+    ze_flags_t sharedSingleDeviceAllocCapabilities;
+    ze_flags_t sharedCrossDeviceAllocCapabilities;
+    ze_flags_t sharedSystemAllocCapabilities;
+} ze_device_memory_access_properties_t;
+
+typedef struct _ze_device_cache_properties_t {
+    ze_structure_type_t stype;
+    void *pNext;
+    ze_flags_t flags;
+    size_t cacheSize;
+} ze_device_cache_properties_t;
+
+typedef struct _ze_device_image_properties_t {
+    ze_structure_type_t stype;
+    void *pNext;
+    uint32_t maxImageDims1D;
+    uint32_t maxImageDims2D;
+    uint32_t maxImageDims3D;
+    uint64_t maxImageBufferSize;
+    uint32_t maxImageArraySlices;
+    uint32_t maxSamplers;
+    uint32_t maxReadImageArgs;
+    uint32_t maxWriteImageArgs;
+} ze_device_image_properties_t;
+
+typedef struct _ze_device_external_memory_properties_t {
+    ze_structure_type_t stype;
+    void *pNext;
+    ze_flags_t memoryAllocationImportTypes;
+    ze_flags_t memoryAllocationExportTypes;
+    ze_flags_t imageImportTypes;
+    ze_flags_t imageExportTypes;
+} ze_device_external_memory_properties_t;
+
+typedef struct _ze_module_properties_t {
+    ze_structure_type_t stype;
+    void *pNext;
+    ze_flags_t flags;
+} ze_module_properties_t;
+
+#define ZE_MAX_EXTENSION_NAME 256
+typedef struct _ze_driver_extension_properties_t {
+    char name[ZE_MAX_EXTENSION_NAME];
+    uint32_t version;
+} ze_driver_extension_properties_t;
+
+/* The device IP-version extension (spec 1.6), which Debian's 1.8.12
+ * ze_api.h (spec 1.4) lacks: outside ze_structure_type_t, which the backend's
+ * declarations share and which must hold only what that header has.
+ * test_abi_headers.py checks these against ze_api.h wherever a header that
+ * has them is installed; value and layout are those of the spec's
+ * ze_api.h (oneapi-src/level-zero 1.17 and later). */
+enum {
+    ZE_STRUCTURE_TYPE_DEVICE_IP_VERSION_EXT = 0x1000f,
+};
+#define ZE_DEVICE_IP_VERSION_EXT_NAME "ZE_extension_device_ip_version"
+typedef enum _ze_device_ip_version_version_t {
+    ZE_DEVICE_IP_VERSION_VERSION_1_0 = ZE_MAKE_VERSION(1, 0),
+} ze_device_ip_version_version_t;
+
+typedef struct _ze_device_ip_version_ext_t {
+    ze_structure_type_t stype;
+    const void *pNext;
+    uint32_t ipVersion;
+} ze_device_ip_version_ext_t;
+
 
 typedef struct _ze_command_queue_group_properties_t {
     ze_structure_type_t stype;
@@ -461,6 +575,7 @@ enum arze_slot_module {
     SLOT_MODULE_Create = 0,
     SLOT_MODULE_Destroy = 1,
     SLOT_MODULE_GetKernelNames = 5,
+    SLOT_MODULE_GetProperties = 6,
 };
 enum arze_slot_module_build_log { SLOT_MODULE_BUILD_LOG_Destroy = 0, SLOT_MODULE_BUILD_LOG_GetString = 1 };
 enum arze_slot_kernel {
@@ -469,6 +584,8 @@ enum arze_slot_kernel {
     SLOT_KERNEL_SetGroupSize = 3,
     SLOT_KERNEL_SuggestGroupSize = 4,
     SLOT_KERNEL_SetArgumentValue = 6,
+    SLOT_KERNEL_SetIndirectAccess = 7,
+    SLOT_KERNEL_GetIndirectAccess = 8,
     SLOT_KERNEL_GetProperties = 10,
     SLOT_KERNEL_GetName = 11,
 };

@@ -20,6 +20,16 @@
 /* Static __local memory a kernel may declare (bytes). */
 #define SPV_MAX_LOCAL_BYTES 65536u
 
+/* By-value aggregate arguments, all of one kernel's together (bytes). */
+#define SPV_MAX_BYVAL_BYTES 4096u
+
+/* How a kernel parameter is passed (spv_kernel_param_kind). */
+enum {
+    SPV_PARAM_VALUE = 0, /* scalars, vectors, global pointers: param_sizes bytes */
+    SPV_PARAM_BYVAL = 1, /* an aggregate's bytes, copied for each work-item */
+    SPV_PARAM_LOCAL = 2, /* __local pointer: the value is the size in bytes (uint64) */
+};
+
 typedef struct spv_program spv_program;
 
 typedef enum spv_load_status {
@@ -41,6 +51,18 @@ SPV_API const char *spv_kernel_name(const spv_program *p, size_t i);
 SPV_API const ar_kernel_info *spv_kernel_info(const spv_program *p, size_t i);
 /* The context to pass to spv_kernel_run for kernel i. */
 SPV_API void *spv_kernel_ctx(spv_program *p, size_t i);
+
+/* Where a __local argument starts in a work-group's local memory, given
+ * where the previous one (or the kernel's own __local variables) ended:
+ * arguments follow the variables, in parameter order, each aligned to 64. */
+static inline uint64_t spv_local_arg_offset(uint64_t end) { return (end + 63u) & ~(uint64_t)63u; }
+
+/* The work-group local memory a launch with these argument values needs:
+ * the kernel's __local variables and its __local arguments. */
+SPV_API uint64_t spv_kernel_local_bytes(const void *kernel_ctx, void *const *params);
+
+/* SPV_PARAM_* of parameter i of the kernel whose context is kernel_ctx. */
+SPV_API int spv_kernel_param_kind(const void *kernel_ctx, uint32_t i);
 
 /* arsim_foreign_run: runs work-groups [launch->block_begin, block_end), in
  * order, on the calling thread (the engine splits a grid over threads).

@@ -210,6 +210,15 @@ static void collective(group *g, const spv_ins *I, item **m, uint32_t size)
 
 /* ------------------------------------------------------------ work-groups */
 
+/* Where a work-item's by-value argument copies start in its private memory,
+ * and how much private memory each work-item has. */
+static size_t byval_base(const spv_func *f) { return (f->max_priv + 15u) & ~(size_t)15u; }
+
+static size_t priv_stride(const spv_kernel *k, const spv_func *f)
+{
+    return byval_base(f) + ((k->byval_bytes + 15u) & ~(size_t)15u);
+}
+
 static void start_item(group *g, item *it)
 {
     const spv_program *p = g->p;
@@ -217,8 +226,24 @@ static void start_item(group *g, item *it)
     const spv_func *f = &p->funcs[k->func];
     uint64_t *regs = it->regs;
     uint32_t s = 0;
+    uint64_t local_end = p->local_bytes;
     for (uint32_t i = 0; i < k->info.num_params; i++) {
         const uint8_t *src = g->params[i];
+        if (k->param_kind[i] == SPV_PARAM_LOCAL) {
+            /* After the __local variables and the previous __local arguments. */
+            uint64_t off = spv_local_arg_offset(local_end), size;
+            memcpy(&size, src, sizeof size);
+            local_end = off + size;
+            regs[s++] = (uint64_t)(uintptr_t)(g->local + off);
+            continue;
+        }
+        if (k->param_kind[i] == SPV_PARAM_BYVAL) {
+            /* The work-item's own copy, after its deepest stack. */
+            uint8_t *copy = it->priv + byval_base(f) + k->param_off[i];
+            memcpy(copy, src, k->info.param_sizes[i]);
+            regs[s++] = (uint64_t)(uintptr_t)copy;
+            continue;
+        }
         for (uint32_t c = 0; c < k->param_n[i]; c++)
             regs[s++] = sim_load_n(src + c * k->param_bytes[i], k->param_bytes[i]);
     }
@@ -296,7 +321,7 @@ static int run_group(group *g)
     for (uint32_t i = 0; i < g->nitems; i++) {
         item *it = &g->items[i];
         it->regs = g->regs + (size_t)i * f->max_slots;
-        it->priv = g->priv + (size_t)i * f->max_priv;
+        it->priv = g->priv + (size_t)i * priv_stride(g->k, f);
         it->stack = g->frames + (size_t)i * f->max_depth;
         start_item(g, it);
     }
@@ -359,11 +384,12 @@ int spv_kernel_run(void *kernel_ctx, const ar_launch *l, void **params)
     g.nitems = l->block.x * l->block.y * l->block.z;
     g.items = calloc(g.nitems, sizeof *g.items);
     g.regs = calloc((size_t)g.nitems * f->max_slots, sizeof *g.regs);
-    g.priv_total = (size_t)g.nitems * f->max_priv;
+    g.priv_total = (size_t)g.nitems * priv_stride(k, f);
     g.priv = calloc(1, g.priv_total ? g.priv_total : 1);
     g.frames = calloc((size_t)g.nitems * f->max_depth, sizeof *g.frames);
-    g.local_len = p->local_bytes;
-    g.local = calloc(1, g.local_len ? g.local_len : 1);
+    g.local_len = spv_kernel_local_bytes(k, params);
+    /* (More than SPV_MAX_LOCAL_BYTES: zeCommandListAppendLaunchKernel refuses it first.) */
+    g.local = g.local_len <= SPV_MAX_LOCAL_BYTES ? calloc(1, g.local_len ? g.local_len : 1) : NULL;
     int rc = 0;
     if (!g.items || !g.regs || !g.priv || !g.frames || !g.local) {
         rc = -1;

@@ -114,6 +114,9 @@ typedef struct spv_kernel {
     ar_kernel_info info;
     uint8_t param_n[AR_KERNEL_MAX_PARAMS];     /* components */
     uint8_t param_bytes[AR_KERNEL_MAX_PARAMS]; /* bytes per component */
+    uint8_t param_kind[AR_KERNEL_MAX_PARAMS];  /* SPV_PARAM_* (spv.h) */
+    uint32_t param_off[AR_KERNEL_MAX_PARAMS];  /* by-value: offset in the copies */
+    uint32_t byval_bytes; /* each work-item's copies of the by-value arguments */
 } spv_kernel;
 
 struct spv_program {

@@ -56,6 +56,7 @@ typedef struct idrec {
     uint8_t storage;
     uint8_t packed; /* CPacked (structs) */
     uint8_t promoted; /* a Function variable kept in slots (see promote_variables) */
+    uint8_t byval; /* function parameters: FuncParamAttr ByVal */
     uint32_t type;
     uint32_t cidx;   /* constants: index into cvals; vars: offset; funcs: index; labels: pc */
     uint32_t pos;

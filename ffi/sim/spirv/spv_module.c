@@ -95,6 +95,16 @@ static int capability_ok(uint32_t c)
     case SPV_Capability_AtomicFloat64AddEXT:
     case SPV_Capability_AtomicFloat32MinMaxEXT:
     case SPV_Capability_AtomicFloat64MinMaxEXT:
+    /* Hints that are exact to ignore: OpAssumeTrueKHR runs as nothing and
+     * OpExpectKHR as its value; aliasing scopes and the INTEL fast-math
+     * flags only permit what the sim never does (it computes each operation
+     * exactly as written, in order). */
+    case SPV_Capability_ExpectAssumeKHR:
+    case SPV_Capability_MemoryAccessAliasingINTEL:
+    case SPV_Capability_FPFastMathModeINTEL:
+    /* OpGroupIMulKHR ... OpGroupLogicalXorKHR: the collectives' reductions
+     * and scans, at sub-group and work-group scope. */
+    case SPV_Capability_GroupUniformArithmeticKHR:
         return 1;
     default:
         return 0;
@@ -106,7 +116,8 @@ static int extension_ok(const char *s)
     static const char *ok[] = {
         "SPV_KHR_no_integer_wrap_decoration", "SPV_INTEL_subgroups",
         "SPV_EXT_shader_atomic_float_add", "SPV_EXT_shader_atomic_float_min_max",
-        "SPV_KHR_expect_assume",
+        "SPV_KHR_expect_assume", "SPV_INTEL_memory_access_aliasing",
+        "SPV_INTEL_fp_fast_math_mode", "SPV_KHR_uniform_group_instructions",
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (!strcmp(s, ok[i]))
@@ -199,6 +210,9 @@ static void m_decorate(loader *L, modctx *m)
         r->round = (uint8_t)(word(L, m->at, 3) + 1);
     } else if (dec == SPV_Decoration_CPacked) {
         r->packed = 1;
+    } else if (dec == SPV_Decoration_FuncParamAttr &&
+               word(L, m->at, 3) == SPV_FunctionParameterAttribute_ByVal) {
+        r->byval = 1;
     }
 }
 
@@ -340,6 +354,29 @@ static void init_globals(loader *L)
     }
 }
 
+/* A by-value aggregate (FuncParamAttr ByVal, a Function-storage pointer to
+ * the pointee, as SYCL passes functors and structs): its bytes are the
+ * argument, and each work-item gets its own copy in private memory, after
+ * its stack (spv_group.c). */
+static void describe_byval(loader *L, spv_kernel *kn, uint32_t i, const ty *t)
+{
+    const ty *e = type_of(L, t->elem);
+    if (e->size == 0 || e->size > SPV_MAX_BYVAL_BYTES)
+        UNSUPPORTED("kernel %s: by-value argument %u has %llu bytes (1 to %u are supported)",
+                    kn->name, i, (unsigned long long)e->size, SPV_MAX_BYVAL_BYTES);
+    uint64_t align = e->align > 16 ? e->align : 16;
+    uint64_t off = (kn->byval_bytes + align - 1) / align * align;
+    if (off + e->size > SPV_MAX_BYVAL_BYTES)
+        UNSUPPORTED("kernel %s: by-value arguments need more than %u bytes", kn->name,
+                    SPV_MAX_BYVAL_BYTES);
+    kn->param_kind[i] = SPV_PARAM_BYVAL;
+    kn->param_off[i] = (uint32_t)off;
+    kn->byval_bytes = (uint32_t)(off + e->size);
+    kn->param_n[i] = 1;
+    kn->param_bytes[i] = 8;
+    kn->info.param_sizes[i] = (uint32_t)e->size;
+}
+
 /* Each parameter's components and sizes, as zeKernelSetArgumentValue sees them. */
 static void describe_params(loader *L, spv_kernel *kn, const spv_func *f, uint32_t fidx)
 {
@@ -348,9 +385,21 @@ static void describe_params(loader *L, spv_kernel *kn, const spv_func *f, uint32
     for (uint32_t i = 0; i < f->nparams; i++, ppos += op_count(L, ppos)) {
         uint32_t pt = word(L, ppos, 1);
         ty *t = type_of(L, pt);
-        if (t->kind == T_PTR && t->storage == SC_WORKGROUP)
-            UNSUPPORTED("kernel %s: __local pointer arguments are not supported (declare "
-                        "the __local array inside the kernel)", kn->name);
+        if (t->kind == T_PTR && t->storage == SC_WORKGROUP) {
+            /* Its value is the size of the __local memory to give it. */
+            kn->param_kind[i] = SPV_PARAM_LOCAL;
+            kn->param_n[i] = 1;
+            kn->param_bytes[i] = 8;
+            kn->info.param_sizes[i] = 8;
+            continue;
+        }
+        if (t->kind == T_PTR && t->storage == SC_FUNCTION) {
+            if (!id(L, word(L, ppos, 2))->byval)
+                UNSUPPORTED("kernel %s: argument %u is a private pointer that is not "
+                            "FuncParamAttr ByVal", kn->name, i);
+            describe_byval(L, kn, i, t);
+            continue;
+        }
         if (t->kind == T_BOOL || t->kind == T_ARRAY || t->kind == T_STRUCT)
             UNSUPPORTED("kernel %s: argument %u has a type that cannot be passed", kn->name, i);
         ty *s = scalar(L, pt);
@@ -497,3 +546,21 @@ size_t spv_kernel_count(const spv_program *p) { return p->nkernels; }
 const char *spv_kernel_name(const spv_program *p, size_t i) { return p->kernels[i].name; }
 const ar_kernel_info *spv_kernel_info(const spv_program *p, size_t i) { return &p->kernels[i].info; }
 void *spv_kernel_ctx(spv_program *p, size_t i) { return &p->kernels[i]; }
+uint64_t spv_kernel_local_bytes(const void *kernel_ctx, void *const *params)
+{
+    const spv_kernel *k = kernel_ctx;
+    uint64_t total = k->prog->local_bytes;
+    for (uint32_t i = 0; i < k->info.num_params; i++)
+        if (k->param_kind[i] == SPV_PARAM_LOCAL) {
+            uint64_t size;
+            memcpy(&size, params[i], sizeof size);
+            total = spv_local_arg_offset(total) + size;
+        }
+    return total;
+}
+
+int spv_kernel_param_kind(const void *kernel_ctx, uint32_t i)
+{
+    const spv_kernel *k = kernel_ctx;
+    return i < k->info.num_params ? k->param_kind[i] : SPV_PARAM_VALUE;
+}

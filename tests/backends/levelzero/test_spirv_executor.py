@@ -326,7 +326,6 @@ def test_a_barrier_only_some_work_items_reach_fails_the_launch(
     ("image", "names"),
     [
         ("refused_printf.spv", "printf"),
-        ("refused_local_arg.spv", "__local pointer arguments"),
         ("refused_image.spv", "ImageBasic"),
     ],
 )

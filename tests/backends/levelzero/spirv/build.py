@@ -28,17 +28,24 @@ BUILDS = {
     "executor_O0.spv": ("executor.cl", "-O0"),
     "executor_O2.spv": ("executor.cl", "-O2"),
     "refused_printf.spv": ("refused_printf.cl", "-O0"),
-    "refused_local_arg.spv": ("refused_local_arg.cl", "-O0"),
     "refused_image.spv": ("refused_image.cl", "-O0"),
     "order.spv": ("order.cl", "-O2"),
     "half_O0.spv": ("half.cl", "-O0"),
     "half_O2.spv": ("half.cl", "-O2"),
     "refused_half_math.spv": ("refused_half_math.cl", "-O0"),
+    "byval_O0.spv": ("byval.cl", "-O0"),
+    "byval_O2.spv": ("byval.cl", "-O2"),
+    "local_arg_O0.spv": ("local_arg.cl", "-O0"),
+    "local_arg_O2.spv": ("local_arg.cl", "-O2"),
 }
 # Modules clang does not write (capabilities it never declares), from SPIR-V assembly.
 ASM_BUILDS = {
-    "float16_cap.spv": "float16_cap.spvasm",
-    "vector16_cap.spv": "vector16_cap.spvasm",
+    "float16_cap.spv": ("float16_cap.spvasm", "spv1.0"),
+    "vector16_cap.spv": ("vector16_cap.spvasm", "spv1.0"),
+    "expect_assume.spv": ("expect_assume.spvasm", "spv1.0"),
+    "aliasing.spv": ("aliasing.spvasm", "spv1.2"),  # OpDecorateId
+    "fast_math.spv": ("fast_math.spvasm", "spv1.0"),
+    "group_uniform.spv": ("group_uniform.spvasm", "spv1.0"),
 }
 
 
@@ -55,8 +62,8 @@ def main() -> int:
             subprocess.run([clang, *FLAGS, opt, str(HERE / source), "-o", str(bitcode)], check=True)
             subprocess.run([translator, str(bitcode), "-o", str(HERE / out)], check=True)
             print(HERE / out)
-    for out, source in ASM_BUILDS.items():
-        cmd = [assembler, "--target-env", "spv1.0", str(HERE / source), "-o", str(HERE / out)]
+    for out, (source, env) in ASM_BUILDS.items():
+        cmd = [assembler, "--target-env", env, str(HERE / source), "-o", str(HERE / out)]
         subprocess.run(cmd, check=True)
         print(HERE / out)
     return 0
