@@ -176,3 +176,48 @@ def test_core_modules_stay_small() -> None:
     sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in CORE.glob("*.py")}
     big = {name: n for name, n in sizes.items() if n > 700}
     assert not big, f"core modules over 700 lines: {big}"
+
+
+def _contract_layers() -> list[set[str]]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    contract = config["tool"]["importlinter"]["contracts"][0]
+    return [
+        {name.strip().removeprefix("aruntime.") for name in layer.split(":")}
+        for layer in contract["layers"]
+    ]
+
+
+def _design_diagram() -> list[list[str]]:
+    """The core modules named on each line of docs/design.md's layer diagram, top first."""
+    text = (ROOT / "docs" / "design.md").read_text()
+    block = text.split("## Layers", 1)[1].split("```text", 1)[1].split("```", 1)[0]
+    words = {"registry": "_registry", "testing": "testing", "cli": "cli"}
+    lines = []
+    for line in block.strip().splitlines():
+        found = []
+        for token in line.split():  # the names, up to the first word of the description
+            word = token.strip(",()")
+            if word.startswith("_") or word in words:
+                found.append(words.get(word, word))
+            elif word not in ("Backend",) and not word.startswith("backends/"):
+                break
+        if found:
+            lines.append(found)
+    return lines
+
+
+def test_the_design_documents_layers_follow_the_contract() -> None:
+    """docs/design.md draws the layers as the import-linter contract orders them."""
+    layers = _contract_layers()
+    index = {name: i for i, layer in enumerate(layers) for name in layer}
+    diagram = _design_diagram()
+    assert len(diagram) >= 10, diagram
+    previous_top = -1
+    for line in diagram:
+        missing = [name for name in line if name not in index]
+        assert not missing, f"docs/design.md names {missing}, which the contract does not list"
+        lowest, highest = min(index[n] for n in line), max(index[n] for n in line)
+        assert lowest >= previous_top, (
+            f"docs/design.md draws {line} below a module the contract puts under it"
+        )
+        previous_top = highest
