@@ -24,8 +24,8 @@ from typing import Any, Protocol
 from ._callsite import user_frame, warn_at
 from ._completion import Completion, born_captured, born_done
 from ._driver import Driver, DriverEvent, DriverFunction, DriverGraph, DriverModule, DriverStream
-from ._exceptions import ClosedResourceError, DriverError, NotSupportedError
-from ._ledger import unpin
+from ._exceptions import ClosedResourceError, DriverError, InvalidArgumentError, NotSupportedError
+from ._ledger import Entry, unpin
 from ._op import Op, Range
 from ._resources import Resources, run_all
 from ._streamstate import StreamState
@@ -238,6 +238,9 @@ class Stream(_Handle):
                 # Set under this lock by close() and the backend's close: an
                 # op is either queued before the stream closes, or refused.
                 raise ClosedResourceError(f"{op.kind.public}: {self!r} is closed")
+            for held in op.keepalive:
+                if type(held) is Entry and held.freed:  # freed by another thread since its check
+                    raise InvalidArgumentError(f"{op.kind.public}: {held.handle!r} was freed")
             if state.capturing:
                 if self.hazards is not None:  # a replay is held to the launch's reads=
                     return self.hazards.record(op, self.handle, state.capture)

@@ -107,6 +107,9 @@ class Entry:
     free_memory: Callable[[], None] | None = None
     resources: Resources | None = None
     serial: int = field(default=-1, init=False)
+    #: Set by free() before it waits out the submits under way (Stream.submit
+    #: refuses an op that uses a freed entry, under the stream's lock).
+    freed: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         if self.resources is not None:
