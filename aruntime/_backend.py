@@ -49,6 +49,8 @@ from ._state import BackendState
 from ._submit import Markers, make_policy, with_unseen_errors
 from ._trace import Trace, trace_env_path
 from ._validate import (
+    MAX_BLOCK_THREADS,
+    MAX_GRID_X,
     as_host_view,
     check_byte_value,
     check_count,
@@ -511,17 +513,26 @@ class Backend(ComputeOps):
         of it.  Each must be one of ``args``' pointers (InvalidArgumentError).
         """
         fn = "launch"
-        self._state.check_open(fn)
-        if not isinstance(kernel, Kernel):
-            raise TypeError(
-                f"{fn}: kernel must be a Kernel from backend.kernel(), got {type(kernel).__name__}"
-            )
-        if kernel.backend is not self:
-            raise InvalidArgumentError(f"{fn}: {kernel!r} belongs to another backend")
+        state = self._state
+        if state.closed:
+            state.check_open(fn)
+        if type(kernel) is not Kernel or kernel.owner is not self:
+            if not isinstance(kernel, Kernel):
+                raise TypeError(
+                    f"{fn}: kernel must be a Kernel from backend.kernel(), "
+                    f"got {type(kernel).__name__}"
+                )
+            if kernel.owner is not self:
+                raise InvalidArgumentError(f"{fn}: {kernel!r} belongs to another backend")
+        # The common shapes (an int grid and block, no shared memory) without calls.
         config = LaunchConfig(
-            check_dims(grid, fn, "grid"),
-            check_dims(block, fn, "block"),
-            check_shared_mem(shared_mem, fn),
+            (grid, 1, 1)
+            if type(grid) is int and 0 < grid <= MAX_GRID_X
+            else check_dims(grid, fn, "grid"),
+            (block, 1, 1)
+            if type(block) is int and 0 < block <= MAX_BLOCK_THREADS
+            else check_dims(block, fn, "block"),
+            0 if type(shared_mem) is int and shared_mem == 0 else check_shared_mem(shared_mem, fn),
         )
         st = self._objects.resolve(stream, fn)
         op = launch_op(self._ledger, self._driver, kernel, config, args, reads, writes)

@@ -59,9 +59,9 @@ def launch_op(
     entries = []
     touched = []
     for i in pointers:
-        arg = checked[i]
-        entries.append(ledger.check_ptr(arg, fn, f"args[{i}]"))
-        touched.append((arg.address, arg.nbytes))
+        entry, span = ledger.live_span(checked[i], fn, i)
+        entries.append(entry)
+        touched.append(span)
     ranges = read_ranges = tuple(touched)
     if reads is not None or writes is not None:
         read_ranges, ranges = launch_ranges(checked, reads, writes, fn)
