@@ -33,12 +33,12 @@ from ._array import DeviceArray, DeviceMem
 from ._blocking import check as check_blocking
 from ._completion import Completion, settled
 from ._compute import ComputeOps
-from ._driver import DeviceInfo, Driver, LaunchConfig
+from ._driver import DeviceInfo, Driver
 from ._exceptions import AruntimeError, CaptureError, InvalidArgumentError
 from ._graphs import Graphs
 from ._handles import Event, Graph, Kernel, Module, Stream
 from ._interop import foreign_stream_handle
-from ._launch import launch_op
+from ._launch import launch_config, launch_op
 from ._ledger import AllocKind, Ledger
 from ._memory import Allocation, DevicePtr, HostBuffer
 from ._objects import Objects
@@ -49,13 +49,9 @@ from ._state import BackendState
 from ._submit import Markers, make_policy, with_unseen_errors
 from ._trace import Trace, trace_env_path
 from ._validate import (
-    MAX_BLOCK_THREADS,
-    MAX_GRID_X,
     as_host_view,
     check_byte_value,
     check_count,
-    check_dims,
-    check_shared_mem,
     device_operand,
 )
 
@@ -524,16 +520,7 @@ class Backend(ComputeOps):
                 )
             if kernel.owner is not self:
                 raise InvalidArgumentError(f"{fn}: {kernel!r} belongs to another backend")
-        # The common shapes (an int grid and block, no shared memory) without calls.
-        config = LaunchConfig(
-            (grid, 1, 1)
-            if type(grid) is int and 0 < grid <= MAX_GRID_X
-            else check_dims(grid, fn, "grid"),
-            (block, 1, 1)
-            if type(block) is int and 0 < block <= MAX_BLOCK_THREADS
-            else check_dims(block, fn, "block"),
-            0 if type(shared_mem) is int and shared_mem == 0 else check_shared_mem(shared_mem, fn),
-        )
+        config = launch_config(grid, block, shared_mem)
         st = self._objects.resolve(stream, fn)
         op = launch_op(self._ledger, self._driver, kernel, config, args, reads, writes)
         return st.submit(op)

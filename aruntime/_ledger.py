@@ -212,15 +212,6 @@ class Ledger:
             raise InvalidArgumentError(f"{fn}: {what} {ptr!r} was freed")
         return entry
 
-    def live_span(self, ptr: DevicePtr, fn: str, index: int) -> tuple[Entry, tuple[int, int]]:
-        """A launch's pointer argument ``index``: its live entry and its ``(address, nbytes)``."""
-        if ptr._backend is self._backend:  # every launch: the common case without calls
-            entry = self._entries.get(ptr._alloc_id)
-            if entry is not None:
-                return entry, (ptr._address, ptr._nbytes)
-        entry = self.check_ptr(ptr, fn, f"args[{index}]")
-        return entry, (ptr.address, ptr.nbytes)
-
     def check_range(self, ptr: object, nbytes: int, fn: str, what: str = "ptr") -> Entry:
         """``ptr`` is live and its view holds at least ``nbytes`` bytes."""
         # Every copy passes here: the common case without calls.
