@@ -33,12 +33,12 @@ from ._array import DeviceArray, DeviceMem
 from ._blocking import check as check_blocking
 from ._completion import Completion, settled
 from ._compute import ComputeOps
-from ._driver import DeviceInfo, Driver, LaunchConfig
+from ._driver import DeviceInfo, Driver
 from ._exceptions import AruntimeError, CaptureError, InvalidArgumentError
 from ._graphs import Graphs
 from ._handles import Event, Graph, Kernel, Module, Stream
 from ._interop import foreign_stream_handle
-from ._launch import launch_op
+from ._launch import launch_config, launch_op
 from ._ledger import AllocKind, Ledger
 from ._memory import Allocation, DevicePtr, HostBuffer
 from ._objects import Objects
@@ -52,8 +52,6 @@ from ._validate import (
     as_host_view,
     check_byte_value,
     check_count,
-    check_dims,
-    check_shared_mem,
     device_operand,
 )
 
@@ -511,18 +509,18 @@ class Backend(ComputeOps):
         of it.  Each must be one of ``args``' pointers (InvalidArgumentError).
         """
         fn = "launch"
-        self._state.check_open(fn)
-        if not isinstance(kernel, Kernel):
-            raise TypeError(
-                f"{fn}: kernel must be a Kernel from backend.kernel(), got {type(kernel).__name__}"
-            )
-        if kernel.backend is not self:
-            raise InvalidArgumentError(f"{fn}: {kernel!r} belongs to another backend")
-        config = LaunchConfig(
-            check_dims(grid, fn, "grid"),
-            check_dims(block, fn, "block"),
-            check_shared_mem(shared_mem, fn),
-        )
+        state = self._state
+        if state.closed:
+            state.check_open(fn)
+        if type(kernel) is not Kernel or kernel.owner is not self:
+            if not isinstance(kernel, Kernel):
+                raise TypeError(
+                    f"{fn}: kernel must be a Kernel from backend.kernel(), "
+                    f"got {type(kernel).__name__}"
+                )
+            if kernel.owner is not self:
+                raise InvalidArgumentError(f"{fn}: {kernel!r} belongs to another backend")
+        config = launch_config(grid, block, shared_mem)
         st = self._objects.resolve(stream, fn)
         op = launch_op(self._ledger, self._driver, kernel, config, args, reads, writes)
         return st.submit(op)

@@ -619,12 +619,14 @@ class Module(_Handle):
 class Kernel:
     """A function in a loaded module, ready to ``launch``."""
 
-    __slots__ = ("handle", "module", "name", "signatures")
+    __slots__ = ("handle", "module", "name", "owner", "signatures")
 
     def __init__(self, module: Module, name: str, handle: DriverFunction) -> None:
         self.module = module
         self.name = name
         self.handle = handle
+        #: The backend that may launch it (its module's), kept for the check on every launch.
+        self.owner = module.backend
         #: Argument types already checked once -> where the pointers are (see _launch).
         self.signatures: dict[tuple[type, ...], tuple[int, ...]] = {}
 

@@ -12,12 +12,46 @@ from ._handles import Kernel
 from ._ledger import Ledger
 from ._memory import DevicePtr
 from ._op import Op, OpKind
-from ._validate import check_kernel_args, launch_ranges
+from ._validate import (
+    MAX_BLOCK_THREADS,
+    MAX_GRID_X,
+    check_dims,
+    check_kernel_args,
+    check_shared_mem,
+    launch_ranges,
+)
 
-__all__ = ["launch_op"]
+__all__ = ["launch_config", "launch_op"]
 
 #: Signatures remembered per kernel (a program uses a handful).
 _SIGNATURES = 64
+
+
+class _ArgNames(dict[int, str]):
+    """``"args[i]"`` for each index, made on first use."""
+
+    def __missing__(self, index: int) -> str:
+        name = self[index] = f"args[{index}]"
+        return name
+
+
+#: How a message names each pointer argument (built once, not per launch).
+_ARG_NAMES = _ArgNames()
+
+
+def launch_config(grid: object, block: object, shared_mem: object) -> LaunchConfig:
+    """A launch's checked geometry; the common shapes (an int grid and block, no
+    shared memory) without a call."""
+    fn = "launch"
+    return LaunchConfig(
+        (grid, 1, 1)
+        if type(grid) is int and 0 < grid <= MAX_GRID_X
+        else check_dims(grid, fn, "grid"),
+        (block, 1, 1)
+        if type(block) is int and 0 < block <= MAX_BLOCK_THREADS
+        else check_dims(block, fn, "block"),
+        0 if type(shared_mem) is int and shared_mem == 0 else check_shared_mem(shared_mem, fn),
+    )
 
 
 def _fixed(signature: tuple[type, ...]) -> bool:
@@ -56,23 +90,22 @@ def launch_op(
             kernel.signatures[signature] = pointers
     else:
         checked = tuple(args)  # the types were checked at this signature's first launch
-    entries = []
-    touched = []
-    for i in pointers:
-        arg = checked[i]
-        entries.append(ledger.check_ptr(arg, fn, f"args[{i}]"))
-        touched.append((arg.address, arg.nbytes))
-    ranges = read_ranges = tuple(touched)
+    check = ledger.check_range
+    if len(pointers) == 1:  # the common case, without a comprehension's call
+        index = pointers[0]
+        entries: tuple[Any, ...] = (check(checked[index], 0, fn, _ARG_NAMES[index]),)
+    else:
+        entries = tuple([check(checked[i], 0, fn, _ARG_NAMES[i]) for i in pointers])
+    read_ranges = write_ranges = None  # every pointer, read and written: found when asked
     if reads is not None or writes is not None:
-        read_ranges, ranges = launch_ranges(checked, reads, writes, fn)
+        read_ranges, write_ranges = launch_ranges(checked, reads, writes, fn)
     call_args = (kernel.handle, config, checked)
-    keepalive = tuple(entries)
     return Op(
         OpKind.LAUNCH,
         driver.launch,
         call_args,
-        keepalive,
+        entries,
         kernel=kernel,
         reads=read_ranges,
-        writes=ranges,
+        writes=write_ranges,
     )

@@ -53,6 +53,17 @@ def _fill(args: tuple[Any, ...], nbytes: int) -> tuple[tuple[Range, ...], tuple[
     return (), ((address, n),)
 
 
+def _launched(args: tuple[Any, ...], nbytes: int) -> tuple[tuple[Range, ...], tuple[Range, ...]]:
+    """A launch without ``reads=``/``writes=``: every pointer argument, read and written whole.
+
+    ``args`` are the driver's: the kernel, the geometry, the checked
+    arguments.  A pointer is told by its allocation id (this layer sits
+    below the DevicePtr class).
+    """
+    spans = tuple((arg.address, arg.nbytes) for arg in args[2] if hasattr(arg, "alloc_id"))
+    return spans, spans
+
+
 def _given(args: tuple[Any, ...], nbytes: int) -> tuple[tuple[Range, ...], tuple[Range, ...]]:
     """Kinds whose ranges the op states itself (launches, replays, frees), or that touch none."""
     return (), ()
@@ -103,7 +114,7 @@ OpKind.ALL = (
     OpKind("copy_d2d_async", _d2d),
     OpKind("copy_d2d_2d_async", _pitched),
     OpKind("memset_async", _fill),
-    OpKind("launch"),
+    OpKind("launch", _launched),
     OpKind("launch_graph"),
     OpKind("free_async"),
     OpKind("redzone", _fill),

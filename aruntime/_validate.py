@@ -26,7 +26,9 @@ __all__ = [
 ]
 
 MAX_BLOCK_THREADS = 1024
-_MAX_GRID = (2**31 - 1, 65535, 65535)
+#: The most blocks a grid may have along x.
+MAX_GRID_X = 2**31 - 1
+_MAX_GRID = (MAX_GRID_X, 65535, 65535)
 _MAX_BLOCK = (1024, 1024, 64)
 _MAX_SHARED_MEM = 256 * 1024
 _INT64_MAX = 2**63 - 1

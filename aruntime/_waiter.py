@@ -102,7 +102,9 @@ class StreamWaiter:
         self._queue: collections.deque[_Item] = collections.deque()
         # Reentrant: a garbage-collection finalizer that closes this waiter may
         # run on this very thread while it holds the lock.
-        self._cond = threading.Condition(threading.RLock())
+        # Taken as ``with self._lock``: a Condition's own ``with`` runs Python code.
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
         self._thread: threading.Thread | None = None
         self._closing = False
         self._exited = False
@@ -197,7 +199,7 @@ class StreamWaiter:
         release: Callable[[DriverEvent], None] | None,
     ) -> None:
         """Queue an op's marker and Completion for the thread (the stream's lock is held)."""
-        with self._cond:
+        with self._lock:
             if self._closing:
                 raise AruntimeError(f"{self._label}: stream is closing")
             self._queue.append((event, completion, release))
@@ -219,12 +221,12 @@ class StreamWaiter:
             self.kick()
 
     def poll_begin(self) -> None:
-        with self._cond:
+        with self._lock:
             self._pollers += 1
 
     def poll_end(self) -> None:
         """A polling task stopped: a wake-up held back for it goes out now (deferred again)."""
-        with self._cond:
+        with self._lock:
             self._pollers -= 1
             if self._pollers or not self._kick_pending or not self._queue:
                 return
@@ -236,7 +238,7 @@ class StreamWaiter:
         """Wake the thread now if a deferred wake-up is pending (cheap if none is)."""
         if not self._kick_pending:
             return
-        with self._cond:
+        with self._lock:
             if self._kick_pending:
                 self._kick_pending = False
                 if self._queue:  # else an awaiting thread finished it all (finish_ready)
@@ -248,7 +250,7 @@ class StreamWaiter:
         The stream runs in order, so once it finishes, everything queued on the
         stream before it has finished too.
         """
-        with self._cond:
+        with self._lock:
             if self._queue:
                 return self._queue[-1][1]
             return self._current
@@ -257,7 +259,7 @@ class StreamWaiter:
         """Ops queued or being waited on whose Completion has not finished."""
         # Ask the Completion, not the busy flag: a woken awaiter may run (and
         # check for leaks) before this thread has cleared the flag.
-        with self._cond:
+        with self._lock:
             current = self._current
             return len(self._queue) + (current is not None and not current.done())
 
@@ -272,7 +274,7 @@ class StreamWaiter:
         each runs once, right away if the thread has already ended.
         """
         run_now = False
-        with self._cond:
+        with self._lock:
             if on_exit is not None:
                 if self._exited or self._thread is None:
                     run_now = True
@@ -296,7 +298,7 @@ class StreamWaiter:
 
     def abandon(self) -> None:
         """At interpreter exit: stop waking anything, finish nothing more."""
-        with self._cond:
+        with self._lock:
             self._abandon = True
             self._closing = True
             self._kick_pending = False
@@ -309,7 +311,8 @@ class StreamWaiter:
         fork would never be released: the waiter gets new ones, and nothing
         here waits.  Nothing is woken either (the loops are the parent's).
         """
-        self._cond = threading.Condition(threading.RLock())
+        self._lock = threading.RLock()
+        self._cond = threading.Condition(self._lock)
         self._turn = threading.Lock()
         self._closing = self._abandon = self._exited = True
         self._kick_pending = False
@@ -335,7 +338,7 @@ class StreamWaiter:
         try:
             query = self._driver.event_query
             while True:
-                with self._cond:
+                with self._lock:
                     if self._abandon or not self._queue:
                         return
                     event, head, release = self._queue[0]
@@ -345,7 +348,7 @@ class StreamWaiter:
                         return
                 except DriverError:
                     return
-                with self._cond:
+                with self._lock:
                     # _current first: passed() reads both without _cond.
                     self._current = head
                     self._queue.popleft()
@@ -354,7 +357,7 @@ class StreamWaiter:
                 except BaseException:
                     # An interrupt on this (the awaiting) thread: the op stays
                     # queued, first, with its marker, for the waiter thread.
-                    with self._cond:
+                    with self._lock:
                         self._queue.appendleft((event, head, release))
                         self._current = None
                         self._cond.notify()
@@ -367,7 +370,7 @@ class StreamWaiter:
                 finally:  # settled: finished whatever happens next
                     if not self._abandon:
                         finish(head, error)
-                with self._cond:
+                with self._lock:
                     self._current = None
                 if head is completion:
                     return
@@ -376,7 +379,7 @@ class StreamWaiter:
 
     def _run(self) -> None:
         while True:
-            with self._cond:
+            with self._lock:
                 self._parked = True
                 while (not self._queue or self._kick_pending) and not self._closing:
                     self._cond.wait()
@@ -386,7 +389,7 @@ class StreamWaiter:
                     self._exited = True
                     break
             with self._turn:
-                with self._cond:
+                with self._lock:
                     if not self._queue:
                         continue  # an awaiting thread finished it first (finish_ready)
                     event, completion, release = self._queue[0]
@@ -394,7 +397,7 @@ class StreamWaiter:
                     self._current = completion
                     self._queue.popleft()
                 self._complete(event, completion, release, _SPIN_S)
-                with self._cond:
+                with self._lock:
                     self._current = None
                 # Drop this op before parking: otherwise the idle thread keeps its
                 # Completion, and through it the stream and a D2H destination, alive.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Iterator
 
 import anyio
@@ -379,6 +380,11 @@ def test_finished_trio_run_while_wake_pending_is_skipped() -> None:
 
     trio.run(grab)  # the run ends before the op does
     c.wait(timeout=30)
+    # wait() may return as soon as the op is marked finished, while the
+    # waiter thread is still running the op's wake-ups.
+    deadline = time.monotonic() + 30
+    while len(tokens) < 2 and time.monotonic() < deadline:
+        time.sleep(0.001)
     assert tokens[-1] == "finished"
     gpu.free(ptr)
     gpu.close()

@@ -45,7 +45,7 @@ class _CopyOps(_CudaBase):
         The core keeps ``src`` alive until the op completes, which covers the
         host function reading it later.
         """
-        s = cast(_Stream, stream)
+        s: _Stream = stream  # type: ignore[assignment]  # not cast(): a call per op
         if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
             self._enter_slow("cuMemcpyHtoDAsync_v2")
         nbytes = src.nbytes
@@ -75,7 +75,7 @@ class _CopyOps(_CudaBase):
         into ``dst`` on the driver's thread.  Pinned destinations go straight
         to the driver.  The enqueueing thread never waits for the device.
         """
-        s = cast(_Stream, stream)
+        s: _Stream = stream  # type: ignore[assignment]  # not cast(): a call per op
         if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
             self._enter_slow("cuMemcpyDtoHAsync_v2")
         nbytes = dst.nbytes
@@ -146,7 +146,8 @@ class _CopyOps(_CudaBase):
     def memcpy_d2d(self, src: int, dst: int, nbytes: int, stream: DriverStream) -> None:
         if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
             self._enter_slow("cuMemcpyDtoDAsync_v2")
-        code = self._lib.cuMemcpyDtoDAsync_v2(dst, src, nbytes, cast(_Stream, stream).handle)
+        s: _Stream = stream  # type: ignore[assignment]
+        code = self._lib.cuMemcpyDtoDAsync_v2(dst, src, nbytes, s.handle)
         if code != 0:
             raise self._fail(code, "cuMemcpyDtoDAsync_v2")
 

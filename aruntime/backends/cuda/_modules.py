@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from ..._driver import DriverFunction, DriverModule, DriverStream, LaunchConfig
 from ..._exceptions import InvalidArgumentError
@@ -116,7 +116,9 @@ class _ModuleOps(_CudaBase):
         InvalidArgumentError here: ``cuLaunchKernel`` itself reads as many
         bytes as each parameter holds from wherever the pointers point.
         """
-        f = cast(_Function, function)
+        # Annotations, not cast(): a call each, on every launch.
+        f: _Function = function  # type: ignore[assignment]
+        s: _Stream = stream  # type: ignore[assignment]
         if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
             self._enter_slow("cuLaunchKernel")
         block = f.blocks.get(tuple(map(type, args)), _UNLAID)
@@ -141,7 +143,7 @@ class _ModuleOps(_CudaBase):
                 by,
                 bz,
                 config.shared_mem,
-                cast(_Stream, stream).handle,
+                s.handle,
                 params,
                 self._ffi.NULL,
             )
@@ -158,7 +160,7 @@ class _ModuleOps(_CudaBase):
                     by,
                     bz,
                     config.shared_mem,
-                    cast(_Stream, stream).handle,
+                    s.handle,
                     block.params,
                     self._ffi.NULL,
                 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any
 
 from ..._driver import DeviceInfo, Driver, DriverStream
 from ..._exceptions import BackendUnavailableError, NotSupportedError
@@ -239,7 +239,7 @@ class _LevelZeroBase(Driver):
     def _append(
         self, stream: DriverStream, copy_op: bool, op: Callable[[Any], int], name: str
     ) -> None:
-        s = cast(_ZeStream, stream)
+        s: _ZeStream = stream  # type: ignore[assignment]  # not cast(): a call per op
         with s.lock:
             self._append_locked(s, copy_op, op, name)
 

@@ -19,7 +19,7 @@ class _CopyOps(_StagedCopyOps):
     def memcpy_h2d(self, src: memoryview, dst: int, stream: DriverStream) -> None:
         """Enqueue a host-to-device copy; large pageable sources are staged (see ``_staged``)."""
         host = _host_address(src)
-        s = cast(_ZeStream, stream)
+        s: _ZeStream = stream  # type: ignore[assignment]  # not cast(): a call per op
         if self._staged(s, host, src.nbytes):
             self._staged_copy(s, host, dst, src.nbytes, to_device=True)
             return
@@ -28,14 +28,15 @@ class _CopyOps(_StagedCopyOps):
     def memcpy_d2h(self, src: int, dst: memoryview, stream: DriverStream) -> None:
         """Enqueue a device-to-host copy; large pageable targets are staged (see ``_staged``)."""
         host = _host_address(dst, writable=True)
-        s = cast(_ZeStream, stream)
+        s: _ZeStream = stream  # type: ignore[assignment]  # not cast(): a call per op
         if self._staged(s, host, dst.nbytes):
             self._staged_copy(s, host, src, dst.nbytes, to_device=False)
             return
         self._append_plain_copy(s, host, src, dst.nbytes)
 
     def memcpy_d2d(self, src: int, dst: int, nbytes: int, stream: DriverStream) -> None:
-        self._append_plain_copy(cast(_ZeStream, stream), dst, src, nbytes)
+        s: _ZeStream = stream  # type: ignore[assignment]
+        self._append_plain_copy(s, dst, src, nbytes)
 
     def _append_plain_copy(self, s: _ZeStream, dst: int, src: int, nbytes: int) -> None:
         """Append one plain copy to ``s``'s copy list, compiled where it can be."""

@@ -104,6 +104,13 @@ class _ZeKernel:
     name: str
     num_args: int | None = None  # from zeKernelGetProperties; None: unknown
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # What the kernel object holds now (Level Zero keeps a kernel's group
+    # size and arguments until they are set again), so a launch sets only
+    # what changed; guarded by ``lock``.
+    block: tuple[int, int, int] | None = None
+    args: list[bytes | None] = field(default_factory=list)
+    grid: tuple[int, int, int] | None = None
+    groups: Any = None  # the ze_group_count_t of ``grid``
 
 
 @dataclass(eq=False)

@@ -141,7 +141,7 @@ class _ModuleOps(_LevelZeroBase):
         args: Sequence[Any],
         stream: DriverStream,
     ) -> None:
-        k = cast(_ZeKernel, function)
+        k: _ZeKernel = function  # type: ignore[assignment]  # not cast(): a call per launch
         if config.shared_mem:
             raise NotSupportedError(
                 f"launch: shared_mem={config.shared_mem}: Level Zero has no per-launch dynamic "
@@ -151,33 +151,35 @@ class _ModuleOps(_LevelZeroBase):
             )
         # A kernel launched with arguments left unset would read whatever
         # an earlier launch left there, so the count is checked first.
-        if k.num_args is not None:
+        if k.num_args is not None and len(args) != k.num_args:
             check_arg_count(k.name, k.num_args, args)
-        groups = ffi.new("ze_group_count_t*", list(config.grid))
-        values = [_arg_bytes(arg) for arg in args]
+        values = [_arg_value(arg) for arg in args]
         # The argument values live on the kernel object until the append
-        # copies them: one launch of a kernel at a time.
+        # copies them: one launch of a kernel at a time, and only what
+        # differs from the kernel's last launch is set again.
         with k.lock:
-            self._check(
-                self._lib.zeKernelSetGroupSize(k.handle, *config.block),
-                "zeKernelSetGroupSize",
-                f"kernel {k.name!r}, block {config.block}",
-            )
-            for index, (value, size) in enumerate(values):
-                rc = self._lib.zeKernelSetArgumentValue(k.handle, index, size, value)
-                if rc == _INVALID_KERNEL_ARGUMENT_SIZE:
-                    raise InvalidArgumentError(
-                        f"launch: kernel {k.name!r} argument {index}: the driver rejects "
-                        f"its size, {size} bytes ({describe_arg(args[index])}), as not the "
-                        "parameter's size"
-                    )
-                if rc == _INVALID_KERNEL_ARGUMENT_INDEX:
-                    raise InvalidArgumentError(
-                        f"launch: kernel {k.name!r} takes fewer than {len(args)} arguments"
-                    )
-                self._check(rc, "zeKernelSetArgumentValue", f"kernel {k.name!r}, argument {index}")
+            if k.block != config.block:
+                k.block = None
+                self._check(
+                    self._lib.zeKernelSetGroupSize(k.handle, *config.block),
+                    "zeKernelSetGroupSize",
+                    f"kernel {k.name!r}, block {config.block}",
+                )
+                k.block = config.block
+            if k.grid != config.grid:
+                k.groups = ffi.new("ze_group_count_t*", list(config.grid))
+                k.grid = config.grid
+            held = k.args
+            if len(held) < len(values):
+                held.extend([None] * (len(values) - len(held)))
+            for index, value in enumerate(values):
+                if held[index] != value:
+                    held[index] = None  # unknown until the driver has taken it
+                    self._set_arg(k, index, value, args)
+                    held[index] = value
             if self._note_launch_site is not None:
                 self._note_launch_site()
+            groups = k.groups
             self._append(
                 stream,
                 False,
@@ -187,13 +189,26 @@ class _ModuleOps(_LevelZeroBase):
                 "zeCommandListAppendLaunchKernel",
             )
 
+    def _set_arg(self, k: _ZeKernel, index: int, value: bytes, args: Sequence[Any]) -> None:
+        size = len(value)
+        rc = self._lib.zeKernelSetArgumentValue(k.handle, index, size, ffi.from_buffer(value))
+        if rc == _INVALID_KERNEL_ARGUMENT_SIZE:
+            raise InvalidArgumentError(
+                f"launch: kernel {k.name!r} argument {index}: the driver rejects "
+                f"its size, {size} bytes ({describe_arg(args[index])}), as not the "
+                "parameter's size"
+            )
+        if rc == _INVALID_KERNEL_ARGUMENT_INDEX:
+            raise InvalidArgumentError(
+                f"launch: kernel {k.name!r} takes fewer than {len(args)} arguments"
+            )
+        self._check(rc, "zeKernelSetArgumentValue", f"kernel {k.name!r}, argument {index}")
 
-def _arg_bytes(arg: Any) -> tuple[Any, int]:
-    """A kernel argument's value and size: numpy scalar, raw bytes or a device pointer."""
+
+def _arg_value(arg: Any) -> bytes:
+    """A kernel argument's bytes: a numpy scalar's, raw bytes, or a device pointer's address."""
     if isinstance(arg, np.generic):
-        raw = arg.tobytes()
-        return ffi.from_buffer(raw), len(raw)
+        return arg.tobytes()
     if isinstance(arg, (bytes, bytearray, memoryview)):
-        raw = bytes(arg)
-        return ffi.from_buffer(raw), len(raw)
-    return ffi.new("uint64_t*", int(arg)), 8  # a DevicePtr: its 8-byte address
+        return bytes(arg)
+    return int(arg).to_bytes(8, "little")  # a DevicePtr: its 8-byte address
