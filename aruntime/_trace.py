@@ -62,10 +62,11 @@ _log = logging.getLogger("aruntime")
 TRACE_ENV = "ARUNTIME_TRACE"
 
 _KINDS = {
-    "copy_h2d_async": "copy",
-    "copy_d2h_async": "copy",
-    "copy_d2d_async": "copy",
-    "copy_d2d_2d_async": "copy",
+    # One kind per direction: H2D and D2H run on different copy engines.
+    "copy_h2d_async": "copy_h2d",
+    "copy_d2h_async": "copy_d2h",
+    "copy_d2d_async": "copy_d2d",
+    "copy_d2d_2d_async": "copy_d2d",
     "memset_async": "memset",
     "launch": "kernel",
     "launch_graph": "graph",
@@ -96,7 +97,7 @@ class TraceSpan:
     """One traced op.  Times are microseconds from the start of the trace."""
 
     op: str  # "copy_h2d_async", "launch"...
-    kind: str  # "copy", "memset", "kernel", "graph" or "op"
+    kind: str  # "copy_h2d", "copy_d2h", "copy_d2d", "memset", "kernel", "graph" or "op"
     name: str  # the kernel's name for launches, else ``op``
     track: int  # the stream's track (the Chrome trace ``tid``)
     stream: str  # the stream's label: "default stream", "stream 2 (priority 0)"
