@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from aruntime import BACKEND_NAMES, BackendStatus, DeviceInfo, open_backend, probe_backends
-from aruntime.cli import _demo_choice, main
+from aruntime._demo import DemoConfig, DemoResult, RunTimes
+from aruntime.cli import _demo_choice, main, overlap_verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["--chunks", "3", "--chunk-mb", "0.01", "--streams", "2", "--no-progress", "--no-trace"]
@@ -64,14 +65,47 @@ def test_info_says_which_kernels_the_sims_run(
     assert line in out
 
 
-def test_demo_on_mock(capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_on_mock(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "300")
     assert main(["demo", "--backend", "mock", *SMALL]) == 0
     out = capsys.readouterr().out
     assert "Pipeline on mock" in out
     assert "match numpy" in out
     for stage in ("H2D copy", "kernel scale_f32", "D2H copy", "overlap, 2 streams"):
         assert stage in out
-    assert "no target on the mock" in out
+    # Nothing overlaps on the mock: no verdict, and no speed-up as if it had.
+    text = " ".join(out.split())
+    assert "its streams cannot overlap" in text, out
+    assert "speed-up over" not in text and " met" not in text and "MISSED" not in text, out
+    assert "device time, 2 streams" not in text, out
+
+
+def _result(
+    serial: tuple[float, float], pipelined: tuple[float, float], overlaps: bool = True
+) -> DemoResult:
+    """A DemoResult whose passes took ``(device ms, busiest engine's busy ms)``."""
+    one = RunTimes(1, serial[0], serial[0], True, 0.0, {"compute": serial[1]})
+    many = RunTimes(4, pipelined[0], pipelined[0], True, 0.0, {"compute": pipelined[1]})
+    return DemoResult(DemoConfig(), "levelzero-sim", "sim", one, many, overlaps=overlaps)
+
+
+def test_demo_verdict_agrees_with_the_speed_up() -> None:
+    """levelzero-sim once printed overlap 1.00 'met' beside a 0.89x speed-up."""
+
+    # 1 stream already 0.98 busy; 4 streams slower: 1.00 overlap but no gain.
+    slower = overlap_verdict(_result((10.0, 9.8), (11.2, 11.2)))
+    assert "MISSED" in slower and "met" not in slower, slower
+    assert "0.89x" in slower and "no faster than 1" in slower and "0.98" in slower, slower
+    # Faster and overlapped: met, with the speed-up beside it.
+    met = overlap_verdict(_result((30.0, 10.0), (12.0, 10.0)))
+    assert "met" in met and "MISSED" not in met and "2.50x" in met, met
+    # Faster, but the busiest engine idle half the time: missed.
+    missed = overlap_verdict(_result((30.0, 10.0), (20.0, 10.0)))
+    assert "MISSED" in missed and "1.50x" in missed, missed
+    # Streams that cannot overlap: no target, no speed-up.
+    mock = overlap_verdict(_result((10.0, 3.0), (4.0, 3.0), overlaps=False))
+    assert "cannot overlap" in mock and "speed-up over" not in mock, mock
+    assert "met" not in mock and "MISSED" not in mock, mock
 
 
 @pytest.mark.parametrize("name", ["cuda-sim", "levelzero-sim"])
