@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import math
 import os
 import re
 import sys
@@ -52,6 +53,13 @@ class CommandError(Exception):
     """A failure the CLI reports as one line."""
 
 
+# Every argument is checked before anything runs, and every bad one is
+# reported the same way: argparse's one line, "aruntime demo: error: argument
+# --chunks: must be >= 1, got 0 (see aruntime demo --help)", exit status 2.
+# The types below check one value each; _check_demo the limits that depend on
+# several (and, once the backend is open, on its memory).
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -60,6 +68,68 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
+
+
+def _chunk_mb(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0 (MiB), got {text}")
+    if _chunk_bytes(value) < 4:
+        raise argparse.ArgumentTypeError(
+            f"must hold at least one float32 (4 bytes, {4 / _MIB:.2g} MiB), got {text}"
+        )
+    return value
+
+
+def _chunk_bytes(chunk_mb: float) -> int:
+    """A chunk's bytes: ``chunk_mb`` MiB, rounded down to whole float32s."""
+    return int(chunk_mb * _MIB) // 4 * 4
+
+
+def _host_memory() -> int | None:
+    """This machine's physical memory in bytes, or None where it cannot tell."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _check_demo(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The demo's checks that span several arguments or the file system; exit 2 on failure."""
+    chunk_bytes = _chunk_bytes(args.chunk_mb)
+    host_bytes = 2 * args.chunks * chunk_bytes
+    limit = _host_memory()
+    if limit is not None and host_bytes > limit:
+        parser.error(
+            f"argument --chunk-mb: {args.chunk_mb:g} MiB x {args.chunks} chunks needs "
+            f"{_size(host_bytes)} of pinned host memory (input and output), more than this "
+            f"machine's {_size(limit)}; use a smaller --chunk-mb or fewer --chunks"
+        )
+    if args.trace is not None and not args.no_trace:
+        path = Path(args.trace)
+        folder = path.parent if str(path.parent) else Path(".")
+        if not path.name or path.is_dir():
+            parser.error(f"argument --trace: {args.trace!r} is a folder, not a file")
+        if not folder.is_dir():
+            parser.error(f"argument --trace: the folder {str(folder)!r} does not exist")
+        if not os.access(folder, os.W_OK):
+            parser.error(f"argument --trace: the folder {str(folder)!r} is not writable")
+
+
+def _check_device_memory(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, total: int, backend: str
+) -> None:
+    """Exit 2 if the streams' device buffers cannot fit on the device."""
+    need = args.streams * _chunk_bytes(args.chunk_mb)
+    if need > total:
+        parser.error(
+            f"argument --chunk-mb: {args.chunk_mb:g} MiB x {args.streams} streams needs "
+            f"{_size(need)} of device memory, more than {backend}'s {_size(total)}; use a "
+            "smaller --chunk-mb or fewer --streams"
+        )
 
 
 def _parser() -> _Parser:
@@ -98,7 +168,7 @@ def _parser() -> _Parser:
     )
     demo.add_argument("--chunks", type=_positive, default=16, help="chunks (default 16)")
     demo.add_argument(
-        "--chunk-mb", type=float, default=4.0, help="MiB per chunk (default 4; may be < 1)"
+        "--chunk-mb", type=_chunk_mb, default=4.0, help="MiB per chunk (default 4; may be < 1)"
     )
     demo.add_argument(
         "--streams", type=_positive, default=3, help="streams to spread chunks over (default 3)"
@@ -118,7 +188,7 @@ def _parser() -> _Parser:
         "aruntime-demo-trace.json in the temporary folder, where tracing is built in)",
     )
     demo.add_argument("--no-trace", action="store_true", help="write no trace")
-    demo.set_defaults(func=_cmd_demo)
+    demo.set_defaults(func=_cmd_demo, parser=demo)
 
     bench = sub.add_parser(
         "bench",
@@ -313,9 +383,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     import anyio
 
     console = _console()
-    chunk_bytes = int(args.chunk_mb * _MIB) // 4 * 4
-    if chunk_bytes < 4:
-        raise CommandError(f"--chunk-mb {args.chunk_mb} is less than one float32")
+    _check_demo(args.parser, args)
+    chunk_bytes = _chunk_bytes(args.chunk_mb)
     config = DemoConfig(chunks=args.chunks, chunk_bytes=chunk_bytes, streams=args.streams)
 
     name = args.backend
@@ -340,6 +409,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         console.print(f"[yellow]{note}[/]", soft_wrap=True)
 
     gpu = open_backend(name)
+    try:
+        _check_device_memory(args.parser, args, gpu.total_memory(), gpu.name)
+    except SystemExit:
+        gpu.close()
+        raise
     trace_path = None
     if not args.no_trace:
         if args.trace is not None and not can_trace(gpu):
@@ -385,6 +459,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _size(nbytes: int) -> str:
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.4g} {unit}"
     if nbytes >= _MIB:
         return f"{nbytes / _MIB:.4g} MiB"
     return f"{nbytes / 1024:.4g} KiB" if nbytes >= 1024 else f"{nbytes} B"

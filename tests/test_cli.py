@@ -247,6 +247,68 @@ def test_unknown_backend_is_one_line(capsys: pytest.CaptureFixture[str]) -> None
     assert "invalid choice: 'nope'" in _one_line_failure(capsys)
 
 
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--chunk-mb", "-1"], "argument --chunk-mb: must be a number > 0 (MiB), got -1"),
+        (["--chunk-mb", "0"], "argument --chunk-mb: must be a number > 0 (MiB), got 0"),
+        (["--chunk-mb", "inf"], "argument --chunk-mb: must be a number > 0 (MiB), got inf"),
+        (["--chunk-mb", "1e-7"], "argument --chunk-mb: must hold at least one float32"),
+        (["--chunk-mb", "x"], "argument --chunk-mb: 'x' is not a number"),
+        (["--chunks", "0"], "argument --chunks: must be >= 1, got 0"),
+        (["--streams", "-2"], "argument --streams: must be >= 1, got -2"),
+        (
+            ["--trace", "/nonexistent/dir/t.json"],
+            "argument --trace: the folder '/nonexistent/dir' does not exist",
+        ),
+        (["--trace", "/"], "argument --trace: '/' is a folder, not a file"),
+        (
+            ["--chunk-mb", "100000"],
+            "argument --chunk-mb: 100000 MiB x 16 chunks needs 3.052 TiB of pinned host memory",
+        ),
+        (
+            ["--chunk-mb", "3000", "--chunks", "1"],
+            "argument --chunk-mb: 3000 MiB x 3 streams needs 8.789 GiB of device memory, "
+            "more than mock's 8 GiB",
+        ),
+    ],
+)
+def test_demo_checks_every_argument_before_it_runs(
+    args: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One style for every bad argument: argparse's line, exit 2, and nothing run."""
+    with pytest.raises(SystemExit) as exc:
+        main(["demo", "--backend", "mock", "--no-progress", *args])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    assert err[0].startswith("aruntime demo: error: "), err
+    assert says in err[0] and err[0].endswith("(see aruntime demo --help)"), err
+
+
+def test_bench_verdicts_say_missed_as_the_footnotes_do(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    for name in ("_harness", "bench_await"):  # imported afresh, and forgotten after
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    import _harness
+    import bench_await
+
+    monkeypatch.setitem(sys.modules, "_harness", _harness)
+    monkeypatch.setitem(sys.modules, "bench_await", bench_await)
+    assert "MISSED" in _harness.verdict(2.0, 1.5, at_most=True)
+    assert "met" in _harness.verdict(1.0, 1.5, at_most=True)
+    monkeypatch.setattr(bench_await, "TARGET", 0.01)  # every row misses
+    monkeypatch.setenv("COLUMNS", "200")
+    assert bench_await.main(["--quick", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if "asyncio own" in line or "trio dflt" in line]
+    assert len(rows) == 2 and all("MISSED" in row for row in rows), out
+    assert "missed" not in out.replace("a missed target", ""), out
+    assert "ends in met or MISSED" in " ".join(out.split()), out
+
+
 def test_bad_environment_backend_is_one_line(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
