@@ -199,7 +199,13 @@ class HostBuffer(np.ndarray):
 class Allocation:
     """One live allocation in a backend's ledger."""
 
+    #: The allocation itself: a :class:`DevicePtr`, or a :class:`HostBuffer` for pinned
+    #: host memory.
     ptr: DevicePtr | HostBuffer
+    #: Its size in bytes, as requested.
     nbytes: int
+    #: Where the user's code allocated it, ``"file:line"``.
     site: str
-    kind: str  # "device", "managed", "arena", "async" (alloc_async) or "host"
+    #: Which call made it: ``"device"`` (``alloc``), ``"managed"``, ``"arena"``,
+    #: ``"async"`` (``alloc_async``) or ``"host"`` (``alloc_host_pinned``).
+    kind: str
