@@ -127,10 +127,16 @@ class DeviceArray:
         "strides",
     )
 
+    #: The device memory the array views, from its first element's byte.
     ptr: DevicePtr
+    #: The array's dimensions, as numpy's ``shape``.
     shape: tuple[int, ...]
+    #: The element type (a native-order numeric numpy dtype).
     dtype: np.dtype[Any]
-    strides: tuple[int, ...]  # in bytes
+    #: Bytes between consecutive elements along each dimension, as numpy's ``strides``.
+    strides: tuple[int, ...]
+    #: The stream the data is ordered on (None: the backend's default stream); the
+    #: consumers of ``__cuda_array_interface__`` and ``__dlpack__`` synchronise with it.
     stream: Stream | None
 
     def __init__(

@@ -94,6 +94,17 @@ class DemoResult:
     pipelined: RunTimes
     stages: list[StageTotals] = field(default_factory=list)  # from the serial pass
     trace_path: str | None = None  # where the pipelined pass's trace was written
+    #: Whether the backend's streams can run at the same time: False on the
+    #: mock, which runs each op when it is enqueued.
+    overlaps: bool = True
+
+    @property
+    def speedup(self) -> float | None:
+        """The serial pass's device time over the pipelined pass's (None if untimed)."""
+        one, many = self.serial.span_ms, self.pipelined.span_ms
+        if not one or not many:
+            return None
+        return one / many
 
     @property
     def correct(self) -> bool:
@@ -180,6 +191,7 @@ async def run_demo(
         pipelined=pipelined,
         stages=stages,
         trace_path=trace_path if trace_path is not None and can_trace(gpu) else None,
+        overlaps=not gpu.driver.synchronous,
     )
 
 

@@ -62,8 +62,12 @@ KernelArg: TypeAlias = DevicePtr | np.generic | bytes
 class DeviceInfo:
     """What a device says about itself."""
 
+    #: The device's name, as its driver reports it (``"NVIDIA H100 80GB HBM3"``).
     name: str
+    #: The device's memory in bytes.
     total_memory: int
+    #: Streaming multiprocessors on CUDA, execution units on Level Zero (the mock's
+    #: ``compute_units`` option, 16 unless given).
     compute_units: int
     #: Driver-specific extras (compute capability, vendor, driver version...).
     extra: tuple[tuple[str, str], ...] = ()
@@ -76,11 +80,11 @@ class LaunchConfig(NamedTuple):
     frozen dataclass's ``__init__`` cost four times as much.
     """
 
-    #: Blocks along x, y and z.
+    #: Blocks in the grid along x, y and z.
     grid: tuple[int, int, int]
-    #: Threads per block along x, y and z.
+    #: Threads in each block along x, y and z.
     block: tuple[int, int, int]
-    #: Dynamic shared memory per block, in bytes.
+    #: Dynamic shared memory per block, in bytes (``launch(..., shared_mem=)``).
     shared_mem: int
 
 

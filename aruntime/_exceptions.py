@@ -32,9 +32,15 @@ __all__ = [
     "StoreHazardError",
 ]
 
+# Every class below sets ``__module__ = "aruntime"``: tracebacks, pytest's
+# summary and ``repr`` then name the public spelling (``aruntime.HazardError``),
+# and pickle finds each class there.
+
 
 class AruntimeError(Exception):
     """Base class of every error aruntime raises (except :class:`TypeError`)."""
+
+    __module__ = "aruntime"
 
 
 class BackendUnavailableError(AruntimeError):
@@ -43,6 +49,8 @@ class BackendUnavailableError(AruntimeError):
     The message lists every library path tried and why each one failed.
     """
 
+    __module__ = "aruntime"
+
 
 class InvalidArgumentError(AruntimeError, ValueError):
     """An argument was rejected before anything reached the driver.
@@ -50,6 +58,8 @@ class InvalidArgumentError(AruntimeError, ValueError):
     Bad sizes, out-of-bounds ranges, freed or foreign pointers, read-only or
     non-contiguous host buffers, and handles of another backend land here.
     """
+
+    __module__ = "aruntime"
 
 
 class DriverError(AruntimeError):
@@ -61,6 +71,8 @@ class DriverError(AruntimeError):
         name: the driver's symbolic name for it (``"CUDA_ERROR_INVALID_VALUE"``).
         function: the driver function (or aruntime op) that failed.
     """
+
+    __module__ = "aruntime"
 
     def __init__(
         self,
@@ -93,6 +105,8 @@ def _rebuild_driver_error(
 class OutOfMemoryError(DriverError, MemoryError):
     """The device (or pinned host memory) is exhausted."""
 
+    __module__ = "aruntime"
+
 
 class NotSupportedError(DriverError):
     """The driver or device does not support the request.
@@ -101,13 +115,19 @@ class NotSupportedError(DriverError):
     message names the symbol.
     """
 
+    __module__ = "aruntime"
+
 
 class DeviceLostError(DriverError):
     """A sticky error: the device or its context is unusable until reopened."""
 
+    __module__ = "aruntime"
+
 
 class CaptureError(AruntimeError):
     """A graph-capture rule was broken (awaiting a captured op, nested capture...)."""
+
+    __module__ = "aruntime"
 
 
 class HazardError(AruntimeError):
@@ -117,6 +137,8 @@ class HazardError(AruntimeError):
     enqueued.  The message names both ops, both streams, the overlapping
     byte range and both call sites.
     """
+
+    __module__ = "aruntime"
 
 
 class StoreHazardError(HazardError, DriverError):
@@ -131,6 +153,10 @@ class StoreHazardError(HazardError, DriverError):
     message names the kernel, its launch site and the store.
     """
 
+    __module__ = "aruntime"
+
 
 class ClosedResourceError(AruntimeError):
     """The backend, stream, event or graph was closed by this program."""
+
+    __module__ = "aruntime"

@@ -71,10 +71,20 @@ class DevicePtr:
             )
         return DevicePtr(self._backend, self._address + n, self._nbytes - n, self._alloc_id)
 
+    def __array__(self, dtype: object = None, copy: object = None) -> np.ndarray[Any, Any]:
+        # Without this, numpy takes the pointer for a sequence (it has __len__
+        # and __getitem__) and fails on ptr[0] with the slicing message.
+        raise TypeError(
+            f"np.asarray(DevicePtr): a DevicePtr is device memory ({self._nbytes} bytes at "
+            f"0x{self._address:x}), which the host cannot view; copy it into a host array "
+            f"with gpu.copy_d2h(ptr, host) or await gpu.copy_d2h_async(ptr, host)"
+        )
+
     def __getitem__(self, key: slice) -> DevicePtr:
         if not isinstance(key, slice):
             raise TypeError(
-                "DevicePtr indices must be slices (ptr[a:b]); use ptr.offset(n) for an offset"
+                f"DevicePtr indices must be slices (ptr[a:b]), got {type(key).__name__}; use "
+                "ptr.offset(n) for an offset, and copy_d2h to read the device's bytes"
             )
         if key.step not in (None, 1):
             raise InvalidArgumentError(f"DevicePtr slice step must be 1, got {key.step}")
@@ -189,7 +199,13 @@ class HostBuffer(np.ndarray):
 class Allocation:
     """One live allocation in a backend's ledger."""
 
+    #: The allocation itself: a :class:`DevicePtr`, or a :class:`HostBuffer` for pinned
+    #: host memory.
     ptr: DevicePtr | HostBuffer
+    #: Its size in bytes, as requested.
     nbytes: int
+    #: Where the user's code allocated it, ``"file:line"``.
     site: str
-    kind: str  # "device", "managed", "arena", "async" (alloc_async) or "host"
+    #: Which call made it: ``"device"`` (``alloc``), ``"managed"``, ``"arena"``,
+    #: ``"async"`` (``alloc_async``) or ``"host"`` (``alloc_host_pinned``).
+    kind: str

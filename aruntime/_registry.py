@@ -41,9 +41,13 @@ _AUTO_ORDER = ("cuda", "levelzero", "mock")
 class BackendStatus:
     """Whether a backend can be opened here, its devices, or why not."""
 
+    #: The backend's name, as :func:`open_backend` takes it (``"cuda-sim"``...).
     name: str
+    #: Whether :func:`open_backend` can open it here.
     available: bool
+    #: Its devices, one :class:`DeviceInfo` each (empty when unavailable).
     devices: tuple[DeviceInfo, ...]
+    #: Why it is unavailable: every library tried and why each failed ("" when available).
     reason: str = ""
 
 

@@ -62,10 +62,11 @@ _log = logging.getLogger("aruntime")
 TRACE_ENV = "ARUNTIME_TRACE"
 
 _KINDS = {
-    "copy_h2d_async": "copy",
-    "copy_d2h_async": "copy",
-    "copy_d2d_async": "copy",
-    "copy_d2d_2d_async": "copy",
+    # One kind per direction: H2D and D2H run on different copy engines.
+    "copy_h2d_async": "copy_h2d",
+    "copy_d2h_async": "copy_d2h",
+    "copy_d2d_async": "copy_d2d",
+    "copy_d2d_2d_async": "copy_d2d",
     "memset_async": "memset",
     "launch": "kernel",
     "launch_graph": "graph",
@@ -95,14 +96,25 @@ def trace_env_path() -> str | None:
 class TraceSpan:
     """One traced op.  Times are microseconds from the start of the trace."""
 
-    op: str  # "copy_h2d_async", "launch"...
-    kind: str  # "copy", "memset", "kernel", "graph" or "op"
-    name: str  # the kernel's name for launches, else ``op``
-    track: int  # the stream's track (the Chrome trace ``tid``)
-    stream: str  # the stream's label: "default stream", "stream 2 (priority 0)"
+    #: The backend call that enqueued the op: ``"copy_h2d_async"``, ``"launch"``...
+    op: str
+    #: What the op does, one engine each (the Chrome trace's ``cat``): ``"copy_h2d"``,
+    #: ``"copy_d2h"``, ``"copy_d2d"``, ``"memset"``, ``"kernel"``, ``"graph"`` (a
+    #: ``launch_graph`` replay) or ``"op"`` (anything else).
+    kind: str
+    #: The kernel's name for a launch, else :attr:`op` (the Chrome trace event's name).
+    name: str
+    #: The stream's track: the Chrome trace ``tid``, one per stream, stable over a trace.
+    track: int
+    #: The stream's label: ``"default stream"``, ``"stream 2 (priority 0)"``...
+    stream: str
+    #: The bytes a copy moved or a memset set (0 for launches and the compute ops).
     nbytes: int
-    kernel: str | None  # "module.function" for launches
+    #: ``"module.function"`` for a launch, else None.
+    kernel: str | None
+    #: When the device started the op: microseconds since the trace began.
     start_us: float
+    #: When the device finished the op: microseconds since the trace began.
     end_us: float
 
     @property

@@ -21,6 +21,10 @@ Fixtures:
 ``leak_check``
     The function used at teardown, for tests that want to call it themselves.
 
+Fault injection: :func:`inject_fault` makes a mock backend's next ops fail
+with the :class:`aruntime.DriverError` you choose (the ops are named as the
+backend's calls, :data:`FAULT_OPS`), and :func:`clear_faults` undoes it.
+
 Every backend these fixtures open checks for stream races
 (``check_hazards=True``): an op that races with another stream's work
 raises :class:`aruntime.HazardError` in the test, as it could fail on a GPU.
@@ -47,7 +51,13 @@ from . import _blocking as blocking
 from . import _sites as sites
 from ._backend import Backend
 from ._completion import Completion
-from ._exceptions import AruntimeError, BackendUnavailableError, DeviceLostError
+from ._exceptions import (
+    AruntimeError,
+    BackendUnavailableError,
+    DeviceLostError,
+    DriverError,
+    NotSupportedError,
+)
 from ._isolation import MARKER
 
 # The plugin's hooks for @pytest.mark.aruntime_isolated (pytest finds them here).
@@ -55,14 +65,25 @@ from ._isolation import pytest_configure as pytest_configure
 from ._isolation import pytest_runtest_logreport as pytest_runtest_logreport
 from ._isolation import pytest_runtest_protocol as pytest_runtest_protocol
 from ._registry import open_backend
+from .backends.mock import FAULT_OPS as _FAULT_OPS
+from .backends.mock import MockDriver
 
 __all__ = [
     "CONFORMANCE_BACKENDS",
+    "FAULT_OPS",
     "LeakError",
     "UnobservedError",
     "assert_no_leaks",
+    "clear_faults",
+    "inject_fault",
     "open_test_backend",
 ]
+
+#: The ops :func:`inject_fault` can make fail, each by the name of the backend
+#: call that enqueues it.  ``"alloc"`` covers ``alloc``, ``alloc_managed``,
+#: ``alloc_arena`` and the pool behind ``alloc_async``; each copy and
+#: ``memset`` covers its blocking form; ``"any"`` matches every op.
+FAULT_OPS: tuple[str, ...] = _FAULT_OPS
 
 #: Backend variants the ``backend`` fixture tries, in order.
 CONFORMANCE_BACKENDS = ("mock", "mock-async", "cuda-sim", "levelzero-sim", "cuda", "levelzero")
@@ -103,6 +124,47 @@ def open_test_backend(variant: str, **options: Any) -> Backend:
         options.setdefault("latency", 0.0005)
         return open_backend("mock", **options)
     return open_backend(variant, **options)
+
+
+def _mock_driver(fn: str, backend: Backend) -> MockDriver:
+    if not isinstance(backend, Backend):
+        raise TypeError(f"{fn}: expected an aruntime.Backend, got {type(backend).__name__}")
+    driver = backend.driver
+    if not isinstance(driver, MockDriver):
+        raise NotSupportedError(
+            f"{fn}: backend {backend.name!r} does not take injected faults; only the mock "
+            "does (open_backend('mock'), or the mock_backend fixture)",
+            backend=backend.name,
+            function=fn,
+        )
+    return driver
+
+
+def inject_fault(
+    backend: Backend, op: str, error: type[DriverError] = DriverError, count: int = 1
+) -> None:
+    """Make ``backend``'s next ``count`` ops ``op`` fail with ``error`` (a mock backend).
+
+    ``op`` is one of :data:`FAULT_OPS`: the name of the call that enqueues
+    the op (``"copy_h2d_async"``, ``"launch"``...), or ``"any"``.  The
+    blocking forms fail with their async op (``copy_h2d`` with
+    ``"copy_h2d_async"``).  ``error`` is a :class:`aruntime.DriverError`
+    subclass; the failed op raises it when awaited (or at the call, for
+    ``alloc``), with ``name="MOCK_INJECTED_FAULT"``.  A
+    :class:`aruntime.DeviceLostError` is sticky, as on a device: every later
+    op fails too, until :func:`clear_faults`.  Other backends raise
+    :class:`aruntime.NotSupportedError`.
+
+    The mock's driver takes the same call, ``gpu.driver.inject_fault(op,
+    error, count)``, and also its older short names (``"copy_h2d"``,
+    ``"memset"``, ``"copy_2d"``, ``"graph_launch"``, ``"alloc_host"``).
+    """
+    _mock_driver("inject_fault", backend).inject_fault(op, error, count)
+
+
+def clear_faults(backend: Backend) -> None:
+    """Forget ``backend``'s injected faults not yet raised, and revive a device they lost."""
+    _mock_driver("clear_faults", backend).clear_faults()
 
 
 def _required() -> set[str]:

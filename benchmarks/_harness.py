@@ -57,10 +57,10 @@ def median(values: Sequence[float]) -> float:
 
 
 def verdict(ratio: float, target: float, *, at_most: bool) -> str:
-    """'met' or 'missed' against a target, for the table's last column."""
+    """'met' or 'MISSED' against a target, for the table's last column (as :func:`mark`)."""
     ok = ratio <= target if at_most else ratio >= target
     bound = f"<= {target:g}x" if at_most else f">= {target:g}x"
-    return f"[green]met[/] ({bound})" if ok else f"[red]missed[/] ({bound})"
+    return f"[green]met[/] ({bound})" if ok else f"[red]MISSED[/] ({bound})"
 
 
 def mark(ok: bool) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import numpy as np
-from _harness import console, median, parse_args, table, verdict
+from _harness import NOISE, console, median, parse_args, table, verdict
 
 import aruntime as ar
 from aruntime._validate import as_host_view
@@ -172,6 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             m = anyio.run(_measure, rounds, iterations, explicit, backend=loop)
             _add_row(t, f"{loop} {'own' if explicit else 'dflt'}", m)
     console.print(t)
+    console.print(f"A target's row ends in met or MISSED.  {NOISE}")
     parts = _breakdown(rounds, iterations)
     b = table(
         f"enqueue of one mock copy_h2d_async({NBYTES} B), by piece: us of {CLOCK_NAME} "

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from aruntime import BACKEND_NAMES, BackendStatus, DeviceInfo, open_backend, probe_backends
-from aruntime.cli import _demo_choice, main
+from aruntime._demo import DemoConfig, DemoResult, RunTimes
+from aruntime.cli import _demo_choice, main, overlap_verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = ["--chunks", "3", "--chunk-mb", "0.01", "--streams", "2", "--no-progress", "--no-trace"]
@@ -64,14 +65,47 @@ def test_info_says_which_kernels_the_sims_run(
     assert line in out
 
 
-def test_demo_on_mock(capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_on_mock(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "300")
     assert main(["demo", "--backend", "mock", *SMALL]) == 0
     out = capsys.readouterr().out
     assert "Pipeline on mock" in out
     assert "match numpy" in out
     for stage in ("H2D copy", "kernel scale_f32", "D2H copy", "overlap, 2 streams"):
         assert stage in out
-    assert "no target on the mock" in out
+    # Nothing overlaps on the mock: no verdict, and no speed-up as if it had.
+    text = " ".join(out.split())
+    assert "its streams cannot overlap" in text, out
+    assert "speed-up over" not in text and " met" not in text and "MISSED" not in text, out
+    assert "device time, 2 streams" not in text, out
+
+
+def _result(
+    serial: tuple[float, float], pipelined: tuple[float, float], overlaps: bool = True
+) -> DemoResult:
+    """A DemoResult whose passes took ``(device ms, busiest engine's busy ms)``."""
+    one = RunTimes(1, serial[0], serial[0], True, 0.0, {"compute": serial[1]})
+    many = RunTimes(4, pipelined[0], pipelined[0], True, 0.0, {"compute": pipelined[1]})
+    return DemoResult(DemoConfig(), "levelzero-sim", "sim", one, many, overlaps=overlaps)
+
+
+def test_demo_verdict_agrees_with_the_speed_up() -> None:
+    """levelzero-sim once printed overlap 1.00 'met' beside a 0.89x speed-up."""
+
+    # 1 stream already 0.98 busy; 4 streams slower: 1.00 overlap but no gain.
+    slower = overlap_verdict(_result((10.0, 9.8), (11.2, 11.2)))
+    assert "MISSED" in slower and "met" not in slower, slower
+    assert "0.89x" in slower and "no faster than 1" in slower and "0.98" in slower, slower
+    # Faster and overlapped: met, with the speed-up beside it.
+    met = overlap_verdict(_result((30.0, 10.0), (12.0, 10.0)))
+    assert "met" in met and "MISSED" not in met and "2.50x" in met, met
+    # Faster, but the busiest engine idle half the time: missed.
+    missed = overlap_verdict(_result((30.0, 10.0), (20.0, 10.0)))
+    assert "MISSED" in missed and "1.50x" in missed, missed
+    # Streams that cannot overlap: no target, no speed-up.
+    mock = overlap_verdict(_result((10.0, 3.0), (4.0, 3.0), overlaps=False))
+    assert "cannot overlap" in mock and "speed-up over" not in mock, mock
+    assert "met" not in mock and "MISSED" not in mock, mock
 
 
 @pytest.mark.parametrize("name", ["cuda-sim", "levelzero-sim"])
@@ -211,6 +245,68 @@ def test_unknown_backend_is_one_line(capsys: pytest.CaptureFixture[str]) -> None
         main(["demo", "--backend", "nope"])
     assert exc.value.code == 2
     assert "invalid choice: 'nope'" in _one_line_failure(capsys)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--chunk-mb", "-1"], "argument --chunk-mb: must be a number > 0 (MiB), got -1"),
+        (["--chunk-mb", "0"], "argument --chunk-mb: must be a number > 0 (MiB), got 0"),
+        (["--chunk-mb", "inf"], "argument --chunk-mb: must be a number > 0 (MiB), got inf"),
+        (["--chunk-mb", "1e-7"], "argument --chunk-mb: must hold at least one float32"),
+        (["--chunk-mb", "x"], "argument --chunk-mb: 'x' is not a number"),
+        (["--chunks", "0"], "argument --chunks: must be >= 1, got 0"),
+        (["--streams", "-2"], "argument --streams: must be >= 1, got -2"),
+        (
+            ["--trace", "/nonexistent/dir/t.json"],
+            "argument --trace: the folder '/nonexistent/dir' does not exist",
+        ),
+        (["--trace", "/"], "argument --trace: '/' is a folder, not a file"),
+        (
+            ["--chunk-mb", "100000"],
+            "argument --chunk-mb: 100000 MiB x 16 chunks needs 3.052 TiB of pinned host memory",
+        ),
+        (
+            ["--chunk-mb", "3000", "--chunks", "1"],
+            "argument --chunk-mb: 3000 MiB x 3 streams needs 8.789 GiB of device memory, "
+            "more than mock's 8 GiB",
+        ),
+    ],
+)
+def test_demo_checks_every_argument_before_it_runs(
+    args: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One style for every bad argument: argparse's line, exit 2, and nothing run."""
+    with pytest.raises(SystemExit) as exc:
+        main(["demo", "--backend", "mock", "--no-progress", *args])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    assert err[0].startswith("aruntime demo: error: "), err
+    assert says in err[0] and err[0].endswith("(see aruntime demo --help)"), err
+
+
+def test_bench_verdicts_say_missed_as_the_footnotes_do(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    for name in ("_harness", "bench_await"):  # imported afresh, and forgotten after
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    import _harness
+    import bench_await
+
+    monkeypatch.setitem(sys.modules, "_harness", _harness)
+    monkeypatch.setitem(sys.modules, "bench_await", bench_await)
+    assert "MISSED" in _harness.verdict(2.0, 1.5, at_most=True)
+    assert "met" in _harness.verdict(1.0, 1.5, at_most=True)
+    monkeypatch.setattr(bench_await, "TARGET", 0.01)  # every row misses
+    monkeypatch.setenv("COLUMNS", "200")
+    assert bench_await.main(["--quick", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    rows = [line for line in out.splitlines() if "asyncio own" in line or "trio dflt" in line]
+    assert len(rows) == 2 and all("MISSED" in row for row in rows), out
+    assert "missed" not in out.replace("a missed target", ""), out
+    assert "ends in met or MISSED" in " ".join(out.split()), out
 
 
 def test_bad_environment_backend_is_one_line(

@@ -6,6 +6,8 @@ The site itself is built by ``.ci/run`` with warnings as errors:
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import inspect
 import os
 import re
@@ -59,6 +61,110 @@ def test_every_public_name_has_a_docstring() -> None:
     assert missing == [], (
         f"public names without a docstring (a constant needs a '#:' comment above "
         f"its assignment): {', '.join(missing)}"
+    )
+
+
+def _fields(cls: type) -> list[str]:
+    """The public fields of ``cls``: dataclass and NamedTuple fields, annotations, slots."""
+    names: list[str] = []
+    if dataclasses.is_dataclass(cls):
+        names += [f.name for f in dataclasses.fields(cls)]
+    names += list(getattr(cls, "_fields", ()))
+    names += list(vars(cls).get("__annotations__", {}))
+    slots = vars(cls).get("__slots__", ())
+    names += [slots] if isinstance(slots, str) else list(slots)
+    return [n for n in dict.fromkeys(names) if not n.startswith("_")]
+
+
+def _source_field_docs(cls: type) -> set[str]:
+    """The fields of ``cls`` with a ``#:`` comment or a docstring in its source (as autodoc reads).
+
+    A field is assigned or annotated in the class body, or assigned to
+    ``self.<name>`` in one of its methods; its description is the ``#:``
+    comment right above, a ``#:`` comment at the end of the line, or a string
+    right after.
+    """
+    path = inspect.getsourcefile(cls)
+    assert path is not None
+    source = Path(path).read_text()
+    lines = source.splitlines()
+    (node,) = [
+        n
+        for n in ast.parse(source).body
+        if isinstance(n, ast.ClassDef) and n.name == cls.__qualname__
+    ]
+
+    def described(body: list[ast.stmt], self_name: str | None) -> set[str]:
+        found = set()
+        for i, stmt in enumerate(body):
+            if isinstance(stmt, ast.AnnAssign):
+                targets = [stmt.target]
+            elif isinstance(stmt, ast.Assign):
+                targets = list(stmt.targets)
+            else:
+                continue
+            names = [
+                t.id if isinstance(t, ast.Name) else t.attr
+                for t in targets
+                if (isinstance(t, ast.Name) and self_name is None)
+                or (
+                    isinstance(t, ast.Attribute)
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == self_name
+                )
+            ]
+            above = lines[stmt.lineno - 2].strip() if stmt.lineno >= 2 else ""
+            inline = "#:" in lines[stmt.end_lineno - 1 if stmt.end_lineno else stmt.lineno - 1]
+            after = body[i + 1] if i + 1 < len(body) else None
+            string_after = (
+                isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            )
+            if above.startswith("#:") or inline or string_after:
+                found.update(names)
+        return found
+
+    found = described(node.body, None)
+    for method in node.body:
+        if isinstance(method, ast.FunctionDef) and method.args.args:
+            found |= described(method.body, method.args.args[0].arg)
+    return found
+
+
+def _reference_field_docs(qualname: str) -> set[str]:
+    """The attributes docs/api.md describes by hand inside ``qualname``'s autoclass."""
+    text = (DOCS / "api.md").read_text()
+    match = re.search(
+        rf"^\.\. autoclass:: {re.escape(qualname)}\n((?:[ \t]+.*\n|\n)*)", text, re.MULTILINE
+    )
+    if not match:
+        return set()
+    block = match.group(1)
+    return {
+        name
+        for name, body in re.findall(
+            r"^   \.\. py:attribute:: (\w+)\n((?:      .*\n|\n)*)", block, re.MULTILINE
+        )
+        if any(line.strip() and not line.strip().startswith(":") for line in body.splitlines())
+    }
+
+
+def test_every_public_field_has_a_description() -> None:
+    """The reference once had 38 blank entries: the fields of TraceSpan, DeviceInfo..."""
+    missing = []
+    checked = 0
+    for qualname, value in _public():
+        if not inspect.isclass(value) or issubclass(value, BaseException):
+            continue
+        fields = _fields(value)
+        checked += len(fields)
+        documented = _source_field_docs(value) | _reference_field_docs(qualname)
+        missing += [f"{qualname}.{name}" for name in fields if name not in documented]
+    assert checked >= 38
+    assert missing == [], (
+        "public fields without a description (put a '#:' comment above the field, or "
+        f"an attribute in its autoclass block of docs/api.md): {', '.join(missing)}"
     )
 
 

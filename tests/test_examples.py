@@ -54,7 +54,9 @@ def test_example_runs(example: Path, backend: str, loop: str) -> None:
         "ARUNTIME_BACKEND": backend,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
     }
-    argv = [sys.executable, str(example), *(["--trio"] if loop == "trio" else [])]
+    # Warnings are errors, as in the test suite: a blocking call on the loop
+    # (they warn by default) or a leaked resource fails the example.
+    argv = [sys.executable, "-W", "error", str(example), *(["--trio"] if loop == "trio" else [])]
     done = subprocess.run(
         argv, capture_output=True, text=True, env=env, cwd=ROOT, timeout=100, check=False
     )

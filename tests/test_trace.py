@@ -169,7 +169,9 @@ def test_mock_trace_file_structure(tmp_path: Path) -> None:
     launch = spans[1]
     assert launch["name"] == "double" and launch["cat"] == "kernel"
     assert launch["args"]["kernel"] == "demo.double"
-    assert spans[0]["args"]["bytes"] == host.nbytes and spans[0]["cat"] == "copy"
+    assert spans[0]["args"]["bytes"] == host.nbytes and spans[0]["cat"] == "copy_h2d"
+    # The two directions use two engines: the kind tells them apart.
+    assert [s["cat"] for s in spans] == ["copy_h2d", "kernel", "memset", "copy_d2h"]
     assert {s["args"]["stream"] for s in spans} == {"default stream", "stream 1 (priority 1)"}
     assert_in_order_per_track(spans)
     doc = json.loads(path.read_text())
@@ -196,6 +198,27 @@ def test_trace_spans_api_and_nesting(tmp_path: Path) -> None:
     span = inner.spans[0]
     assert span.op == "memset_async" and span.nbytes == 64 and span.duration_us >= 0
     assert len(load(tmp_path / "outer.json")) == 3
+
+
+def test_span_kinds_tell_the_copy_directions_apart(tmp_path: Path) -> None:
+    with ar.open_backend("mock") as gpu:
+        a, b = gpu.alloc(64), gpu.alloc(64)
+        host = np.zeros(64, np.uint8)
+        with gpu.trace(tmp_path / "t.json") as trace:
+            gpu.copy_h2d_async(host, a)
+            gpu.copy_d2d_async(a, b, 64)
+            gpu.copy_d2d_2d_async(a, 8, b, 8, 8, 8)
+            gpu.copy_d2h_async(b, host)
+        gpu.free(a)
+        gpu.free(b)
+    kinds = [(s.op, s.kind) for s in trace.spans]
+    assert kinds == [
+        ("copy_h2d_async", "copy_h2d"),
+        ("copy_d2d_async", "copy_d2d"),
+        ("copy_d2d_2d_async", "copy_d2d"),
+        ("copy_d2h_async", "copy_d2h"),
+    ]
+    assert [s["cat"] for s in load(tmp_path / "t.json")] == [k for _, k in kinds]
 
 
 def test_trace_errors(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import pytest
 from my_gpu_code import scale, scale_or_fallback
 
 import aruntime as ar
+import aruntime.testing
 
 pytestmark = pytest.mark.anyio
 
@@ -39,7 +40,7 @@ async def test_empty_input_touches_no_device(mock_backend: ar.Backend) -> None:
 
 async def test_upload_out_of_memory_raises_and_frees(mock_backend: ar.Backend) -> None:
     """The error path: the copy fails, the error reaches us, nothing leaks."""
-    mock_backend.driver.inject_fault("copy_h2d", ar.OutOfMemoryError)
+    aruntime.testing.inject_fault(mock_backend, "copy_h2d_async", ar.OutOfMemoryError)
     with pytest.raises(ar.OutOfMemoryError):
         await scale(mock_backend, np.ones(64, dtype=np.float32), 2.0)
     assert mock_backend.live_bytes() == 0  # the finally freed it
@@ -48,7 +49,7 @@ async def test_upload_out_of_memory_raises_and_frees(mock_backend: ar.Backend) -
 async def test_fallback_computes_on_host_when_device_is_full(
     mock_backend: ar.Backend,
 ) -> None:
-    mock_backend.driver.inject_fault("alloc", ar.OutOfMemoryError)
+    aruntime.testing.inject_fault(mock_backend, "alloc", ar.OutOfMemoryError)
     host = np.linspace(0, 1, 100, dtype=np.float32)
     np.testing.assert_allclose(await scale_or_fallback(mock_backend, host, 4.0), host * 4)
     assert mock_backend.driver.calls("launch") == []  # the kernel never ran

@@ -4,7 +4,8 @@ Options for ``open_backend("mock", ...)``: ``device_name``, ``total_memory``
 (bytes) and ``compute_units``; ``latency=<seconds>`` makes it asynchronous, each
 stream running its ops on a worker thread (see ``_threaded``).  The driver
 (``backend.driver``) offers ``call_log``, ``calls(op)``,
-``inject_fault(kind, error, count)`` and ``clear_faults()``.
+``inject_fault(op, error, count)`` and ``clear_faults()`` (made public as
+:func:`aruntime.testing.inject_fault` and :func:`aruntime.testing.clear_faults`).
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 from ..._backend_package import check_options
 from ..._driver import DeviceInfo, Driver
 from ..._exceptions import BackendUnavailableError
-from ._driver import FAULT_KINDS, MockCall, MockDriver
+from ._driver import FAULT_KINDS, FAULT_OPS, MockCall, MockDriver
 
 if TYPE_CHECKING:
     from ._threaded import ThreadedMockDriver
 
 __all__ = [
     "FAULT_KINDS",
+    "FAULT_OPS",
     "OPTIONS",
     "MockCall",
     "MockDriver",

@@ -39,9 +39,27 @@ from ..._kernel_args import check_arg_count, check_arg_sizes
 from ..._memory import DevicePtr
 from ._bounds import MemoryFault
 
-__all__ = ["FAULT_KINDS", "MockCall", "MockDriver"]
+__all__ = ["FAULT_KINDS", "FAULT_OPS", "MockCall", "MockDriver"]
 
-#: Op kinds that :meth:`MockDriver.inject_fault` accepts.
+#: The ops :meth:`MockDriver.inject_fault` can make fail, by the name of the
+#: backend call that enqueues them.  ``"alloc"`` covers ``alloc``,
+#: ``alloc_managed``, ``alloc_arena`` and the pool behind ``alloc_async``; each
+#: copy and ``memset`` covers its blocking form too (``copy_h2d`` is
+#: ``copy_h2d_async`` waited on); ``"any"`` matches every op.
+FAULT_OPS = (
+    "alloc",
+    "alloc_host_pinned",
+    "copy_h2d_async",
+    "copy_d2h_async",
+    "copy_d2d_async",
+    "copy_d2d_2d_async",
+    "memset_async",
+    "launch",
+    "launch_graph",
+    "any",
+)
+
+#: The mock's own short names of the same ops (its call log's), also accepted.
 FAULT_KINDS = (
     "alloc",
     "alloc_host",
@@ -54,6 +72,12 @@ FAULT_KINDS = (
     "graph_launch",
     "any",
 )
+
+# Each name inject_fault takes, to the short kind the driver checks.
+_FAULT_KIND_OF = {
+    **dict(zip(FAULT_OPS, FAULT_KINDS, strict=True)),
+    **{kind: kind for kind in FAULT_KINDS},
+}
 
 _ALIGN = 256
 _GAP = 64 * 1024  # unmapped space between allocations, like a real VA allocator
@@ -173,18 +197,22 @@ class MockDriver(Driver):
         self._copy_calls: dict[tuple[str, int, int], MockCall] = {}
 
     # -- user-facing extras --------------------------------------------------
-    def inject_fault(
-        self, kind: str, error: type[DriverError] = DriverError, count: int = 1
-    ) -> None:
-        """Make the next ``count`` ops of ``kind`` fail with ``error``.
+    def inject_fault(self, op: str, error: type[DriverError] = DriverError, count: int = 1) -> None:
+        """Make the next ``count`` ops ``op`` fail with ``error``.
 
-        ``kind`` is one of :data:`FAULT_KINDS` (``"any"`` matches every op).
+        ``op`` is one of :data:`FAULT_OPS` (``"copy_h2d_async"``...;
+        ``"any"`` matches every op), or its short name in :data:`FAULT_KINDS`.
         A :class:`DeviceLostError` is sticky: every later op fails too, as on a
-        real device.
+        real device.  :func:`aruntime.testing.inject_fault` is the same call
+        made on a backend.
         """
-        if kind not in FAULT_KINDS:
+        if not isinstance(op, str):
+            raise TypeError(f"inject_fault: op must be a str, got {type(op).__name__}")
+        kind = _FAULT_KIND_OF.get(op)
+        if kind is None:
             raise InvalidArgumentError(
-                f"inject_fault: kind {kind!r} is not one of {', '.join(FAULT_KINDS)}"
+                f"inject_fault: op {op!r} is not one of {', '.join(FAULT_OPS)} "
+                f"(or their short names {', '.join(FAULT_KINDS)})"
             )
         if not (isinstance(error, type) and issubclass(error, DriverError)):
             raise TypeError(f"inject_fault: error must be a DriverError subclass, got {error!r}")
@@ -197,6 +225,7 @@ class MockDriver(Driver):
             self._quiet = False
 
     def clear_faults(self) -> None:
+        """Forget every injected fault not yet raised, and a lost device's sticky error."""
         with self._lock:
             self._faults.clear()
             self._lost = None
