@@ -564,7 +564,9 @@ static int run_blocks(const ptx_kernel_ctx *kc, const ar_launch *L, void **param
             fr->local_base = 0;
             fill_specials(&b, w, fr);
             w->red_lanes = 0;
+            memset(w->cp_groups, 0, sizeof w->cp_groups);
         }
+        ptx_cp_reset(&b);
         b.bar_red = 0;
         b.bar_arrivals = b.red_popc = b.red_any = 0;
         b.red_all = 1;
@@ -597,6 +599,8 @@ out:
         }
     }
     free(b.warps);
+    free(b.cp);
+    free(b.cp_busy);
     free(b.shared);
     free(b.params);
     return rc;

@@ -60,6 +60,8 @@ static int exec_ldmatrix(block_ctx *b, frame *fr, const pinsn *in)
             const uint8_t *p = row_at(b, in, A[8 * k + r] + (uint64_t)in->imm);
             if (!p)
                 return E_FAULT;
+            if (b->ncp && ptx_cp_hazard(b, in, (uint64_t)(p - b->shared), 16))
+                return E_FAIL;
             memcpy(mat[k][r], p, 16);
         }
     for (int k = 0; k < in->vec; k++) {

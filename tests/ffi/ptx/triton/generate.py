@@ -18,8 +18,11 @@ Triton appends two pointer parameters to every kernel
 (its global and profile scratch); the test passes null for both, as
 Triton's launcher does when the kernel asks for no scratch.
 
-The fp16 ``tl.dot`` matmul runs on sm_80 (``ldmatrix``, ``mma.m16n8k16``);
-for sm_90 Triton writes ``wgmma`` behind ``fence.proxy.async``, which
+The fp16 ``tl.dot`` matmul runs on sm_80 (``ldmatrix``, ``mma.m16n8k16``),
+as written (masked per element: no cp.async) and as the autotuner compiles
+it for sizes divisible by 16 with several ``num_stages``/``num_warps``
+(``cp.async`` pipelines).  For sm_90 Triton writes ``wgmma`` behind
+``fence.proxy.async`` (except for 2 warps, below a warpgroup), which
 cuda-sim refuses at load, naming the instruction; that PTX is kept for the
 refusal test.
 """
@@ -171,6 +174,43 @@ def matmul_kernel(  # type: ignore[no-untyped-def]
 
 P32, P16 = "*fp32", "*fp16"
 
+MATMUL_SIGNATURE = {
+    "a_ptr": P16,
+    "b_ptr": P16,
+    "c_ptr": P16,
+    "M": "i32",
+    "N": "i32",
+    "K": "i32",
+    "stride_am": "i32",
+    "stride_ak": "i32",
+    "stride_bk": "i32",
+    "stride_bn": "i32",
+    "stride_cm": "i32",
+    "stride_cn": "i32",
+}
+
+
+def _tuned_matmul(
+    block_m: int, block_n: int, block_k: int, num_stages: int, num_warps: int
+) -> tuple[object, ...]:
+    """The tutorial's matmul as its autotuner launches it on contiguous fp16
+    matrices whose sizes are multiples of 16: Triton's JIT makes the unit
+    strides constants and marks the pointers and the other integers
+    divisible by 16, so the loads vectorize and pipeline into cp.async."""
+    signature = {k: v for k, v in MATMUL_SIGNATURE.items() if k not in UNIT_STRIDES}
+    constexprs = {
+        **dict.fromkeys(UNIT_STRIDES, 1),
+        "BLOCK_SIZE_M": block_m,
+        "BLOCK_SIZE_N": block_n,
+        "BLOCK_SIZE_K": block_k,
+        "GROUP_SIZE_M": 8,
+    }
+    options = {"num_warps": num_warps, "num_stages": num_stages}
+    return (matmul_kernel, signature, constexprs, options)
+
+
+UNIT_STRIDES = ("stride_ak", "stride_bn", "stride_cn")
+
 #: name -> (kernel, signature, constexprs, compile options)
 KERNELS = {
     "vector_add": (
@@ -193,7 +233,7 @@ KERNELS = {
         {"num_warps": 8},
     ),
     # The tutorial's own pipelined loop: on sm_80 and sm_90 its loads become
-    # cp.async, which cuda-sim refuses (the test checks the refusal).
+    # cp.async (commit_group, wait_group).
     "softmax_pipelined": (
         softmax_kernel,
         {
@@ -264,6 +304,14 @@ KERNELS = {
         {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8},
         {"num_warps": 4, "num_stages": 3},
     ),
+    # Autotune configurations (BLOCK_SIZE_M, _N, _K, num_stages, num_warps):
+    # cp.async pipelines of 3, 4 and 5 stages over 8, 4 and 2 warps.  The last
+    # two are the tutorial's; its 8-warp one (128x256x64) needs 96 KiB of
+    # shared memory, over the 48 KiB cuda-sim's device offers, so the first
+    # is that one's 8 warps and 3 stages over a tile that fits.
+    "matmul_f16_128x128x32_s3_w8": _tuned_matmul(128, 128, 32, 3, 8),
+    "matmul_f16_64x128x32_s4_w4": _tuned_matmul(64, 128, 32, 4, 4),
+    "matmul_f16_64x32x32_s5_w2": _tuned_matmul(64, 32, 32, 5, 2),
 }
 
 
@@ -271,7 +319,10 @@ def compile_one(name: str, arch: int) -> tuple[str, dict[str, object]]:
     """The PTX, and what a launch needs from Triton's metadata."""
     fn, signature, constexprs, options = KERNELS[name]
     full = {**signature, **dict.fromkeys(constexprs, "constexpr")}
-    src = ASTSource(fn=fn, signature=full, constexprs=constexprs)
+    attrs = {}
+    if name.startswith("matmul_f16_"):  # what the JIT's specialization adds (_tuned_matmul)
+        attrs = {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k in signature}
+    src = ASTSource(fn=fn, signature=full, constexprs=constexprs, attrs=attrs)
     compiled = triton.compile(src, target=GPUTarget("cuda", arch, 32), options=options)
     meta = compiled.metadata
     launch = {

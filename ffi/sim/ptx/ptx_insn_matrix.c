@@ -1,0 +1,164 @@
+/* The parse families of the warp-level matrix instructions (ldmatrix, mma)
+ * and of the asynchronous copies (cp.async), from ptx_opcodes.def; their
+ * executors are ptx_exec_mma.c and ptx_exec_async.c.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+
+#include "ptx_insn.h"
+
+/* ldmatrix.sync.aligned.m8n8.{x1,x2,x4}[.trans][.shared[::cta]].b16 d, [a]:
+ * in.vec matrices, in.mode 1 for .trans, d in in.v (x1's d may be braced). */
+int parse_ldmatrix(parser *ps, insn *x)
+{
+    NEEDS(2, 2);
+    int num = has(&x->md, "x1") ? 1 : has(&x->md, "x2") ? 2 : has(&x->md, "x4") ? 4 : 0;
+    x->in.mode = (uint8_t)has(&x->md, "trans");
+    x->in.space = (uint8_t)space_of(&x->md);
+    if (!has(&x->md, "sync") || !has(&x->md, "aligned") || !has(&x->md, "m8n8") || !num ||
+        x->ty != T_B16 || x->nt != 1 || (x->in.space != S_SHARED && x->in.space != S_GENERIC))
+        return REFUSE("unsupported instruction '%s'", x->opname);
+    x->in.vec = (uint8_t)num;
+    x->rc = ptx_addr_operand(ps, &x->ops[1], x->line, &x->in);
+    if (num == 1 && x->ops[0].kind == O_NAME)
+        DST(0, v[0]);
+    else if (x->ops[0].kind != O_VEC || x->ops[0].nv != num)
+        return REFUSE("'%s' needs a vector of %d", x->opname, num);
+    else
+        x->rc = x->rc ? x->rc : ptx_vec_slots(ps, &x->ops[0], T_B32, x->line, 1, x->in.v);
+    return 0;
+}
+
+/* The slots of one braced mma operand, appended to the function's lists. */
+static int mma_list(parser *ps, insn *x, int k, int count, int dst)
+{
+    pfunc *f = ps->f;
+    if (x->ops[k].kind != O_VEC || x->ops[k].nv != count)
+        return REFUSE("'%s': operand %d needs a vector of %d", x->opname, k + 1, count);
+    for (int i = 0; i < count; i++)
+        if (!GROW(f->lists, f->nlists, f->cap_lists))
+            return ptx_nomem(ps);
+        else
+            f->lists[f->nlists++] = PTX_NONE;
+    return ptx_vec_slots(ps, &x->ops[k], T_B32, x->line, dst, &f->lists[f->nlists - count]);
+}
+
+/* mma.sync.aligned.m16n8k16.row.col with f16 or bf16 inputs and an f32
+ * accumulator, or all f16: in.type the inputs' type, in.type2 the
+ * accumulator's; aux indexes d, a, b, c in the function's lists. */
+int parse_mma(parser *ps, insn *x)
+{
+    static const struct { const char *name; int in, acc; } forms[] = {
+        {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", T_F16, T_F32},
+        {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", T_BF16, T_F32},
+        {"mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", T_F16, T_F16},
+    };
+    size_t k = 0;
+    while (k < sizeof forms / sizeof forms[0] && strcmp(x->opname, forms[k].name) != 0)
+        k++;
+    if (k == sizeof forms / sizeof forms[0])
+        return REFUSE("unsupported instruction '%s'", x->opname);
+    NEEDS(4, 4);
+    take_all(x);
+    x->in.type = (uint8_t)forms[k].in;
+    x->in.type2 = (uint8_t)forms[k].acc;
+    int nacc = forms[k].acc == T_F32 ? 4 : 2;
+    x->in.aux = (int32_t)ps->f->nlists;
+    if (mma_list(ps, x, 0, nacc, 1) || mma_list(ps, x, 1, 4, 0) || mma_list(ps, x, 2, 2, 0) ||
+        mma_list(ps, x, 3, nacc, 0))
+        return -1;
+    return 0;
+}
+
+/* The type a register name was declared with (T_*), or 0 for another name. */
+static int reg_type(parser *ps, const char *name)
+{
+    uint32_t slot;
+    if (!ptx_reg_lookup(ps, name, &slot))
+        return 0;
+    for (size_t i = 0; i < ps->nregs; i++)
+        if (slot >= ps->regs[i].base &&
+            slot < ps->regs[i].base + (uint32_t)(ps->regs[i].count ? ps->regs[i].count : 1))
+            return ps->regs[i].type;
+    return 0;
+}
+
+/* cp.async.{ca,cg}.shared[::cta].global[.L2::cache_hint][.L2::{64,128,256}B]
+ *     [dst], [src], cp-size[, src-size | ignore-src][, cache-policy]:
+ * in.a + in.imm the shared destination, in.b + in.aux the global source,
+ * in.vec cp-size (4, 8 or 16; .cg only 16), in.c the src-size register or
+ * in.e the ignore-src predicate (PTX_NONE when absent). */
+static int parse_cp_copy(parser *ps, insn *x)
+{
+    int hint = has(&x->md, "L2::cache_hint"), cg = has(&x->md, "cg");
+    int ca = has(&x->md, "ca");
+    int dst_sp = 0, src_sp = 0; /* .shared then .global: the destination's space first */
+    for (int i = 0; i < x->md.n; i++) {
+        if (!strcmp(x->md.m[i], "shared") || !strcmp(x->md.m[i], "shared::cta"))
+            dst_sp = dst_sp ? -1 : i + 1;
+        else if (!strcmp(x->md.m[i], "global"))
+            src_sp = src_sp ? -1 : i + 1;
+        else
+            continue;
+        x->md.used[i] = 1;
+    }
+    if (!has(&x->md, "async") || cg == ca || dst_sp <= 0 || src_sp <= dst_sp || x->nt)
+        return REFUSE("unsupported instruction '%s'", x->opname);
+    NEEDS(3, 4 + hint);
+    const opnd *size = &x->ops[2];
+    if (size->kind != O_INT || (size->bits != 4 && size->bits != 8 && size->bits != 16) ||
+        (cg && size->bits != 16))
+        return REFUSE("'%s': cp-size must be 4, 8 or 16 (.cg: 16)", x->opname);
+    x->in.vec = (uint8_t)size->bits;
+    x->in.mode = (uint8_t)cg;
+    pinsn src = x->in;
+    if (ptx_addr_operand(ps, &x->ops[1], x->line, &src) ||
+        ptx_addr_operand(ps, &x->ops[0], x->line, &x->in))
+        return -1;
+    if (src.imm != (int32_t)src.imm)
+        return REFUSE("'%s': source offset out of range", x->opname);
+    x->in.b = src.a;
+    x->in.aux = (int32_t)src.imm;
+    x->in.space = S_SHARED;
+    if (x->n == 4 + hint) {
+        const opnd *o = &x->ops[3];
+        int pred = o->kind == O_NAME && reg_type(ps, o->name) == T_PRED;
+        if (o->neg)
+            return REFUSE("'%s': ignore-src cannot be negated", x->opname);
+        if (pred)
+            SRC(3, e, T_PRED);
+        else
+            SRC(3, c, T_U32);
+    }
+    if (hint)
+        return x->n == 4 + hint || x->n == 3 + hint ? 0 : REFUSE("'%s': no cache-policy", x->opname);
+    return 0;
+}
+
+/* cp.async and its groups: the copy, commit_group, wait_group N, wait_all. */
+int parse_cp(parser *ps, insn *x)
+{
+    if (has(&x->md, "bulk"))
+        return REFUSE("unsupported instruction '%s'", x->opname);
+    if (x->md.n == 2 && has(&x->md, "async") && has(&x->md, "commit_group")) {
+        NEEDS(0, 0);
+        x->in.op = OP_CP_COMMIT;
+        return 0;
+    }
+    if (x->md.n == 2 && has(&x->md, "async") && has(&x->md, "wait_all")) {
+        NEEDS(0, 0);
+        x->in.op = OP_CP_WAIT;
+        x->in.mode = 1; /* commit_group, then wait_group 0 */
+        return 0;
+    }
+    if (x->md.n == 2 && has(&x->md, "async") && has(&x->md, "wait_group")) {
+        NEEDS(1, 1);
+        if (x->ops[0].kind != O_INT || x->ops[0].bits > 0xffff)
+            return REFUSE("'%s' needs an integer constant", x->opname);
+        x->in.op = OP_CP_WAIT;
+        x->in.imm = (int64_t)x->ops[0].bits;
+        return 0;
+    }
+    return parse_cp_copy(ps, x);
+}
