@@ -58,6 +58,7 @@ PTX_HEADERS = (
     "sim/ptx/ptx_opcodes.def",
     "sim/ptx/ptx_parse.h",
     "sim/ptx/ptx_insn.h",
+    "sim/ptx/ptx_mma_forms.h",
     "sim/ptx/ptx_exec.h",
 )
 

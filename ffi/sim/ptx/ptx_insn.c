@@ -146,6 +146,9 @@ static void pair_dst(parser *ps, insn *x)
 static int parse_mov(parser *ps, insn *x)
 {
     NEEDS(2, 2);
+    if ((x->ops[0].kind == O_VEC && x->ops[0].nv > 4) ||
+        (x->ops[1].kind == O_VEC && x->ops[1].nv > 4))
+        return REFUSE("'%s': a vector of more than 4 elements", x->opname);
     const opnd *src = &x->ops[1];
     if (src->kind == O_NAME && (!strcmp(src->name, "%clock") || !strcmp(src->name, "%clock64") ||
                                 !strcmp(src->name, "%globaltimer") ||

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ptx_insn.h"
+#include "ptx_mma_forms.h"
 
 /* ldmatrix.sync.aligned.m8n8.{x1,x2,x4}[.trans][.shared[::cta]].b16 d, [a]:
  * in.vec matrices, in.mode 1 for .trans, d in in.v (x1's d may be braced). */
@@ -34,7 +35,13 @@ int parse_ldmatrix(parser *ps, insn *x)
 static int mma_list(parser *ps, insn *x, int k, int count, int dst)
 {
     pfunc *f = ps->f;
-    if (x->ops[k].kind != O_VEC || x->ops[k].nv != count)
+    opnd *o = &x->ops[k];
+    if (count == 1 && o->kind == O_NAME) { /* a one-element brace is its scalar */
+        o->kind = O_VEC;
+        o->nv = 1;
+        memmove(o->vnames[0], o->name, sizeof o->vnames[0]);
+    }
+    if (o->kind != O_VEC || o->nv != count)
         return REFUSE("'%s': operand %d needs a vector of %d", x->opname, k + 1, count);
     for (int i = 0; i < count; i++)
         if (!GROW(f->lists, f->nlists, f->cap_lists))
@@ -44,29 +51,68 @@ static int mma_list(parser *ps, insn *x, int k, int count, int dst)
     return ptx_vec_slots(ps, &x->ops[k], T_B32, x->line, dst, &f->lists[f->nlists - count]);
 }
 
-/* mma.sync.aligned.m16n8k16.row.col with f16 or bf16 inputs and an f32
- * accumulator, or all f16: in.type the inputs' type, in.type2 the
- * accumulator's; aux indexes d, a, b, c in the function's lists. */
+/* An mma type modifier: the register types, plus tf32; 0 if none. */
+static int mma_type(const char *s)
+{
+    return !strcmp(s, "tf32") ? T_TF32 : ptx_type_named(s);
+}
+
+/* Whether the types d, a, b, c fit a shape's input family. */
+static int mma_types_fit(const mma_shape *sh, const int *ty, int sat)
+{
+    int d = ty[0], a = ty[1], b = ty[2], c = ty[3];
+    switch (sh->in) {
+    case IN_HALF:
+        if (a != b || sat)
+            return 0;
+        if (a == T_BF16)
+            return d == T_F32 && c == T_F32;
+        return a == T_F16 && (d == T_F16 || d == T_F32) && (c == T_F16 || c == T_F32);
+    case IN_TF32: return a == T_TF32 && b == T_TF32 && d == T_F32 && c == T_F32 && !sat;
+    case IN_INT8:
+        return (a == T_S8 || a == T_U8) && (b == T_S8 || b == T_U8) && d == T_S32 && c == T_S32;
+    default: return a == T_F64 && b == T_F64 && d == T_F64 && c == T_F64 && !sat;
+    }
+}
+
+/* mma.sync.aligned.SHAPE.row.col[.satfinite | .rn].dtype.atype.btype.ctype d, a, b, c
+ * for the shapes and types of g_mma_shapes (ptx_mma_forms.h): in.mode the
+ * shape's index, in.type a's type, in.type2 d's, in.imm b's | c's << 8,
+ * FL_SAT for .satfinite; aux indexes d, a, b, c in the function's lists. */
 int parse_mma(parser *ps, insn *x)
 {
-    static const struct { const char *name; int in, acc; } forms[] = {
-        {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", T_F16, T_F32},
-        {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", T_BF16, T_F32},
-        {"mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", T_F16, T_F16},
-    };
-    size_t k = 0;
-    while (k < sizeof forms / sizeof forms[0] && strcmp(x->opname, forms[k].name) != 0)
+    const mods *md = &x->md;
+    int ty[4], nt = 0, sat = 0, rn = 0, k = 0;
+    int ok = md->n >= 9 && !strcmp(md->m[0], "sync") && !strcmp(md->m[1], "aligned") &&
+             !strcmp(md->m[3], "row") && !strcmp(md->m[4], "col");
+    for (int i = 5; ok && i < md->n; i++) {
+        if (nt == 0 && !sat && !rn && !strcmp(md->m[i], "satfinite"))
+            sat = 1;
+        else if (nt == 0 && !sat && !rn && !strcmp(md->m[i], "rn"))
+            rn = 1;
+        else if (nt < 4 && (ty[nt] = mma_type(md->m[i])) != 0)
+            nt++;
+        else
+            ok = 0;
+    }
+    while (ok && nt == 4 && k < MMA_NSHAPES &&
+           (strcmp(md->m[2], g_mma_shapes[k].name) || !mma_types_fit(&g_mma_shapes[k], ty, sat)))
         k++;
-    if (k == sizeof forms / sizeof forms[0])
+    if (!ok || nt != 4 || k == MMA_NSHAPES || (rn && ty[0] != T_F64))
         return REFUSE("unsupported instruction '%s'", x->opname);
     NEEDS(4, 4);
     take_all(x);
-    x->in.type = (uint8_t)forms[k].in;
-    x->in.type2 = (uint8_t)forms[k].acc;
-    int nacc = forms[k].acc == T_F32 ? 4 : 2;
+    const mma_shape *sh = &g_mma_shapes[k];
+    x->in.mode = (uint8_t)k;
+    x->in.type = (uint8_t)ty[1];
+    x->in.type2 = (uint8_t)ty[0];
+    x->in.imm = ty[2] | ty[3] << 8;
+    x->in.flags = sat ? FL_SAT : 0;
     x->in.aux = (int32_t)ps->f->nlists;
-    if (mma_list(ps, x, 0, nacc, 1) || mma_list(ps, x, 1, 4, 0) || mma_list(ps, x, 2, 2, 0) ||
-        mma_list(ps, x, 3, nacc, 0))
+    if (mma_list(ps, x, 0, mma_regs(sh->m, sh->n, ty[0]), 1) ||
+        mma_list(ps, x, 1, mma_regs(sh->m, sh->k, ty[1]), 0) ||
+        mma_list(ps, x, 2, mma_regs(sh->k, sh->n, ty[2]), 0) ||
+        mma_list(ps, x, 3, mma_regs(sh->m, sh->n, ty[3]), 0))
         return -1;
     return 0;
 }
