@@ -48,6 +48,7 @@ PTX_SOURCES = (
     "sim/ptx/ptx_exec_mem.c",
     "sim/ptx/ptx_exec_warp.c",
     "sim/ptx/ptx_exec_mma.c",
+    "sim/ptx/ptx_exec_wmma.c",
     "sim/ptx/ptx_exec_async.c",
     "sim/ptx/ptx_exec_printf.c",
     "sim/ptx/ptx_query.c",

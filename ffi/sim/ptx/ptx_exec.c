@@ -447,6 +447,9 @@ static inline int exec_control(block_ctx *b, warp *w, frame *fr, const pinsn *in
         return 1;
     case OP_LDMATRIX:
     case OP_MMA:
+    case OP_WMMA_MMA:
+    case OP_WMMA_LOAD:
+    case OP_WMMA_STORE:
         return exec_matrix(b, w, fr, in, m);
     case OP_ACTIVEMASK:
         FOR_LANES(m, fr->R[in->d][l] = fr->active);

@@ -166,6 +166,8 @@ PTX_HIDDEN void ptx_exec_warp(warp *w, frame *fr, const pinsn *in, uint32_t m);
 /* ptx_exec_mma.c: ldmatrix and mma, once the whole warp is here; a launch
  * failure (E_FAIL, said on stderr) unless m is all 32 lanes. */
 PTX_HIDDEN int ptx_exec_matrix(block_ctx *b, frame *fr, const pinsn *in, uint32_t m);
+/* ptx_exec_wmma.c: wmma.load, wmma.mma, wmma.store.d for a whole warp. */
+PTX_HIDDEN int ptx_exec_wmma(block_ctx *b, frame *fr, const pinsn *in);
 /* ptx_exec_async.c: cp.async, commit_group, wait_group and wait_all for the
  * lanes in m. */
 PTX_HIDDEN int ptx_exec_async(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m);
@@ -185,8 +187,9 @@ PTX_HIDDEN int ptx_exec_vprintf(block_ctx *b, warp *w, frame *fr, const pinsn *i
 PTX_HIDDEN int ptx_exec_assertfail(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m);
 
 /* ptx_exec_mem.c, for vprintf and cp.async */
-/* The host address of n global bytes at addr, or NULL (a fault, recorded). */
-PTX_HIDDEN uint8_t *ptx_global_at(block_ctx *b, uint64_t addr, size_t n);
+/* The host address of n global bytes at addr to read (wr 0) or write, or
+ * NULL (a fault, recorded). */
+PTX_HIDDEN uint8_t *ptx_global_at(block_ctx *b, uint64_t addr, size_t n, int wr);
 /* Lane l's load of n bytes (1, 2, 4 or 8, aligned) at generic address addr
  * into *v: 0, or E_FAULT (recorded, as any load's). */
 PTX_HIDDEN int ptx_mem_read(block_ctx *b, warp *w, frame *fr, uint64_t addr, size_t n, int l,

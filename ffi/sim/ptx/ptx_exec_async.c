@@ -106,7 +106,7 @@ static int issue_one(block_ctx *b, warp *w, frame *fr, const pinsn *in, int l)
     if (srcn > in->vec)
         return undefined_size(b, in, srcn);
     if ((dst | src) & (in->vec - 1u) || !sim_inside(dst, in->vec, 0, b->shared_size) ||
-        (srcn && !ptx_global_at(b, src, srcn)))
+        (srcn && !ptx_global_at(b, src, srcn, 0)))
         return E_FAULT;
     if (ptx_cp_hazard(b, in, dst, in->vec))
         return E_FAIL;

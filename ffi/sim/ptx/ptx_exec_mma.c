@@ -35,7 +35,8 @@ static int not_aligned(block_ctx *b, const pinsn *in, uint32_t m)
     fprintf(stderr,
             "cuda-sim: kernel %s: ptx line %d: %s ran on lanes 0x%08x of a warp; "
             ".sync.aligned needs all 32\n",
-            b->entry->name, in->line, in->op == OP_MMA ? "mma" : "ldmatrix", m);
+            b->entry->name, in->line,
+            in->op == OP_MMA ? "mma" : in->op == OP_LDMATRIX ? "ldmatrix" : "wmma", m);
     return E_FAIL;
 }
 
@@ -169,5 +170,7 @@ int ptx_exec_matrix(block_ctx *b, frame *fr, const pinsn *in, uint32_t m)
 {
     if (m != FULL)
         return not_aligned(b, in, m);
+    if (in->op == OP_WMMA_MMA || in->op == OP_WMMA_LOAD || in->op == OP_WMMA_STORE)
+        return ptx_exec_wmma(b, fr, in);
     return in->op == OP_MMA ? exec_mma(fr, in) : exec_ldmatrix(b, fr, in);
 }

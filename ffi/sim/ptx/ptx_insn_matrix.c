@@ -208,3 +208,95 @@ int parse_cp(parser *ps, insn *x)
     }
     return parse_cp_copy(ps, x);
 }
+
+/* The fragment registers of one wmma operand: its slots appended to the
+ * function's lists (the first at in.aux). */
+static int wmma_list(parser *ps, insn *x, int k, int count, int dst)
+{
+    if (x->ops[k].kind == O_VEC && x->ops[k].nv != count)
+        return REFUSE("'%s': operand %d needs a vector of %d", x->opname, k + 1, count);
+    return mma_list(ps, x, k, count, dst);
+}
+
+/* wmma.load.{a,b,c}.sync.aligned.{row,col}.m16n16k16[.global|.shared[::cta]].type r, [p][, stride]
+ * wmma.store.d.sync.aligned.{row,col}.m16n16k16[.space].type [p], r[, stride]:
+ * in.mode bit 0 for .col, in.type the element type, in.vec the registers
+ * (at in.aux in the lists), in.a + in.imm the address, in.b the stride or
+ * PTX_NONE. */
+static int parse_wmma_memory(parser *ps, insn *x, int store)
+{
+    const mods *md = &x->md;
+    int n = md->n, col = n > 4 && !strcmp(md->m[4], "col");
+    int which = n > 1 && !md->m[1][1] ? md->m[1][0] : 0;
+    int t = n > 6 ? ptx_type_named(md->m[n - 1]) : 0;
+    int sp = n == 8 ? space_of(&x->md) : S_GENERIC;
+    int ok = (n == 7 || (n == 8 && sp != S_GENERIC && sp != S_LOCAL && sp != S_PARAM &&
+                         sp != S_CONST)) &&
+             !strcmp(md->m[2], "sync") && !strcmp(md->m[3], "aligned") &&
+             (col || !strcmp(md->m[4], "row")) && !strcmp(md->m[5], "m16n16k16");
+    if (store)
+        ok = ok && which == 'd' && (t == T_F16 || t == T_F32);
+    else if (which == 'a' || which == 'b')
+        ok = ok && (t == T_F16 || t == T_BF16);
+    else
+        ok = ok && which == 'c' && (t == T_F16 || t == T_F32);
+    if (!ok)
+        return REFUSE("unsupported instruction '%s'", x->opname);
+    NEEDS(2, 3);
+    take_all(x);
+    x->in.op = store ? OP_WMMA_STORE : OP_WMMA_LOAD;
+    x->in.mode = (uint8_t)col;
+    x->in.type = (uint8_t)t;
+    x->in.space = (uint8_t)sp;
+    x->in.vec = (uint8_t)(t == T_F16 && (which == 'a' || which == 'b') ? 8 : t == T_F32 ? 8 : 4);
+    if (ptx_addr_operand(ps, &x->ops[store ? 0 : 1], x->line, &x->in))
+        return -1;
+    if (x->n == 3)
+        SRC(2, b, T_U32);
+    x->in.aux = (int32_t)ps->f->nlists;
+    return wmma_list(ps, x, store ? 1 : 0, x->in.vec, !store);
+}
+
+/* wmma.mma.sync.aligned.{row,col}.{row,col}.m16n16k16.dtype.ctype (f16 inputs,
+ * each of d and c f16 or f32) or ...m16n16k16.f32.bf16.bf16.f32: in.type
+ * the inputs' type, in.type2 d's, in.imm c's; d, a, b, c at in.aux. */
+static int parse_wmma_mma(parser *ps, insn *x)
+{
+    const mods *md = &x->md;
+    int n = md->n, ok = (n == 8 || n == 10) && !strcmp(md->m[1], "sync") &&
+                        !strcmp(md->m[2], "aligned") && !strcmp(md->m[5], "m16n16k16");
+    for (int i = 3; ok && i < 5; i++)
+        ok = !strcmp(md->m[i], "row") || !strcmp(md->m[i], "col");
+    int dt = ok ? ptx_type_named(md->m[6]) : 0, ct = ok ? ptx_type_named(md->m[n - 1]) : 0;
+    int at = T_F16;
+    if (ok && n == 10) {
+        at = T_BF16;
+        ok = !strcmp(md->m[7], "bf16") && !strcmp(md->m[8], "bf16") && dt == T_F32 &&
+             ct == T_F32;
+    }
+    ok = ok && (dt == T_F16 || dt == T_F32) && (ct == T_F16 || ct == T_F32);
+    if (!ok)
+        return REFUSE("unsupported instruction '%s'", x->opname);
+    NEEDS(4, 4);
+    take_all(x);
+    x->in.type = (uint8_t)at;
+    x->in.type2 = (uint8_t)dt;
+    x->in.imm = ct;
+    x->in.aux = (int32_t)ps->f->nlists;
+    int nab = at == T_F16 ? 8 : 4;
+    if (wmma_list(ps, x, 0, dt == T_F32 ? 8 : 4, 1) || wmma_list(ps, x, 1, nab, 0) ||
+        wmma_list(ps, x, 2, nab, 0) || wmma_list(ps, x, 3, ct == T_F32 ? 8 : 4, 0))
+        return -1;
+    return 0;
+}
+
+int parse_wmma(parser *ps, insn *x)
+{
+    if (x->md.n && !strcmp(x->md.m[0], "load"))
+        return parse_wmma_memory(ps, x, 0);
+    if (x->md.n && !strcmp(x->md.m[0], "store"))
+        return parse_wmma_memory(ps, x, 1);
+    if (x->md.n && !strcmp(x->md.m[0], "mma"))
+        return parse_wmma_mma(ps, x);
+    return REFUSE("unsupported instruction '%s'", x->opname);
+}
