@@ -223,3 +223,11 @@ def test_other_forms_are_refused_at_load(gpu: ar.Backend, copy: str, message: st
         gpu.load_module(f"bad-{next(_SERIAL)}", HEAD + ptx)
     assert f"ptx line {_line(ptx, copy)}: " in str(info.value)
     assert message in str(info.value)
+
+
+def test_cache_hints_change_nothing(gpu: ar.Backend) -> None:
+    """.L2::128B (a prefetch size) and .L2::cache_hint with its cache-policy operand."""
+    src = RNG.integers(1, 255, (32, 16), dtype=np.uint8)
+    sizes = RNG.integers(0, 17, 32).astype(np.uint32)
+    copy = "cp.async.cg.shared.global.L2::cache_hint.L2::128B [%r5], [%rd5], 16, %r2, %rd1;"
+    assert (_run(gpu, _kernel(copy, 16), src, sizes) == _want(src, sizes)).all()

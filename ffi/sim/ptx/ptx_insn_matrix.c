@@ -177,8 +177,8 @@ static int parse_cp_copy(parser *ps, insn *x)
         else
             SRC(3, c, T_U32);
     }
-    if (hint)
-        return x->n == 4 + hint || x->n == 3 + hint ? 0 : REFUSE("'%s': no cache-policy", x->opname);
+    if (hint && x->n < 4) /* the last operand is the cache-policy (a hint, not read) */
+        return REFUSE("'%s' needs a cache-policy", x->opname);
     return 0;
 }
 
