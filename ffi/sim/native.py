@@ -49,6 +49,7 @@ PTX_SOURCES = (
     "sim/ptx/ptx_exec_warp.c",
     "sim/ptx/ptx_exec_mma.c",
     "sim/ptx/ptx_exec_wmma.c",
+    "sim/ptx/ptx_exec_wgmma.c",
     "sim/ptx/ptx_exec_async.c",
     "sim/ptx/ptx_exec_printf.c",
     "sim/ptx/ptx_query.c",

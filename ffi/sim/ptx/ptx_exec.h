@@ -62,6 +62,8 @@ typedef struct cp_copy {
 
 typedef struct warp {
     frame top;
+    uint32_t wg_groups; /* wgmma groups the warp has committed */
+    int wg_fenced;      /* a wgmma.fence has run */
     uint32_t valid;    /* lanes that exist */
     uint32_t exited;
     uint32_t id;
@@ -98,7 +100,23 @@ typedef struct block_ctx {
     cp_copy *cp;
     uint32_t ncp, cap_cp;
     uint16_t *cp_busy;
+    /* wgmma.mma_async: issued, not yet performed (ptx_exec_wgmma.c); and per
+     * shared byte, written through the generic proxy since the last
+     * fence.proxy.async (allocated when the module has wgmma). */
+    struct wg_op *wg;
+    uint32_t nwg, cap_wg;
+    uint8_t *gdirty;
 } block_ctx;
+
+/* A wgmma.mma_async a warp issued: its frame, instruction, descriptors. */
+typedef struct wg_op {
+    frame *fr;
+    const pinsn *in;
+    uint64_t da, db;
+    uint32_t group;
+    uint16_t warp;
+    uint8_t scale_d;
+} wg_op;
 
 /* ------------------------------------------------------------- values */
 
@@ -165,7 +183,7 @@ PTX_HIDDEN int ptx_exec_float(const pinsn *in, uint64_t *D, const uint64_t *A, c
 PTX_HIDDEN void ptx_exec_warp(warp *w, frame *fr, const pinsn *in, uint32_t m);
 /* ptx_exec_mma.c: ldmatrix and mma, once the whole warp is here; a launch
  * failure (E_FAIL, said on stderr) unless m is all 32 lanes. */
-PTX_HIDDEN int ptx_exec_matrix(block_ctx *b, frame *fr, const pinsn *in, uint32_t m);
+PTX_HIDDEN int ptx_exec_matrix(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m);
 /* ptx_exec_wmma.c: wmma.load, wmma.mma, wmma.store.d for a whole warp. */
 PTX_HIDDEN int ptx_exec_wmma(block_ctx *b, frame *fr, const pinsn *in);
 /* ptx_exec_async.c: cp.async, commit_group, wait_group and wait_all for the
@@ -176,9 +194,16 @@ PTX_HIDDEN int ptx_exec_async(block_ctx *b, warp *w, frame *fr, const pinsn *in,
  * cp.async that no wait has completed.  Call only when b->ncp. */
 PTX_HIDDEN int ptx_cp_hazard(block_ctx *b, const pinsn *in, uint64_t off, size_t n);
 /* The same for each lane's access of in (ld, st, atom on shared or generic
- * addresses in A, plus in->imm). */
-PTX_HIDDEN int ptx_cp_hazards(block_ctx *b, const pinsn *in, const uint64_t *A, size_t n,
-                              uint32_t m);
+ * addresses in A, plus in->imm); a write also marks the bytes for the
+ * async proxy (ptx_proxy_written).  Call only when b->ncp or b->gdirty. */
+PTX_HIDDEN int ptx_shared_access(block_ctx *b, const pinsn *in, const uint64_t *A, size_t n,
+                                 uint32_t m);
+/* fence.proxy.async: the generic proxy's writes become visible to the async proxy. */
+PTX_HIDDEN void ptx_proxy_fence(block_ctx *b);
+/* n shared bytes at off were written through the generic proxy. */
+PTX_HIDDEN void ptx_proxy_written(block_ctx *b, uint64_t off, size_t n);
+/* ptx_exec_wgmma.c: wgmma.fence, mma_async, commit_group, wait_group for warp w. */
+PTX_HIDDEN int ptx_exec_wgmma(block_ctx *b, warp *w, frame *fr, const pinsn *in);
 /* Forgets the block's pending copies (a block ends, the next begins). */
 PTX_HIDDEN void ptx_cp_reset(block_ctx *b);
 /* ptx_exec_printf.c: a call of vprintf, or of __assertfail (a failed

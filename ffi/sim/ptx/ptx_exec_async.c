@@ -10,7 +10,7 @@
  *   - commit_group closes the lane's current group; wait_group N performs,
  *     in issue order, the lane's copies of every committed group but the N
  *     most recent; wait_all is commit_group then wait_group 0;
- *   - an ld, st, atom or ldmatrix that touches a shared byte a pending copy
+ *   - an ld, st, atom, ldmatrix, wmma or wgmma that touches a shared byte a pending copy
  *     writes fails the launch, naming its line and the copy's (as does a
  *     cp.async whose destination overlaps a pending one's: their order is
  *     undefined).
@@ -18,6 +18,11 @@
  * true) from the source and zero-fills the rest of its cp-size bytes;
  * src-size above cp-size is undefined, so it fails the launch.  Copies a
  * block leaves pending when it ends are dropped: shared memory dies with it.
+ *
+ * The generic and async proxies (sm_90): in a kernel that has wgmma, every
+ * shared byte written by st, atom, a completed cp.async or wmma.store.d is
+ * marked until a fence.proxy.async (ptx_proxy_written, ptx_proxy_fence);
+ * wgmma.mma_async reading a marked byte fails the launch (ptx_exec_wgmma.c).
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -59,9 +64,22 @@ int ptx_cp_hazard(block_ctx *b, const pinsn *in, uint64_t off, size_t n)
     return E_FAIL;
 }
 
-int ptx_cp_hazards(block_ctx *b, const pinsn *in, const uint64_t *A, size_t n, uint32_t m)
+void ptx_proxy_fence(block_ctx *b)
+{
+    if (b->gdirty)
+        memset(b->gdirty, 0, b->shared_size);
+}
+
+void ptx_proxy_written(block_ctx *b, uint64_t off, size_t n)
+{
+    if (b->gdirty && off < b->shared_size)
+        memset(b->gdirty + off, 1, off + n <= b->shared_size ? n : b->shared_size - off);
+}
+
+int ptx_shared_access(block_ctx *b, const pinsn *in, const uint64_t *A, size_t n, uint32_t m)
 {
     uintptr_t sh = (uintptr_t)b->shared;
+    int writes = in->op != OP_LD;
     FOR_LANES(m, {
         uint64_t a = A[l] + (uint64_t)in->imm;
         if (in->space == S_GENERIC) {
@@ -71,8 +89,10 @@ int ptx_cp_hazards(block_ctx *b, const pinsn *in, const uint64_t *A, size_t n, u
         } else if (in->space != S_SHARED) {
             return 0;
         }
-        if (ptx_cp_hazard(b, in, a, n))
+        if (b->ncp && ptx_cp_hazard(b, in, a, n))
             return E_FAIL;
+        if (writes)
+            ptx_proxy_written(b, a, n);
     });
     return 0;
 }
@@ -141,6 +161,7 @@ static void complete(block_ctx *b, warp *w, uint32_t m, uint64_t n)
         uint8_t *d = b->shared + c.dst;
         memcpy(d, (const void *)(uintptr_t)c.src, c.srcn);
         memset(d + c.srcn, 0, (size_t)(c.size - c.srcn));
+        ptx_proxy_written(b, c.dst, c.size);
         for (uint32_t k = 0; k < c.size; k++)
             b->cp_busy[c.dst + k]--;
     }

@@ -36,7 +36,12 @@ static int not_aligned(block_ctx *b, const pinsn *in, uint32_t m)
             "cuda-sim: kernel %s: ptx line %d: %s ran on lanes 0x%08x of a warp; "
             ".sync.aligned needs all 32\n",
             b->entry->name, in->line,
-            in->op == OP_MMA ? "mma" : in->op == OP_LDMATRIX ? "ldmatrix" : "wmma", m);
+            in->op == OP_MMA        ? "mma"
+            : in->op == OP_LDMATRIX ? "ldmatrix"
+            : in->op == OP_WMMA_MMA || in->op == OP_WMMA_LOAD || in->op == OP_WMMA_STORE
+                ? "wmma"
+                : "wgmma",
+            m);
     return E_FAIL;
 }
 
@@ -166,11 +171,14 @@ static int exec_mma(frame *fr, const pinsn *in)
     return 0;
 }
 
-int ptx_exec_matrix(block_ctx *b, frame *fr, const pinsn *in, uint32_t m)
+int ptx_exec_matrix(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
 {
     if (m != FULL)
         return not_aligned(b, in, m);
     if (in->op == OP_WMMA_MMA || in->op == OP_WMMA_LOAD || in->op == OP_WMMA_STORE)
         return ptx_exec_wmma(b, fr, in);
+    if (in->op == OP_WGMMA_MMA || in->op == OP_WGMMA_FENCE || in->op == OP_WGMMA_COMMIT ||
+        in->op == OP_WGMMA_WAIT)
+        return ptx_exec_wgmma(b, w, fr, in);
     return in->op == OP_MMA ? exec_mma(fr, in) : exec_ldmatrix(b, fr, in);
 }

@@ -95,9 +95,12 @@ static int lines(block_ctx *b, frame *fr, const pinsn *in, int t, int wr, uint8_
         uint64_t at = p + k * stride * es;
         if (!(line[k] = span(b, in, at, row, wr)))
             return E_FAULT;
-        if (b->ncp && line[k] >= b->shared && line[k] < b->shared + b->shared_size &&
-            ptx_cp_hazard(b, in, (uint64_t)(line[k] - b->shared), row))
+        if (line[k] < b->shared || line[k] >= b->shared + b->shared_size)
+            continue;
+        if (b->ncp && ptx_cp_hazard(b, in, (uint64_t)(line[k] - b->shared), row))
             return E_FAIL;
+        if (wr)
+            ptx_proxy_written(b, (uint64_t)(line[k] - b->shared), row);
     }
     return 0;
 }

@@ -506,6 +506,12 @@ static int parse_fence(parser *ps, insn *x)
 {
     for (int i = 0; i < x->md.n; i++)
         x->md.used[i] = 1;
+    if (!strcmp(x->opname, "fence.proxy.async") ||
+        !strcmp(x->opname, "fence.proxy.async.shared::cta")) {
+        NEEDS(0, 0);
+        x->in.op = OP_FENCE_PROXY; /* the generic proxy's shared writes reach the async proxy */
+        return 0;
+    }
     if (BASE_IS("fence") && (has(&x->md, "proxy") || has(&x->md, "mbarrier_init")))
         return REFUSE("unsupported instruction '%s'", x->opname);
     return 0;

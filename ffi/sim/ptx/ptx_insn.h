@@ -84,5 +84,6 @@ PTX_HIDDEN int parse_ldmatrix(parser *ps, insn *x);
 PTX_HIDDEN int parse_mma(parser *ps, insn *x);
 PTX_HIDDEN int parse_cp(parser *ps, insn *x);
 PTX_HIDDEN int parse_wmma(parser *ps, insn *x);
+PTX_HIDDEN int parse_wgmma(parser *ps, insn *x);
 
 #endif /* CUSIM_PTX_INSN_H */

@@ -37,9 +37,11 @@ static int mma_list(parser *ps, insn *x, int k, int count, int dst)
     pfunc *f = ps->f;
     opnd *o = &x->ops[k];
     if (count == 1 && o->kind == O_NAME) { /* a one-element brace is its scalar */
+        if (strlen(o->name) >= sizeof o->vnames[0])
+            return REFUSE("'%s': operand %d's name is too long", x->opname, k + 1);
         o->kind = O_VEC;
         o->nv = 1;
-        memmove(o->vnames[0], o->name, sizeof o->vnames[0]);
+        memmove(o->vnames[0], o->name, strlen(o->name) + 1);
     }
     if (o->kind != O_VEC || o->nv != count)
         return REFUSE("'%s': operand %d needs a vector of %d", x->opname, k + 1, count);
@@ -299,4 +301,85 @@ int parse_wmma(parser *ps, insn *x)
     if (x->md.n && !strcmp(x->md.m[0], "mma"))
         return parse_wmma_mma(ps, x);
     return REFUSE("unsupported instruction '%s'", x->opname);
+}
+
+/* wgmma.mma_async.sync.aligned.m64nNk16.dtype.atype.btype d, a-desc, b-desc,
+ * scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b with f16 or
+ * bf16 inputs (the same), an f32 D (f16 too for f16 inputs), B by
+ * descriptor, A by descriptor or in 4 registers (then without imm-trans-a):
+ * in.mode N / 8, in.type the inputs', in.type2 D's, in.a and in.b the
+ * descriptors, in.c scale-d, in.imm the immediates (bit 0, 1: a, b scaled by
+ * -1; bit 2, 3: a, b transposed; bit 4: A in registers); D at in.aux, then
+ * A's registers. */
+static int parse_wgmma_mma(parser *ps, insn *x)
+{
+    const mods *md = &x->md;
+    int n = 0, ok = md->n == 7 && !strcmp(md->m[1], "sync") && !strcmp(md->m[2], "aligned") &&
+                    sscanf(md->m[3], "m64n%dk16", &n) == 1 && n >= 8 && n <= 256 && n % 8 == 0;
+    char shape[16];
+    snprintf(shape, sizeof shape, "m64n%dk16", n);
+    int dt = ok ? ptx_type_named(md->m[4]) : 0, at = ok ? ptx_type_named(md->m[5]) : 0;
+    ok = ok && !strcmp(md->m[3], shape) && !strcmp(md->m[5], md->m[6]) &&
+         ((at == T_F16 && (dt == T_F32 || dt == T_F16)) || (at == T_BF16 && dt == T_F32));
+    if (!ok)
+        return REFUSE("unsupported instruction '%s'", x->opname);
+    int regs_a = x->ops[1].kind == O_VEC; /* A from registers: no imm-trans-a */
+    NEEDS(8 - regs_a, 8 - regs_a);
+    take_all(x);
+    if (x->ops[2].kind != O_NAME || (!regs_a && x->ops[1].kind != O_NAME))
+        return REFUSE("'%s': B must be a descriptor, A one or registers", x->opname);
+    int imm[4] = {0, 0, 0, 0};
+    for (int k = 0; k < 4 - regs_a; k++) {
+        const opnd *o = &x->ops[4 + k];
+        int64_t v = (int64_t)o->bits;
+        int sign = k < 2; /* imm-scale-a/-b: 1 or -1; imm-trans-*: 0 or 1 */
+        if (o->kind != O_INT || (sign ? (v != 1 && v != -1) : (v != 0 && v != 1)))
+            return REFUSE("'%s': operand %d must be %s", x->opname, 5 + k,
+                          sign ? "1 or -1" : "0 or 1");
+        imm[k + (regs_a && k == 2)] = sign ? v < 0 : (int)v; /* registers: trans-b only */
+    }
+    x->in.op = OP_WGMMA_MMA;
+    x->in.mode = (uint8_t)(n / 8);
+    x->in.type = (uint8_t)at;
+    x->in.type2 = (uint8_t)dt;
+    x->in.imm = imm[0] | imm[1] << 1 | imm[2] << 2 | imm[3] << 3 | regs_a << 4;
+    if (!regs_a)
+        SRC(1, a, T_B64);
+    SRC(2, b, T_B64);
+    if (x->ops[3].kind == O_INT && x->ops[3].bits > 1)
+        return REFUSE("'%s': scale-d must be a predicate, 0 or 1", x->opname);
+    if (x->ops[3].kind == O_NAME && x->ops[3].neg)
+        return REFUSE("'%s': a negated scale-d is not supported", x->opname);
+    SRC(3, c, T_PRED);
+    ps->m->uses_wgmma = 1;
+    x->in.aux = (int32_t)ps->f->nlists;
+    if (wmma_list(ps, x, 0, dt == T_F32 ? n / 2 : n / 4, 1))
+        return -1;
+    return regs_a ? wmma_list(ps, x, 1, 4, 0) : 0; /* A's registers follow D's */
+}
+
+/* wgmma.fence / commit_group / wait_group N (.sync.aligned), mma_async. */
+int parse_wgmma(parser *ps, insn *x)
+{
+    const mods *md = &x->md;
+    int tail = md->n == 3 && !strcmp(md->m[1], "sync") && !strcmp(md->m[2], "aligned");
+    if (tail && !strcmp(md->m[0], "fence")) {
+        NEEDS(0, 0);
+        x->in.op = OP_WGMMA_FENCE;
+    } else if (tail && !strcmp(md->m[0], "commit_group")) {
+        NEEDS(0, 0);
+        x->in.op = OP_WGMMA_COMMIT;
+    } else if (tail && !strcmp(md->m[0], "wait_group")) {
+        NEEDS(1, 1);
+        if (x->ops[0].kind != O_INT || x->ops[0].bits > 7)
+            return REFUSE("'%s' needs an integer constant 0..7", x->opname);
+        x->in.op = OP_WGMMA_WAIT;
+        x->in.imm = (int64_t)x->ops[0].bits;
+    } else if (md->n && !strcmp(md->m[0], "mma_async")) {
+        return parse_wgmma_mma(ps, x);
+    } else {
+        return REFUSE("unsupported instruction '%s'", x->opname);
+    }
+    take_all(x);
+    return 0;
 }
