@@ -10,9 +10,11 @@ address brackets, ``mov.u32 %r1, 0x0;`` defaults before a predicated load.
 Pipelined loops (``num_stages`` >= 2) load through ``cp.async``; cuda-sim
 performs each copy at the wait that completes it and fails a launch that
 touches a pending destination, so a wrong wait cannot pass these tests.
-Kernels that need what cuda-sim does not model (``wgmma`` and the async
-proxy on sm_90) must be refused at load, naming their first such
-instruction and its line, never run wrongly.
+On sm_90 Triton's matmuls and attention use wgmma behind
+fence.proxy.async; a missing fence fails the launch.  Kernels that need what
+cuda-sim does not model (TMA: tensor maps, bulk copies, mbarrier) must be
+refused at load, naming their first such instruction and its line, never run
+wrongly.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ class Run:
         self.held.append((ptr, host))
         return ptr
 
-    def __call__(self, grid: int, args: list[Any]) -> list[np.ndarray[Any, Any]]:
+    def __call__(self, grid: int | tuple[int, int], args: list[Any]) -> list[np.ndarray[Any, Any]]:
         """Launch on ``grid`` blocks; every array argument's contents after it."""
         module = f"triton-{self.name}"  # loaded once per backend; a test may run a kernel again
         if not self.gpu.has_module(module):
@@ -215,16 +217,18 @@ def test_a_brace_of_other_than_one_element_is_no_scalar(gpu: ar.Backend, operand
         gpu.load_module(f"bad-{len(operand)}", bad)
 
 
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("shape", [(100, 72, 80), (64, 64, 32), (130, 20, 200)])
-def test_fp16_matmul_sm80(gpu: ar.Backend, shape: tuple[int, int, int]) -> None:
-    """tl.dot on sm_80: ldmatrix (.x4, .x4.trans) and mma m16n8k16 f16 -> f32.
+def test_fp16_matmul(gpu: ar.Backend, arch: str, shape: tuple[int, int, int]) -> None:
+    """tl.dot on sm_80: ldmatrix (.x4, .x4.trans) and mma m16n8k16 f16 -> f32; on
+    sm_90: fence.proxy.async and wgmma.mma_async m64n64k16 on descriptors.
 
     The sim sums each mma's products in double and rounds to f32 once; numpy
     does the same per 16-wide slice of K, so the fp16 results agree exactly."""
     m, n, k = shape
     a = RNG.standard_normal((m, k)).astype(np.float16)
     b = RNG.standard_normal((k, n)).astype(np.float16)
-    run = Run(gpu, "matmul_f16.sm80")
+    run = Run(gpu, f"matmul_f16.{arch}")
     strides = (k, 1, n, 1, n, 1)
     args = [run.array(a), run.array(b), run.array(np.zeros((m, n), np.float16))]
     _, _, got = run(-(-m // 64) * -(-n // 64), [*args, *map(np.int32, (m, n, k, *strides))])
@@ -267,9 +271,10 @@ def _tuned_matmul(gpu: ar.Backend, name: str, a: Any, b: Any) -> np.ndarray[Any,
 @pytest.mark.parametrize("shape", [(256, 256, 256), (96, 80, 112), (32, 48, 16)])
 def test_pipelined_fp16_matmul(gpu: ar.Backend, name: str, shape: tuple[int, int, int]) -> None:
     """num_stages 3 to 5: cp.async.cg of 16 bytes into a ring of shared buffers,
-    a wait_group that leaves the later stages in flight, then ldmatrix and mma.
-    On sm_90 the 2-warp configuration is below a warpgroup, so Triton keeps
-    mma.sync there too.  Sizes are multiples of 16, as the divisibility the
+    a wait_group that leaves the later stages in flight, then ldmatrix and mma;
+    on sm_90 fence.proxy.async and wgmma (m64n128k16, descriptors with 64- and
+    128-byte swizzles), except for 2 warps, below a warpgroup, where Triton
+    keeps mma.sync.  Sizes are multiples of 16, as the divisibility the
     kernel was compiled for promises; some are no multiple of the tiles
     (masked edges) or shorter than the pipeline."""
     m, n, k = shape
@@ -316,8 +321,70 @@ def test_a_pipeline_waiting_too_little_is_reported(gpu: ar.Backend, capfd: Any) 
     ), err
 
 
-#: What cuda-sim does not model: Hopper's tensor cores, bulk copies and the async proxy.
+def test_tensor_descriptor_matmul_sm80(gpu: ar.Backend) -> None:
+    """tl.make_tensor_descriptor loads on sm_80: a cp.async pipeline."""
+    m, n, k = 128, 192, 96
+    a = RNG.standard_normal((m, k)).astype(np.float16)
+    b = RNG.standard_normal((k, n)).astype(np.float16)
+    run = Run(gpu, "matmul_tma.sm80")
+    args = [run.array(a), run.array(b), run.array(np.zeros((m, n), np.float16))]
+    got = run((m // 64, n // 64), [*args, *map(np.int32, (m, n, k))])[2]
+    assert (got == _mma_reference(a, b)).all()
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_fused_attention_forward(gpu: ar.Backend, arch: str) -> None:
+    """Online softmax over K/V blocks: two tl.dot per block (sm_80: mma after
+    ldmatrix; sm_90: wgmma with A from shared memory for Q K^T and from
+    registers for P V), exp2 and row reductions.  P is rounded to fp16 before
+    P V and ex2.approx is within 2 ulp, so the check is to a tolerance."""
+    heads, n_ctx, d = 2, 192, 64
+    q, k, v = (RNG.standard_normal((heads, n_ctx, d)).astype(np.float16) for _ in range(3))
+    scale = 1 / np.sqrt(d)
+    run = Run(gpu, f"attention_fwd.{arch}")
+    out = np.zeros_like(q)
+    args = [run.array(x) for x in (q, k, v, out)] + [np.float32(scale), np.int32(n_ctx)]
+    got = run((n_ctx // 64, heads), args)[3]
+    s64 = q.astype(np.float64) @ k.astype(np.float64).transpose(0, 2, 1) * scale
+    p = np.exp(s64 - s64.max(axis=2, keepdims=True))
+    want = (p / p.sum(axis=2, keepdims=True)) @ v.astype(np.float64)
+    np.testing.assert_allclose(got.astype(np.float64), want, atol=1e-3, rtol=2e-3)
+
+
+def test_a_hopper_matmul_without_its_proxy_fence_is_reported(gpu: ar.Backend, capfd: Any) -> None:
+    """Triton's sm_90 PTX with fence.proxy.async taken out: the wgmma would read
+    shared memory cp.async wrote through the generic proxy."""
+    name = "matmul_f16_64x128x32_s4_w4.sm90"
+    ptx = (CORPUS / f"{name}.ptx").read_text()
+    assert ptx.count("\tfence.proxy.async.shared::cta;") == 1
+    module = "triton-no-proxy-fence"
+    gpu.load_module(module, ptx.replace("\tfence.proxy.async.shared::cta;", "\t// gone"))
+    meta = MANIFEST[name]
+    z = np.zeros((64, 128), np.float16)
+    ptrs = [gpu.alloc(z.nbytes) for _ in range(3)]
+    try:
+        ints = [np.int32(v) for v in (64, 128, 64, 64, 128, 128)]
+        launch = gpu.launch(
+            gpu.kernel(module, meta["entry"]),
+            1,
+            32 * meta["num_warps"],
+            [*ptrs, *ints, np.uint64(0), np.uint64(0)],
+            shared_mem=meta["shared"],
+        )
+        with pytest.raises(DriverError, match="LAUNCH_FAILED"):
+            launch.wait()
+    finally:
+        for p in ptrs:
+            gpu.free(p)
+    err = capfd.readouterr().err
+    assert "wgmma.mma_async reads shared memory at offset" in err, err
+    assert "with no fence.proxy.async after the write" in err
+
+
+#: What cuda-sim does not model: Hopper's TMA (tensor maps, bulk copies, mbarrier), stmatrix.
 UNMODELLED = (
+    "tensormap",
+    "elect",
     "stmatrix",
     "wmma",
     "wgmma",
@@ -341,8 +408,7 @@ def _first_unmodelled(ptx: str) -> tuple[int, str]:
 @pytest.mark.parametrize(
     ("name", "opcode"),
     [
-        ("matmul_f16.sm90", "fence.proxy.async"),
-        *((f"{name}.sm90", "fence.proxy.async") for name in PIPELINED[:2]),
+        ("matmul_tma.sm90", "tensormap.replace"),
     ],
 )
 def test_unmodelled_instructions_are_refused_by_name(
