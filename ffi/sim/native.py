@@ -38,6 +38,7 @@ PTX_SOURCES = (
     "sim/ptx/ptx_lex.c",
     "sim/ptx/ptx_operand.c",
     "sim/ptx/ptx_insn.c",
+    "sim/ptx/ptx_insn_matrix.c",
     "sim/ptx/ptx_parse.c",
     "sim/ptx/ptx_exec.c",
     "sim/ptx/ptx_exec_data.c",
@@ -47,6 +48,9 @@ PTX_SOURCES = (
     "sim/ptx/ptx_exec_mem.c",
     "sim/ptx/ptx_exec_warp.c",
     "sim/ptx/ptx_exec_mma.c",
+    "sim/ptx/ptx_exec_wmma.c",
+    "sim/ptx/ptx_exec_wgmma.c",
+    "sim/ptx/ptx_exec_async.c",
     "sim/ptx/ptx_exec_printf.c",
     "sim/ptx/ptx_query.c",
 )
@@ -55,6 +59,8 @@ PTX_HEADERS = (
     "sim/ptx/ptx_internal.h",
     "sim/ptx/ptx_opcodes.def",
     "sim/ptx/ptx_parse.h",
+    "sim/ptx/ptx_insn.h",
+    "sim/ptx/ptx_mma_forms.h",
     "sim/ptx/ptx_exec.h",
 )
 

@@ -294,10 +294,15 @@ def test_mma_without_the_whole_warp_fails_the_launch(
 @pytest.mark.parametrize(
     "opcode",
     [
-        "mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32",
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f16",
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f16",
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.bf16.f32",
         "mma.sync.aligned.m16n8k16.col.row.f32.f16.f16.f32",
         "mma.sync.aligned.m16n8k16.row.col.satfinite.f32.f16.f16.f32",
+        "mma.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32",
+        "mma.sync.aligned.m16n8k4.row.col.f32.f16.f16.f32",
+        "mma.sync.aligned.m8n8k4.row.col.f32.f16.f16.f32",
+        "mma.sync.aligned.m16n8k32.row.col.s32.s4.s4.s32",
+        "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32",
     ],
 )
 def test_other_mma_forms_are_refused_by_name(gpu: ar.Backend, opcode: str) -> None:

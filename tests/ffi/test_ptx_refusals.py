@@ -30,8 +30,22 @@ REGS = ".reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n.reg .f32 %f<4>;\n.reg .pred %p<2>;
     ("body", "line", "words"),
     [
         (REGS + "tex.1d.v4.f32.s32 {%f0, %f1, %f2, %f3}, [tx, {%r0}];", 10, "tex.1d.v4.f32.s32"),
-        (REGS + "wmma.load.a.sync.aligned.row.m16n16k16.f16 {%r0}, [%rd0];", 10, "wmma"),
-        (REGS + "mov.u32 %r0, 1;\ncp.async.ca.shared.global [%rd0], [%rd1], 4;", 11, "cp.async"),
+        (
+            REGS + "wmma.load.a.sync.aligned.row.m16n16k16.f16 {%r0}, [%rd0];",
+            10,
+            "'wmma.load.a.sync.aligned.row.m16n16k16.f16': operand 1 needs a vector of 8",
+        ),
+        (
+            REGS + "wmma.load.a.sync.aligned.row.m8n32k16.f16 {%r0}, [%rd0];",
+            10,
+            "unsupported instruction 'wmma.load.a.sync.aligned.row.m8n32k16.f16'",
+        ),
+        (
+            REGS
+            + "mov.u32 %r0, 1;\ncp.async.bulk.global.shared::cta.bulk_group [%rd0], [%rd1], 16;",
+            11,
+            "cp.async.bulk",
+        ),
         (REGS + "add.f32 %f0, %f1, %f9;", 10, "'%f9'"),
         (REGS + "bra $L_nowhere;", 10, "$L_nowhere"),
         (REGS + "cvt.rn.satfinite.relu.f16x2.f32 %r0, %f0, %f1;", 10, ".satfinite"),

@@ -7,14 +7,20 @@ Triton's inline asm writes forms nvcc does not: a one-element brace around
 a scalar (``@%p1 ld.global.b32 { %r1 }, [ %rd1 + 0 ];``), spaces inside
 address brackets, ``mov.u32 %r1, 0x0;`` defaults before a predicated load.
 
-Kernels that need what cuda-sim does not model (tensor cores for
-``tl.dot``, ``cp.async`` for a pipelined loop) must be refused at load,
-naming their first such instruction and its line, never run wrongly.
+Pipelined loops (``num_stages`` >= 2) load through ``cp.async``; cuda-sim
+performs each copy at the wait that completes it and fails a launch that
+touches a pending destination, so a wrong wait cannot pass these tests.
+On sm_90 Triton's matmuls and attention use wgmma behind
+fence.proxy.async; a missing fence fails the launch.  Kernels that need what
+cuda-sim does not model (TMA: tensor maps, bulk copies, mbarrier) must be
+refused at load, naming their first such instruction and its line, never run
+wrongly.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -55,7 +61,7 @@ class Run:
         self.held.append((ptr, host))
         return ptr
 
-    def __call__(self, grid: int, args: list[Any]) -> list[np.ndarray[Any, Any]]:
+    def __call__(self, grid: int | tuple[int, int], args: list[Any]) -> list[np.ndarray[Any, Any]]:
         """Launch on ``grid`` blocks; every array argument's contents after it."""
         module = f"triton-{self.name}"  # loaded once per backend; a test may run a kernel again
         if not self.gpu.has_module(module):
@@ -92,10 +98,13 @@ def _softmax(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-def test_fused_softmax(gpu: ar.Backend, arch: str) -> None:
+@pytest.mark.parametrize("kind", ["softmax", "softmax_pipelined"])
+def test_fused_softmax(gpu: ar.Backend, arch: str, kind: str) -> None:
+    """The tutorial's row loop, unpipelined and with num_stages=2 (cp.async with
+    a src-size of 0 for the masked tail, commit_group, wait_group)."""
     rows, cols = 37, 781
     x = RNG.standard_normal((rows, cols)).astype(np.float32) * 4
-    run = Run(gpu, f"softmax.{arch}")
+    run = Run(gpu, f"{kind}.{arch}")
     out = np.zeros_like(x)
     args = [
         run.array(out),
@@ -208,16 +217,18 @@ def test_a_brace_of_other_than_one_element_is_no_scalar(gpu: ar.Backend, operand
         gpu.load_module(f"bad-{len(operand)}", bad)
 
 
+@pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("shape", [(100, 72, 80), (64, 64, 32), (130, 20, 200)])
-def test_fp16_matmul_sm80(gpu: ar.Backend, shape: tuple[int, int, int]) -> None:
-    """tl.dot on sm_80: ldmatrix (.x4, .x4.trans) and mma m16n8k16 f16 -> f32.
+def test_fp16_matmul(gpu: ar.Backend, arch: str, shape: tuple[int, int, int]) -> None:
+    """tl.dot on sm_80: ldmatrix (.x4, .x4.trans) and mma m16n8k16 f16 -> f32; on
+    sm_90: fence.proxy.async and wgmma.mma_async m64n64k16 on descriptors.
 
     The sim sums each mma's products in double and rounds to f32 once; numpy
     does the same per 16-wide slice of K, so the fp16 results agree exactly."""
     m, n, k = shape
     a = RNG.standard_normal((m, k)).astype(np.float16)
     b = RNG.standard_normal((k, n)).astype(np.float16)
-    run = Run(gpu, "matmul_f16.sm80")
+    run = Run(gpu, f"matmul_f16.{arch}")
     strides = (k, 1, n, 1, n, 1)
     args = [run.array(a), run.array(b), run.array(np.zeros((m, n), np.float16))]
     _, _, got = run(-(-m // 64) * -(-n // 64), [*args, *map(np.int32, (m, n, k, *strides))])
@@ -228,12 +239,156 @@ def test_fp16_matmul_sm80(gpu: ar.Backend, shape: tuple[int, int, int]) -> None:
     assert (got == acc.astype(np.float16)).all()
 
 
-#: What cuda-sim does not model: tensor cores, async copies and their proxies.
+def _mma_reference(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """fp16 a @ b as mma m16n8k16 computes it: each 16 of K summed exactly, the
+    f32 accumulator rounded once per mma (a K tail is zeros)."""
+    m, k = a.shape
+    acc = np.zeros((m, b.shape[1]), np.float32)
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    for k0 in range(0, k, 16):
+        acc = (acc + a64[:, k0 : k0 + 16] @ b64[k0 : k0 + 16]).astype(np.float32)
+    return acc.astype(np.float16)
+
+
+#: The tutorial's matmul as its autotuner compiles it (generate.py: _tuned_matmul).
+PIPELINED = (
+    "matmul_f16_128x128x32_s3_w8",
+    "matmul_f16_64x128x32_s4_w4",
+    "matmul_f16_64x32x32_s5_w2",
+)
+
+
+def _tuned_matmul(gpu: ar.Backend, name: str, a: Any, b: Any) -> np.ndarray[Any, Any]:
+    (m, k), n = a.shape, b.shape[1]
+    run = Run(gpu, name)
+    bm, bn = (int(v) for v in name.split("_")[2].split("x")[:2])
+    args = [run.array(a), run.array(b), run.array(np.zeros((m, n), np.float16))]
+    ints = map(np.int32, (m, n, k, k, n, n))  # M, N, K and the strides that are not 1
+    return run(-(-m // bm) * -(-n // bn), [*args, *ints])[2]
+
+
+@pytest.mark.parametrize("name", [*(f"{p}.sm80" for p in PIPELINED), f"{PIPELINED[2]}.sm90"])
+@pytest.mark.parametrize("shape", [(256, 256, 256), (96, 80, 112), (32, 48, 16)])
+def test_pipelined_fp16_matmul(gpu: ar.Backend, name: str, shape: tuple[int, int, int]) -> None:
+    """num_stages 3 to 5: cp.async.cg of 16 bytes into a ring of shared buffers,
+    a wait_group that leaves the later stages in flight, then ldmatrix and mma;
+    on sm_90 fence.proxy.async and wgmma (m64n128k16, descriptors with 64- and
+    128-byte swizzles), except for 2 warps, below a warpgroup, where Triton
+    keeps mma.sync.  Sizes are multiples of 16, as the divisibility the
+    kernel was compiled for promises; some are no multiple of the tiles
+    (masked edges) or shorter than the pipeline."""
+    m, n, k = shape
+    a = RNG.standard_normal((m, k)).astype(np.float16)
+    b = RNG.standard_normal((k, n)).astype(np.float16)
+    assert (_tuned_matmul(gpu, name, a, b) == _mma_reference(a, b)).all()
+
+
+def test_a_pipeline_waiting_too_little_is_reported(gpu: ar.Backend, capfd: Any) -> None:
+    """The same PTX with every wait_group raised by one: the first ldmatrix then
+    reads a buffer whose cp.async no wait has completed."""
+    name = "matmul_f16_64x128x32_s4_w4.sm80"
+    ptx = (CORPUS / f"{name}.ptx").read_text()
+    late, count = re.subn(
+        r"cp\.async\.wait_group \t(\d+);",
+        lambda w: f"cp.async.wait_group \t{int(w[1]) + 1};",
+        ptx,
+    )
+    assert count >= 2
+    module = "triton-late-wait"
+    gpu.load_module(module, late)
+    meta = MANIFEST[name]
+    z = np.zeros((64, 64), np.float16)
+    ptrs = [gpu.alloc(z.nbytes) for _ in range(3)]
+    try:
+        ints = [np.int32(64)] * 6
+        launch = gpu.launch(
+            gpu.kernel(module, meta["entry"]),
+            1,
+            32 * meta["num_warps"],
+            [*ptrs, *ints, np.uint64(0), np.uint64(0)],
+            shared_mem=meta["shared"],
+        )
+        with pytest.raises(DriverError, match="LAUNCH_FAILED"):
+            launch.wait()
+    finally:
+        for p in ptrs:
+            gpu.free(p)
+    err = capfd.readouterr().err
+    assert re.search(
+        r"ptx line \d+: ldmatrix reads shared memory at offset \d+, the "
+        r"destination of the cp.async of ptx line \d+",
+        err,
+    ), err
+
+
+def test_tensor_descriptor_matmul_sm80(gpu: ar.Backend) -> None:
+    """tl.make_tensor_descriptor loads on sm_80: a cp.async pipeline."""
+    m, n, k = 128, 192, 96
+    a = RNG.standard_normal((m, k)).astype(np.float16)
+    b = RNG.standard_normal((k, n)).astype(np.float16)
+    run = Run(gpu, "matmul_tma.sm80")
+    args = [run.array(a), run.array(b), run.array(np.zeros((m, n), np.float16))]
+    got = run((m // 64, n // 64), [*args, *map(np.int32, (m, n, k))])[2]
+    assert (got == _mma_reference(a, b)).all()
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_fused_attention_forward(gpu: ar.Backend, arch: str) -> None:
+    """Online softmax over K/V blocks: two tl.dot per block (sm_80: mma after
+    ldmatrix; sm_90: wgmma with A from shared memory for Q K^T and from
+    registers for P V), exp2 and row reductions.  P is rounded to fp16 before
+    P V and ex2.approx is within 2 ulp, so the check is to a tolerance."""
+    heads, n_ctx, d = 2, 192, 64
+    q, k, v = (RNG.standard_normal((heads, n_ctx, d)).astype(np.float16) for _ in range(3))
+    scale = 1 / np.sqrt(d)
+    run = Run(gpu, f"attention_fwd.{arch}")
+    out = np.zeros_like(q)
+    args = [run.array(x) for x in (q, k, v, out)] + [np.float32(scale), np.int32(n_ctx)]
+    got = run((n_ctx // 64, heads), args)[3]
+    s64 = q.astype(np.float64) @ k.astype(np.float64).transpose(0, 2, 1) * scale
+    p = np.exp(s64 - s64.max(axis=2, keepdims=True))
+    want = (p / p.sum(axis=2, keepdims=True)) @ v.astype(np.float64)
+    np.testing.assert_allclose(got.astype(np.float64), want, atol=1e-3, rtol=2e-3)
+
+
+def test_a_hopper_matmul_without_its_proxy_fence_is_reported(gpu: ar.Backend, capfd: Any) -> None:
+    """Triton's sm_90 PTX with fence.proxy.async taken out: the wgmma would read
+    shared memory cp.async wrote through the generic proxy."""
+    name = "matmul_f16_64x128x32_s4_w4.sm90"
+    ptx = (CORPUS / f"{name}.ptx").read_text()
+    assert ptx.count("\tfence.proxy.async.shared::cta;") == 1
+    module = "triton-no-proxy-fence"
+    gpu.load_module(module, ptx.replace("\tfence.proxy.async.shared::cta;", "\t// gone"))
+    meta = MANIFEST[name]
+    z = np.zeros((64, 128), np.float16)
+    ptrs = [gpu.alloc(z.nbytes) for _ in range(3)]
+    try:
+        ints = [np.int32(v) for v in (64, 128, 64, 64, 128, 128)]
+        launch = gpu.launch(
+            gpu.kernel(module, meta["entry"]),
+            1,
+            32 * meta["num_warps"],
+            [*ptrs, *ints, np.uint64(0), np.uint64(0)],
+            shared_mem=meta["shared"],
+        )
+        with pytest.raises(DriverError, match="LAUNCH_FAILED"):
+            launch.wait()
+    finally:
+        for p in ptrs:
+            gpu.free(p)
+    err = capfd.readouterr().err
+    assert "wgmma.mma_async reads shared memory at offset" in err, err
+    assert "with no fence.proxy.async after the write" in err
+
+
+#: What cuda-sim does not model: Hopper's TMA (tensor maps, bulk copies, mbarrier), stmatrix.
 UNMODELLED = (
+    "tensormap",
+    "elect",
     "stmatrix",
     "wmma",
     "wgmma",
-    "cp.async",
+    "cp.async.bulk",
     "fence.proxy.async",
     "mbarrier",
 )
@@ -253,9 +408,7 @@ def _first_unmodelled(ptx: str) -> tuple[int, str]:
 @pytest.mark.parametrize(
     ("name", "opcode"),
     [
-        ("matmul_f16.sm90", "fence.proxy.async"),
-        ("softmax_pipelined.sm80", "cp.async"),
-        ("softmax_pipelined.sm90", "cp.async"),
+        ("matmul_tma.sm90", "tensormap.replace"),
     ],
 )
 def test_unmodelled_instructions_are_refused_by_name(

@@ -392,7 +392,7 @@ static int exec_matrix(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32
         return 1;
     }
     fr->nopark_pc = PTX_NONE;
-    int rc = m ? ptx_exec_matrix(b, fr, in, m) : 0;
+    int rc = m ? ptx_exec_matrix(b, w, fr, in, m) : 0;
     if (rc < 0)
         return rc;
     fr->cur_pc++;
@@ -447,6 +447,13 @@ static inline int exec_control(block_ctx *b, warp *w, frame *fr, const pinsn *in
         return 1;
     case OP_LDMATRIX:
     case OP_MMA:
+    case OP_WMMA_MMA:
+    case OP_WMMA_LOAD:
+    case OP_WMMA_STORE:
+    case OP_WGMMA_MMA:
+    case OP_WGMMA_FENCE:
+    case OP_WGMMA_COMMIT:
+    case OP_WGMMA_WAIT:
         return exec_matrix(b, w, fr, in, m);
     case OP_ACTIVEMASK:
         FOR_LANES(m, fr->R[in->d][l] = fr->active);
@@ -519,7 +526,9 @@ static int run_blocks(const ptx_kernel_ctx *kc, const ar_launch *L, void **param
     b.params = calloc(1, f->param_bytes ? f->param_bytes : 1);
     b.shared = aligned_zero(mod->shared_align, b.shared_size ? b.shared_size : 1);
     b.warps = calloc(b.nwarps, sizeof *b.warps);
-    if (!b.params || !b.shared || !b.warps) {
+    if (mod->uses_wgmma)
+        b.gdirty = calloc(1, b.shared_size ? b.shared_size : 1);
+    if (!b.params || !b.shared || !b.warps || (mod->uses_wgmma && !b.gdirty)) {
         rc = E_FAIL;
         goto out;
     }
@@ -564,7 +573,14 @@ static int run_blocks(const ptx_kernel_ctx *kc, const ar_launch *L, void **param
             fr->local_base = 0;
             fill_specials(&b, w, fr);
             w->red_lanes = 0;
+            memset(w->cp_groups, 0, sizeof w->cp_groups);
+            w->wg_groups = 0;
+            w->wg_fenced = 0;
         }
+        ptx_cp_reset(&b);
+        b.nwg = 0;
+        if (b.gdirty)
+            memset(b.gdirty, 0, b.shared_size);
         b.bar_red = 0;
         b.bar_arrivals = b.red_popc = b.red_any = 0;
         b.red_all = 1;
@@ -597,6 +613,10 @@ out:
         }
     }
     free(b.warps);
+    free(b.cp);
+    free(b.cp_busy);
+    free(b.wg);
+    free(b.gdirty);
     free(b.shared);
     free(b.params);
     return rc;

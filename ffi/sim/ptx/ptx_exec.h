@@ -50,8 +50,20 @@ typedef struct frame {
     uint8_t cc[PTX_LANES];
 } frame;
 
+/* A cp.async issued and not yet completed by a wait (ptx_exec_async.c). */
+typedef struct cp_copy {
+    uint64_t src;     /* global address */
+    uint32_t dst;     /* offset in the block's shared memory */
+    uint32_t group;   /* the issuing lane's count of committed groups at issue */
+    int32_t line;
+    uint16_t warp;
+    uint8_t lane, size, srcn; /* cp-size; the bytes read from src (the rest: zeros) */
+} cp_copy;
+
 typedef struct warp {
     frame top;
+    uint32_t wg_groups; /* wgmma groups the warp has committed */
+    int wg_fenced;      /* a wgmma.fence has run */
     uint32_t valid;    /* lanes that exist */
     uint32_t exited;
     uint32_t id;
@@ -59,6 +71,7 @@ typedef struct warp {
     uint32_t tid[3][PTX_LANES];
     uint32_t red_dst, red_lanes; /* bar.red: the result's register and its lanes */
     uint8_t *local;    /* lane * stack bytes */
+    uint32_t cp_groups[PTX_LANES]; /* cp.async groups each lane has committed */
 } warp;
 
 typedef struct block_ctx {
@@ -81,7 +94,29 @@ typedef struct block_ctx {
     /* Ranges the launch declared read-only (engine.h), or NULL: every global
      * store is checked against them. */
     const arsim_readonly *ro;
+    /* cp.async: the copies issued and not yet completed, in issue order, and
+     * per byte of shared memory how many of them write it (allocated at the
+     * first copy).  A copy is performed when a wait completes it. */
+    cp_copy *cp;
+    uint32_t ncp, cap_cp;
+    uint16_t *cp_busy;
+    /* wgmma.mma_async: issued, not yet performed (ptx_exec_wgmma.c); and per
+     * shared byte, written through the generic proxy since the last
+     * fence.proxy.async (allocated when the module has wgmma). */
+    struct wg_op *wg;
+    uint32_t nwg, cap_wg;
+    uint8_t *gdirty;
 } block_ctx;
+
+/* A wgmma.mma_async a warp issued: its frame, instruction, descriptors. */
+typedef struct wg_op {
+    frame *fr;
+    const pinsn *in;
+    uint64_t da, db;
+    uint32_t group;
+    uint16_t warp;
+    uint8_t scale_d;
+} wg_op;
 
 /* ------------------------------------------------------------- values */
 
@@ -148,13 +183,38 @@ PTX_HIDDEN int ptx_exec_float(const pinsn *in, uint64_t *D, const uint64_t *A, c
 PTX_HIDDEN void ptx_exec_warp(warp *w, frame *fr, const pinsn *in, uint32_t m);
 /* ptx_exec_mma.c: ldmatrix and mma, once the whole warp is here; a launch
  * failure (E_FAIL, said on stderr) unless m is all 32 lanes. */
-PTX_HIDDEN int ptx_exec_matrix(block_ctx *b, frame *fr, const pinsn *in, uint32_t m);
+PTX_HIDDEN int ptx_exec_matrix(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m);
+/* ptx_exec_wmma.c: wmma.load, wmma.mma, wmma.store.d for a whole warp. */
+PTX_HIDDEN int ptx_exec_wmma(block_ctx *b, frame *fr, const pinsn *in);
+/* ptx_exec_async.c: cp.async, commit_group, wait_group and wait_all for the
+ * lanes in m. */
+PTX_HIDDEN int ptx_exec_async(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m);
+/* 0, or E_FAIL (said on stderr, naming in's line and the copy's) when the
+ * access of n bytes at shared offset off touches the destination of a
+ * cp.async that no wait has completed.  Call only when b->ncp. */
+PTX_HIDDEN int ptx_cp_hazard(block_ctx *b, const pinsn *in, uint64_t off, size_t n);
+/* The same for each lane's access of in (ld, st, atom on shared or generic
+ * addresses in A, plus in->imm); a write also marks the bytes for the
+ * async proxy (ptx_proxy_written).  Call only when b->ncp or b->gdirty. */
+PTX_HIDDEN int ptx_shared_access(block_ctx *b, const pinsn *in, const uint64_t *A, size_t n,
+                                 uint32_t m);
+/* fence.proxy.async: the generic proxy's writes become visible to the async proxy. */
+PTX_HIDDEN void ptx_proxy_fence(block_ctx *b);
+/* n shared bytes at off were written through the generic proxy. */
+PTX_HIDDEN void ptx_proxy_written(block_ctx *b, uint64_t off, size_t n);
+/* ptx_exec_wgmma.c: wgmma.fence, mma_async, commit_group, wait_group for warp w. */
+PTX_HIDDEN int ptx_exec_wgmma(block_ctx *b, warp *w, frame *fr, const pinsn *in);
+/* Forgets the block's pending copies (a block ends, the next begins). */
+PTX_HIDDEN void ptx_cp_reset(block_ctx *b);
 /* ptx_exec_printf.c: a call of vprintf, or of __assertfail (a failed
  * assert(): the launch fails), for the lanes in m. */
 PTX_HIDDEN int ptx_exec_vprintf(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m);
 PTX_HIDDEN int ptx_exec_assertfail(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m);
 
-/* ptx_exec_mem.c, for vprintf */
+/* ptx_exec_mem.c, for vprintf and cp.async */
+/* The host address of n global bytes at addr to read (wr 0) or write, or
+ * NULL (a fault, recorded). */
+PTX_HIDDEN uint8_t *ptx_global_at(block_ctx *b, uint64_t addr, size_t n, int wr);
 /* Lane l's load of n bytes (1, 2, 4 or 8, aligned) at generic address addr
  * into *v: 0, or E_FAULT (recorded, as any load's). */
 PTX_HIDDEN int ptx_mem_read(block_ctx *b, warp *w, frame *fr, uint64_t addr, size_t n, int l,

@@ -229,7 +229,19 @@ int ptx_exec_data(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
     case OP_ATOM:
     case OP_RED:
     case OP_ISSPACEP:
+        /* A shared access to the destination of a cp.async no wait has
+         * completed fails the launch (ptx_exec_async.c). */
+        if ((b->ncp || b->gdirty) && in->op != OP_ISSPACEP &&
+            ptx_shared_access(b, in, A, (size_t)ptx_type_size(t) * in->vec, m))
+            return E_FAIL;
         return ptx_exec_mem(b, w, fr, in, m);
+    case OP_CP_ASYNC:
+    case OP_CP_COMMIT:
+    case OP_CP_WAIT:
+        return ptx_exec_async(b, w, fr, in, m);
+    case OP_FENCE_PROXY:
+        ptx_proxy_fence(b);
+        break;
     case OP_NOPMEM: {
         /* membar/fence: a locked read-modify-write is a full fence
          * (and one ThreadSanitizer understands). */

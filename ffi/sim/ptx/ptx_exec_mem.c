@@ -76,6 +76,11 @@ static inline uint8_t *mem_at(block_ctx *b, warp *w, frame *fr, int space, uint6
     }
 }
 
+uint8_t *ptx_global_at(block_ctx *b, uint64_t addr, size_t n, int wr)
+{
+    return global_ok(b, (uintptr_t)addr, n, wr) ? (uint8_t *)(uintptr_t)addr : NULL;
+}
+
 int ptx_mem_read(block_ctx *b, warp *w, frame *fr, uint64_t addr, size_t n, int l, uint64_t *v)
 {
     const uint8_t *p = mem_at(b, w, fr, S_GENERIC, addr, n, l, 0);

@@ -1,31 +1,33 @@
 /* PTX warp-level matrix instructions (sm_80 tensor cores), for the
- * interpreter: ldmatrix and mma.sync.aligned.m16n8k16.
+ * interpreter: ldmatrix and mma.sync.aligned (the shapes and types of
+ * g_mma_shapes in ptx_mma_forms.h: m16n8k16 and m16n8k8 with f16/bf16,
+ * m16n8k8 and m16n8k4 with tf32, m16n8k32 and m16n8k16 with s8/u8,
+ * m8n8k4 with f64).
  *
  * Both are .sync.aligned: every lane of the warp runs them together
  * (ptx_exec.c parks the lanes until all 32 have arrived).  Run by fewer
  * lanes (some exited, diverged or predicated off, a partial warp) the
  * hardware's result is undefined, so the launch fails naming the
  * instruction instead.  The fragment layouts are the PTX ISA's ("Matrix
- * Fragments for mma.m16n8k16 with floating point type", "Warp-level
- * matrix load instruction: ldmatrix"): with groupID = lane >> 2 and
- * tig = lane % 4,
- *   A (16x16, row): a0..a7 in 4 registers, low half first; row groupID for
- *     a0 a1 a4 a5, groupID + 8 for a2 a3 a6 a7; column 2 tig + (i & 1),
- *     plus 8 for a4..a7;
- *   B (16x8, col): b0..b3 in 2 registers; row 2 tig + (i & 1), plus 8 for
- *     b2 b3; column groupID;
- *   C, D (16x8): c0..c3; row groupID for c0 c1, groupID + 8 for c2 c3;
- *     column 2 tig + (i & 1).  An f16 accumulator packs c0 c1 and c2 c3.
- * Each element of D is the sum of its 16 products and C's element, the
- * products exact and the sum computed in double, rounded once to the
- * accumulator's type: within what the ISA allows a tensor core (whose
- * order and intermediate precision are unspecified).
+ * Fragments for mma.mMnNkK", "Warp-level matrix load instruction:
+ * ldmatrix"); ptx_mma_forms.h spells each one out.
+ *
+ * Each element of D is the sum of its k products and C's element, the
+ * products exact and the sum computed in double, rounded once to D's type:
+ * within what the ISA allows a tensor core (whose order and intermediate
+ * precision are unspecified).  A .tf32 operand is an f32 register whose
+ * low 13 mantissa bits the tensor core ignores; .f64 is a chain of fused
+ * multiply-adds in k order; s32 results are exact, then wrapped to 32
+ * bits, or clamped with .satfinite.
  */
 #define _GNU_SOURCE
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "ptx_exec.h"
+#include "ptx_mma_forms.h"
 
 /* The launch fails: a .sync.aligned instruction without its whole warp. */
 static int not_aligned(block_ctx *b, const pinsn *in, uint32_t m)
@@ -33,7 +35,13 @@ static int not_aligned(block_ctx *b, const pinsn *in, uint32_t m)
     fprintf(stderr,
             "cuda-sim: kernel %s: ptx line %d: %s ran on lanes 0x%08x of a warp; "
             ".sync.aligned needs all 32\n",
-            b->entry->name, in->line, in->op == OP_MMA ? "mma" : "ldmatrix", m);
+            b->entry->name, in->line,
+            in->op == OP_MMA        ? "mma"
+            : in->op == OP_LDMATRIX ? "ldmatrix"
+            : in->op == OP_WMMA_MMA || in->op == OP_WMMA_LOAD || in->op == OP_WMMA_STORE
+                ? "wmma"
+                : "wgmma",
+            m);
     return E_FAIL;
 }
 
@@ -60,6 +68,8 @@ static int exec_ldmatrix(block_ctx *b, frame *fr, const pinsn *in)
             const uint8_t *p = row_at(b, in, A[8 * k + r] + (uint64_t)in->imm);
             if (!p)
                 return E_FAULT;
+            if (b->ncp && ptx_cp_hazard(b, in, (uint64_t)(p - b->shared), 16))
+                return E_FAIL;
             memcpy(mat[k][r], p, 16);
         }
     for (int k = 0; k < in->vec; k++) {
@@ -74,71 +84,101 @@ static int exec_ldmatrix(block_ctx *b, frame *fr, const pinsn *in)
     return 0;
 }
 
-/* Half i (0 low, 1 high) of a register's value, as a double. */
-static double half_of(uint64_t reg, int i, int type)
+/* Element sub (0 the lowest bits) of a fragment register of type t, as a double. */
+static double elem(uint64_t reg, int sub, int t)
 {
-    uint16_t h = (uint16_t)(reg >> (16 * i));
-    return type == T_BF16 ? bf2d(h) : h2d(h);
-}
-
-/* The warp's A (16x16), B (16x8) and C (16x8) from their fragments. */
-static void gather(const frame *fr, const uint32_t *slot, int in_t, int acc_t, double a[16][16],
-                   double bm[16][8], double c[16][8])
-{
-    const uint32_t *sa = slot + (acc_t == T_F32 ? 4 : 2), *sb = sa + 4, *sc = sb + 2;
-    for (int l = 0; l < PTX_LANES; l++) {
-        int g = l >> 2, t2 = 2 * (l & 3);
-        for (int i = 0; i < 8; i++) {
-            uint64_t reg = fr->R[sa[i >> 1]][l];
-            a[g + ((i >> 1) & 1) * 8][t2 + (i & 1) + (i >= 4) * 8] = half_of(reg, i & 1, in_t);
-        }
-        for (int i = 0; i < 4; i++)
-            bm[t2 + (i & 1) + (i >= 2) * 8][g] = half_of(fr->R[sb[i >> 1]][l], i & 1, in_t);
-        for (int i = 0; i < 4; i++) {
-            int row = g + (i >= 2) * 8, col = t2 + (i & 1);
-            if (acc_t == T_F32)
-                c[row][col] = (double)sim_f32(fr->R[sc[i]][l]);
-            else
-                c[row][col] = half_of(fr->R[sc[i >> 1]][l], i & 1, T_F16);
-        }
+    switch (t) {
+    case T_F16: return h2d((uint16_t)(reg >> 16 * sub));
+    case T_BF16: return bf2d((uint16_t)(reg >> 16 * sub));
+    case T_TF32: return (double)sim_f32(reg & 0xffffe000u); /* tf32: the top 19 bits */
+    case T_S8: return (double)(int8_t)(reg >> 8 * sub);
+    case T_U8: return (double)(uint8_t)(reg >> 8 * sub);
+    case T_S32: return (double)(int32_t)reg;
+    case T_F64: return sim_f64(reg);
+    default: return (double)sim_f32(reg); /* f32 */
     }
 }
 
-/* D's fragments from D (16x8). */
-static void scatter(frame *fr, const uint32_t *slot, int acc_t, double d[16][8])
+/* The bits of one element of type t (f16, f32, s32, f64) holding v. */
+static uint64_t elem_bits(double v, int t, int sat)
 {
-    for (int l = 0; l < PTX_LANES; l++) {
-        int g = l >> 2, t2 = 2 * (l & 3);
-        if (acc_t == T_F32) {
-            for (int i = 0; i < 4; i++)
-                fr->R[slot[i]][l] = sim_f32_bits((float)d[g + (i >= 2) * 8][t2 + (i & 1)]);
-            continue;
-        }
-        for (int r = 0; r < 2; r++)
-            fr->R[slot[r]][l] = (uint32_t)d2h(d[g + r * 8][t2]) |
-                                (uint32_t)d2h(d[g + r * 8][t2 + 1]) << 16;
+    switch (t) {
+    case T_F16: return d2h(v);
+    case T_F32: return sim_f32_bits((float)v);
+    case T_F64: return sim_f64_bits(v);
+    default: /* s32: exact in a double; .satfinite clamps, else it wraps */
+        if (sat)
+            v = v < INT32_MIN ? INT32_MIN : v > INT32_MAX ? INT32_MAX : v;
+        return (uint32_t)(int64_t)v;
     }
 }
 
+/* A rows x cols matrix (row stride ld) from the warp's fragments of it. */
+static void gather(const frame *fr, const uint32_t *slot, int kind, int rows, int cols, int t,
+                   double *mat, int ld)
+{
+    int bits = mma_elem_bits(t), per = bits == 64 ? 1 : 32 / bits;
+    int count = rows * cols / PTX_LANES;
+    for (int l = 0; l < PTX_LANES; l++)
+        for (int i = 0; i < count; i++) {
+            int r, c;
+            mma_frag_pos(kind, l, i, &r, &c);
+            mat[r * ld + c] = elem(fr->R[slot[i / per]][l], i % per, t);
+        }
+}
+
+/* The warp's fragments of D (rows x 8). */
+static void scatter(frame *fr, const uint32_t *slot, int kind, int rows, int t, int sat,
+                    double d[16][8])
+{
+    int bits = mma_elem_bits(t), per = bits == 64 ? 1 : 32 / bits;
+    int count = rows * 8 / PTX_LANES;
+    for (int l = 0; l < PTX_LANES; l++) {
+        uint64_t regs[4] = {0, 0, 0, 0};
+        for (int i = 0; i < count; i++) {
+            int r, c;
+            mma_frag_pos(kind, l, i, &r, &c);
+            regs[i / per] |= elem_bits(d[r][c], t, sat) << (bits == 64 ? 0 : bits * (i % per));
+        }
+        for (int k = 0; k < count / per; k++)
+            fr->R[slot[k]][l] = regs[k];
+    }
+}
+
+/* D = A B + C for one of g_mma_shapes: the products exact, each sum taken
+ * in double and rounded once to D's type (f64: fused multiply-adds in k
+ * order; integers: exact, then wrapped or clamped). */
 static int exec_mma(frame *fr, const pinsn *in)
 {
-    double a[16][16], bm[16][8], c[16][8], d[16][8];
-    const uint32_t *slot = &fr->f->lists[in->aux];
-    gather(fr, slot, in->type, in->type2, a, bm, c);
-    for (int i = 0; i < 16; i++)
-        for (int j = 0; j < 8; j++) {
+    const mma_shape *sh = &g_mma_shapes[in->mode];
+    int bt = (int)(in->imm & 0xff), ct = (int)(in->imm >> 8 & 0xff);
+    double a[16][32], bm[32][8], c[16][8], d[16][8];
+    const uint32_t *sd = &fr->f->lists[in->aux];
+    const uint32_t *sa = sd + mma_regs(sh->m, sh->n, in->type2);
+    const uint32_t *sb = sa + mma_regs(sh->m, sh->k, in->type);
+    const uint32_t *sc = sb + mma_regs(sh->k, sh->n, bt);
+    gather(fr, sa, sh->a_kind, sh->m, sh->k, in->type, &a[0][0], 32);
+    gather(fr, sb, sh->b_kind, sh->k, sh->n, bt, &bm[0][0], 8);
+    gather(fr, sc, sh->c_kind, sh->m, sh->n, ct, &c[0][0], 8);
+    for (int i = 0; i < sh->m; i++)
+        for (int j = 0; j < sh->n; j++) {
             double s = c[i][j];
-            for (int k = 0; k < 16; k++)
-                s += a[i][k] * bm[k][j];
+            for (int k = 0; k < sh->k; k++)
+                s = in->type == T_F64 ? fma(a[i][k], bm[k][j], s) : s + a[i][k] * bm[k][j];
             d[i][j] = s;
         }
-    scatter(fr, slot, in->type2, d);
+    scatter(fr, sd, sh->c_kind, sh->m, in->type2, in->flags & FL_SAT, d);
     return 0;
 }
 
-int ptx_exec_matrix(block_ctx *b, frame *fr, const pinsn *in, uint32_t m)
+int ptx_exec_matrix(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
 {
     if (m != FULL)
         return not_aligned(b, in, m);
+    if (in->op == OP_WMMA_MMA || in->op == OP_WMMA_LOAD || in->op == OP_WMMA_STORE)
+        return ptx_exec_wmma(b, fr, in);
+    if (in->op == OP_WGMMA_MMA || in->op == OP_WGMMA_FENCE || in->op == OP_WGMMA_COMMIT ||
+        in->op == OP_WGMMA_WAIT)
+        return ptx_exec_wgmma(b, w, fr, in);
     return in->op == OP_MMA ? exec_mma(fr, in) : exec_ldmatrix(b, fr, in);
 }

@@ -11,15 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx_parse.h"
-
-typedef struct mods {
-    char base[32];
-    char m[12][40];
-    int n;
-    int used[12];
-    int overflow; /* a part too long, or too many: refused, never cut */
-} mods;
+#include "ptx_insn.h"
 
 static void split_opcode(const char *op, mods *md)
 {
@@ -39,16 +31,6 @@ static void split_opcode(const char *op, mods *md)
         md->overflow |= len >= sizeof md->m[0];
         snprintf(md->m[md->n++], sizeof md->m[0], "%.*s", (int)len, p);
     }
-}
-
-static int has(mods *md, const char *s)
-{
-    for (int i = 0; i < md->n; i++)
-        if (strcmp(md->m[i], s) == 0) {
-            md->used[i] = 1;
-            return 1;
-        }
-    return 0;
 }
 
 /* The types among the modifiers, in order. */
@@ -80,18 +62,6 @@ static int harmless(const char *s)
     return !strncmp(s, "L1::", 4) || !strncmp(s, "L2::", 4);
 }
 
-static int space_of(mods *md)
-{
-    static const struct { const char *n; int s; } sp[] = {
-        {"global", S_GLOBAL}, {"shared", S_SHARED}, {"shared::cta", S_SHARED},
-        {"local", S_LOCAL}, {"param", S_PARAM}, {"const", S_CONST},
-    };
-    for (size_t k = 0; k < sizeof sp / sizeof sp[0]; k++)
-        if (has(md, sp[k].n))
-            return sp[k].s;
-    return S_GENERIC;
-}
-
 static int rounding_of(mods *md)
 {
     static const char *const names[] = {NULL, "rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "rna"};
@@ -110,39 +80,6 @@ static int cmp_of(mods *md)
             return c;
     return 0;
 }
-
-static int nops_check(parser *ps, int line, const char *op, int n, int want_min, int want_max)
-{
-    if (n < want_min || n > want_max)
-        return ptx_fail(ps, line, PTX_ERR_INVALID, "'%s' takes %d operand(s), found %d", op,
-                    want_min, n);
-    return 0;
-}
-
-
-/* One instruction while its family handler decodes it. */
-typedef struct insn {
-    pinsn in;
-    mods md;
-    opnd ops[8];
-    int n;          /* operands read */
-    int types[3];   /* the type modifiers, in order */
-    int nt, ty;     /* how many; the last one (the operation's type) */
-    int line;
-    int rc;         /* the first slot error: the operand chain stops there */
-    char opname[PTX_NAME_MAX];
-} insn;
-
-#define SRC(k, field, type)                                                                       \
-    (x->rc = x->rc ? x->rc : ptx_src_slot(ps, &x->ops[k], (type), x->line, &x->in.field))
-#define DST(k, field) (x->rc = x->rc ? x->rc : ptx_dst_slot(ps, &x->ops[k], x->line, &x->in.field))
-#define NEEDS(lo, hi)                                                                             \
-    do {                                                                                          \
-        if (nops_check(ps, x->line, x->opname, x->n, (lo), (hi)))                                 \
-            return -1;                                                                            \
-    } while (0)
-#define BASE_IS(s) (strcmp(x->md.base, (s)) == 0)
-#define REFUSE(...) ptx_fail(ps, x->line, PTX_ERR_INVALID, __VA_ARGS__)
 
 /* Sets in.flags for each modifier of the NULL-terminated list present. */
 static void take_flags(insn *x, const char *const *names)
@@ -209,6 +146,9 @@ static void pair_dst(parser *ps, insn *x)
 static int parse_mov(parser *ps, insn *x)
 {
     NEEDS(2, 2);
+    if ((x->ops[0].kind == O_VEC && x->ops[0].nv > 4) ||
+        (x->ops[1].kind == O_VEC && x->ops[1].nv > 4))
+        return REFUSE("'%s': a vector of more than 4 elements", x->opname);
     const opnd *src = &x->ops[1];
     if (src->kind == O_NAME && (!strcmp(src->name, "%clock") || !strcmp(src->name, "%clock64") ||
                                 !strcmp(src->name, "%globaltimer") ||
@@ -566,6 +506,12 @@ static int parse_fence(parser *ps, insn *x)
 {
     for (int i = 0; i < x->md.n; i++)
         x->md.used[i] = 1;
+    if (!strcmp(x->opname, "fence.proxy.async") ||
+        !strcmp(x->opname, "fence.proxy.async.shared::cta")) {
+        NEEDS(0, 0);
+        x->in.op = OP_FENCE_PROXY; /* the generic proxy's shared writes reach the async proxy */
+        return 0;
+    }
     if (BASE_IS("fence") && (has(&x->md, "proxy") || has(&x->md, "mbarrier_init")))
         return REFUSE("unsupported instruction '%s'", x->opname);
     return 0;
@@ -660,78 +606,6 @@ static int parse_activemask(parser *ps, insn *x)
 {
     NEEDS(1, 1);
     DST(0, d);
-    return 0;
-}
-
-/* ------------------------------------------------------------- warp-level matrix */
-
-/* Marks every modifier read: the matrix handlers match the whole spelling. */
-static void take_all(insn *x)
-{
-    for (int i = 0; i < x->md.n; i++)
-        x->md.used[i] = 1;
-}
-
-/* ldmatrix.sync.aligned.m8n8.{x1,x2,x4}[.trans][.shared[::cta]].b16 d, [a]:
- * in.vec matrices, in.mode 1 for .trans, d in in.v (x1's d may be braced). */
-static int parse_ldmatrix(parser *ps, insn *x)
-{
-    NEEDS(2, 2);
-    int num = has(&x->md, "x1") ? 1 : has(&x->md, "x2") ? 2 : has(&x->md, "x4") ? 4 : 0;
-    x->in.mode = (uint8_t)has(&x->md, "trans");
-    x->in.space = (uint8_t)space_of(&x->md);
-    if (!has(&x->md, "sync") || !has(&x->md, "aligned") || !has(&x->md, "m8n8") || !num ||
-        x->ty != T_B16 || x->nt != 1 || (x->in.space != S_SHARED && x->in.space != S_GENERIC))
-        return REFUSE("unsupported instruction '%s'", x->opname);
-    x->in.vec = (uint8_t)num;
-    x->rc = ptx_addr_operand(ps, &x->ops[1], x->line, &x->in);
-    if (num == 1 && x->ops[0].kind == O_NAME)
-        DST(0, v[0]);
-    else if (x->ops[0].kind != O_VEC || x->ops[0].nv != num)
-        return REFUSE("'%s' needs a vector of %d", x->opname, num);
-    else
-        x->rc = x->rc ? x->rc : ptx_vec_slots(ps, &x->ops[0], T_B32, x->line, 1, x->in.v);
-    return 0;
-}
-
-/* The slots of one braced mma operand, appended to the function's lists. */
-static int mma_list(parser *ps, insn *x, int k, int count, int dst)
-{
-    pfunc *f = ps->f;
-    if (x->ops[k].kind != O_VEC || x->ops[k].nv != count)
-        return REFUSE("'%s': operand %d needs a vector of %d", x->opname, k + 1, count);
-    for (int i = 0; i < count; i++)
-        if (!GROW(f->lists, f->nlists, f->cap_lists))
-            return ptx_nomem(ps);
-        else
-            f->lists[f->nlists++] = PTX_NONE;
-    return ptx_vec_slots(ps, &x->ops[k], T_B32, x->line, dst, &f->lists[f->nlists - count]);
-}
-
-/* mma.sync.aligned.m16n8k16.row.col with f16 or bf16 inputs and an f32
- * accumulator, or all f16: in.type the inputs' type, in.type2 the
- * accumulator's; aux indexes d, a, b, c in the function's lists. */
-static int parse_mma(parser *ps, insn *x)
-{
-    static const struct { const char *name; int in, acc; } forms[] = {
-        {"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", T_F16, T_F32},
-        {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", T_BF16, T_F32},
-        {"mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16", T_F16, T_F16},
-    };
-    size_t k = 0;
-    while (k < sizeof forms / sizeof forms[0] && strcmp(x->opname, forms[k].name) != 0)
-        k++;
-    if (k == sizeof forms / sizeof forms[0])
-        return REFUSE("unsupported instruction '%s'", x->opname);
-    NEEDS(4, 4);
-    take_all(x);
-    x->in.type = (uint8_t)forms[k].in;
-    x->in.type2 = (uint8_t)forms[k].acc;
-    int nacc = forms[k].acc == T_F32 ? 4 : 2;
-    x->in.aux = (int32_t)ps->f->nlists;
-    if (mma_list(ps, x, 0, nacc, 1) || mma_list(ps, x, 1, 4, 0) || mma_list(ps, x, 2, 2, 0) ||
-        mma_list(ps, x, 3, nacc, 0))
-        return -1;
     return 0;
 }
 

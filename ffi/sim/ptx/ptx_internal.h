@@ -179,6 +179,7 @@ typedef struct pmodule {
     uint32_t shared_module; /* bytes of the static .shared pool, 16-aligned: dynamic shared follows */
     uint32_t shared_declared; /* the bytes the .shared variables take: what ptxas reports */
     int has_dynamic_shared;
+    int uses_wgmma; /* a function has wgmma: shared writes are tracked for the async proxy */
     uint32_t max_local;  /* per-lane local stack every launch gets */
     uint32_t local_align;  /* largest .local alignment (>= 16): every depot starts at one */
     uint32_t shared_align; /* largest .shared alignment (>= 16): the block's base has it */

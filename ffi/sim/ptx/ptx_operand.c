@@ -333,10 +333,14 @@ int ptx_parse_operand(parser *ps, opnd *o)
             t = cur(ps);
             if (t->kind != TK_ID && t->kind != TK_NUM)
                 return ptx_fail(ps, t->line, PTX_ERR_INVALID, "expected a register in a vector");
-            if (o->nv >= 4 && o->kind == O_VEC)
-                return ptx_fail(ps, t->line, PTX_ERR_INVALID, "vector of more than 4 elements");
-            if (o->nv >= 4)
+            if (o->nv >= PTX_VEC_MAX && o->kind == O_VEC)
+                return ptx_fail(ps, t->line, PTX_ERR_INVALID, "vector of more than %d elements",
+                                PTX_VEC_MAX);
+            if (o->nv >= 4 && o->kind == O_LIST)
                 return ptx_fail(ps, t->line, PTX_ERR_INVALID, "more than 4 call arguments");
+            if (t->len >= PTX_VEC_NAME)
+                return ptx_fail(ps, t->line, PTX_ERR_INVALID, "a name in a vector of over %d "
+                                "characters", PTX_VEC_NAME - 1);
             tokstr(t, o->vnames[o->nv++], sizeof o->vnames[0]);
             ps->i++;
             if (is_p(cur(ps), ','))

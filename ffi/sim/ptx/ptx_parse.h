@@ -98,6 +98,12 @@ typedef struct parser {
 
 /* ------------------------------------------------------------- operands */
 
+/* The most elements a braced vector holds (wgmma's accumulators: 128),
+ * and the longest name of one (a longer one is refused, never cut); ld, st
+ * and mov take at most 4 elements. */
+#define PTX_VEC_MAX 128
+#define PTX_VEC_NAME 64
+
 enum { O_NAME = 1, O_INT, O_F32, O_F64, O_ADDR, O_VEC, O_SINK, O_LIST };
 
 typedef struct opnd {
@@ -105,7 +111,7 @@ typedef struct opnd {
     int neg;        /* !%p */
     char name[PTX_NAME_MAX]; /* O_NAME; O_ADDR base name ("" if none) */
     uint64_t bits;  /* O_INT value, O_F32/O_F64 bits, O_ADDR offset */
-    char vnames[4][PTX_NAME_MAX]; /* O_VEC / O_LIST elements; "_" = sink */
+    char vnames[PTX_VEC_MAX][PTX_VEC_NAME]; /* O_VEC / O_LIST elements; "_" = sink */
     int nv;
     char pair[PTX_NAME_MAX];  /* p|q: q */
 } opnd;

@@ -18,10 +18,16 @@ Triton appends two pointer parameters to every kernel
 (its global and profile scratch); the test passes null for both, as
 Triton's launcher does when the kernel asks for no scratch.
 
-The fp16 ``tl.dot`` matmul runs on sm_80 (``ldmatrix``, ``mma.m16n8k16``);
-for sm_90 Triton writes ``wgmma`` behind ``fence.proxy.async``, which
-cuda-sim refuses at load, naming the instruction; that PTX is kept for the
-refusal test.
+The fp16 ``tl.dot`` matmul runs on sm_80 (``ldmatrix``, ``mma.m16n8k16``),
+as written (masked per element: no cp.async) and as the autotuner compiles
+it for sizes divisible by 16 with several ``num_stages``/``num_warps``
+(``cp.async`` pipelines).  For sm_90 Triton writes ``wgmma`` behind
+``fence.proxy.async`` (except for 2 warps, below a warpgroup), which
+cuda-sim runs (descriptors with 64- and 128-byte swizzles).  The sm_90
+tensor-descriptor matmul uses TMA (tensormap.replace, cp.async.bulk.tensor,
+mbarrier, stmatrix), which cuda-sim does not model yet: it is kept for the
+refusal test.  Triton's fused attention forward is the tutorial's inner loop over
+pointers (sm_90: wgmma with A in registers for P V).
 """
 
 from __future__ import annotations
@@ -169,7 +175,100 @@ def matmul_kernel(  # type: ignore[no-untyped-def]
     tl.store(c_ptrs, c, mask=c_mask)
 
 
+# 06-fused-attention.py, forward: the tutorial's online-softmax inner loop
+# (_attn_fwd_inner, causal off) over pointers, one (batch x head) per
+# program_id(1), Q, K, V, Out contiguous [Z*H, N_CTX, HEAD_DIM] fp16.
+@triton.jit
+def attn_fwd(  # type: ignore[no-untyped-def]
+    Q, K, V, Out, sm_scale, N_CTX,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    start_m = tl.program_id(0)
+    base = tl.program_id(1).to(tl.int64) * N_CTX * HEAD_DIM
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = tl.load(Q + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :])
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504  # 1/log(2)
+    for start_n in range(0, N_CTX, BLOCK_N):
+        k = tl.load(K + base + (start_n + offs_n)[None, :] * HEAD_DIM + offs_d[:, None])
+        qk = tl.dot(q, k)
+        m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        qk = qk * qk_scale - m_ij[:, None]
+        p = tl.math.exp2(qk)
+        l_ij = tl.sum(p, 1)
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + l_ij
+        acc = acc * alpha[:, None]
+        v = tl.load(V + base + (start_n + offs_n)[:, None] * HEAD_DIM + offs_d[None, :])
+        acc = tl.dot(p.to(tl.float16), v, acc)
+        m_i = m_ij
+    acc = acc / l_i[:, None]
+    tl.store(Out + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], acc.to(tl.float16))
+
+
+# A matmul through tensor descriptors (tl.make_tensor_descriptor), as
+# Triton's Hopper tutorials load tiles: on sm_90 TMA (tensormap.replace,
+# cp.async.bulk.tensor, mbarrier, stmatrix), on sm_80 a cp.async pipeline.
+@triton.jit
+def matmul_tma_kernel(  # type: ignore[no-untyped-def]
+    a_ptr, b_ptr, c_ptr, M, N, K,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):  # fmt: skip
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BLOCK_K, BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BLOCK_M, BLOCK_N])
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K, BLOCK_K):
+        a = a_desc.load([pid_m * BLOCK_M, k])
+        b = b_desc.load([k, pid_n * BLOCK_N])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(tl.float16))
+
+
 P32, P16 = "*fp32", "*fp16"
+
+MATMUL_SIGNATURE = {
+    "a_ptr": P16,
+    "b_ptr": P16,
+    "c_ptr": P16,
+    "M": "i32",
+    "N": "i32",
+    "K": "i32",
+    "stride_am": "i32",
+    "stride_ak": "i32",
+    "stride_bk": "i32",
+    "stride_bn": "i32",
+    "stride_cm": "i32",
+    "stride_cn": "i32",
+}
+
+
+def _tuned_matmul(
+    block_m: int, block_n: int, block_k: int, num_stages: int, num_warps: int
+) -> tuple[object, ...]:
+    """The tutorial's matmul as its autotuner launches it on contiguous fp16
+    matrices whose sizes are multiples of 16: Triton's JIT makes the unit
+    strides constants and marks the pointers and the other integers
+    divisible by 16, so the loads vectorize and pipeline into cp.async."""
+    signature = {k: v for k, v in MATMUL_SIGNATURE.items() if k not in UNIT_STRIDES}
+    constexprs = {
+        **dict.fromkeys(UNIT_STRIDES, 1),
+        "BLOCK_SIZE_M": block_m,
+        "BLOCK_SIZE_N": block_n,
+        "BLOCK_SIZE_K": block_k,
+        "GROUP_SIZE_M": 8,
+    }
+    options = {"num_warps": num_warps, "num_stages": num_stages}
+    return (matmul_kernel, signature, constexprs, options)
+
+
+UNIT_STRIDES = ("stride_ak", "stride_bn", "stride_cn")
 
 #: name -> (kernel, signature, constexprs, compile options)
 KERNELS = {
@@ -193,7 +292,7 @@ KERNELS = {
         {"num_warps": 8},
     ),
     # The tutorial's own pipelined loop: on sm_80 and sm_90 its loads become
-    # cp.async, which cuda-sim refuses (the test checks the refusal).
+    # cp.async (commit_group, wait_group).
     "softmax_pipelined": (
         softmax_kernel,
         {
@@ -264,6 +363,26 @@ KERNELS = {
         {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8},
         {"num_warps": 4, "num_stages": 3},
     ),
+    # Autotune configurations (BLOCK_SIZE_M, _N, _K, num_stages, num_warps):
+    # cp.async pipelines of 3, 4 and 5 stages over 8, 4 and 2 warps.  The last
+    # two are the tutorial's; its 8-warp one (128x256x64) needs 96 KiB of
+    # shared memory, over the 48 KiB cuda-sim's device offers, so the first
+    # is that one's 8 warps and 3 stages over a tile that fits.
+    "matmul_f16_128x128x32_s3_w8": _tuned_matmul(128, 128, 32, 3, 8),
+    "matmul_f16_64x128x32_s4_w4": _tuned_matmul(64, 128, 32, 4, 4),
+    "matmul_f16_64x32x32_s5_w2": _tuned_matmul(64, 32, 32, 5, 2),
+    "matmul_tma": (
+        matmul_tma_kernel,
+        {"a_ptr": P16, "b_ptr": P16, "c_ptr": P16, "M": "i32", "N": "i32", "K": "i32"},
+        {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32},
+        {"num_warps": 4, "num_stages": 3},
+    ),
+    "attention_fwd": (
+        attn_fwd,
+        {"Q": P16, "K": P16, "V": P16, "Out": P16, "sm_scale": "fp32", "N_CTX": "i32"},
+        {"HEAD_DIM": 64, "BLOCK_M": 64, "BLOCK_N": 64},
+        {"num_warps": 4, "num_stages": 2},
+    ),
 }
 
 
@@ -271,7 +390,10 @@ def compile_one(name: str, arch: int) -> tuple[str, dict[str, object]]:
     """The PTX, and what a launch needs from Triton's metadata."""
     fn, signature, constexprs, options = KERNELS[name]
     full = {**signature, **dict.fromkeys(constexprs, "constexpr")}
-    src = ASTSource(fn=fn, signature=full, constexprs=constexprs)
+    attrs = {}
+    if name.startswith(("matmul_f16_", "matmul_tma")):  # the JIT's specialization (_tuned_matmul)
+        attrs = {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k in signature}
+    src = ASTSource(fn=fn, signature=full, constexprs=constexprs, attrs=attrs)
     compiled = triton.compile(src, target=GPUTarget("cuda", arch, 32), options=options)
     meta = compiled.metadata
     launch = {
