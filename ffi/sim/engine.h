@@ -64,14 +64,22 @@
  *   device, with arsim_set_sticky_process_wide): every later op on it fails
  *   with that error (ops still complete, so nobody hangs) and
  *   arsim_device_sticky() reports it until arsim_device_reset().
- * - Memory faults: every allocation is its own mapping followed by a guard
- *   page, so a kernel that runs past an allocation's last page faults.  A
+ * - Memory faults: every allocation of more than 64 KiB is its own mapping
+ *   followed by a guard region, so a kernel that runs past an allocation's
+ *   last page faults.  Smaller ones are slots of slabs (engine_slabs.c: one
+ *   mapping per 1 MiB or more of slots of one size class, so a million live
+ *   allocations do not run out of the process's memory maps); each slot is
+ *   followed by a red zone as long as its class, that no allocation gets,
+ *   so the interpreters' bounds checks catch an access past a small
+ *   allocation before it reaches the next one.  A freed slot is reused
+ *   first, as a GPU's allocator does.  A
  *   SIGSEGV/SIGBUS on a thread running a kernel is caught there (siglongjmp
  *   out of the kernel): the op fails with the sticky ARSIM_ERR_ILLEGAL_ADDRESS
  *   and arsim_last_fault() says where.  Faults elsewhere go to the handler
  *   that was installed before the engine's.
- * - Sanitizer (ARUNTIME_SIM_SANITIZE=1): each allocation ends exactly at
- *   its guard page, so any byte past its end faults, and freed memory is
+ * - Sanitizer (ARUNTIME_SIM_SANITIZE=1): each allocation, small ones too
+ *   (no slabs), ends exactly at its guard page, so any byte past its end
+ *   faults, and freed memory is
  *   kept inaccessible (quarantined, up to 1 GiB / 65536 allocations)
  *   instead of unmapped, so any later access to it faults.  Each fault is
  *   also printed to stderr.  Bytes before an allocation's start are caught
