@@ -348,7 +348,8 @@ ARSIM_API int arsim_mem_in_use(const void *p);
  * base.  Contents stay; the device keeps counting the size allocated.  The
  * pages the fit needs are opened; with `protect`, every other page of the
  * mapping is closed, so that host code running past the fit faults as past
- * a fresh allocation.  The caller guarantees that no op still in a queue
+ * a fresh allocation (a small allocation's slot shares its pages with
+ * others: none are opened or closed).  The caller guarantees that no op still in a queue
  * uses bytes the new fit leaves out (and, with `protect`, pages). */
 ARSIM_API arsim_status arsim_mem_refit(void *p, size_t n, int protect, void **out);
 /* 1 if ARUNTIME_SIM_SANITIZE is on (allocations end at their guard page). */

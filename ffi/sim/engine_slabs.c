@@ -12,7 +12,8 @@
  *   bounds checks (arsim_check_access: an access must lie inside one live
  *   allocation) catch an access past a small allocation's end, up to its
  *   class size past it, before it reaches the neighbouring slot, and the
- *   fault report names the allocation nearest the address.  Host kernels
+ *   fault report names the allocation whose red zone it hit (the one the
+ *   kernel ran past; eng_slab_nearest).  Host kernels
  *   touch memory directly: past a small allocation they run into the red
  *   zone and then the next slot, as on a GPU (page tables see no slots);
  *   the slab's last slot is followed by its guard region.
@@ -362,30 +363,56 @@ static uintptr_t slot_dist(const slab *s, uint32_t i, uintptr_t addr)
     return addr < lo ? lo - addr : addr < hi ? 0 : addr - hi;
 }
 
+/* The slab whose guard region (after its slots) holds addr, or NULL. */
+static slab *in_guard(uintptr_t addr)
+{
+    ptrdiff_t i = slab_floor(addr);
+    if (i < 0)
+        return NULL;
+    slab *s = g_slabs[i];
+    return addr - (uintptr_t)s->map.map < s->map.map_len ? s : NULL;
+}
+
+/* The nearest live slot to addr of the NEAR_SCAN slots each side of slot
+ * `at`, or NO_SLOT. */
+static uint32_t scan_near(const slab *s, uint32_t at, uintptr_t addr, uintptr_t *dist)
+{
+    uint32_t best = NO_SLOT;
+    uint32_t first = at > NEAR_SCAN ? at - NEAR_SCAN : 0;
+    uint32_t last = at + NEAR_SCAN < s->nslots ? at + NEAR_SCAN : s->nslots - 1;
+    for (uint32_t i = first; i <= last; i++) {
+        uintptr_t d = s->slots[i].serial ? slot_dist(s, i, addr) : UINTPTR_MAX;
+        if (d < *dist) {
+            best = i;
+            *dist = d;
+        }
+    }
+    return best;
+}
+
+/* The slot addr falls in (its bytes or its red zone) if it is live: an
+ * overrun of that slot is likelier than an underrun of the next one.  Else
+ * the nearest live slot near it. */
 int eng_slab_nearest(uintptr_t addr, arsim_alloc *out, uintptr_t *dist)
 {
     pthread_rwlock_rdlock(&g_slab_lock);
     slab *s = slab_at(addr);
     uint32_t best = NO_SLOT;
-    uintptr_t best_dist = UINTPTR_MAX;
+    *dist = UINTPTR_MAX;
     if (s) {
         uint32_t at = (uint32_t)((addr - (uintptr_t)s->lo) / s->stride);
-        uint32_t first = at > NEAR_SCAN ? at - NEAR_SCAN : 0;
-        uint32_t last = at + NEAR_SCAN < s->nslots ? at + NEAR_SCAN : s->nslots - 1;
-        for (uint32_t i = first; i <= last; i++) {
-            if (!s->slots[i].serial)
-                continue;
-            uintptr_t d = slot_dist(s, i, addr);
-            if (d < best_dist) {
-                best = i;
-                best_dist = d;
-            }
+        if (s->slots[at].serial) {
+            best = at;
+            *dist = slot_dist(s, at, addr);
+        } else {
+            best = scan_near(s, at, addr, dist);
         }
+    } else if ((s = in_guard(addr))) {
+        best = scan_near(s, s->nslots - 1, addr, dist); /* ran past the last slots */
     }
     if (best != NO_SLOT)
         describe(s, best, out);
     pthread_rwlock_unlock(&g_slab_lock);
-    *dist = best_dist;
     return best != NO_SLOT;
 }
 
