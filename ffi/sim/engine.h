@@ -127,6 +127,9 @@ typedef enum arsim_status {
                                     * launch declared read-only (arsim_set_launch_readonly) */
     ARSIM_ERR_ASSERT = 15,         /* sticky: a device-side assert() failed, which
                                     * poisons the device as CUDA_ERROR_ASSERT does */
+    ARSIM_ERR_MISALIGNED_ADDRESS = 16, /* sticky: a kernel's load or store of n bytes
+                                        * at an address not a multiple of n
+                                        * (CUDA_ERROR_MISALIGNED_ADDRESS) */
     ARSIM_ERR_UNKNOWN = 99,
 } arsim_status;
 
@@ -334,6 +337,11 @@ ARSIM_API int arsim_mem_range_ok(const void *p, size_t n, unsigned kind_mask);
  * -1 not known.
  * Fast path lock-free (a per-thread cache of the last allocation hit). */
 ARSIM_API arsim_status arsim_check_access(const void *p, size_t n, int is_write);
+/* For the same executors: a kernel's access of n bytes at p is not aligned
+ * to its size.  Records the fault (the report says "misaligned"; p NULL: the
+ * address is not a global one) and returns ARSIM_ERR_MISALIGNED_ADDRESS,
+ * which the kernel's run function returns: sticky, as ILLEGAL_ADDRESS. */
+ARSIM_API arsim_status arsim_fault_misaligned(const void *p, size_t n, int is_write);
 /* 1 if work submitted to a queue and not yet completed (running or waiting)
  * reads or writes the live allocation containing p: a copy or memset
  * touching it, or a kernel given a pointer into it as an argument.  0 if
