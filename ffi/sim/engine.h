@@ -84,7 +84,9 @@
  *   instead of unmapped, so any later access to it faults.  Each fault is
  *   also printed to stderr.  Bytes before an allocation's start are caught
  *   by the interpreters' arsim_check_access, and by host kernels only when
- *   they land outside the allocation's pages.
+ *   they land outside the allocation's pages.  Two process memory maps per
+ *   allocation (and per quarantined one) bound the live allocations to some
+ *   32,000 under vm.max_map_count's default 65530.
  * - Every function is thread-safe.  Query functions marked lock-free only do
  *   atomic loads.
  *
