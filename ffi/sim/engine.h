@@ -64,19 +64,29 @@
  *   device, with arsim_set_sticky_process_wide): every later op on it fails
  *   with that error (ops still complete, so nobody hangs) and
  *   arsim_device_sticky() reports it until arsim_device_reset().
- * - Memory faults: every allocation is its own mapping followed by a guard
- *   page, so a kernel that runs past an allocation's last page faults.  A
+ * - Memory faults: every allocation of more than 64 KiB is its own mapping
+ *   followed by a guard region, so a kernel that runs past an allocation's
+ *   last page faults.  Smaller ones are slots of slabs (engine_slabs.c: one
+ *   mapping per 1 MiB or more of slots of one size class, so a million live
+ *   allocations do not run out of the process's memory maps); each slot is
+ *   followed by a red zone as long as its class, that no allocation gets,
+ *   so the interpreters' bounds checks catch an access past a small
+ *   allocation before it reaches the next one.  A freed slot is reused
+ *   first, as a GPU's allocator does.  A
  *   SIGSEGV/SIGBUS on a thread running a kernel is caught there (siglongjmp
  *   out of the kernel): the op fails with the sticky ARSIM_ERR_ILLEGAL_ADDRESS
  *   and arsim_last_fault() says where.  Faults elsewhere go to the handler
  *   that was installed before the engine's.
- * - Sanitizer (ARUNTIME_SIM_SANITIZE=1): each allocation ends exactly at
- *   its guard page, so any byte past its end faults, and freed memory is
+ * - Sanitizer (ARUNTIME_SIM_SANITIZE=1): each allocation, small ones too
+ *   (no slabs), ends exactly at its guard page, so any byte past its end
+ *   faults, and freed memory is
  *   kept inaccessible (quarantined, up to 1 GiB / 65536 allocations)
  *   instead of unmapped, so any later access to it faults.  Each fault is
  *   also printed to stderr.  Bytes before an allocation's start are caught
  *   by the interpreters' arsim_check_access, and by host kernels only when
- *   they land outside the allocation's pages.
+ *   they land outside the allocation's pages.  Two process memory maps per
+ *   allocation (and per quarantined one) bound the live allocations to some
+ *   32,000 under vm.max_map_count's default 65530.
  * - Every function is thread-safe.  Query functions marked lock-free only do
  *   atomic loads.
  *
@@ -119,6 +129,9 @@ typedef enum arsim_status {
                                     * launch declared read-only (arsim_set_launch_readonly) */
     ARSIM_ERR_ASSERT = 15,         /* sticky: a device-side assert() failed, which
                                     * poisons the device as CUDA_ERROR_ASSERT does */
+    ARSIM_ERR_MISALIGNED_ADDRESS = 16, /* sticky: a kernel's load or store of n bytes
+                                        * at an address not a multiple of n
+                                        * (CUDA_ERROR_MISALIGNED_ADDRESS) */
     ARSIM_ERR_UNKNOWN = 99,
 } arsim_status;
 
@@ -326,6 +339,11 @@ ARSIM_API int arsim_mem_range_ok(const void *p, size_t n, unsigned kind_mask);
  * -1 not known.
  * Fast path lock-free (a per-thread cache of the last allocation hit). */
 ARSIM_API arsim_status arsim_check_access(const void *p, size_t n, int is_write);
+/* For the same executors: a kernel's access of n bytes at p is not aligned
+ * to its size.  Records the fault (the report says "misaligned"; p NULL: the
+ * address is not a global one) and returns ARSIM_ERR_MISALIGNED_ADDRESS,
+ * which the kernel's run function returns: sticky, as ILLEGAL_ADDRESS. */
+ARSIM_API arsim_status arsim_fault_misaligned(const void *p, size_t n, int is_write);
 /* 1 if work submitted to a queue and not yet completed (running or waiting)
  * reads or writes the live allocation containing p: a copy or memset
  * touching it, or a kernel given a pointer into it as an argument.  0 if
@@ -340,7 +358,8 @@ ARSIM_API int arsim_mem_in_use(const void *p);
  * base.  Contents stay; the device keeps counting the size allocated.  The
  * pages the fit needs are opened; with `protect`, every other page of the
  * mapping is closed, so that host code running past the fit faults as past
- * a fresh allocation.  The caller guarantees that no op still in a queue
+ * a fresh allocation (a small allocation's slot shares its pages with
+ * others: none are opened or closed).  The caller guarantees that no op still in a queue
  * uses bytes the new fit leaves out (and, with `protect`, pages). */
 ARSIM_API arsim_status arsim_mem_refit(void *p, size_t n, int protect, void **out);
 /* 1 if ARUNTIME_SIM_SANITIZE is on (allocations end at their guard page). */

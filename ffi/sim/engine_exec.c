@@ -129,7 +129,8 @@ static int do_work(const arsim_queue *q, const arsim_op *op, sim_device *d)
     }
     default: {
         int rc = eng_run_kernel(op, q->device);
-        if (rc == ARSIM_ERR_ILLEGAL_ADDRESS || rc == ARSIM_ERR_ASSERT) {
+        if (rc == ARSIM_ERR_ILLEGAL_ADDRESS || rc == ARSIM_ERR_ASSERT ||
+            rc == ARSIM_ERR_MISALIGNED_ADDRESS) {
             eng_poison(d, (arsim_status)rc);
             return rc;
         }

@@ -18,6 +18,7 @@ static pthread_mutex_t g_fault_mu = PTHREAD_MUTEX_INITIALIZER;
 static arsim_fault_info g_fault;
 static const char *g_fault_site; /* the faulting kernel's launch site, or NULL */
 static int g_fault_injected;     /* the fault was arsim_inject_fault's */
+static int g_fault_misaligned;   /* the fault was arsim_fault_misaligned's */
 static int g_has_fault;
 static _Atomic uint64_t g_fault_seq; /* faults recorded so far */
 static _Atomic int g_process_wide;   /* arsim_set_sticky_process_wide */
@@ -82,7 +83,8 @@ static void describe_address(uintptr_t addr, arsim_fault_info *f)
     }
 }
 
-void eng_record_fault(uintptr_t addr, int access, int size)
+/* Records a fault (see eng_record_fault); misaligned: arsim_fault_misaligned's. */
+static void record_fault(uintptr_t addr, int access, int size, int misaligned)
 {
     arsim_fault_info f;
     memset(&f, 0, sizeof f);
@@ -97,6 +99,7 @@ void eng_record_fault(uintptr_t addr, int access, int size)
     g_fault = f;
     g_fault_site = tls_kernel_site;
     g_fault_injected = 0;
+    g_fault_misaligned = misaligned;
     g_has_fault = 1;
     atomic_fetch_add(&g_fault_seq, 1);
     pthread_mutex_unlock(&g_fault_mu);
@@ -105,6 +108,15 @@ void eng_record_fault(uintptr_t addr, int access, int size)
         arsim_fault_report(line, sizeof line);
         fprintf(stderr, "aruntime sim sanitizer: %s\n", line);
     }
+}
+
+void eng_record_fault(uintptr_t addr, int access, int size) { record_fault(addr, access, size, 0); }
+
+arsim_status arsim_fault_misaligned(const void *p, size_t n, int is_write)
+{
+    int access = is_write < 0 ? -1 : is_write ? 1 : 0;
+    record_fault((uintptr_t)p, access, n > INT32_MAX ? INT32_MAX : (int)n, 1);
+    return ARSIM_ERR_MISALIGNED_ADDRESS;
 }
 
 uint64_t eng_fault_count(void) { return atomic_load(&g_fault_seq); }
@@ -157,7 +169,7 @@ int arsim_fault_report(char *buf, size_t n)
 {
     arsim_fault_info f;
     pthread_mutex_lock(&g_fault_mu);
-    int has = g_has_fault, injected = g_fault_injected;
+    int has = g_has_fault, injected = g_fault_injected, misaligned = g_fault_misaligned;
     const char *site = g_fault_site;
     f = g_fault;
     pthread_mutex_unlock(&g_fault_mu);
@@ -175,16 +187,17 @@ int arsim_fault_report(char *buf, size_t n)
     if (injected)
         return snprintf(buf, n, "%s: injected illegal address on device %d (arsim_inject_fault)",
                         who, (int)f.device);
+    const char *bad = misaligned ? "misaligned" : "invalid";
     if (!f.address)
-        return snprintf(buf, n, "%s: illegal address on device %d (no address known)", who,
-                        (int)f.device);
+        return snprintf(buf, n, "%s: %s on device %d (no address known)", who,
+                        misaligned ? "misaligned address" : "illegal address", (int)f.device);
     if (!f.alloc_base)
-        return snprintf(buf, n, "%s: invalid %s%s at 0x%llx on device %d, outside any allocation",
-                        who, what, size, (unsigned long long)f.address, (int)f.device);
+        return snprintf(buf, n, "%s: %s %s%s at 0x%llx on device %d, outside any allocation",
+                        who, bad, what, size, (unsigned long long)f.address, (int)f.device);
     return snprintf(buf, n,
-                    "%s: invalid %s%s at 0x%llx on device %d, offset %lld of %s "
+                    "%s: %s %s%s at 0x%llx on device %d, offset %lld of %s "
                     "allocation 0x%llx (%llu bytes)%s",
-                    who, what, size, (unsigned long long)f.address, (int)f.device,
+                    who, bad, what, size, (unsigned long long)f.address, (int)f.device,
                     (long long)f.offset, f.freed ? "freed" : "the", (unsigned long long)f.alloc_base,
                     (unsigned long long)f.alloc_size,
                     f.freed ? ": use after free"

@@ -104,6 +104,28 @@ ENG_HIDDEN int eng_quarantine_find(uintptr_t addr, arsim_alloc *out);
 /* The live allocation nearest to addr and how far addr is from it (0:
  * inside it); 0 if there is none. */
 ENG_HIDDEN int eng_mem_nearest(uintptr_t addr, arsim_alloc *out, uintptr_t *dist);
+/* A new allocation's serial (1, 2, ...; never reused). */
+ENG_HIDDEN uint64_t eng_next_serial(void);
+
+/* ------------------------------------------------------ engine_slabs.c */
+
+/* Whether an allocation of size bytes takes a slot of a slab (small, and
+ * no sanitizer). */
+ENG_HIDDEN int eng_slab_wants(size_t size);
+/* A slot for a (size, kind, device, owner, flags filled in); fills the rest. */
+ENG_HIDDEN arsim_status eng_slab_alloc(arsim_alloc *a);
+/* Frees the live slot based at p whose kind is in kind_mask; *out: what it was. */
+ENG_HIDDEN arsim_status eng_slab_free(void *p, unsigned kind_mask, arsim_alloc *out);
+/* The live slot holding p (inside its size), or ARSIM_ERR_NOT_FOUND. */
+ENG_HIDDEN arsim_status eng_slab_lookup(const void *p, arsim_alloc *out);
+/* arsim_mem_refit for a slot: its size becomes n (<= what it was allocated with). */
+ENG_HIDDEN arsim_status eng_slab_refit(void *p, size_t n, void **out);
+/* The live slot nearest addr among those near it, and the distance. */
+ENG_HIDDEN int eng_slab_nearest(uintptr_t addr, arsim_alloc *out, uintptr_t *dist);
+/* Whether [lo, hi) overlaps a slab's slots. */
+ENG_HIDDEN int eng_slab_overlaps(uintptr_t lo, uintptr_t hi);
+/* Frees every slot with this owner tag; returns how many. */
+ENG_HIDDEN size_t eng_slab_free_owner(uint64_t owner);
 
 /* ------------------------------------------------------ engine_faults.c */
 

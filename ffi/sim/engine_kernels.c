@@ -75,7 +75,8 @@ static void ensure_fault_handler(void)
 }
 
 /* One range of a kernel's blocks, run on this thread with its own scratch;
- * returns 0, ARSIM_ERR_ILLEGAL_ADDRESS or another failure. */
+ * returns 0, ARSIM_ERR_ILLEGAL_ADDRESS, ARSIM_ERR_MISALIGNED_ADDRESS or
+ * another failure. */
 static int run_blocks(const arsim_op *op, int device, uint64_t begin, uint64_t end)
 {
     ar_launch l;
@@ -108,7 +109,7 @@ static int run_blocks(const arsim_op *op, int device, uint64_t begin, uint64_t e
          * would at a fault, but the device is fine: not sticky. */
         if (eng_readonly_leave())
             rc = ARSIM_ERR_READONLY_WRITE;
-        else if (rc == ARSIM_ERR_ILLEGAL_ADDRESS)
+        else if (rc == ARSIM_ERR_ILLEGAL_ADDRESS || rc == ARSIM_ERR_MISALIGNED_ADDRESS)
             eng_fault_after_kernel(faults_before, op->kernel->name, op->site, device);
     } else {
         /* The kernel touched memory outside every live allocation. */
@@ -130,7 +131,8 @@ static int severity(int rc)
 {
     switch (rc) {
     case 0: return 0;
-    case ARSIM_ERR_ILLEGAL_ADDRESS: return 4;
+    case ARSIM_ERR_ILLEGAL_ADDRESS: return 5;
+    case ARSIM_ERR_MISALIGNED_ADDRESS: return 4;
     case ARSIM_ERR_ASSERT: return 3;
     case ARSIM_ERR_READONLY_WRITE: return 2;
     default: return 1;

@@ -1,4 +1,6 @@
-/* The mapping behind each allocation: its own, with a guard region after it,
+/* The mapping behind each allocation of more than 64 KiB (smaller ones are
+ * slots of slabs, engine_slabs.c, each slab one such mapping; with the
+ * sanitizer every allocation): its own, with a guard region after it,
  * so a kernel running past the allocation's last page faults.  The guard is
  * three times the data (at least a page, at most GUARD_MAX): a grid split
  * over threads has blocks far past the end of an overrun buffer write at

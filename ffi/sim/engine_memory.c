@@ -1,5 +1,7 @@
 /* The registry of live allocations (the engine's own, and registered host
- * memory), sorted by base, and the memory API on top of it. */
+ * memory), sorted by base, and the memory API on top of it.  Small
+ * allocations live in slabs instead (engine_slabs.c): each call here asks
+ * the registry, then the slabs. */
 #define _GNU_SOURCE
 #include "engine_internal.h"
 
@@ -27,7 +29,9 @@ static ptrdiff_t alloc_floor(const void *p)
     return (ptrdiff_t)lo - 1;
 }
 
-static uint64_t g_serial; /* the last allocation's serial; under g_mem_lock */
+static _Atomic uint64_t g_serial; /* the last allocation's serial */
+
+uint64_t eng_next_serial(void) { return atomic_fetch_add(&g_serial, 1) + 1; }
 
 static arsim_status registry_insert(const arsim_alloc *a)
 {
@@ -55,7 +59,7 @@ static arsim_status registry_insert(const arsim_alloc *a)
     g_allocs[at] = *a;
     /* A front end keying state by address tells a new allocation at a freed
      * one's address apart by this. */
-    g_allocs[at].serial = ++g_serial;
+    g_allocs[at].serial = eng_next_serial();
     g_nallocs++;
     pthread_rwlock_unlock(&g_mem_lock);
     return ARSIM_OK;
@@ -76,6 +80,17 @@ static arsim_status registry_remove(void *p, unsigned mask, arsim_alloc *out)
     atomic_fetch_add_explicit(&eng_mem_epoch, 1, memory_order_release);
     pthread_rwlock_unlock(&g_mem_lock);
     return ARSIM_OK;
+}
+
+/* An allocation of its own mapping, in the registry. */
+static arsim_status map_and_insert(arsim_alloc *a)
+{
+    if (eng_map_alloc(a->size, a) != 0)
+        return ARSIM_ERR_OUT_OF_MEMORY;
+    arsim_status st = registry_insert(a);
+    if (st != ARSIM_OK)
+        munmap(a->map, a->map_len);
+    return st;
 }
 
 arsim_status arsim_mem_alloc(int ordinal, size_t size, arsim_mem_kind kind, uint64_t owner,
@@ -100,14 +115,8 @@ arsim_status arsim_mem_alloc(int ordinal, size_t size, arsim_mem_kind kind, uint
         }
     }
     arsim_alloc a = {NULL, size, kind, counted ? ordinal : -1, owner, flags, NULL, 0, size};
-    if (eng_map_alloc(size, &a) != 0) {
-        if (counted)
-            atomic_fetch_sub(&d->used, size);
-        return ARSIM_ERR_OUT_OF_MEMORY;
-    }
-    arsim_status st = registry_insert(&a);
+    arsim_status st = eng_slab_wants(size) ? eng_slab_alloc(&a) : map_and_insert(&a);
     if (st != ARSIM_OK) {
-        munmap(a.map, a.map_len);
         if (counted)
             atomic_fetch_sub(&d->used, size);
         return st;
@@ -140,7 +149,7 @@ arsim_status arsim_mem_refit(void *p, size_t n, int protect, void **out)
     ptrdiff_t i = alloc_floor(p);
     if (i < 0 || g_allocs[i].base != p || !g_allocs[i].map || n > g_allocs[i].charged) {
         pthread_rwlock_unlock(&g_mem_lock);
-        return ARSIM_ERR_INVALID_VALUE;
+        return eng_slab_refit(p, n, out);
     }
     arsim_alloc *a = &g_allocs[i];
     char *m = a->map;
@@ -168,9 +177,17 @@ arsim_status arsim_mem_free(void *p, unsigned kind_mask)
 {
     eng_ensure_init();
     arsim_alloc a;
-    if (!p || registry_remove(p, kind_mask & ~(unsigned)ARSIM_MEM_REGISTERED, &a) != ARSIM_OK)
+    unsigned mask = kind_mask & ~(unsigned)ARSIM_MEM_REGISTERED;
+    if (!p)
         return ARSIM_ERR_INVALID_VALUE;
-    release_alloc(&a);
+    if (registry_remove(p, mask, &a) == ARSIM_OK) {
+        release_alloc(&a);
+        return ARSIM_OK;
+    }
+    if (eng_slab_free(p, mask, &a) != ARSIM_OK)
+        return ARSIM_ERR_INVALID_VALUE;
+    if (a.device >= 0)
+        atomic_fetch_sub(&eng_dev[a.device].used, a.charged);
     return ARSIM_OK;
 }
 
@@ -185,7 +202,7 @@ arsim_status arsim_mem_lookup(const void *p, arsim_alloc *out)
         st = ARSIM_OK;
     }
     pthread_rwlock_unlock(&g_mem_lock);
-    return st;
+    return st == ARSIM_OK ? st : eng_slab_lookup(p, out);
 }
 
 int arsim_mem_range_ok(const void *p, size_t n, unsigned kind_mask)
@@ -222,13 +239,15 @@ size_t arsim_mem_free_owner(uint64_t owner)
     for (size_t i = 0; i < n; i++)
         release_alloc(&gone[i]);
     free(gone);
-    return n;
+    return n + eng_slab_free_owner(owner);
 }
 
 arsim_status arsim_mem_register(void *p, size_t size, uint64_t owner, unsigned flags)
 {
-    if (!p || size == 0)
+    if (!p || size == 0 || (uintptr_t)p + size < (uintptr_t)p)
         return ARSIM_ERR_INVALID_VALUE;
+    if (eng_slab_overlaps((uintptr_t)p, (uintptr_t)p + size))
+        return ARSIM_ERR_INVALID_VALUE; /* the engine's own memory */
     arsim_alloc a = {p, size, ARSIM_MEM_REGISTERED, -1, owner, flags, NULL, 0, 0};
     return registry_insert(&a);
 }
@@ -239,7 +258,8 @@ arsim_status arsim_mem_unregister(void *p)
     return registry_remove(p, ARSIM_MEM_REGISTERED, &a);
 }
 
-int eng_mem_nearest(uintptr_t addr, arsim_alloc *out, uintptr_t *dist)
+/* The nearest allocation of the registry (not the slabs). */
+static int registry_nearest(uintptr_t addr, arsim_alloc *out, uintptr_t *dist)
 {
     pthread_rwlock_rdlock(&g_mem_lock);
     ptrdiff_t i = alloc_floor((const void *)addr);
@@ -262,4 +282,17 @@ int eng_mem_nearest(uintptr_t addr, arsim_alloc *out, uintptr_t *dist)
     pthread_rwlock_unlock(&g_mem_lock);
     *dist = best_dist;
     return best != NULL;
+}
+
+int eng_mem_nearest(uintptr_t addr, arsim_alloc *out, uintptr_t *dist)
+{
+    arsim_alloc slot;
+    uintptr_t slot_dist;
+    int found = registry_nearest(addr, out, dist);
+    if (eng_slab_nearest(addr, &slot, &slot_dist) && (!found || slot_dist < *dist)) {
+        *out = slot;
+        *dist = slot_dist;
+        found = 1;
+    }
+    return found;
 }

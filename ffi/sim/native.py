@@ -15,6 +15,7 @@ ENGINE_SOURCES = (
     "sim/engine_config.c",
     "sim/engine_mappings.c",
     "sim/engine_memory.c",
+    "sim/engine_slabs.c",
     "sim/engine_faults.c",
     "sim/engine_readonly.c",
     "sim/engine_handles.c",

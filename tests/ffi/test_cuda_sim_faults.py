@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from _cudasim_support import (
     CU_EVENT_BLOCKING_SYNC,
     CUDA_ERROR_ILLEGAL_ADDRESS,
@@ -170,3 +172,39 @@ def test_faults_reach_every_waiter(cu: Cuda) -> None:
         if CUDA_ERROR_ILLEGAL_ADDRESS in mine:
             k = mine.index(CUDA_ERROR_ILLEGAL_ADDRESS)
             assert all(r == CUDA_ERROR_ILLEGAL_ADDRESS for r in mine[k:])
+
+
+CUDA_ERROR_MISALIGNED_ADDRESS = 716
+VECTOR_OPS_PTX = Path(__file__).resolve().parents[2] / "aruntime" / "kernels" / "vector_ops.ptx"
+
+
+@pytest.mark.parametrize(("kernel", "access"), [("fill_f32", "write"), ("scale_f32", "read")])
+def test_misaligned_access_is_misaligned_address(cu: Cuda, kernel: str, access: str) -> None:
+    """An f32 access at an address not 4-byte aligned: CUDA_ERROR_MISALIGNED_ADDRESS (716),
+    not ILLEGAL_ADDRESS (700), and as sticky; the report says where."""
+    from aruntime.backends._sim_faults import fault_report
+
+    lib = cu.lib
+    mod = ffi.new("CUmodule *")  # the PTX build: the interpreter checks each access
+    cu.check(lib.cuModuleLoadData(mod, ffi.from_buffer(VECTOR_OPS_PTX.read_bytes() + b"\0")))
+    fn = ffi.new("CUfunction *")
+    cu.check(lib.cuModuleGetFunction(fn, mod[0], kernel.encode()))
+    d = cu.alloc(64)
+    keep = [ffi.new("unsigned int *", 8), ffi.new("float *", 2.0), ffi.new("CUdeviceptr *", d + 2)]
+    args = ffi.new("void *[]", [ffi.cast("void *", k) for k in keep])
+    assert lib.cuLaunchKernel(fn[0], 1, 1, 1, 8, 1, 1, 0, ffi.NULL, args, ffi.NULL) == 0
+    assert lib.cuCtxSynchronize() == CUDA_ERROR_MISALIGNED_ADDRESS
+    name = ffi.new("const char **")
+    cu.check(lib.cuGetErrorName(CUDA_ERROR_MISALIGNED_ADDRESS, name))
+    assert ffi.string(name[0]) == b"CUDA_ERROR_MISALIGNED_ADDRESS"
+    p = ffi.new("CUdeviceptr *")
+    assert lib.cuMemAlloc_v2(p, 16) == CUDA_ERROR_MISALIGNED_ADDRESS  # sticky
+    report = fault_report("cuda-sim")
+    want = f"kernel {kernel}: misaligned {access} of 4 bytes at {d + 2:#x} on device 0, "
+    assert want in report, report
+    assert f"offset 2 of the allocation {d:#x} (64 bytes)" in report, report
+    # An aligned access outside every allocation is still an illegal address.
+    lib.arsim_clear_faults()
+    keep[2][0] = d + 64 * 1024 * 1024 * 1024
+    assert lib.cuLaunchKernel(fn[0], 1, 1, 1, 8, 1, 1, 0, ffi.NULL, args, ffi.NULL) == 0
+    assert lib.cuCtxSynchronize() == CUDA_ERROR_ILLEGAL_ADDRESS

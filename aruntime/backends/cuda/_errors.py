@@ -159,7 +159,7 @@ def error_for(
         message += f"; {detail}"
     if cls is DeviceLostError:
         message += "; the CUDA context is unusable for the rest of this process"
-        if code == 700 and (report := fault_report(backend)):
+        if code in (700, 716) and (report := fault_report(backend)):
             message += f" ({report})"
     return cls(message, backend=backend, code=code, name=name, function=function)
 

@@ -18,7 +18,9 @@
  *
  * Sizes: a block serves any request that fits it with at most max(request,
  * 1 MiB) to spare, best fit first (the smallest such block).  Blocks are not
- * split: each is one engine allocation with its own guard page, which is
+ * split: each is one engine allocation (of 64 KiB or less: a slot of one of
+ * the engine's slabs, followed by a red zone; larger: a mapping of its own
+ * with its guard page; with the sanitizer, always the latter), which is
  * what the bounds checks and the sanitizer rest on; a GPU reserves pool
  * memory in chunks of 2 MiB and more, so the slack holds no more memory than
  * a GPU would.  The block's capacity (the size it was allocated with) is
@@ -30,7 +32,8 @@
  * sits against the guard page: a byte past the request faults, as for a
  * fresh allocation.  When a refit happens:
  *   - an IDLE block (nothing queued may use it): at once, and every page
- *     outside the new fit is closed, so that host kernels fault there too;
+ *     outside the new fit is closed, so that host kernels fault there too
+ *     (a slot shares its pages: nothing to close);
  *   - a FREEING block for a request no smaller than its fit: at once (it
  *     only grows, so work still queued keeps every byte it had);
  *   - a FREEING block for a smaller request: the work queued before the free

@@ -619,7 +619,7 @@ out:
     free(b.gdirty);
     free(b.shared);
     free(b.params);
-    return rc;
+    return rc == E_FAULT && b.misaligned ? E_MISALIGNED : rc;
 }
 
 /* Runs the blocks [block_begin, block_end) on the calling thread.  Only the
@@ -628,6 +628,8 @@ out:
 int ptx_run(void *kernel_ctx, const ar_launch *launch, void **params)
 {
     int rc = run_blocks(kernel_ctx, launch, params, launch->block_begin, launch->block_end);
+    if (rc == E_MISALIGNED)
+        return ARSIM_ERR_MISALIGNED_ADDRESS;
     if (rc == E_FAULT)
         return ARSIM_ERR_ILLEGAL_ADDRESS;
     if (rc == E_ASSERT)

@@ -23,6 +23,9 @@ enum { R_DONE = 0, R_BARRIER = 1 };
 #define E_FAULT (-(int)ARSIM_ERR_ILLEGAL_ADDRESS)
 #define E_FAIL (-1000)
 #define E_ASSERT (-(int)ARSIM_ERR_ASSERT) /* a failed assert(): sticky */
+/* An access not aligned to its size (sticky).  Loads and stores return
+ * E_FAULT whatever stopped them; block_ctx.misaligned says which it was. */
+#define E_MISALIGNED (-(int)ARSIM_ERR_MISALIGNED_ADDRESS)
 
 typedef uint64_t lanes_t[PTX_LANES];
 
@@ -106,6 +109,8 @@ typedef struct block_ctx {
     struct wg_op *wg;
     uint32_t nwg, cap_wg;
     uint8_t *gdirty;
+    /* The access that stopped the block was misaligned (ptx_exec_mem.c). */
+    int misaligned;
 } block_ctx;
 
 /* A wgmma.mma_async a warp issued: its frame, instruction, descriptors. */

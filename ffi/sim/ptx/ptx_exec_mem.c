@@ -45,12 +45,22 @@ static int global_ok(block_ctx *b, uintptr_t p, size_t n, int wr)
     return 1;
 }
 
+/* A misaligned access: recorded (with its address where it is a global
+ * one), and the block stops with CUDA_ERROR_MISALIGNED_ADDRESS. */
+static uint8_t *misaligned(block_ctx *b, int space, uint64_t addr, size_t n, int wr)
+{
+    int global = space != S_SHARED && space != S_LOCAL && space != S_PARAM && space != S_FRAME;
+    (void)arsim_fault_misaligned(global ? (const void *)(uintptr_t)addr : NULL, n, wr);
+    b->misaligned = 1;
+    return NULL;
+}
+
 /* The host address of an access of n bytes by lane l, or NULL (a fault). */
 static inline uint8_t *mem_at(block_ctx *b, warp *w, frame *fr, int space, uint64_t addr,
                               size_t n, int l, int wr)
 {
     if (n > 1 && (addr & (n - 1)) && (n & (n - 1)) == 0)
-        return NULL; /* misaligned */
+        return misaligned(b, space, addr, n, wr);
     switch (space) {
     case S_SHARED:
         return sim_inside(addr, n, 0, b->shared_size) ? b->shared + addr : NULL;
