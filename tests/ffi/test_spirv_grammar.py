@@ -83,10 +83,21 @@ def test_the_capability_names_for_messages_are_the_grammars() -> None:
     first: dict[int, str] = {}
     for e in caps["enumerants"]:
         first.setdefault(e["value"], e["enumerant"])
+    assert _namer("spv_capability_name") == first
+
+
+def _namer(fn: str) -> dict[int, str]:
+    """The cases of the header's name function ``fn``."""
     text = HEADER.read_text()
-    body = text[text.index("spv_capability_name") :]
-    named = {int(v): n for v, n in re.findall(r'case (\d+): return "(\w+)";', body)}
-    assert named == first
+    body = text[text.index(f"{fn}(") :]
+    body = body[: body.index("default:")]
+    return {int(v): n for v, n in re.findall(r'case (\d+): return "(\w+)";', body)}
+
+
+@needs_grammar
+def test_the_opencl_std_names_for_messages_are_the_grammars() -> None:
+    ocl = json.loads((OPENCL).read_text())
+    assert _namer("spv_cl_name") == {i["opcode"]: i["opname"] for i in ocl["instructions"]}
 
 
 @needs_grammar

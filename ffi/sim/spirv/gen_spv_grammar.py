@@ -12,7 +12,7 @@ grammar wherever the grammar is installed.
 
 Names: ``SPV_Op<Name>`` for opcodes, ``SPV_<Kind>_<Name>`` for the enumerants
 of the value enums listed in KINDS, ``SPV_CL_<name>`` for OpenCL.std's
-extended instructions, and ``spv_capability_name`` for messages.
+extended instructions, and ``spv_capability_name`` and ``spv_cl_name`` for messages.
 """
 
 from __future__ import annotations
@@ -61,6 +61,18 @@ def _first_per_value(pairs: list[tuple[str, int]]) -> list[tuple[str, int]]:
     return out
 
 
+def _namer(lines: list[str], what: str, fn: str, pairs: list[tuple[str, int]]) -> None:
+    lines.append(f"/* {what}, for messages; NULL for a number the grammar lacks. */")
+    lines.append(f"static inline const char *{fn}(uint32_t c)")
+    lines.append("{")
+    lines.append("    switch (c) {")
+    lines.extend(f'    case {v}: return "{n}";' for n, v in _first_per_value(pairs))
+    lines.append("    default: return 0;")
+    lines.append("    }")
+    lines.append("}")
+    lines.append("")
+
+
 def render(grammar_dir: Path) -> str:
     core = json.loads((grammar_dir / CORE).read_text())
     ocl = json.loads((grammar_dir / OPENCL).read_text())
@@ -86,15 +98,8 @@ def render(grammar_dir: Path) -> str:
     cl = [(f"SPV_CL_{i['opname']}", i["opcode"]) for i in ocl["instructions"]]
     _enum(lines, "OpenCL.std extended instructions.", cl)
     caps = [(e["enumerant"], e["value"]) for e in kinds["Capability"]["enumerants"]]
-    lines.append("/* A capability's name, for messages; NULL for a number the grammar lacks. */")
-    lines.append("static inline const char *spv_capability_name(uint32_t c)")
-    lines.append("{")
-    lines.append("    switch (c) {")
-    lines.extend(f'    case {v}: return "{n}";' for n, v in _first_per_value(caps))
-    lines.append("    default: return 0;")
-    lines.append("    }")
-    lines.append("}")
-    lines.append("")
+    _namer(lines, "A capability's name", "spv_capability_name", caps)
+    _namer(lines, "An OpenCL.std instruction's name", "spv_cl_name", [(n[7:], v) for n, v in cl])
     lines.append("#endif /* ARSIM_SPV_GRAMMAR_H */")
     return "\n".join(lines) + "\n"
 

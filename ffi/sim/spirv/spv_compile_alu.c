@@ -70,8 +70,7 @@ void spvl_c_convert(loader *L, fnctx *c)
             UNSUPPORTED("integer-to-float conversions with a rounding mode other than rte");
         break;
     case X_UCONV: case X_SCONV:
-        if (r->sat)
-            UNSUPPORTED("saturating integer conversions are not supported");
+        e = r->sat; /* clamps to the destination's range */
         if (c->op == SPV_OpConvertPtrToU)
             sw = 64;
         if (c->op == SPV_OpConvertUToPtr)

@@ -85,6 +85,34 @@ static void ext_select(loader *L, fnctx *c, uint32_t e)
     }
 }
 
+static const char *cl_name(uint32_t e)
+{
+    const char *n = spv_cl_name(e);
+    return n ? n : "instruction";
+}
+
+/* shuffle(x, mask), shuffle2(x, y, mask): each result lane picks a lane of x
+ * (or of x then y) by its mask lane, taken modulo the lanes it picks from
+ * (OpenCL C: only the low bits count).  x and y are copied side by side so
+ * one dynamic extract picks from both. */
+static void ext_shuffle(loader *L, fnctx *c, uint32_t e)
+{
+    uint32_t x = word(L, c->at, 5), two = e == SPV_CL_shuffle2;
+    uint32_t mask = word(L, c->at, 6 + two), xn = comps(L, value_type(L, x));
+    uint32_t from = spvl_slot(L, x), m = spvl_slot(L, mask), total = xn << two;
+    uint8_t mw = (uint8_t)scalar(L, value_type(L, mask))->width;
+    if (two) {
+        from = spvl_new_slots(L, total);
+        spvl_emit(L, X_MOV, (uint8_t)xn, 0, from, spvl_slot(L, x), 0, 0, 0);
+        spvl_emit(L, X_MOV, (uint8_t)xn, 0, from + xn, spvl_slot(L, word(L, c->at, 6)), 0, 0, 0);
+    }
+    uint32_t low = spvl_const_slot(L, total - 1u), t = spvl_new_slots(L, 1);
+    for (uint32_t k = 0; k < c->n; k++) {
+        spvl_emit(L, X_AND, 1, mw, t, m + k, low, 0, 0);
+        spvl_emit(L, X_VEXTRACT, (uint8_t)total, mw, c->d + k, from, t, 0, 0);
+    }
+}
+
 /* The rest: component-wise, one X_EXT per component (a, b, e: operands;
  * c: the instruction; w: the width it computes in). */
 static void ext_map(loader *L, fnctx *c, uint32_t e)
@@ -93,13 +121,13 @@ static void ext_map(loader *L, fnctx *c, uint32_t e)
     uint32_t ops[3] = {SPV_NONE, SPV_NONE, SPV_NONE};
     int vec[3] = {0, 0, 0};
     if (nargs > 3)
-        UNSUPPORTED("OpenCL.std instruction %u with %u operands", e, nargs);
+        UNSUPPORTED("OpenCL.std %s (%u) with %u operands", cl_name(e), e, nargs);
     uint8_t w = 0;
     for (uint32_t i = 0; i < nargs; i++) {
         uint32_t o = L->w[c->at + 5 + i];
         ty *ot = type_of(L, value_type(L, o));
         if (ot->kind == T_PTR)
-            UNSUPPORTED("OpenCL.std instruction %u takes a pointer", e);
+            UNSUPPORTED("OpenCL.std %s (%u) takes a pointer", cl_name(e), e);
         ops[i] = spvl_slot(L, o);
         vec[i] = ot->kind == T_VEC;
         if (i == 0)
@@ -128,8 +156,10 @@ void spvl_c_extinst(loader *L, fnctx *c)
         ext_vload_store(L, c, e);
     else if (e == SPV_CL_bitselect || e == SPV_CL_select)
         ext_select(L, c, e);
+    else if (e == SPV_CL_shuffle || e == SPV_CL_shuffle2)
+        ext_shuffle(L, c, e);
     else if (!ext_supported(e))
-        UNSUPPORTED("OpenCL.std instruction %u is not supported", e);
+        UNSUPPORTED("OpenCL.std %s (%u) is not supported", cl_name(e), e);
     else
         ext_map(L, c, e);
 }

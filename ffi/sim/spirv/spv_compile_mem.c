@@ -2,6 +2,64 @@
  * (moves for promoted variables), copies, access chains and atomics. */
 #include "spv_load.h"
 
+/* The address `off` bytes past the one in slot `base`. */
+static uint32_t addr_at(loader *L, uint32_t base, uint64_t off)
+{
+    if (!off)
+        return base;
+    uint32_t t = spvl_new_slots(L, 1);
+    spvl_emit(L, X_ADDI, 1, 0, t, base, 0, 0, (uint32_t)off);
+    return t;
+}
+
+/* Zeroes `size` bytes at `off` past the address in slot `base`. */
+static void zero_bytes(loader *L, uint32_t base, uint64_t off, uint64_t size)
+{
+    uint32_t zero = spvl_const_slot(L, 0);
+    for (uint32_t w = 8; w; w /= 2)
+        for (; size >= w; size -= w, off += w)
+            spvl_emit(L, X_STORE, 1, (uint8_t)w, 0, addr_at(L, base, off), zero, 0, 0);
+}
+
+/* Stores constant `cid` at `off` past the address in slot `base`: one store
+ * per scalar or vector leaf of an OpConstantComposite, zeros for an
+ * OpConstantNull, nothing for an OpUndef (as spvl_write_const lays them out). */
+static void store_const(loader *L, uint32_t base, uint64_t off, uint32_t cid)
+{
+    idrec *c = id(L, cid);
+    if (c->kind == K_UNDEF)
+        return;
+    if (c->kind != K_CONST)
+        UNSUPPORTED("variable initializers must be constants");
+    unsigned op = L->w[c->pos] & 0xFFFFu;
+    ty *y = type_of(L, c->type);
+    if (op == SPV_OpConstantNull) {
+        zero_bytes(L, base, off, y->size);
+        return;
+    }
+    if (y->kind == T_ARRAY || y->kind == T_STRUCT) {
+        if (op != SPV_OpConstantComposite)
+            UNSUPPORTED("aggregate initializers must be OpConstantComposite or OpConstantNull");
+        for (uint32_t i = 3; i < op_count(L, c->pos); i++) {
+            uint32_t k = i - 3;
+            uint64_t at = y->kind == T_ARRAY ? k * type_of(L, y->elem)->size : y->offsets[k];
+            store_const(L, base, off + at, L->w[c->pos + i]);
+        }
+        return;
+    }
+    ty *s = scalar(L, c->type);
+    if (s->kind == T_BOOL)
+        UNSUPPORTED("booleans cannot be stored in memory");
+    spvl_emit(L, X_STORE, (uint8_t)comps(L, c->type), (uint8_t)s->size, 0, addr_at(L, base, off),
+              spvl_slot(L, cid), 0, 0);
+}
+
+static int is_aggregate(loader *L, uint32_t t)
+{
+    ty *y = type_of(L, t);
+    return y->kind == T_ARRAY || y->kind == T_STRUCT;
+}
+
 void spvl_c_variable(loader *L, fnctx *c)
 {
     uint32_t at = c->at, d = c->d;
@@ -25,14 +83,8 @@ void spvl_c_variable(loader *L, fnctx *c)
         UNSUPPORTED("private memory of a function exceeds 16 MiB");
     f->priv_bytes = (uint32_t)(off + vt->size);
     spvl_add_fixup(L, d, 0, off);
-    if (c->cnt > 4) {
-        uint32_t init = word(L, at, 4);
-        ty *it = type_of(L, value_type(L, init));
-        if (it->kind == T_ARRAY || it->kind == T_STRUCT)
-            UNSUPPORTED("aggregate initializers of function variables are not supported");
-        spvl_emit(L, X_STORE, (uint8_t)comps(L, value_type(L, init)),
-                  (uint8_t)scalar(L, value_type(L, init))->size, 0, d, spvl_slot(L, init), 0, 0);
-    }
+    if (c->cnt > 4) /* run each time the declaration is reached */
+        store_const(L, d, 0, word(L, at, 4));
 }
 
 void spvl_c_load(loader *L, fnctx *c)
@@ -58,6 +110,12 @@ void spvl_c_store(loader *L, fnctx *c)
 {
     uint32_t ptr = word(L, c->at, 1), obj = word(L, c->at, 2);
     uint32_t ot = value_type(L, obj);
+    if (is_aggregate(L, ot)) {
+        if (id(L, obj)->kind != K_CONST && id(L, obj)->kind != K_UNDEF)
+            UNSUPPORTED("stores of whole structs or arrays that are not constants");
+        store_const(L, spvl_slot(L, ptr), 0, obj);
+        return;
+    }
     ty *s = scalar(L, ot);
     if (s->kind == T_BOOL)
         UNSUPPORTED("booleans cannot be stored to memory");

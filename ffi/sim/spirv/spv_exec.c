@@ -168,6 +168,22 @@ static inline uint64_t fmod64(uint64_t ua, uint64_t ub)
 
 /* Integer to float: w = destination width, c = source width.  To half
  * through double: exact below 2^53, and anything larger is infinite in half. */
+/* Saturating integer conversions (SaturatedConversion): from a c-bit value
+ * to the destination's range (m: its mask; w: its width). */
+static inline uint64_t usat(uint64_t v, uint32_t c, uint64_t m)
+{
+    v &= c >= 64 ? ~0ull : (1ull << c) - 1;
+    return v > m ? m : v;
+}
+
+static inline uint64_t ssat(uint64_t v, uint32_t c, uint32_t w)
+{
+    int64_t x = sim_sext(v, c), hi = w >= 64 ? INT64_MAX : (int64_t)((1ull << (w - 1)) - 1);
+    int64_t lo = -hi - 1;
+    x = x > hi ? hi : x < lo ? lo : x;
+    return (uint64_t)x & (w >= 64 ? ~0ull : (1ull << w) - 1);
+}
+
 static inline uint64_t itof(const spv_ins *I, uint64_t v, int is_signed)
 {
     if (is_signed) {
@@ -401,8 +417,8 @@ int spvx_run_item(group *g, item *it)
         case X_FNEG64: R_(I->d) = A_ ^ 0x8000000000000000ull; break;
         case X_FCMP: R_(I->d) = (uint64_t)spvx_fcmp(I->c, fval(A_, I->w), fval(B_, I->w)); break;
         case X_FCLASS: R_(I->d) = spvx_fclass(I->c, A_, I->w); break;
-        case X_UCONV: R_(I->d) = A_ & m; break;
-        case X_SCONV: R_(I->d) = (uint64_t)sim_sext(A_, I->c) & m; break;
+        case X_UCONV: R_(I->d) = I->e ? usat(A_, I->c, m) : A_ & m; break;
+        case X_SCONV: R_(I->d) = I->e ? ssat(A_, I->c, I->w) : (uint64_t)sim_sext(A_, I->c) & m; break;
         case X_FTOU: case X_FTOS:
             R_(I->d) = spvx_ftoi(fval(A_, I->c), I->w, I->op == X_FTOS, I->e & 0xFFu);
             break;

@@ -46,6 +46,7 @@ ASM_BUILDS = {
     "aliasing.spv": ("aliasing.spvasm", "spv1.2"),  # OpDecorateId
     "fast_math.spv": ("fast_math.spvasm", "spv1.0"),
     "group_uniform.spv": ("group_uniform.spvasm", "spv1.0"),
+    "func_init.spv": ("func_init.spvasm", "spv1.0"),
 }
 
 
