@@ -31,6 +31,7 @@ ENGINE_HEADERS = (
     "sim/engine.h",
     "sim/engine_internal.h",
     "sim/sim_bits.h",
+    "sim/sim_tensormap.h",
     "kernels/ar_host_abi.h",
 )
 # The PTX interpreter (ffi/sim/ptx): cuda-sim runs PTX text with it.
@@ -79,6 +80,7 @@ LIBRARIES = [
             "cuda/sim/cusim_library.c",
             "cuda/sim/cusim_func.c",
             "cuda/sim/cusim_occupancy.c",
+            "cuda/sim/cusim_tensormap.c",
             "cuda/sim/cusim_mem.c",
             "cuda/sim/cusim_peer.c",
             "cuda/sim/cusim_exec.c",
