@@ -40,6 +40,7 @@ PTX_SOURCES = (
     "sim/ptx/ptx_operand.c",
     "sim/ptx/ptx_insn.c",
     "sim/ptx/ptx_insn_matrix.c",
+    "sim/ptx/ptx_insn_async.c",
     "sim/ptx/ptx_parse.c",
     "sim/ptx/ptx_exec.c",
     "sim/ptx/ptx_exec_data.c",
@@ -52,6 +53,8 @@ PTX_SOURCES = (
     "sim/ptx/ptx_exec_wmma.c",
     "sim/ptx/ptx_exec_wgmma.c",
     "sim/ptx/ptx_exec_async.c",
+    "sim/ptx/ptx_exec_mbar.c",
+    "sim/ptx/ptx_exec_bulk.c",
     "sim/ptx/ptx_exec_printf.c",
     "sim/ptx/ptx_query.c",
 )
