@@ -558,3 +558,80 @@ def test_setmaxnreg_needs_a_valid_count(gpu: ar.Backend, count: str) -> None:
     with pytest.raises(DriverError, match="CUDA_ERROR_INVALID_PTX") as info:
         gpu.load_module(f"maxnreg-{count}", ptx)
     assert "ptx line 7:" in str(info.value)
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3, 4, 5])
+def test_a_tensor_load_of_every_rank(gpu: ar.Backend, lib: Any, rank: int) -> None:
+    """Tile mode from 1-D to 5-D: an f32 box with corners outside the tensor."""
+    dims = [11, 5, 4, 3, 2][:rank]
+    box, corner = [8, 4, 2, 2, 2][:rank], [-2, 2, 1, -1, 1][:rank]
+    tensor = RNG.standard_normal(dims[::-1]).astype(np.float32)
+    strides = list(tensor.strides[::-1][1:])
+    if rank > 1:  # rows padded to 16 bytes: a copy with room
+        tensor = np.pad(tensor, [(0, 0)] * (rank - 1) + [(0, 1)])
+        strides = list(tensor.strides[::-1][1:])
+    g, mp, cb = gpu.alloc(tensor.nbytes), gpu.alloc(128), gpu.alloc(32)
+    nbytes = int(np.prod(box)) * 4
+    coords = ", ".join(f"%r{10 + i}" for i in range(rank))
+    copy = LOAD.replace(".bulk.", f".bulk.tensor.{rank}d.")
+    body = (
+        REGS
+        + f"""    ld.param.u64 %rd1, [p0];
+    ld.param.u64 %rd3, [p1];
+    ld.param.u64 %rd2, [p2];
+    ld.global.v4.u32 {{%r10, %r11, %r12, %r13}}, [%rd3];
+    ld.global.u32 %r14, [%rd3+16];
+    @%p1 mbarrier.init.shared::cta.b64 [%r3], 1;
+    @%p1 mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r3], {nbytes};
+    @%p1 {copy} [%r2], [%rd1, {{{coords}}}], [%r3];
+"""
+        + WAIT.format(n=0, parity=0)
+        + f"""    @%p1 cp.async.bulk.global.shared::cta.bulk_group [%rd2], [%r2], {nbytes};
+    cp.async.bulk.commit_group;
+    cp.async.bulk.wait_group 0;
+    ret;"""
+    )
+    try:
+        gpu.copy_h2d(tensor, g)
+        gpu.copy_h2d(np.array([*corner, *[0] * (8 - rank)], np.int32), cb)
+        rc, raw = _encode(lib, F32, int(g), dims, strides, box)
+        assert rc == 0
+        gpu.copy_h2d(np.frombuffer(raw, np.uint8), mp)
+        (out,) = _run(gpu, body, [mp, cb], [np.zeros(nbytes // 4, np.float32)])
+    finally:
+        for p in (g, mp, cb):
+            gpu.free(p)
+    want = np.zeros(box[::-1], np.float32)
+    for j in np.ndindex(*box[::-1]):
+        c = [corner[i] + j[rank - 1 - i] for i in range(rank)]
+        if all(0 <= c[i] < dims[i] for i in range(rank)):
+            want[j] = tensor[tuple(c[::-1])]
+    assert (out.reshape(box[::-1]) == want).all()
+
+
+def test_a_bulk_store_lands_at_its_wait(gpu: ar.Backend) -> None:
+    """Before wait_group the destination holds its old bytes (read here:
+    deterministic, never the new ones by luck); after wait_group.read the
+    source may be rewritten, and wait_group writes what was read."""
+    body = (
+        REGS
+        + """    ld.param.u64 %rd2, [p0];
+    ld.param.u64 %rd3, [p1];
+    mov.u32 %r4, 77;
+    st.shared.v4.u32 [%r2], {%r4, %r4, %r4, %r4};
+    fence.proxy.async.shared::cta;
+    cp.async.bulk.global.shared::cta.bulk_group [%rd2], [%r2], 16;
+    cp.async.bulk.commit_group;
+    ld.global.u32 %r5, [%rd2];
+    cp.async.bulk.wait_group.read 0;
+    mov.u32 %r6, 5;
+    st.shared.u32 [%r2], %r6;
+    ld.global.u32 %r7, [%rd2];
+    cp.async.bulk.wait_group 0;
+    ld.global.u32 %r8, [%rd2];
+    st.global.v4.u32 [%rd3], {%r5, %r7, %r8, %r8};
+    ret;"""
+    )
+    dst, seen = _run(gpu, body, [], [np.full(4, 9, np.uint32), np.zeros(4, np.uint32)], block=1)
+    assert dst.tolist() == [77] * 4
+    assert seen.tolist() == [9, 9, 77, 77]
