@@ -440,6 +440,8 @@ def test_a_bulk_store_of_generic_writes_needs_the_proxy_fence(gpu: ar.Backend, c
         ({"estr": [1, 9]}, CUDA_ERROR_INVALID_VALUE),
         ({"addr": 8}, CUDA_ERROR_INVALID_VALUE),  # not 16-byte aligned
         ({"interleave": 1}, CUDA_ERROR_NOT_SUPPORTED),
+        ({"swizzle": 4}, CUDA_ERROR_NOT_SUPPORTED),  # 128B_ATOM_32B: not modelled
+        ({"swizzle": 7}, CUDA_ERROR_INVALID_VALUE),
     ],
 )
 def test_encode_tiled_checks_the_driver_rules(lib: Any, kwargs: dict[str, Any], rc: int) -> None:

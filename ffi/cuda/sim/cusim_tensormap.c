@@ -25,7 +25,7 @@ CUresult cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataType tens
         (tensorRank > 1 && !globalStrides) || tensorRank < 1 || tensorRank > 5 ||
         l2Promotion > 3)
         return CUDA_ERROR_INVALID_VALUE;
-    if (interleave != 0)
+    if (interleave != 0 || (swizzle >= 4 && swizzle <= 6)) /* CUDA 12.8's 128B atom swizzles */
         return CUDA_ERROR_NOT_SUPPORTED;
     if (tensorDataType > 12)
         return tensorDataType <= 15 ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
