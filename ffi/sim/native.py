@@ -32,6 +32,7 @@ ENGINE_HEADERS = (
     "sim/engine.h",
     "sim/engine_internal.h",
     "sim/sim_bits.h",
+    "sim/sim_tensormap.h",
     "kernels/ar_host_abi.h",
 )
 # The PTX interpreter (ffi/sim/ptx): cuda-sim runs PTX text with it.
@@ -40,6 +41,7 @@ PTX_SOURCES = (
     "sim/ptx/ptx_operand.c",
     "sim/ptx/ptx_insn.c",
     "sim/ptx/ptx_insn_matrix.c",
+    "sim/ptx/ptx_insn_async.c",
     "sim/ptx/ptx_parse.c",
     "sim/ptx/ptx_exec.c",
     "sim/ptx/ptx_exec_data.c",
@@ -52,6 +54,8 @@ PTX_SOURCES = (
     "sim/ptx/ptx_exec_wmma.c",
     "sim/ptx/ptx_exec_wgmma.c",
     "sim/ptx/ptx_exec_async.c",
+    "sim/ptx/ptx_exec_mbar.c",
+    "sim/ptx/ptx_exec_bulk.c",
     "sim/ptx/ptx_exec_printf.c",
     "sim/ptx/ptx_query.c",
 )
@@ -80,6 +84,7 @@ LIBRARIES = [
             "cuda/sim/cusim_library.c",
             "cuda/sim/cusim_func.c",
             "cuda/sim/cusim_occupancy.c",
+            "cuda/sim/cusim_tensormap.c",
             "cuda/sim/cusim_mem.c",
             "cuda/sim/cusim_peer.c",
             "cuda/sim/cusim_exec.c",

@@ -11,10 +11,11 @@ Pipelined loops (``num_stages`` >= 2) load through ``cp.async``; cuda-sim
 performs each copy at the wait that completes it and fails a launch that
 touches a pending destination, so a wrong wait cannot pass these tests.
 On sm_90 Triton's matmuls and attention use wgmma behind
-fence.proxy.async; a missing fence fails the launch.  Kernels that need what
-cuda-sim does not model (TMA: tensor maps, bulk copies, mbarrier) must be
-refused at load, naming their first such instruction and its line, never run
-wrongly.
+fence.proxy.async; a missing fence fails the launch.  The tensor-descriptor
+matmul uses TMA (tensor maps built on the device, cp.async.bulk.tensor,
+mbarrier): a tile lands only at a wait on its mbarrier's phase, so a missing
+or wrong wait fails the launch, as does a phase that can never complete.
+Forms cuda-sim does not model (im2col) are refused at load, naming the line.
 """
 
 from __future__ import annotations
@@ -50,7 +51,6 @@ class Run:
         self.gpu = gpu
         self.name = name
         self.meta = MANIFEST[name]
-        assert self.meta["global_scratch_size"] == 0, name
         assert self.meta["profile_scratch_size"] == 0, name
         self.held: list[tuple[ar.DevicePtr, np.ndarray[Any, Any]]] = []
 
@@ -67,7 +67,12 @@ class Run:
         if not self.gpu.has_module(module):
             self.gpu.load_module(module, (CORPUS / f"{self.name}.ptx").read_text())
         kernel = self.gpu.kernel(module, self.meta["entry"])
-        scratch = [np.uint64(0), np.uint64(0)]  # Triton's global and profile scratch: none
+        # Triton's global scratch (device-side tensor maps: global_scratch_size
+        # bytes per program) and profile scratch (none)
+        programs = int(np.prod(grid))
+        need = self.meta["global_scratch_size"] * programs
+        scratch_ptr = self.gpu.alloc(need) if need else None
+        scratch = [np.uint64(int(scratch_ptr) if scratch_ptr else 0), np.uint64(0)]
         try:
             block = 32 * self.meta["num_warps"]
             done = self.gpu.launch(
@@ -78,6 +83,8 @@ class Run:
         finally:
             for p, _ in self.held:
                 self.gpu.free(p)
+            if scratch_ptr is not None:
+                self.gpu.free(scratch_ptr)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -321,14 +328,21 @@ def test_a_pipeline_waiting_too_little_is_reported(gpu: ar.Backend, capfd: Any) 
     ), err
 
 
-def test_tensor_descriptor_matmul_sm80(gpu: ar.Backend) -> None:
-    """tl.make_tensor_descriptor loads on sm_80: a cp.async pipeline."""
-    m, n, k = 128, 192, 96
+@pytest.mark.parametrize("arch", ARCHS)
+def test_tensor_descriptor_matmul(gpu: ar.Backend, arch: str) -> None:
+    """tl.make_tensor_descriptor: on sm_80 a cp.async pipeline; on sm_90 TMA:
+    the kernel builds its tensor maps in shared memory (tensormap.replace),
+    copies them to its global scratch (tensormap.cp_fenceproxy), loads tiles
+    with cp.async.bulk.tensor under mbarrier expect_tx / try_wait.parity
+    (64- and 128-byte swizzles), multiplies with wgmma and stores C through
+    stmatrix and a bulk tensor store.  M, N, K not multiples of the boxes:
+    the edge tiles read zeros and store only what lies inside."""
+    m, n, k = (128, 192, 96) if arch == "sm80" else (112, 176, 80)
     a = RNG.standard_normal((m, k)).astype(np.float16)
     b = RNG.standard_normal((k, n)).astype(np.float16)
-    run = Run(gpu, "matmul_tma.sm80")
+    run = Run(gpu, f"matmul_tma.{arch}")
     args = [run.array(a), run.array(b), run.array(np.zeros((m, n), np.float16))]
-    got = run((m // 64, n // 64), [*args, *map(np.int32, (m, n, k))])[2]
+    got = run((-(-m // 64), -(-n // 64)), [*args, *map(np.int32, (m, n, k))])[2]
     assert (got == _mma_reference(a, b)).all()
 
 
@@ -381,45 +395,85 @@ def test_a_hopper_matmul_without_its_proxy_fence_is_reported(gpu: ar.Backend, ca
     assert "with no fence.proxy.async after the write" in err
 
 
-#: What cuda-sim does not model: Hopper's TMA (tensor maps, bulk copies, mbarrier), stmatrix.
-UNMODELLED = (
-    "tensormap",
-    "elect",
-    "stmatrix",
-    "wmma",
-    "wgmma",
-    "cp.async.bulk",
-    "fence.proxy.async",
-    "mbarrier",
-)
+def _tma_launch(gpu: ar.Backend, module: str, ptx: str) -> None:
+    """matmul_tma.sm90, edited, on 64x64x64 zeros: its launch must fail."""
+    gpu.load_module(module, ptx)
+    meta = MANIFEST["matmul_tma.sm90"]
+    z = np.zeros((64, 64), np.float16)
+    ptrs = [gpu.alloc(z.nbytes) for _ in range(3)]
+    scratch = gpu.alloc(meta["global_scratch_size"])
+    try:
+        for p in ptrs:
+            gpu.copy_h2d(z, p)
+        launch = gpu.launch(
+            gpu.kernel(module, meta["entry"]),
+            1,
+            32 * meta["num_warps"],
+            [*ptrs, *[np.int32(64)] * 3, np.uint64(int(scratch)), np.uint64(0)],
+            shared_mem=meta["shared"],
+        )
+        with pytest.raises(DriverError, match="LAUNCH_FAILED"):
+            launch.wait()
+    finally:
+        for p in [*ptrs, scratch]:
+            gpu.free(p)
 
 
-def _first_unmodelled(ptx: str) -> tuple[int, str]:
-    """The first line (1-based) whose instruction cuda-sim must refuse, and its opcode."""
-    for number, line in enumerate(ptx.splitlines(), 1):
-        words = line.split("//")[0].replace(";", " ").split()
-        if words and words[0].startswith("@"):
-            words = words[1:]
-        if words and any(words[0] == u or words[0].startswith(u + ".") for u in UNMODELLED):
-            return number, words[0]
-    raise AssertionError("no unmodelled instruction")
+TMA_WAIT = "mbarrier.try_wait.parity.shared::cta.b64 complete, [%r39], %r105;"
 
 
-@pytest.mark.parametrize(
-    ("name", "opcode"),
-    [
-        ("matmul_tma.sm90", "tensormap.replace"),
-    ],
-)
-def test_unmodelled_instructions_are_refused_by_name(
-    gpu: ar.Backend, name: str, opcode: str
+def test_a_tma_matmul_without_its_mbarrier_wait_is_reported(gpu: ar.Backend, capfd: Any) -> None:
+    """The try_wait loop made to pass at once: wgmma would read tiles TMA has
+    not landed, which cuda-sim keeps pending until a wait on their phase."""
+    ptx = (CORPUS / "matmul_tma.sm90.ptx").read_text()
+    assert ptx.count(TMA_WAIT) == 1
+    _tma_launch(gpu, "triton-tma-no-wait", ptx.replace(TMA_WAIT, "mov.pred complete, 1;"))
+    err = capfd.readouterr().err
+    assert re.search(
+        r"ptx line \d+: wgmma.mma_async reads shared memory at offset \d+, the destination "
+        r"of the cp.async.bulk of ptx line \d+, before a wait on its mbarrier's phase",
+        err,
+    ), err
+
+
+def test_a_tma_matmul_waiting_on_the_wrong_parity_is_reported(gpu: ar.Backend, capfd: Any) -> None:
+    """Parity flipped: the wait names the phase before, complete at once, and
+    the tiles of the phase under way are still pending."""
+    ptx = (CORPUS / "matmul_tma.sm90.ptx").read_text()
+    flipped = "xor.b32 %flip, %r105, 1;\n" + TMA_WAIT.replace("%r105;", "%flip;")
+    ptx = ptx.replace(TMA_WAIT, flipped).replace(
+        ".reg .pred complete;", ".reg .pred complete;\n.reg .b32 %flip;"
+    )
+    _tma_launch(gpu, "triton-tma-parity", ptx)
+    err = capfd.readouterr().err
+    assert "wgmma.mma_async reads shared memory at offset" in err, err
+    assert "the destination of the cp.async.bulk of ptx line" in err
+
+
+def test_a_tma_matmul_that_expects_too_many_bytes_deadlocks_reported(
+    gpu: ar.Backend, capfd: Any
 ) -> None:
-    ptx = (CORPUS / f"{name}.ptx").read_text()
-    line, first = _first_unmodelled(ptx)
-    assert first.startswith(opcode)
+    """expect_tx of 8193 bytes for 8192: the phase never completes; the
+    launch fails naming the wait rather than hanging."""
+    ptx = (CORPUS / "matmul_tma.sm90.ptx").read_text()
+    expect = "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r24], 8192;"
+    assert expect in ptx
+    _tma_launch(gpu, "triton-tma-expect", ptx.replace(expect, expect.replace("8192", "8208")))
+    err = capfd.readouterr().err
+    assert re.search(r"ptx line \d+: warp \d+ waits on an mbarrier phase that can never", err), err
+    assert "tx-count 16" in err
+
+
+def test_a_tma_form_cuda_sim_does_not_model_is_refused_by_name(gpu: ar.Backend) -> None:
+    """im2col tensor copies are not modelled: refused at load, naming the line."""
+    ptx = (CORPUS / "matmul_tma.sm90.ptx").read_text()
+    tile = "cp.async.bulk.tensor.2d.shared::cta.global.mbarrier::complete_tx::bytes"
+    im2col = tile.replace(".2d.", ".2d.im2col.")
+    ptx = ptx.replace(tile, im2col)
+    line = next(i for i, t in enumerate(ptx.splitlines(), 1) if im2col in t)
     with pytest.raises(DriverError, match="CUDA_ERROR_INVALID_PTX") as info:
-        gpu.load_module(name, ptx)
-    assert f"ptx line {line}: unsupported instruction '{first}'" in str(info.value)
+        gpu.load_module("triton-tma-im2col", ptx)
+    assert f"ptx line {line}: unsupported instruction '{im2col}'" in str(info.value)
 
 
 def test_the_corpus_is_what_the_pinned_triton_wrote() -> None:

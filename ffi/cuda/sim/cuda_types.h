@@ -509,4 +509,14 @@ enum {
     CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH = 3,
 };
 
+/* Tensor maps (TMA): 128 opaque bytes, 64-byte aligned (cusim_tensormap.c) */
+typedef struct CUtensorMap_st {
+    _Alignas(64) cuuint64_t opaque[16];
+} CUtensorMap;
+typedef unsigned int CUtensorMapDataType;
+typedef unsigned int CUtensorMapInterleave;
+typedef unsigned int CUtensorMapSwizzle;
+typedef unsigned int CUtensorMapL2promotion;
+typedef unsigned int CUtensorMapFloatOOBfill;
+
 #endif /* CUSIM_CUDA_TYPES_H */

@@ -664,6 +664,21 @@ P cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockSize, CU
 P cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func,
                                           int numBlocks, int blockSize);
 
+P cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType,
+                         cuuint32_t tensorRank, void *globalAddress, const cuuint64_t *globalDim,
+                         const cuuint64_t *globalStrides, const cuuint32_t *boxDim,
+                         const cuuint32_t *elementStrides, CUtensorMapInterleave interleave,
+                         CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion,
+                         CUtensorMapFloatOOBfill oobFill);
+P cuTensorMapEncodeIm2col(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType,
+                          cuuint32_t tensorRank, void *globalAddress, const cuuint64_t *globalDim,
+                          const cuuint64_t *globalStrides, const int *pixelBoxLowerCorner,
+                          const int *pixelBoxUpperCorner, cuuint32_t channelsPerPixel,
+                          cuuint32_t pixelsPerColumn, const cuuint32_t *elementStrides,
+                          CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+                          CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill);
+P cuTensorMapReplaceAddress(CUtensorMap *tensorMap, void *globalAddress);
+
 P cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId);
 P cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 P cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,

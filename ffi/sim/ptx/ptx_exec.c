@@ -399,6 +399,35 @@ static int exec_matrix(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32
     return 1;
 }
 
+/* mbarrier.test_wait / try_wait: lanes whose phase has not completed park
+ * here (blocked, in mbwait) and retry when the block's next round runs. */
+static int exec_mbar_wait(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
+{
+    uint32_t park = 0;
+    int rc = m ? ptx_mbar_wait(b, w, fr, in, m, &park) : 0;
+    if (rc < 0)
+        return rc;
+    if (park && fr != &w->top) {
+        fprintf(stderr,
+                "cuda-sim: kernel %s: ptx line %d: an mbarrier wait that must block inside a "
+                "called function is not supported\n",
+                b->entry->name, in->line);
+        return E_FAIL;
+    }
+    if (park) {
+        wait_at(fr, 0, 0);
+        for (uint32_t q = park; q; q &= q - 1)
+            fr->pc[__builtin_ctz(q)] = fr->cur_pc;
+        fr->blocked |= park;
+        fr->mbwait |= park;
+        fr->active &= ~park;
+        if (!fr->active)
+            return 1;
+    }
+    fr->cur_pc++;
+    return 1;
+}
+
 /* The instructions that move the pc themselves: 1 when in is one (done),
  * 0 when it is not, or a negative status. */
 static inline int exec_control(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
@@ -443,9 +472,13 @@ static inline int exec_control(block_ctx *b, warp *w, frame *fr, const pinsn *in
     case OP_REDUX:
     case OP_MATCH:
     case OP_BARWARP:
+    case OP_ELECT:
         exec_warp_sync(w, fr, in, m);
         return 1;
+    case OP_MBAR_WAIT:
+        return exec_mbar_wait(b, w, fr, in, m);
     case OP_LDMATRIX:
+    case OP_STMATRIX:
     case OP_MMA:
     case OP_WMMA_MMA:
     case OP_WMMA_LOAD:
@@ -494,6 +527,63 @@ static int run_frame(block_ctx *b, warp *w, frame *fr)
 }
 
 /* ------------------------------------------------------------- launch */
+
+/* Lanes parked at an mbarrier wait run it again. */
+static void resume_mbar(frame *fr)
+{
+    fr->waiting |= fr->mbwait;
+    fr->blocked &= ~fr->mbwait;
+    fr->mbwait = 0;
+    fr->wdirty = 1;
+    fr->active = 0;
+}
+
+/* Runs every unfinished warp of the block until it finishes, reaches
+ * bar.sync or parks at an mbarrier wait: 1 when the block goes on, 0 when
+ * it is done, or a negative status.  bar.sync releases once no warp waits
+ * on an mbarrier; a round in which nothing moved gives each parked wait one
+ * false return, and a second such round is a deadlock. */
+static int run_round(block_ctx *b)
+{
+    int live = 0, parked = 0, moved = 0;
+    uint64_t epoch = b->mb_epoch;
+    uint32_t arrivals = b->bar_arrivals;
+    for (uint32_t wi = 0; wi < b->nwarps; wi++) {
+        warp *w = &b->warps[wi];
+        if (w->finished)
+            continue;
+        if (w->top.mbwait)
+            resume_mbar(&w->top);
+        int r = run_frame(b, w, &w->top);
+        if (r < 0)
+            return r;
+        if (r == R_BARRIER) {
+            live = 1;
+            parked |= w->top.mbwait != 0;
+        } else {
+            w->finished = moved = 1;
+        }
+    }
+    if (!live)
+        return 0;
+    if (!parked) {
+        release_barrier(b);
+        b->mb_stuck = 0;
+        return 1;
+    }
+    if (moved || b->mb_epoch != epoch || b->bar_arrivals != arrivals) {
+        b->mb_stuck = 0;
+        return 1;
+    }
+    if (b->mb_stuck) {
+        ptx_mbar_deadlock(b);
+        return E_FAIL;
+    }
+    b->mb_stuck = 1;
+    for (uint32_t wi = 0; wi < b->nwarps; wi++)
+        b->warps[wi].mb_pass = b->warps[wi].top.mbwait != 0;
+    return 1;
+}
 
 /* Zeroed memory whose address is a multiple of align (a power of two >= 16),
  * so that .align on .shared and .local holds for the generic addresses. */
@@ -576,6 +666,9 @@ static int run_blocks(const ptx_kernel_ctx *kc, const ar_launch *L, void **param
             memset(w->cp_groups, 0, sizeof w->cp_groups);
             w->wg_groups = 0;
             w->wg_fenced = 0;
+            memset(w->bulk_groups, 0, sizeof w->bulk_groups);
+            w->mb_pass = 0;
+            fr->mbwait = 0;
         }
         ptx_cp_reset(&b);
         b.nwg = 0;
@@ -584,24 +677,13 @@ static int run_blocks(const ptx_kernel_ctx *kc, const ar_launch *L, void **param
         b.bar_red = 0;
         b.bar_arrivals = b.red_popc = b.red_any = 0;
         b.red_all = 1;
-        for (;;) {
-            int blocked = 0, live = 0;
-            for (uint32_t wi = 0; wi < b.nwarps && rc == 0; wi++) {
-                warp *w = &b.warps[wi];
-                if (w->finished)
-                    continue;
-                int r = run_frame(&b, w, &w->top);
-                if (r < 0)
-                    rc = r;
-                else if (r == R_BARRIER)
-                    blocked = 1, live = 1;
-                else
-                    w->finished = 1;
-            }
-            if (rc || !live)
-                break;
-            (void)blocked;
-            release_barrier(&b);
+        b.mb_stuck = 0;
+        do
+            rc = run_round(&b);
+        while (rc > 0);
+        if (b.nbl) {
+            int end = ptx_bulk_end(&b, rc == 0);
+            rc = rc ? rc : end;
         }
     }
 out:
@@ -616,6 +698,7 @@ out:
     free(b.cp);
     free(b.cp_busy);
     free(b.wg);
+    free(b.bl);
     free(b.gdirty);
     free(b.shared);
     free(b.params);

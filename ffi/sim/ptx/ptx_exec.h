@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../sim_bits.h"
+#include "../sim_tensormap.h"
 #include "ptx_internal.h"
 
 #define FULL 0xffffffffu
@@ -43,6 +44,7 @@ typedef struct frame {
     uint32_t pc[PTX_LANES];
     uint32_t active, waiting, parked, blocked, done;
     uint32_t cur_pc, next_pc, nopark_pc;
+    uint32_t mbwait;   /* lanes parked at an mbarrier wait (top frame only), in blocked */
     uint32_t exited;   /* lanes that ran exit inside this frame (calls) */
     /* Cache of the waiting lanes' distinct pcs, sorted, and the lowest pc
      * of an unparked waiting lane: rebuilt only when the sets change, so a
@@ -63,6 +65,20 @@ typedef struct cp_copy {
     uint8_t lane, size, srcn; /* cp-size; the bytes read from src (the rest: zeros) */
 } cp_copy;
 
+/* A cp.async.bulk[.tensor] issued and not yet completed (ptx_exec_bulk.c). */
+typedef struct bulk_op {
+    uint8_t *data;      /* a load: the bytes that land; a store: its source, once read */
+    uint64_t gaddr;     /* a plain store's global destination */
+    sim_tensormap map;  /* a tensor store's map */
+    int32_t coord[5];
+    uint32_t soff, size; /* the shared bytes: a load's destination, a store's source */
+    uint32_t mbar;      /* a load: its mbarrier's shared offset */
+    uint32_t group;     /* a store: the issuing lane's count of committed bulk groups */
+    int32_t line;
+    uint16_t warp;
+    uint8_t lane, store, tensor, read;
+} bulk_op;
+
 typedef struct warp {
     frame top;
     uint32_t wg_groups; /* wgmma groups the warp has committed */
@@ -75,6 +91,8 @@ typedef struct warp {
     uint32_t red_dst, red_lanes; /* bar.red: the result's register and its lanes */
     uint8_t *local;    /* lane * stack bytes */
     uint32_t cp_groups[PTX_LANES]; /* cp.async groups each lane has committed */
+    uint32_t bulk_groups[PTX_LANES]; /* cp.async.bulk groups each lane has committed */
+    int mb_pass;       /* the next mbarrier wait that would park returns false instead */
 } warp;
 
 typedef struct block_ctx {
@@ -111,6 +129,13 @@ typedef struct block_ctx {
     uint8_t *gdirty;
     /* The access that stopped the block was misaligned (ptx_exec_mem.c). */
     int misaligned;
+    /* cp.async.bulk: the copies issued and not completed; loads also count
+     * in cp_busy.  mb_epoch counts mbarrier state changes (progress for the
+     * scheduler, ptx_exec.c); mb_stuck: a round without any was seen. */
+    bulk_op *bl;
+    uint32_t nbl, cap_bl;
+    uint64_t mb_epoch;
+    int mb_stuck;
 } block_ctx;
 
 /* A wgmma.mma_async a warp issued: its frame, instruction, descriptors. */
@@ -209,6 +234,27 @@ PTX_HIDDEN void ptx_proxy_fence(block_ctx *b);
 PTX_HIDDEN void ptx_proxy_written(block_ctx *b, uint64_t off, size_t n);
 /* ptx_exec_wgmma.c: wgmma.fence, mma_async, commit_group, wait_group for warp w. */
 PTX_HIDDEN int ptx_exec_wgmma(block_ctx *b, warp *w, frame *fr, const pinsn *in);
+/* ptx_exec_mbar.c: the mbarrier operations but the waits, for the lanes in m. */
+PTX_HIDDEN int ptx_exec_mbar(block_ctx *b, frame *fr, const pinsn *in, uint32_t m);
+/* A test_wait or try_wait for the lanes in m: in *park the lanes whose phase
+ * has not completed (they must wait at it); 0 or a negative status. */
+PTX_HIDDEN int ptx_mbar_wait(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m,
+                             uint32_t *park);
+/* Says which wait can never complete (every warp is parked). */
+PTX_HIDDEN void ptx_mbar_deadlock(block_ctx *b);
+/* ptx_exec_bulk.c: bulk copies, their groups, tensor maps, for the lanes in m. */
+PTX_HIDDEN int ptx_exec_bulk(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m);
+/* Lands the loads that complete the mbarrier at shared offset mbar. */
+PTX_HIDDEN int ptx_bulk_flush(block_ctx *b, uint64_t mbar);
+/* Whether a load will still complete the mbarrier at mbar. */
+PTX_HIDDEN int ptx_bulk_pending(const block_ctx *b, uint64_t mbar);
+/* The pending load whose destination holds shared offset off, or NULL. */
+PTX_HIDDEN const bulk_op *ptx_bulk_at(const block_ctx *b, uint64_t off);
+/* E_FAIL (said) when n shared bytes at off are the source of a store not yet read. */
+PTX_HIDDEN int ptx_bulk_write_hazard(block_ctx *b, const pinsn *in, uint64_t off, size_t n);
+/* A block ends: its pending stores complete (when complete), its loads are dropped. */
+PTX_HIDDEN int ptx_bulk_end(block_ctx *b, int complete);
+
 /* Forgets the block's pending copies (a block ends, the next begins). */
 PTX_HIDDEN void ptx_cp_reset(block_ctx *b);
 /* ptx_exec_printf.c: a call of vprintf, or of __assertfail (a failed

@@ -37,9 +37,47 @@ static const char *name_of(const pinsn *in)
     case OP_LD: return "ld";
     case OP_ST: return "st";
     case OP_LDMATRIX: return "ldmatrix";
+    case OP_STMATRIX: return "stmatrix";
     case OP_CP_ASYNC: return "cp.async";
+    case OP_BULK_COPY:
+    case OP_BULK_TENSOR: return "cp.async.bulk";
+    case OP_WMMA_LOAD:
+    case OP_WMMA_STORE: return "wmma";
+    case OP_WGMMA_MMA: return "wgmma.mma_async";
     default: return "atom";
     }
+}
+
+static int writes_of(const pinsn *in)
+{
+    return in->op == OP_ST || in->op == OP_CP_ASYNC || in->op == OP_STMATRIX ||
+           in->op == OP_WMMA_STORE || in->op == OP_BULK_COPY || in->op == OP_BULK_TENSOR ||
+           in->op == OP_ATOM || in->op == OP_RED;
+}
+
+const bulk_op *ptx_bulk_at(const block_ctx *b, uint64_t off)
+{
+    for (uint32_t i = 0; i < b->nbl; i++)
+        if (!b->bl[i].store && off >= b->bl[i].soff && off < (uint64_t)b->bl[i].soff + b->bl[i].size)
+            return &b->bl[i];
+    return NULL;
+}
+
+int ptx_bulk_write_hazard(block_ctx *b, const pinsn *in, uint64_t off, size_t n)
+{
+    for (uint32_t i = 0; i < b->nbl; i++) {
+        const bulk_op *op = &b->bl[i];
+        if (op->store && !op->read && off < (uint64_t)op->soff + op->size &&
+            op->soff < off + n) {
+            fprintf(stderr,
+                    "cuda-sim: kernel %s: ptx line %d: writes shared memory at offset %llu, the "
+                    "source of the cp.async.bulk of ptx line %d, before a "
+                    "cp.async.bulk.wait_group.read covered that copy\n",
+                    b->entry->name, in->line, (unsigned long long)off, op->line);
+            return E_FAIL;
+        }
+    }
+    return 0;
 }
 
 int ptx_cp_hazard(block_ctx *b, const pinsn *in, uint64_t off, size_t n)
@@ -54,13 +92,13 @@ int ptx_cp_hazard(block_ctx *b, const pinsn *in, uint64_t off, size_t n)
     const cp_copy *c = b->cp;
     while (c < b->cp + b->ncp && !(k >= c->dst && k < (uint64_t)c->dst + c->size))
         c++;
+    const bulk_op *bk = c < b->cp + b->ncp ? NULL : ptx_bulk_at(b, k);
     fprintf(stderr,
             "cuda-sim: kernel %s: ptx line %d: %s %s shared memory at offset %zu, the "
-            "destination of the cp.async of ptx line %d, before a cp.async.wait_group or "
-            "wait_all completed that copy\n",
-            b->entry->name, in->line, name_of(in),
-            in->op == OP_ST || in->op == OP_CP_ASYNC ? "writes" : "reads", k,
-            c < b->cp + b->ncp ? c->line : 0);
+            "destination of the %s of ptx line %d, before %s completed that copy\n",
+            b->entry->name, in->line, name_of(in), writes_of(in) ? "writes" : "reads", k,
+            bk ? "cp.async.bulk" : "cp.async", bk ? bk->line : c < b->cp + b->ncp ? c->line : 0,
+            bk ? "a wait on its mbarrier's phase" : "a cp.async.wait_group or wait_all");
     return E_FAIL;
 }
 
@@ -89,7 +127,9 @@ int ptx_shared_access(block_ctx *b, const pinsn *in, const uint64_t *A, size_t n
         } else if (in->space != S_SHARED) {
             return 0;
         }
-        if (b->ncp && ptx_cp_hazard(b, in, a, n))
+        if ((b->ncp || b->nbl) && ptx_cp_hazard(b, in, a, n))
+            return E_FAIL;
+        if (writes && b->nbl && ptx_bulk_write_hazard(b, in, a, n))
             return E_FAIL;
         if (writes)
             ptx_proxy_written(b, a, n);

@@ -231,7 +231,7 @@ int ptx_exec_data(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
     case OP_ISSPACEP:
         /* A shared access to the destination of a cp.async no wait has
          * completed fails the launch (ptx_exec_async.c). */
-        if ((b->ncp || b->gdirty) && in->op != OP_ISSPACEP &&
+        if ((b->ncp || b->nbl || b->gdirty) && in->op != OP_ISSPACEP &&
             ptx_shared_access(b, in, A, (size_t)ptx_type_size(t) * in->vec, m))
             return E_FAIL;
         return ptx_exec_mem(b, w, fr, in, m);
@@ -242,6 +242,22 @@ int ptx_exec_data(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
     case OP_FENCE_PROXY:
         ptx_proxy_fence(b);
         break;
+    case OP_MBAR_INIT:
+    case OP_MBAR_INVAL:
+    case OP_MBAR_ARRIVE:
+    case OP_MBAR_EXPECT_TX:
+    case OP_MBAR_COMPLETE_TX:
+    case OP_MBAR_PENDING:
+        return ptx_exec_mbar(b, fr, in, m);
+    case OP_BULK_COPY:
+    case OP_BULK_TENSOR:
+    case OP_BULK_COMMIT:
+    case OP_BULK_WAIT:
+    case OP_TMAP_REPLACE:
+    case OP_TMAP_COPY:
+        return ptx_exec_bulk(b, w, fr, in, m);
+    case OP_SETMAXNREG:
+        break; /* register allocation: nothing to do in an interpreter */
     case OP_NOPMEM: {
         /* membar/fence: a locked read-modify-write is a full fence
          * (and one ThreadSanitizer understands). */

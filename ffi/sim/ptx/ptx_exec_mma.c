@@ -38,6 +38,7 @@ static int not_aligned(block_ctx *b, const pinsn *in, uint32_t m)
             b->entry->name, in->line,
             in->op == OP_MMA        ? "mma"
             : in->op == OP_LDMATRIX ? "ldmatrix"
+            : in->op == OP_STMATRIX ? "stmatrix"
             : in->op == OP_WMMA_MMA || in->op == OP_WMMA_LOAD || in->op == OP_WMMA_STORE
                 ? "wmma"
                 : "wgmma",
@@ -68,7 +69,7 @@ static int exec_ldmatrix(block_ctx *b, frame *fr, const pinsn *in)
             const uint8_t *p = row_at(b, in, A[8 * k + r] + (uint64_t)in->imm);
             if (!p)
                 return E_FAULT;
-            if (b->ncp && ptx_cp_hazard(b, in, (uint64_t)(p - b->shared), 16))
+            if ((b->ncp || b->nbl) && ptx_cp_hazard(b, in, (uint64_t)(p - b->shared), 16))
                 return E_FAIL;
             memcpy(mat[k][r], p, 16);
         }
@@ -81,6 +82,37 @@ static int exec_ldmatrix(block_ctx *b, frame *fr, const pinsn *in)
             D[l] = (uint32_t)lo | (uint32_t)hi << 16;
         }
     }
+    return 0;
+}
+
+/* stmatrix: ldmatrix's fragments written back, row r of matrix k to the
+ * address lane 8k + r holds. */
+static int exec_stmatrix(block_ctx *b, frame *fr, const pinsn *in)
+{
+    const uint64_t *A = fr->R[in->a];
+    uint16_t mat[4][8][8];
+    for (int k = 0; k < in->vec; k++) {
+        const uint64_t *S = fr->R[in->v[k]];
+        for (int l = 0; l < PTX_LANES; l++) {
+            int row = l >> 2, col = 2 * (l & 3);
+            uint16_t lo = (uint16_t)S[l], hi = (uint16_t)(S[l] >> 16);
+            *(in->mode ? &mat[k][col][row] : &mat[k][row][col]) = lo;
+            *(in->mode ? &mat[k][col + 1][row] : &mat[k][row][col + 1]) = hi;
+        }
+    }
+    for (int k = 0; k < in->vec; k++)
+        for (int r = 0; r < 8; r++) {
+            uint8_t *p = (uint8_t *)row_at(b, in, A[8 * k + r] + (uint64_t)in->imm);
+            if (!p)
+                return E_FAULT;
+            uint64_t off = (uint64_t)(p - b->shared);
+            if ((b->ncp || b->nbl) && ptx_cp_hazard(b, in, off, 16))
+                return E_FAIL;
+            if (b->nbl && ptx_bulk_write_hazard(b, in, off, 16))
+                return E_FAIL;
+            memcpy(p, mat[k][r], 16);
+            ptx_proxy_written(b, off, 16);
+        }
     return 0;
 }
 
@@ -180,5 +212,7 @@ int ptx_exec_matrix(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t 
     if (in->op == OP_WGMMA_MMA || in->op == OP_WGMMA_FENCE || in->op == OP_WGMMA_COMMIT ||
         in->op == OP_WGMMA_WAIT)
         return ptx_exec_wgmma(b, w, fr, in);
+    if (in->op == OP_STMATRIX)
+        return exec_stmatrix(b, fr, in);
     return in->op == OP_MMA ? exec_mma(fr, in) : exec_ldmatrix(b, fr, in);
 }

@@ -1,4 +1,4 @@
-/* PTX warp-synchronous instructions (shfl, vote, redux, match), for the
+/* PTX warp-synchronous instructions (shfl, vote, redux, match, elect), for the
  * interpreter: run once the lanes named in the member mask have arrived. */
 #define _GNU_SOURCE
 #include <fenv.h>
@@ -100,6 +100,15 @@ void ptx_exec_warp(warp *w, frame *fr, const pinsn *in, uint32_t m)
                 if (P)
                     P[l] = same_all != 0;
             }
+        });
+        return;
+    }
+    case OP_ELECT: { /* the lowest lane of the member mask is the leader */
+        uint32_t c = m & (uint32_t)R[in->a][__builtin_ctz(m)];
+        uint64_t leader = c ? (uint64_t)__builtin_ctz(c) : PTX_LANES;
+        FOR_LANES(m, {
+            D[l] = leader;
+            R[in->d2][l] = (uint64_t)l == leader;
         });
         return;
     }

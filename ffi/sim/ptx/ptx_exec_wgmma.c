@@ -104,7 +104,7 @@ static int check_reads(block_ctx *b, const pinsn *in, const wg_view *v)
                                 : elem_addr(v->db, v->tb, j - 16, k);
             if (!sim_inside(a, 2, 0, b->shared_size) || (a & 1))
                 return E_FAULT;
-            if (b->ncp && ptx_cp_hazard(b, in, a, 2))
+            if ((b->ncp || b->nbl) && ptx_cp_hazard(b, in, a, 2))
                 return E_FAIL;
             if (b->gdirty && (b->gdirty[a] | b->gdirty[a + 1])) {
                 fprintf(stderr,

@@ -97,7 +97,7 @@ static int lines(block_ctx *b, frame *fr, const pinsn *in, int t, int wr, uint8_
             return E_FAULT;
         if (line[k] < b->shared || line[k] >= b->shared + b->shared_size)
             continue;
-        if (b->ncp && ptx_cp_hazard(b, in, (uint64_t)(line[k] - b->shared), row))
+        if ((b->ncp || b->nbl) && ptx_cp_hazard(b, in, (uint64_t)(line[k] - b->shared), row))
             return E_FAIL;
         if (wr)
             ptx_proxy_written(b, (uint64_t)(line[k] - b->shared), row);

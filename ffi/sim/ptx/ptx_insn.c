@@ -512,6 +512,20 @@ static int parse_fence(parser *ps, insn *x)
         x->in.op = OP_FENCE_PROXY; /* the generic proxy's shared writes reach the async proxy */
         return 0;
     }
+    if (BASE_IS("fence") && has(&x->md, "proxy") && has(&x->md, "tensormap::generic")) {
+        /* a tensor map written through the generic proxy, read by the tensormap proxy:
+         * cuda-sim's cp.async.bulk.tensor reads the map's bytes as they are */
+        int acquire = has(&x->md, "acquire");
+        NEEDS(2 * acquire, 2 * acquire);
+        if (acquire && (x->ops[0].kind != O_ADDR || x->ops[1].kind != O_INT ||
+                        x->ops[1].bits != 128))
+            return REFUSE("'%s' needs [address], 128", x->opname);
+        return 0;
+    }
+    if (BASE_IS("fence") && has(&x->md, "mbarrier_init")) {
+        NEEDS(0, 0); /* a cluster of one block: mbarrier.init is already visible */
+        return 0;
+    }
     if (BASE_IS("fence") && (has(&x->md, "proxy") || has(&x->md, "mbarrier_init")))
         return REFUSE("unsupported instruction '%s'", x->opname);
     return 0;

@@ -85,5 +85,12 @@ PTX_HIDDEN int parse_mma(parser *ps, insn *x);
 PTX_HIDDEN int parse_cp(parser *ps, insn *x);
 PTX_HIDDEN int parse_wmma(parser *ps, insn *x);
 PTX_HIDDEN int parse_wgmma(parser *ps, insn *x);
+/* ptx_insn_async.c */
+PTX_HIDDEN int parse_mbarrier(parser *ps, insn *x);
+PTX_HIDDEN int parse_bulk(parser *ps, insn *x); /* cp.async.bulk*, from parse_cp */
+PTX_HIDDEN int parse_tensormap(parser *ps, insn *x);
+PTX_HIDDEN int parse_elect(parser *ps, insn *x);
+PTX_HIDDEN int parse_setmaxnreg(parser *ps, insn *x);
+PTX_HIDDEN int parse_stmatrix(parser *ps, insn *x);
 
 #endif /* CUSIM_PTX_INSN_H */

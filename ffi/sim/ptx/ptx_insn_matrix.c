@@ -188,7 +188,7 @@ static int parse_cp_copy(parser *ps, insn *x)
 int parse_cp(parser *ps, insn *x)
 {
     if (has(&x->md, "bulk"))
-        return REFUSE("unsupported instruction '%s'", x->opname);
+        return parse_bulk(ps, x);
     if (x->md.n == 2 && has(&x->md, "async") && has(&x->md, "commit_group")) {
         NEEDS(0, 0);
         x->in.op = OP_CP_COMMIT;

@@ -279,6 +279,23 @@ static int scalar_in_braces(parser *ps, opnd *o)
     return ptx_expect(ps, '}');
 }
 
+/* The braced coordinates of a tensor address, into o's vnames. */
+static int tensor_coords(parser *ps, opnd *o)
+{
+    ps->i++;
+    while (!is_p(cur(ps), '}')) {
+        tok *t = cur(ps);
+        if ((t->kind != TK_ID && t->kind != TK_NUM) || o->nv >= 5 || t->len >= PTX_VEC_NAME)
+            return ptx_fail(ps, t->line, PTX_ERR_INVALID, "bad tensor coordinates");
+        tokstr(t, o->vnames[o->nv++], sizeof o->vnames[0]);
+        ps->i++;
+        if (is_p(cur(ps), ','))
+            ps->i++;
+    }
+    ps->i++;
+    return 0;
+}
+
 int ptx_parse_operand(parser *ps, opnd *o)
 {
     memset(o, 0, sizeof *o);
@@ -304,6 +321,10 @@ int ptx_parse_operand(parser *ps, opnd *o)
                 tokstr(t, o->name, sizeof o->name);
                 ps->i++;
                 any = 1;
+            } else if (is_p(t, ',') && o->name[0] && !o->nv && is_p(peekn(ps, 1), '{')) {
+                ps->i++; /* a tensor's coordinates: [tensor-map, {c0, ...}] */
+                if (tensor_coords(ps, o))
+                    return -1;
             } else if (t->kind == TK_NUM) {
                 uint64_t v;
                 if (ptx_parse_uint(t, &v) != 0)
@@ -457,6 +478,8 @@ int ptx_addr_operand(parser *ps, const opnd *o, int line, pinsn *in)
 {
     if (o->kind != O_ADDR)
         return ptx_fail(ps, line, PTX_ERR_INVALID, "expected an address in [ ]");
+    if (o->nv)
+        return ptx_fail(ps, line, PTX_ERR_INVALID, "unexpected tensor coordinates");
     in->imm = (int64_t)o->bits;
     if (!o->name[0]) {
         in->a = ptx_const_slot(ps, 0);
