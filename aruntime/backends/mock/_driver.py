@@ -38,6 +38,7 @@ from ..._exceptions import (
 from ..._kernel_args import check_arg_count, check_arg_sizes
 from ..._memory import DevicePtr
 from ._bounds import MemoryFault
+from ._profile import H100, DeviceProfile
 
 __all__ = ["FAULT_KINDS", "FAULT_OPS", "MockCall", "MockDriver"]
 
@@ -79,7 +80,6 @@ _FAULT_KIND_OF = {
     **{kind: kind for kind in FAULT_KINDS},
 }
 
-_ALIGN = 256
 _GAP = 64 * 1024  # unmapped space between allocations, like a real VA allocator
 _DEVICE_BASE = 0x7F00_0000_0000
 _HOST_MAPPED_BASE = 0x7E00_0000_0000
@@ -165,9 +165,14 @@ class MockDriver(Driver):
         name: str = "aruntime mock device",
         total_memory: int = 8 << 30,
         compute_units: int = 16,
+        profile: DeviceProfile = H100,
     ) -> None:
         if not isinstance(name, str):
             raise TypeError(f"mock: name must be a str, got {type(name).__name__}")
+        if not isinstance(profile, DeviceProfile):
+            raise TypeError(f"mock: profile must be a DeviceProfile, got {type(profile).__name__}")
+        #: The real part's limits this mock enforces (an H100's by default).
+        self.profile = profile
         for what, value in (("total_memory", total_memory), ("compute_units", compute_units)):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"mock: {what} must be an int, got {type(value).__name__}")
@@ -355,6 +360,15 @@ class MockDriver(Driver):
     # -- memory ------------------------------------------------------------------
     def mem_alloc(self, nbytes: int) -> int:
         self._check_fault("alloc", "alloc")
+        if nbytes > self.profile.max_allocation:
+            raise OutOfMemoryError(
+                f"alloc: {nbytes} bytes requested exceeds the largest allocation of "
+                f"{self.profile.max_allocation} bytes on the mock's {self.profile.name} profile",
+                backend="mock",
+                code=2,
+                name="MOCK_OUT_OF_MEMORY",
+                function="alloc",
+            )
         with self._lock:
             if self._used + nbytes > self._info.total_memory:
                 raise OutOfMemoryError(
@@ -366,7 +380,8 @@ class MockDriver(Driver):
                     function="alloc",
                 )
             address = self._next_address
-            self._next_address += (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN + _GAP
+            align = self.profile.alloc_alignment
+            self._next_address += (nbytes + align - 1) // align * align + _GAP
             self._arrays[address] = _zeros(nbytes, "alloc")
             bisect.insort(self._bases, address)
             self._used += nbytes
@@ -604,6 +619,7 @@ class MockDriver(Driver):
         stream: DriverStream,
     ) -> None:
         assert isinstance(function, _MockFunction)
+        _check_config(self.profile, config)
         # The same checks the native drivers make (by signature, as the
         # callable knows no byte sizes unless it declares them), so a wrong
         # count fails on mock as it does on the GPU backends.
@@ -704,6 +720,32 @@ def _zeros(nbytes: int, function: str) -> np.ndarray[Any, np.dtype[np.uint8]]:
             name="MOCK_OUT_OF_MEMORY",
             function=function,
         ) from None
+
+
+def _check_config(profile: DeviceProfile, config: LaunchConfig) -> None:
+    """Refuse a launch the profile's part would refuse, as the core's checks word it."""
+    where = f"on the mock's {profile.name} profile"
+    if config.shared_mem > profile.max_shared_mem:
+        raise InvalidArgumentError(
+            f"launch: shared_mem {config.shared_mem} bytes exceeds the limit of "
+            f"{profile.max_shared_mem} bytes {where} (dynamic shared memory per block without "
+            "the opt-in, which aruntime does not set)"
+        )
+    for what, dims, limits in (
+        ("grid", config.grid, profile.max_grid),
+        ("block", config.block, profile.max_block),
+    ):
+        for axis, (n, limit) in enumerate(zip(dims, limits, strict=True)):
+            if n > limit:
+                raise InvalidArgumentError(
+                    f"launch: {what}[{axis}] = {n} is outside 1..{limit} {where}"
+                )
+    threads = config.block[0] * config.block[1] * config.block[2]
+    if threads > profile.max_block_threads:
+        raise InvalidArgumentError(
+            f"launch: block of {threads} threads exceeds the limit of "
+            f"{profile.max_block_threads} {where}"
+        )
 
 
 def _sid(stream: DriverStream) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 import aruntime as ar
-from aruntime.backends.mock import FAULT_KINDS, MockCall
+from aruntime.backends.mock import FAULT_KINDS, H100, MockCall
 
 pytestmark = pytest.mark.anyio
 
@@ -415,3 +416,38 @@ async def test_memset_into_reused_host_mapped_alias_reaches_the_new_buffer() -> 
         await gpu.memset_async(again, 2, 64)
         assert bytes(second) == b"\x02" * 64
         gpu.free_host_pinned(second)
+
+
+def test_the_default_profile_is_an_h100s() -> None:
+    with ar.open_backend("mock") as gpu:
+        profile = gpu.driver.profile  # type: ignore[attr-defined]
+    assert profile is H100
+    assert (profile.max_shared_mem, profile.max_shared_mem_optin) == (48 * 1024, 227 * 1024)
+    assert profile.max_block_threads == 1024 and profile.alloc_alignment == 256
+
+
+def test_a_smaller_profile_is_enforced_at_the_launch_and_the_alloc() -> None:
+    small = dataclasses.replace(
+        H100,
+        name="a small part",
+        max_shared_mem=1024,
+        max_block_threads=128,
+        max_grid=(8, 8, 8),
+        max_allocation=4096,
+    )
+    with ar.open_backend("mock", profile=small) as gpu:
+        kern = gpu.kernel(gpu.builtin_module(), "iota_u32")
+        ptr = gpu.alloc(4096)
+        args = [np.uint32(0), np.uint32(0), ptr]
+        gpu.launch(kern, 8, 128, args, shared_mem=1024).wait()
+        with pytest.raises(ar.InvalidArgumentError, match=r"shared_mem 1025 .* 1024 .*small"):
+            gpu.launch(kern, 1, 1, args, shared_mem=1025)
+        with pytest.raises(ar.InvalidArgumentError, match=r"block of 256 threads .* 128"):
+            gpu.launch(kern, 1, (16, 16), args)
+        with pytest.raises(ar.InvalidArgumentError, match=r"grid\[0\] = 9 is outside 1\.\.8"):
+            gpu.launch(kern, 9, 1, args)
+        with pytest.raises(ar.OutOfMemoryError, match=r"4097 bytes .* 4096 bytes .*small"):
+            gpu.alloc(4097)
+        gpu.free(ptr)
+    with pytest.raises(TypeError, match="profile must be a DeviceProfile"):
+        ar.open_backend("mock", profile="h100")
