@@ -181,7 +181,13 @@ class MockDriver(Driver):
                 raise InvalidArgumentError(f"mock: {what} must be >= 1, got {value}")
         self._info = DeviceInfo(name, total_memory, compute_units, (("vendor", "aruntime"),))
         self._lock = threading.RLock()
-        self._bases: list[int] = []  # sorted allocation base addresses
+        # Every slot's base address, sorted: a slot is made once, by the bump
+        # allocator (so always past the others: an append), and kept when it is
+        # freed, for reuse.  A base in _bases but not in _arrays is a free slot.
+        self._bases: list[int] = []
+        # Free slots by their size, newest last: reused first, as a real
+        # allocator reuses freed memory at once (so a use-after-free shows).
+        self._free_slots: dict[int, list[int]] = {}
         self._arrays: dict[int, np.ndarray[Any, np.dtype[np.uint8]]] = {}
         self._host: dict[int, np.ndarray[Any, np.dtype[np.uint8]]] = {}
         self._host_mapped: dict[int, int] = {}  # device alias -> host address
@@ -196,8 +202,8 @@ class MockDriver(Driver):
         self.call_log: list[MockCall] = []
         # Per-op costs dominate small copies, so the copy paths reuse byte views
         # of device ranges and log entries (both immutable) instead of rebuilding
-        # them.  Addresses are never reused, so a stale view cannot alias new
-        # memory; frees clear the cache only to release the arrays.
+        # them.  Addresses are reused, so every free clears the view caches: a
+        # stale view must not alias the next allocation at that address.
         self._byte_views: dict[tuple[int, int], memoryview] = {}
         self._array_views: dict[tuple[int, int], np.ndarray[Any, np.dtype[np.uint8]]] = {}
         self._copy_calls: dict[tuple[str, int, int], MockCall] = {}
@@ -321,10 +327,10 @@ class MockDriver(Driver):
         if _HOST_MAPPED_BASE <= address < _DEVICE_BASE:
             return self._host_view(address, nbytes)
         i = bisect.bisect_right(self._bases, address) - 1
-        if i < 0:
+        array = self._arrays.get(self._bases[i]) if i >= 0 else None
+        if array is None:  # below every slot, or in a free one
             raise InvalidArgumentError(f"mock: address 0x{address:x} is not device memory")
         base = self._bases[i]
-        array = self._arrays[base]
         start = address - base
         if start + nbytes > array.size:
             raise InvalidArgumentError(
@@ -355,6 +361,7 @@ class MockDriver(Driver):
             self._forget_views()
             self._arrays.clear()
             self._bases.clear()
+            self._free_slots.clear()
             self._host.clear()
             self._host_mapped.clear()
 
@@ -380,11 +387,16 @@ class MockDriver(Driver):
                     name="MOCK_OUT_OF_MEMORY",
                     function="alloc",
                 )
-            address = self._next_address
-            align = self.profile.alloc_alignment
-            self._next_address += (nbytes + align - 1) // align * align + _GAP
-            self._arrays[address] = _zeros(nbytes, "alloc")
-            bisect.insort(self._bases, address)
+            slot = _slot_size(nbytes, self.profile.alloc_alignment)
+            free = self._free_slots.get(slot)
+            array = _zeros(nbytes, "alloc")
+            if free:
+                address = free.pop()
+            else:
+                address = self._next_address
+                self._next_address += slot + _GAP
+                self._bases.append(address)  # past every other slot: still sorted
+            self._arrays[address] = array
             self._used += nbytes
         self._log(MockCall("alloc", nbytes=nbytes))
         return address
@@ -403,7 +415,8 @@ class MockDriver(Driver):
                     name="MOCK_INVALID_VALUE",
                     function="free",
                 )
-            self._bases.remove(address)
+            slot = _slot_size(array.size, self.profile.alloc_alignment)
+            self._free_slots.setdefault(slot, []).append(address)
             self._used -= array.size
             self._forget_views()
         self._log(MockCall("free", nbytes=int(array.size)))
@@ -722,6 +735,11 @@ def _zeros(nbytes: int, function: str) -> np.ndarray[Any, np.dtype[np.uint8]]:
             name="MOCK_OUT_OF_MEMORY",
             function=function,
         ) from None
+
+
+def _slot_size(nbytes: int, align: int) -> int:
+    """The address space an allocation of ``nbytes`` takes, before the gap after it."""
+    return (nbytes + align - 1) // align * align
 
 
 def _check_config(profile: DeviceProfile, config: LaunchConfig) -> None:

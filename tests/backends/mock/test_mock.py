@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -451,3 +452,32 @@ def test_a_smaller_profile_is_enforced_at_the_launch_and_the_alloc() -> None:
         gpu.free(ptr)
     with pytest.raises(TypeError, match="profile must be a DeviceProfile"):
         ar.open_backend("mock", profile="h100")
+
+
+def test_a_freed_address_is_reused_by_the_next_allocation_of_its_size(gpu: ar.Backend) -> None:
+    first = gpu.alloc(1000)
+    address = int(first)
+    gpu.free(first)
+    again = gpu.alloc(1000)  # the same 1024-byte slot, as a real allocator reuses it
+    assert int(again) == address
+    gpu.copy_h2d(np.full(1000, 7, np.uint8), again)
+    other = gpu.alloc(4096)  # another size: a slot of its own
+    assert int(other) != address and int(other) % 256 == 0
+    out = np.zeros(1000, np.uint8)
+    gpu.copy_d2h(again, out)
+    assert (out == 7).all()
+    gpu.free(again)
+    gpu.free(other)
+
+
+def test_freeing_the_newest_allocation_first_is_not_quadratic() -> None:
+    # 20,000 frees newest first took about 50 s when each one walked the
+    # backend's live resources and the mock's list of bases; now under 1 s.
+    with ar.open_backend("mock") as gpu:
+        ptrs = [gpu.alloc(256) for _ in range(20_000)]
+        start = time.perf_counter()
+        for ptr in reversed(ptrs):
+            gpu.free(ptr)
+        took = time.perf_counter() - start
+        assert gpu.live_alloc_count() == 0
+    assert took < 10, f"20,000 frees took {took:.1f} s"
