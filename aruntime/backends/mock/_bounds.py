@@ -18,10 +18,12 @@ __all__ = ["MemoryFault", "span"]
 class MemoryFault(IndexError):
     """A kernel touched bytes past the end of a buffer it was given."""
 
-    def __init__(self, nbytes: int, size: int) -> None:
+    def __init__(self, nbytes: int, size: int, *, address: int | None = None) -> None:
         super().__init__(f"{nbytes} bytes accessed in a {size}-byte buffer")
         self.nbytes = nbytes
         self.size = size
+        #: Where the kernel was sent that is no memory (a raw address), or None.
+        self.address = address
 
 
 def span(buf: np.ndarray[Any, np.dtype[np.uint8]], nbytes: int) -> np.ndarray[Any, Any]:

@@ -126,6 +126,9 @@ class _MockFunction:
     arity: tuple[int, int | None] | None = None
     #: byte size of each argument, where the kernel declares them (``param_sizes``).
     param_sizes: tuple[int, ...] | None = None
+    #: the indices of the pointer arguments, where the kernel declares them
+    #: (``pointer_params``): 8 raw bytes passed there are the address.
+    pointer_params: frozenset[int] = frozenset()
 
 
 def _arity(fn: Callable[..., Any]) -> tuple[int, int | None] | None:
@@ -621,8 +624,11 @@ class MockDriver(Driver):
                 f"kernel: the module has no kernel {name!r} (it has: {known})"
             )
         sizes = getattr(fn, "param_sizes", None)
+        pointers = frozenset(getattr(fn, "pointer_params", ()))
         return DriverFunction(
-            _MockFunction(name, fn, _arity(fn), tuple(sizes) if sizes is not None else None)
+            _MockFunction(
+                name, fn, _arity(fn), tuple(sizes) if sizes is not None else None, pointers
+            )
         )
 
     def launch(
@@ -648,22 +654,24 @@ class MockDriver(Driver):
         site = caller_site()
 
         def op() -> None:
-            views = [
-                self.view(a.address, a.nbytes) if isinstance(a, DevicePtr) else a
-                for a in frozen_args
-            ]
             try:
+                views = [self._kernel_arg(function, i, a) for i, a in enumerate(frozen_args)]
                 function.fn(config, *views)
             except MemoryFault as fault:
                 # A GPU faults with an illegal address here, and the error is
                 # sticky: every later op of the context fails with it
                 # (cuda.h, CUDA_ERROR_ILLEGAL_ADDRESS), so stale results are
                 # never returned as if nothing had happened.
+                what = (
+                    f"accessed {fault.nbytes} bytes of a {fault.size}-byte buffer (an "
+                    "out-of-bounds access"
+                    if fault.address is None
+                    else f"was passed address 0x{fault.address:x} as raw argument bytes, "
+                    "which is no live allocation (an access there"
+                )
                 lost = DeviceLostError(
-                    f"launch: mock kernel {function.name!r} (launched at {site}) accessed "
-                    f"{fault.nbytes} bytes of a {fault.size}-byte buffer (an out-of-bounds "
-                    "access: illegal address; the device is unusable until the backend is "
-                    "reopened)",
+                    f"launch: mock kernel {function.name!r} (launched at {site}) {what}: "
+                    "illegal address; the device is unusable until the backend is reopened)",
                     backend="mock",
                     code=700,
                     name="MOCK_ILLEGAL_ADDRESS",
@@ -685,6 +693,38 @@ class MockDriver(Driver):
 
         call = MockCall("launch", _sid(stream), kernel=function.name, args=frozen_args)
         self._run(stream, "launch", call, op)
+
+    def _kernel_arg(self, function: _MockFunction, index: int, arg: Any) -> Any:
+        """What a mock kernel gets for one launch argument.
+
+        A DevicePtr is a writable uint8 view of its bytes.  8 raw bytes are an
+        address, as the native drivers read them: at a declared pointer
+        parameter, a view from that address to the end of its allocation, and
+        an address that is no live allocation faults like an illegal access;
+        elsewhere, an address in a live allocation is such a view, and other
+        bytes stay bytes.  Everything else is passed as it is.
+        """
+        if isinstance(arg, DevicePtr):
+            return self.view(arg.address, arg.nbytes)
+        if type(arg) is not bytes or len(arg) != 8:
+            return arg
+        address = int.from_bytes(arg, "little")
+        rest = self._rest_of_allocation(address)
+        if rest is not None:
+            return rest
+        if index in function.pointer_params:
+            raise MemoryFault(8, 0, address=address)
+        return arg
+
+    def _rest_of_allocation(self, address: int) -> np.ndarray[Any, np.dtype[np.uint8]] | None:
+        """The bytes from ``address`` to the end of its live allocation, or None."""
+        with self._lock:
+            i = bisect.bisect_right(self._bases, address) - 1
+            array = self._arrays.get(self._bases[i]) if i >= 0 else None
+            start = address - self._bases[i] if array is not None else 0
+        if array is None or start >= array.size:
+            return None
+        return array[start:]
 
     # -- graphs ----------------------------------------------------------------------------
     def capture_begin(self, stream: DriverStream) -> None:

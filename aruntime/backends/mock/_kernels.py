@@ -32,7 +32,9 @@ def _f32(buf: _Bytes, count: int) -> np.ndarray[Any, np.dtype[np.float32]]:
 _F = TypeVar("_F", bound=Callable[..., None])
 
 # Byte sizes of the portable kernels' parameters (ffi/kernels/vector_ops.c):
-# the mock checks launches against them as the native drivers do.
+# the mock checks launches against them as the native drivers do.  Every
+# 8-byte parameter of these kernels is a pointer: the mock reads 8 raw bytes
+# passed there as the address, as the native drivers do.
 _U32 = _F32_SIZE = 4
 _PTR = 8
 
@@ -40,6 +42,7 @@ _PTR = 8
 def _params(*sizes: int) -> Callable[[_F], _F]:
     def mark(fn: _F) -> _F:
         fn.param_sizes = sizes  # type: ignore[attr-defined]
+        fn.pointer_params = tuple(i for i, s in enumerate(sizes) if s == _PTR)  # type: ignore[attr-defined]
         return fn
 
     return mark

@@ -481,3 +481,41 @@ def test_freeing_the_newest_allocation_first_is_not_quadratic() -> None:
         took = time.perf_counter() - start
         assert gpu.live_alloc_count() == 0
     assert took < 10, f"20,000 frees took {took:.1f} s"
+
+
+async def test_raw_pointer_bytes_are_the_address_as_on_the_sims(gpu: ar.Backend) -> None:
+    kern = gpu.kernel(gpu.builtin_module(), "scale_f32")
+    ptr = gpu.alloc(64)
+    await gpu.copy_h2d_async(np.arange(16, dtype=np.float32), ptr)
+    raw = int(ptr.offset(16)).to_bytes(8, "little")  # elements 4.. of the buffer
+    await gpu.launch(kern, 1, 64, [np.uint32(4), np.float32(2), raw])
+    out = await gpu.copy_d2h_async(ptr, np.empty(16, np.float32))
+    want = np.arange(16, dtype=np.float32)
+    want[4:8] *= 2
+    np.testing.assert_array_equal(out, want)
+    # The view runs to the allocation's end, and no further: past it faults.
+    with pytest.raises(ar.DeviceLostError, match="out-of-bounds"):
+        await gpu.launch(kern, 1, 64, [np.uint32(13), np.float32(2), raw])
+    gpu.free(ptr)
+
+
+async def test_raw_bytes_naming_no_memory_at_a_pointer_parameter_lose_the_device(
+    gpu: ar.Backend,
+) -> None:
+    kern = gpu.kernel(gpu.builtin_module(), "scale_f32")
+    raw = (0x1000).to_bytes(8, "little")
+    with pytest.raises(ar.DeviceLostError, match=r"address 0x1000 as raw argument bytes"):
+        await gpu.launch(kern, 1, 1, [np.uint32(1), np.float32(2), raw])
+    with pytest.raises(ar.DeviceLostError, match="lost earlier"):  # sticky, as on a device
+        gpu.alloc(16)
+    gpu.driver.clear_faults()  # type: ignore[attr-defined]
+
+
+async def test_raw_bytes_elsewhere_stay_bytes_unless_they_name_memory(gpu: ar.Backend) -> None:
+    seen: list[Any] = []
+    kern = gpu.kernel(gpu.load_module("probe", {"probe": lambda _l, *a: seen.extend(a)}), "probe")
+    ptr = gpu.alloc(32)
+    await gpu.launch(kern, 1, 1, [b"\x01" * 8, int(ptr).to_bytes(8, "little")])
+    assert seen[0] == b"\x01" * 8
+    assert isinstance(seen[1], np.ndarray) and seen[1].size == 32
+    gpu.free(ptr)
