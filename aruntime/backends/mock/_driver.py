@@ -38,7 +38,7 @@ from ..._exceptions import (
 )
 from ..._kernel_args import check_arg_count, check_arg_sizes
 from ..._memory import DevicePtr
-from ._bounds import MemoryFault
+from ._bounds import MemoryFault, MisalignedFault
 from ._profile import H100, DeviceProfile
 
 __all__ = ["FAULT_KINDS", "FAULT_OPS", "MockCall", "MockDriver"]
@@ -662,19 +662,30 @@ class MockDriver(Driver):
                 # sticky: every later op of the context fails with it
                 # (cuda.h, CUDA_ERROR_ILLEGAL_ADDRESS), so stale results are
                 # never returned as if nothing had happened.
-                what = (
-                    f"accessed {fault.nbytes} bytes of a {fault.size}-byte buffer (an "
-                    "out-of-bounds access"
-                    if fault.address is None
-                    else f"was passed address 0x{fault.address:x} as raw argument bytes, "
-                    "which is no live allocation (an access there"
-                )
+                code, name, kind = 700, "MOCK_ILLEGAL_ADDRESS", "illegal address"
+                if isinstance(fault, MisalignedFault):
+                    # CUDA_ERROR_MISALIGNED_ADDRESS, sticky as the illegal address is.
+                    code, name, kind = 716, "MOCK_MISALIGNED_ADDRESS", "misaligned address"
+                    what = (
+                        f"made a {fault.itemsize}-byte access {fault.offset} bytes past a "
+                        f"multiple of {fault.itemsize} (a misaligned access"
+                    )
+                elif fault.address is not None:
+                    what = (
+                        f"was passed address 0x{fault.address:x} as raw argument bytes, "
+                        "which is no live allocation (an access there"
+                    )
+                else:
+                    what = (
+                        f"accessed {fault.nbytes} bytes of a {fault.size}-byte buffer (an "
+                        "out-of-bounds access"
+                    )
                 lost = DeviceLostError(
                     f"launch: mock kernel {function.name!r} (launched at {site}) {what}: "
-                    "illegal address; the device is unusable until the backend is reopened)",
+                    f"{kind}; the device is unusable until the backend is reopened)",
                     backend="mock",
-                    code=700,
-                    name="MOCK_ILLEGAL_ADDRESS",
+                    code=code,
+                    name=name,
                     function="launch",
                 )
                 with self._lock:

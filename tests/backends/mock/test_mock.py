@@ -519,3 +519,17 @@ async def test_raw_bytes_elsewhere_stay_bytes_unless_they_name_memory(gpu: ar.Ba
     assert seen[0] == b"\x01" * 8
     assert isinstance(seen[1], np.ndarray) and seen[1].size == 32
     gpu.free(ptr)
+
+
+async def test_a_misaligned_access_in_a_builtin_kernel_loses_the_device(gpu: ar.Backend) -> None:
+    # As on CUDA (CUDA_ERROR_MISALIGNED_ADDRESS, 716), sticky like an illegal address.
+    kern = gpu.kernel(gpu.builtin_module(), "scale_f32")
+    ptr = gpu.alloc(64)
+    with pytest.raises(ar.DeviceLostError, match="4-byte access 1 bytes past") as info:
+        await gpu.launch(kern, 1, 4, [np.uint32(4), np.float32(2), ptr.offset(1)])
+    assert info.value.code == 716 and info.value.name == "MOCK_MISALIGNED_ADDRESS"
+    with pytest.raises(ar.DeviceLostError, match="lost earlier"):
+        await gpu.memset_async(ptr, 0, 64)
+    gpu.driver.clear_faults()  # type: ignore[attr-defined]
+    await gpu.launch(kern, 1, 4, [np.uint32(4), np.float32(2), ptr.offset(4)])  # aligned
+    gpu.free(ptr)
