@@ -5,8 +5,9 @@ It exports the memory to other libraries without copying:
 * ``__cuda_array_interface__`` (version 3) on CUDA backends, for CuPy,
   Numba, PyTorch (``torch.as_tensor``) and cuda.core;
 * DLPack (``__dlpack__``, ``__dlpack_device__``) on CUDA (``kDLCUDA``), Level
-  Zero (``kDLOneAPI``) and the mock (``kDLCPU``: mock device memory is host
-  numpy memory, so ``np.from_dlpack(view)`` and ``np.asarray(view)`` see it);
+  Zero (``kDLOneAPI``) and the mock (``kDLExtDev``: its memory is numpy's, but
+  it is as unreadable from the host as a device's, so a test cannot come to
+  rely on ``np.from_dlpack(view)``);
 * ``to_numpy()`` copies to a new host array on every backend, and
   :meth:`DeviceArray.from_numpy` allocates and uploads.
 
@@ -20,9 +21,9 @@ a consumer is the caller's bug.
 Basic indexing (``a[1:3]``, ``a[0]``, ``a[:, ::2]``) returns a view of the same
 memory, as numpy's does.  A DeviceArray is accepted wherever the copy ops and
 ``launch`` accept a :class:`DevicePtr`; a copy then checks the host array's
-dtype and shape against it.  ``np.asarray(a)`` raises :class:`TypeError` (on
-every backend but the mock, whose device memory is host memory) rather than
-copy behind the caller's back: ``a.to_numpy()`` or ``copy_d2h_async`` copy.
+dtype and shape against it.  ``np.asarray(a)`` raises :class:`TypeError` on
+every backend, the mock too, rather than copy behind the caller's back:
+``a.to_numpy()`` or ``copy_d2h_async`` copy.
 """
 
 from __future__ import annotations
@@ -296,11 +297,7 @@ class DeviceArray:
         return view
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
-        """Refuse to become a host array implicitly (CuPy does the same).
-
-        Where device memory is host memory (the mock), numpy reads
-        ``__array_interface__`` first and never calls this.
-        """
+        """Refuse to become a host array implicitly (CuPy does the same), on every backend."""
         del dtype, copy
         raise TypeError(
             f"a DeviceArray on {self.backend.name} is device memory and is not converted "
@@ -403,30 +400,11 @@ class DeviceArray:
             "stream": self._stream_handle(),
         }
 
-    @property
-    def __array_interface__(self) -> dict[str, Any]:
-        """numpy's array interface, only where device memory is host memory (the mock)."""
-        self._check_usable("__array_interface__")
-        alias = self._host_alias()
-        if alias is None:
-            raise AttributeError(
-                f"__array_interface__: {self.backend.name} device memory is not host memory; "
-                "use to_numpy()"
-            )
-        return {
-            "shape": self.shape,
-            "typestr": self.dtype.str,
-            "data": (_address_of(alias), False),
-            "strides": None if self.is_c_contiguous else self.strides,
-            "version": 3,
-        }
-
-    def _host_alias(self) -> memoryview | None:
-        extent = _extent(self.shape, self.strides, self.dtype.itemsize)
-        return self.backend.driver.host_alias(self.ptr.address, max(extent, 1))
-
     def __dlpack_device__(self) -> tuple[int, int]:
-        """``(kDLCUDA, n)`` on CUDA, ``(kDLOneAPI, n)`` on Level Zero, ``(kDLCPU, 0)`` on mock."""
+        """``(kDLCUDA, n)`` on CUDA, ``(kDLOneAPI, n)`` on Level Zero, ``(kDLExtDev, 0)`` on mock.
+
+        No backend's is ``kDLCPU``: numpy reads none of them.
+        """
         self._check_usable("__dlpack_device__")
         return self._device()
 
@@ -452,21 +430,13 @@ class DeviceArray:
             raise BufferError(f"{fn}: the data is on device {device}, not {tuple(dl_device)}")
         if copy:
             raise BufferError(f"{fn}: copy=True is not supported; use to_numpy()")
-        keep: tuple[Any, ...]
-        if device[0] == _dlpack.KDL_CPU:
-            alias = self._host_alias()
-            if alias is None:
-                raise BufferError(f"{fn}: {self.backend.name} memory is not host-addressable")
-            data = _address_of(alias)
-            keep = (self, alias)  # the mock's numpy memory outlives a free() under a consumer
-        else:
-            data = self.ptr.address
-            keep = (self,)
-            if device[0] == _dlpack.KDL_CUDA and stream != -1:
-                self._order_before(1 if stream is None else stream, fn)
+        if device[0] == _dlpack.KDL_CUDA and stream != -1:
+            self._order_before(1 if stream is None else stream, fn)
         item = self.dtype.itemsize
         strides = None if self.is_c_contiguous else tuple(s // item for s in self.strides)
-        return _dlpack.make_capsule(data, device, self.dtype, self.shape, strides, keep)
+        return _dlpack.make_capsule(
+            self.ptr.address, device, self.dtype, self.shape, strides, (self,)
+        )
 
     def _order_before(self, consumer: Any, fn: str) -> None:
         """Make ``consumer``'s later work wait for what is queued on our stream."""
@@ -559,10 +529,6 @@ def _index(
                 f"{type(k).__name__}"
             )
     return offset, tuple(dims), tuple(steps)
-
-
-def _address_of(view: memoryview) -> int:
-    return int(np.frombuffer(view, np.uint8).ctypes.data)
 
 
 def _ints(values: Any, fn: str, what: str) -> tuple[int, ...]:

@@ -164,15 +164,27 @@ class ComputeOps:
         out: tuple[str, object, int],
         inputs: Sequence[tuple[str, object, int]],
         *,
+        itemsize: int,
         in_place: bool = False,
     ) -> None:
-        """Every operand live and big enough; the output overlapping no input.
+        """Every operand live, big enough and aligned; the output overlapping no input.
 
-        ``in_place`` allows an output that is exactly an input (element-wise ops).
+        Each operand the op touches must be aligned to ``itemsize``, the
+        dtype's size: a GPU faults on a misaligned load (CUDA's
+        MISALIGNED_ADDRESS loses the device), so every backend refuses it here,
+        at the call.  ``in_place`` allows an output that is exactly an input
+        (element-wise ops).
         """
         ledger = self._state.ledger
         for what, ptr, nbytes in (out, *inputs):
             ledger.check_range(ptr, nbytes, fn, what)
+            assert isinstance(ptr, DevicePtr)  # check_range said so
+            if nbytes and ptr.address % itemsize:
+                raise InvalidArgumentError(
+                    f"{fn}: {what} at 0x{ptr.address:x} is not aligned to {itemsize} bytes "
+                    f"(it is {ptr.address % itemsize} past a multiple of {itemsize}); each "
+                    f"operand must start on a multiple of its dtype's size, {itemsize} bytes"
+                )
         out_name, o, out_bytes = out
         for what, p, nbytes in inputs:
             assert isinstance(o, DevicePtr) and isinstance(p, DevicePtr)  # check_range said so
@@ -269,7 +281,9 @@ class ComputeOps:
         a_bytes = _stored_elements(a_rows, a_cols, lda_) * size if reads_ab else 0
         b_bytes = _stored_elements(b_rows, b_cols, ldb_) * size if reads_ab else 0
         c_bytes = _stored_elements(m_, n_, ldc_) * size
-        self._check_operands(fn, ("c", c, c_bytes), (("a", a, a_bytes), ("b", b, b_bytes)))
+        self._check_operands(
+            fn, ("c", c, c_bytes), (("a", a, a_bytes), ("b", b, b_bytes)), itemsize=size
+        )
         if m_ == 0 or n_ == 0 or (not reads_ab and be == 1.0):
             return self._objects.resolve(stream, fn).no_op(fn, None)
         args: list[Any] = [
@@ -343,6 +357,7 @@ class ComputeOps:
             fn,
             ("y", y, math.prod(want) * size),
             (("x", x, nb * c * h * wd * size), ("w", w, kf * c * r * s * size)),
+            itemsize=size,
         )
         args: list[Any] = [
             *(np.uint64(v) for v in (nb, c, h, wd, kf, r, s, p, q)),
@@ -409,6 +424,7 @@ class ComputeOps:
             fn,
             ("out", out, q_bytes),
             (("q", q, q_bytes), ("k", k, kv_bytes), ("v", v, kv_bytes)),
+            itemsize=size,
         )
         args: list[Any] = [
             np.uint64(b_ * h_),
@@ -467,7 +483,9 @@ class ComputeOps:
         code = _op_name(op, REDUCE_OPS, fn)
         outer, length, inner = math.prod(dims[:ax]), dims[ax], math.prod(dims[ax + 1 :])
         total = math.prod(dims)
-        self._check_operands(fn, ("y", y, outer * inner * size), (("x", x, total * size),))
+        self._check_operands(
+            fn, ("y", y, outer * inner * size), (("x", x, total * size),), itemsize=size
+        )
         args: list[Any] = [np.uint64(outer), np.uint64(length), np.uint64(inner), np.uint32(code)]
         return self._run("reduce", suffix, outer * inner, [*args, x, y], stream, y)
 
@@ -500,7 +518,9 @@ class ComputeOps:
         count = check_count(n, fn, "n")
         code = _op_name(op, UNARY_OPS, fn)
         nbytes = count * size
-        self._check_operands(fn, ("y", y, nbytes), (("x", x, nbytes),), in_place=True)
+        self._check_operands(
+            fn, ("y", y, nbytes), (("x", x, nbytes),), itemsize=size, in_place=True
+        )
         if count == 0:
             return self._objects.resolve(stream, fn).no_op(fn, None)
         args: list[Any] = [np.uint64(count), np.uint32(code), x, y]
@@ -535,7 +555,11 @@ class ComputeOps:
         code = _op_name(op, BINARY_OPS, fn)
         nbytes = count * size
         self._check_operands(
-            fn, ("out", out, nbytes), (("a", a, nbytes), ("b", b, nbytes)), in_place=True
+            fn,
+            ("out", out, nbytes),
+            (("a", a, nbytes), ("b", b, nbytes)),
+            itemsize=size,
+            in_place=True,
         )
         if count == 0:
             return self._objects.resolve(stream, fn).no_op(fn, None)

@@ -30,6 +30,7 @@ from ._native import native_library_path
 __all__ = [
     "KDL_CPU",
     "KDL_CUDA",
+    "KDL_EXT_DEV",
     "KDL_ONEAPI",
     "dtype_code",
     "make_capsule",
@@ -38,6 +39,8 @@ __all__ = [
 KDL_CPU = 1
 KDL_CUDA = 2
 KDL_ONEAPI = 14
+#: DLPack's device type for memory no standard type describes: the mock's.
+KDL_EXT_DEV = 12
 
 _KDL_INT = 0
 _KDL_UINT = 1

@@ -342,11 +342,6 @@ class Driver(abc.ABC):
         if declarer is not None:
             declarer(ranges)
 
-    def host_alias(self, address: int, nbytes: int) -> memoryview | None:
-        """A writable host view of device memory that *is* host memory (the mock), else None."""
-        del address, nbytes
-        return None
-
     def stream_handle_int(self, stream: DriverStream) -> int:
         """The raw native stream handle as an int (``CUstream`` on CUDA)."""
         from ._exceptions import NotSupportedError

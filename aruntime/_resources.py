@@ -36,6 +36,9 @@ class Resources:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._live: dict[int, weakref.ref[Resource]] = {}
+        # The same, by the resource's exact type: live_of(Stream) on every
+        # free must not walk every live allocation (that made n frees O(n^2)).
+        self._of_type: dict[type, dict[int, weakref.ref[Resource]]] = {}
         self._serials = itertools.count()
         self.closed = False
 
@@ -44,13 +47,33 @@ class Resources:
         serial = next(self._serials)
         live = self._live
         with self._lock:
-            live[serial] = weakref.ref(resource, lambda _ref: live.pop(serial, None))
+            same = self._of_type.setdefault(type(resource), {})
+
+            def forget(_ref: object) -> None:
+                live.pop(serial, None)
+                same.pop(serial, None)
+
+            live[serial] = same[serial] = weakref.ref(resource, forget)
         return serial
 
     def claim(self, serial: int) -> bool:
         """Take ``serial`` out; True for the one caller that must now release it."""
         with self._lock:
+            for same in self._of_type.values():
+                if same.pop(serial, None) is not None:
+                    break
             return self._live.pop(serial, None) is not None
+
+    def live_of(self, kind: type) -> list[Resource]:
+        """Every live resource that is a ``kind``, oldest first."""
+        with self._lock:
+            refs = sorted(
+                (serial, ref)
+                for t, same in self._of_type.items()
+                if issubclass(t, kind)
+                for serial, ref in same.items()
+            )
+        return [r for r in (ref() for _serial, ref in refs) if r is not None]
 
     def live(self) -> list[Resource]:
         """Every live resource, oldest first."""

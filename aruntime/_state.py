@@ -100,11 +100,11 @@ class BackendState:
 
     def open_streams(self) -> list[Stream]:
         """Every stream not yet closed, the default one included."""
-        return [r for r in self.resources.live() if isinstance(r, Stream)]
+        return self.resources.live_of(Stream)  # type: ignore[return-value]
 
     def count_open(self, kind: type[Event] | type[Graph] | type[Stream]) -> int:
         """How many resources of ``kind`` are open (streams: the default one too)."""
-        return sum(1 for r in self.resources.live() if isinstance(r, kind))
+        return len(self.resources.live_of(kind))
 
     def after_queued_work(self, release: Callable[[], None]) -> None:
         """Run ``release`` once every op queued so far, on every stream, has finished."""

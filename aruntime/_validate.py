@@ -14,6 +14,7 @@ from ._memory import DevicePtr, HostBuffer
 
 __all__ = [
     "MAX_BLOCK_THREADS",
+    "MAX_SHARED_MEM",
     "as_host_view",
     "check_byte_value",
     "check_count",
@@ -30,7 +31,11 @@ MAX_BLOCK_THREADS = 1024
 MAX_GRID_X = 2**31 - 1
 _MAX_GRID = (MAX_GRID_X, 65535, 65535)
 _MAX_BLOCK = (1024, 1024, 64)
-_MAX_SHARED_MEM = 256 * 1024
+#: Dynamic shared memory per block: what CUDA allows without the opt-in
+#: attribute (``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``), which
+#: aruntime does not set.  One rule on every backend: the mock's H100 profile
+#: and cuda-sim allow this much; Level Zero allows none (its launch says so).
+MAX_SHARED_MEM = 48 * 1024
 _INT64_MAX = 2**63 - 1
 
 
@@ -215,9 +220,12 @@ def check_shared_mem(value: object, fn: str) -> int:
     if type(value) is int and value == 0:
         return 0
     n = check_count(value, fn, "shared_mem")
-    if n > _MAX_SHARED_MEM:
+    if n > MAX_SHARED_MEM:
         raise InvalidArgumentError(
-            f"{fn}: shared_mem {n} bytes exceeds the limit of {_MAX_SHARED_MEM} bytes"
+            f"{fn}: shared_mem {n} bytes exceeds the limit of {MAX_SHARED_MEM} bytes (48 KiB: "
+            "dynamic shared memory per block without cuFuncSetAttribute's "
+            "MAX_DYNAMIC_SHARED_SIZE_BYTES opt-in, which aruntime does not set; a device with "
+            "the opt-in allows up to 227 KiB on an H100)"
         )
     return n
 

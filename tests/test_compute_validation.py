@@ -93,6 +93,14 @@ CASES: list[tuple[str, Call, type[BaseException], str]] = [
     ("binary unknown", lambda g, p: g.binary(p[0], p[1], p[2], 4, "pow"), ar.InvalidArgumentError, "op"),
     ("binary bool n", lambda g, p: g.binary(p[0], p[1], p[2], True, "add"), TypeError, "n"),
     ("binary out overlaps b", lambda g, p: g.binary(p[0], p[1], p[1][4:], 8, "add"), ar.InvalidArgumentError, "overlaps"),
+    # alignment: a GPU faults on a misaligned load (issue 32)
+    ("unary x misaligned", lambda g, p: g.unary(p[0].offset(1), p[1], 4, "relu"), ar.InvalidArgumentError, r"unary: x at 0x[0-9a-f]+ is not aligned to 4 bytes"),
+    ("unary f16 y misaligned", lambda g, p: g.unary(p[0], p[1].offset(3), 4, "relu", dtype="float16"), ar.InvalidArgumentError, "y at .* not aligned to 2 bytes"),
+    ("binary out misaligned", lambda g, p: g.binary(p[0], p[1], p[2].offset(2), 4, "add"), ar.InvalidArgumentError, "out at .* not aligned to 4"),
+    ("gemm b misaligned", lambda g, p: g.gemm(p[0], p[1].offset(1), p[2], 2, 2, 2), ar.InvalidArgumentError, "gemm: b at .* not aligned"),
+    ("reduce x misaligned", lambda g, p: g.reduce(p[0].offset(1), p[1], (2, 3), 0, "sum"), ar.InvalidArgumentError, "reduce: x at"),
+    ("conv w misaligned", lambda g, p: g.conv2d_forward(p[0], p[1].offset(1), p[2], (1, 1, 4, 4), (1, 1, 1, 1), (1, 1, 4, 4)), ar.InvalidArgumentError, "w at"),
+    ("attn v misaligned", lambda g, p: g.attention(p[0], p[1], p[2].offset(1), p[3], 1, 1, 4, 4, 4, scale=1.0), ar.InvalidArgumentError, "attention: v at"),
 ]  # fmt: skip
 
 

@@ -59,10 +59,19 @@ def test_open_driver_checks_options_itself(name: str) -> None:
 
 
 def test_mock_accepts_every_option_it_lists() -> None:
-    options = {"device_name": "x", "total_memory": 1 << 20, "compute_units": 2, "latency": 0.0}
+    from aruntime.backends.mock import H100
+
+    options = {
+        "device_name": "x",
+        "total_memory": 1 << 20,
+        "compute_units": 2,
+        "profile": H100,
+        "latency": 0.0,
+    }
     assert set(options) == _package("mock").OPTIONS
     with ar.open_backend("mock", **options) as gpu:
         assert gpu.device.name == "x"
+        assert gpu.driver.profile is H100  # type: ignore[attr-defined]
 
 
 def test_check_options_accepts_known_options() -> None:

@@ -92,10 +92,8 @@ def test_launch_takes_a_device_array(backend: ar.Backend) -> None:
 
 
 def test_numpy_does_not_silently_wrap_device_memory(backend: ar.Backend) -> None:
+    # The mock too: its memory is numpy's, but a test must not come to rely on it.
     with backend.array_from_numpy(np.arange(4, dtype=np.float32)) as a:
-        if backend.name == "mock":  # mock device memory is host memory: numpy sees it
-            np.testing.assert_array_equal(np.asarray(a), [0, 1, 2, 3])
-            return
         with pytest.raises(TypeError, match=r"to_numpy\(\)"):
             np.asarray(a)
         with pytest.raises(TypeError, match="copy_d2h_async"):

@@ -1,8 +1,10 @@
 """The mock backend: numpy device memory, ops complete at enqueue.
 
 Options for ``open_backend("mock", ...)``: ``device_name``, ``total_memory``
-(bytes) and ``compute_units``; ``latency=<seconds>`` makes it asynchronous, each
-stream running its ops on a worker thread (see ``_threaded``).  The driver
+(bytes), ``compute_units`` and ``profile`` (a :class:`DeviceProfile`, the real
+part's limits it enforces: :data:`H100` by default); ``latency=<seconds>``
+makes it asynchronous, each stream running its ops on a worker thread (see
+``_threaded``).  The driver
 (``backend.driver``) offers ``call_log``, ``calls(op)``,
 ``inject_fault(op, error, count)`` and ``clear_faults()`` (made public as
 :func:`aruntime.testing.inject_fault` and :func:`aruntime.testing.clear_faults`).
@@ -16,6 +18,7 @@ from ..._backend_package import check_options
 from ..._driver import DeviceInfo, Driver
 from ..._exceptions import BackendUnavailableError
 from ._driver import FAULT_KINDS, FAULT_OPS, MockCall, MockDriver
+from ._profile import H100, DeviceProfile
 
 if TYPE_CHECKING:
     from ._threaded import ThreadedMockDriver
@@ -23,7 +26,9 @@ if TYPE_CHECKING:
 __all__ = [
     "FAULT_KINDS",
     "FAULT_OPS",
+    "H100",
     "OPTIONS",
+    "DeviceProfile",
     "MockCall",
     "MockDriver",
     "ThreadedMockDriver",
@@ -32,7 +37,9 @@ __all__ = [
 ]
 
 #: ``open_backend("mock", ...)`` options (see the module docstring).
-OPTIONS: frozenset[str] = frozenset({"device_name", "total_memory", "compute_units", "latency"})
+OPTIONS: frozenset[str] = frozenset(
+    {"device_name", "total_memory", "compute_units", "profile", "latency"}
+)
 
 
 def open_driver(device: int, *, sim: bool, **options: Any) -> Driver:

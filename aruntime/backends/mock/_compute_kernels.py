@@ -16,7 +16,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from ..._driver import LaunchConfig
-from ._bounds import span
+from ._bounds import typed
 
 __all__ = ["COMPUTE_MODULES"]
 
@@ -26,21 +26,19 @@ _DTYPES: dict[str, type[np.floating[Any]]] = {"f32": np.float32, "f16": np.float
 
 
 def _load(buf: _Bytes, count: int, dt: type[np.floating[Any]]) -> _F32:
-    size = np.dtype(dt).itemsize
-    return span(buf, count * size).view(dt).astype(np.float32)
+    return typed(buf, count, dt).astype(np.float32)
 
 
 def _store(buf: _Bytes, values: Any, dt: type[np.floating[Any]]) -> None:
     flat = np.asarray(values, np.float32).reshape(-1)
-    size = np.dtype(dt).itemsize
-    span(buf, flat.size * size).view(dt)[:] = flat.astype(dt)
+    typed(buf, flat.size, dt)[:] = flat.astype(dt)
 
 
 def _matrix(buf: _Bytes, rows: int, cols: int, ld: int, dt: type[np.floating[Any]]) -> Any:
     """A writable column-major rows x cols view with leading dimension ld."""
     size = np.dtype(dt).itemsize
     extent = (cols - 1) * ld + rows if rows and cols else 0
-    flat = span(buf, extent * size).view(dt)
+    flat = typed(buf, extent, dt)
     return as_strided(flat, shape=(rows, cols), strides=(size, size * ld))
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..._callsite import caller_site
+from ..._dlpack import KDL_EXT_DEV
 from ..._driver import (
     DeviceInfo,
     Driver,
@@ -37,7 +38,8 @@ from ..._exceptions import (
 )
 from ..._kernel_args import check_arg_count, check_arg_sizes
 from ..._memory import DevicePtr
-from ._bounds import MemoryFault
+from ._bounds import MemoryFault, MisalignedFault
+from ._profile import H100, DeviceProfile
 
 __all__ = ["FAULT_KINDS", "FAULT_OPS", "MockCall", "MockDriver"]
 
@@ -79,7 +81,6 @@ _FAULT_KIND_OF = {
     **{kind: kind for kind in FAULT_KINDS},
 }
 
-_ALIGN = 256
 _GAP = 64 * 1024  # unmapped space between allocations, like a real VA allocator
 _DEVICE_BASE = 0x7F00_0000_0000
 _HOST_MAPPED_BASE = 0x7E00_0000_0000
@@ -125,6 +126,9 @@ class _MockFunction:
     arity: tuple[int, int | None] | None = None
     #: byte size of each argument, where the kernel declares them (``param_sizes``).
     param_sizes: tuple[int, ...] | None = None
+    #: the indices of the pointer arguments, where the kernel declares them
+    #: (``pointer_params``): 8 raw bytes passed there are the address.
+    pointer_params: frozenset[int] = frozenset()
 
 
 def _arity(fn: Callable[..., Any]) -> tuple[int, int | None] | None:
@@ -165,9 +169,14 @@ class MockDriver(Driver):
         name: str = "aruntime mock device",
         total_memory: int = 8 << 30,
         compute_units: int = 16,
+        profile: DeviceProfile = H100,
     ) -> None:
         if not isinstance(name, str):
             raise TypeError(f"mock: name must be a str, got {type(name).__name__}")
+        if not isinstance(profile, DeviceProfile):
+            raise TypeError(f"mock: profile must be a DeviceProfile, got {type(profile).__name__}")
+        #: The real part's limits this mock enforces (an H100's by default).
+        self.profile = profile
         for what, value in (("total_memory", total_memory), ("compute_units", compute_units)):
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"mock: {what} must be an int, got {type(value).__name__}")
@@ -175,7 +184,13 @@ class MockDriver(Driver):
                 raise InvalidArgumentError(f"mock: {what} must be >= 1, got {value}")
         self._info = DeviceInfo(name, total_memory, compute_units, (("vendor", "aruntime"),))
         self._lock = threading.RLock()
-        self._bases: list[int] = []  # sorted allocation base addresses
+        # Every slot's base address, sorted: a slot is made once, by the bump
+        # allocator (so always past the others: an append), and kept when it is
+        # freed, for reuse.  A base in _bases but not in _arrays is a free slot.
+        self._bases: list[int] = []
+        # Free slots by their size, newest last: reused first, as a real
+        # allocator reuses freed memory at once (so a use-after-free shows).
+        self._free_slots: dict[int, list[int]] = {}
         self._arrays: dict[int, np.ndarray[Any, np.dtype[np.uint8]]] = {}
         self._host: dict[int, np.ndarray[Any, np.dtype[np.uint8]]] = {}
         self._host_mapped: dict[int, int] = {}  # device alias -> host address
@@ -190,8 +205,8 @@ class MockDriver(Driver):
         self.call_log: list[MockCall] = []
         # Per-op costs dominate small copies, so the copy paths reuse byte views
         # of device ranges and log entries (both immutable) instead of rebuilding
-        # them.  Addresses are never reused, so a stale view cannot alias new
-        # memory; frees clear the cache only to release the arrays.
+        # them.  Addresses are reused, so every free clears the view caches: a
+        # stale view must not alias the next allocation at that address.
         self._byte_views: dict[tuple[int, int], memoryview] = {}
         self._array_views: dict[tuple[int, int], np.ndarray[Any, np.dtype[np.uint8]]] = {}
         self._copy_calls: dict[tuple[str, int, int], MockCall] = {}
@@ -315,10 +330,10 @@ class MockDriver(Driver):
         if _HOST_MAPPED_BASE <= address < _DEVICE_BASE:
             return self._host_view(address, nbytes)
         i = bisect.bisect_right(self._bases, address) - 1
-        if i < 0:
+        array = self._arrays.get(self._bases[i]) if i >= 0 else None
+        if array is None:  # below every slot, or in a free one
             raise InvalidArgumentError(f"mock: address 0x{address:x} is not device memory")
         base = self._bases[i]
-        array = self._arrays[base]
         start = address - base
         if start + nbytes > array.size:
             raise InvalidArgumentError(
@@ -349,12 +364,22 @@ class MockDriver(Driver):
             self._forget_views()
             self._arrays.clear()
             self._bases.clear()
+            self._free_slots.clear()
             self._host.clear()
             self._host_mapped.clear()
 
     # -- memory ------------------------------------------------------------------
     def mem_alloc(self, nbytes: int) -> int:
         self._check_fault("alloc", "alloc")
+        if nbytes > self.profile.max_allocation:
+            raise OutOfMemoryError(
+                f"alloc: {nbytes} bytes requested exceeds the largest allocation of "
+                f"{self.profile.max_allocation} bytes on the mock's {self.profile.name} profile",
+                backend="mock",
+                code=2,
+                name="MOCK_OUT_OF_MEMORY",
+                function="alloc",
+            )
         with self._lock:
             if self._used + nbytes > self._info.total_memory:
                 raise OutOfMemoryError(
@@ -365,10 +390,16 @@ class MockDriver(Driver):
                     name="MOCK_OUT_OF_MEMORY",
                     function="alloc",
                 )
-            address = self._next_address
-            self._next_address += (nbytes + _ALIGN - 1) // _ALIGN * _ALIGN + _GAP
-            self._arrays[address] = _zeros(nbytes, "alloc")
-            bisect.insort(self._bases, address)
+            slot = _slot_size(nbytes, self.profile.alloc_alignment)
+            free = self._free_slots.get(slot)
+            array = _zeros(nbytes, "alloc")
+            if free:
+                address = free.pop()
+            else:
+                address = self._next_address
+                self._next_address += slot + _GAP
+                self._bases.append(address)  # past every other slot: still sorted
+            self._arrays[address] = array
             self._used += nbytes
         self._log(MockCall("alloc", nbytes=nbytes))
         return address
@@ -387,7 +418,8 @@ class MockDriver(Driver):
                     name="MOCK_INVALID_VALUE",
                     function="free",
                 )
-            self._bases.remove(address)
+            slot = _slot_size(array.size, self.profile.alloc_alignment)
+            self._free_slots.setdefault(slot, []).append(address)
             self._used -= array.size
             self._forget_views()
         self._log(MockCall("free", nbytes=int(array.size)))
@@ -592,8 +624,11 @@ class MockDriver(Driver):
                 f"kernel: the module has no kernel {name!r} (it has: {known})"
             )
         sizes = getattr(fn, "param_sizes", None)
+        pointers = frozenset(getattr(fn, "pointer_params", ()))
         return DriverFunction(
-            _MockFunction(name, fn, _arity(fn), tuple(sizes) if sizes is not None else None)
+            _MockFunction(
+                name, fn, _arity(fn), tuple(sizes) if sizes is not None else None, pointers
+            )
         )
 
     def launch(
@@ -604,6 +639,7 @@ class MockDriver(Driver):
         stream: DriverStream,
     ) -> None:
         assert isinstance(function, _MockFunction)
+        _check_config(self.profile, config)
         # The same checks the native drivers make (by signature, as the
         # callable knows no byte sizes unless it declares them), so a wrong
         # count fails on mock as it does on the GPU backends.
@@ -618,25 +654,38 @@ class MockDriver(Driver):
         site = caller_site()
 
         def op() -> None:
-            views = [
-                self.view(a.address, a.nbytes) if isinstance(a, DevicePtr) else a
-                for a in frozen_args
-            ]
             try:
+                views = [self._kernel_arg(function, i, a) for i, a in enumerate(frozen_args)]
                 function.fn(config, *views)
             except MemoryFault as fault:
                 # A GPU faults with an illegal address here, and the error is
                 # sticky: every later op of the context fails with it
                 # (cuda.h, CUDA_ERROR_ILLEGAL_ADDRESS), so stale results are
                 # never returned as if nothing had happened.
+                code, name, kind = 700, "MOCK_ILLEGAL_ADDRESS", "illegal address"
+                if isinstance(fault, MisalignedFault):
+                    # CUDA_ERROR_MISALIGNED_ADDRESS, sticky as the illegal address is.
+                    code, name, kind = 716, "MOCK_MISALIGNED_ADDRESS", "misaligned address"
+                    what = (
+                        f"made a {fault.itemsize}-byte access {fault.offset} bytes past a "
+                        f"multiple of {fault.itemsize} (a misaligned access"
+                    )
+                elif fault.address is not None:
+                    what = (
+                        f"was passed address 0x{fault.address:x} as raw argument bytes, "
+                        "which is no live allocation (an access there"
+                    )
+                else:
+                    what = (
+                        f"accessed {fault.nbytes} bytes of a {fault.size}-byte buffer (an "
+                        "out-of-bounds access"
+                    )
                 lost = DeviceLostError(
-                    f"launch: mock kernel {function.name!r} (launched at {site}) accessed "
-                    f"{fault.nbytes} bytes of a {fault.size}-byte buffer (an out-of-bounds "
-                    "access: illegal address; the device is unusable until the backend is "
-                    "reopened)",
+                    f"launch: mock kernel {function.name!r} (launched at {site}) {what}: "
+                    f"{kind}; the device is unusable until the backend is reopened)",
                     backend="mock",
-                    code=700,
-                    name="MOCK_ILLEGAL_ADDRESS",
+                    code=code,
+                    name=name,
                     function="launch",
                 )
                 with self._lock:
@@ -655,6 +704,38 @@ class MockDriver(Driver):
 
         call = MockCall("launch", _sid(stream), kernel=function.name, args=frozen_args)
         self._run(stream, "launch", call, op)
+
+    def _kernel_arg(self, function: _MockFunction, index: int, arg: Any) -> Any:
+        """What a mock kernel gets for one launch argument.
+
+        A DevicePtr is a writable uint8 view of its bytes.  8 raw bytes are an
+        address, as the native drivers read them: at a declared pointer
+        parameter, a view from that address to the end of its allocation, and
+        an address that is no live allocation faults like an illegal access;
+        elsewhere, an address in a live allocation is such a view, and other
+        bytes stay bytes.  Everything else is passed as it is.
+        """
+        if isinstance(arg, DevicePtr):
+            return self.view(arg.address, arg.nbytes)
+        if type(arg) is not bytes or len(arg) != 8:
+            return arg
+        address = int.from_bytes(arg, "little")
+        rest = self._rest_of_allocation(address)
+        if rest is not None:
+            return rest
+        if index in function.pointer_params:
+            raise MemoryFault(8, 0, address=address)
+        return arg
+
+    def _rest_of_allocation(self, address: int) -> np.ndarray[Any, np.dtype[np.uint8]] | None:
+        """The bytes from ``address`` to the end of its live allocation, or None."""
+        with self._lock:
+            i = bisect.bisect_right(self._bases, address) - 1
+            array = self._arrays.get(self._bases[i]) if i >= 0 else None
+            start = address - self._bases[i] if array is not None else 0
+        if array is None or start >= array.size:
+            return None
+        return array[start:]
 
     # -- graphs ----------------------------------------------------------------------------
     def capture_begin(self, stream: DriverStream) -> None:
@@ -686,10 +767,11 @@ class MockDriver(Driver):
 
     # -- interop -------------------------------------------------------------------------
     def dlpack_device(self) -> tuple[int, int]:
-        return (1, 0)  # kDLCPU: mock device memory is host numpy memory
-
-    def host_alias(self, address: int, nbytes: int) -> memoryview | None:
-        return memoryview(self.view(address, nbytes))  # type: ignore[arg-type]
+        # Not kDLCPU, though the bytes are numpy's: on a device, numpy cannot
+        # read device memory, and a test that relied on it here would pass on
+        # the mock and fail there.  kDLExtDev: no consumer reads it, as none
+        # reads another backend's device memory.  view() is the explicit look.
+        return (KDL_EXT_DEV, 0)
 
 
 def _zeros(nbytes: int, function: str) -> np.ndarray[Any, np.dtype[np.uint8]]:
@@ -704,6 +786,37 @@ def _zeros(nbytes: int, function: str) -> np.ndarray[Any, np.dtype[np.uint8]]:
             name="MOCK_OUT_OF_MEMORY",
             function=function,
         ) from None
+
+
+def _slot_size(nbytes: int, align: int) -> int:
+    """The address space an allocation of ``nbytes`` takes, before the gap after it."""
+    return (nbytes + align - 1) // align * align
+
+
+def _check_config(profile: DeviceProfile, config: LaunchConfig) -> None:
+    """Refuse a launch the profile's part would refuse, as the core's checks word it."""
+    where = f"on the mock's {profile.name} profile"
+    if config.shared_mem > profile.max_shared_mem:
+        raise InvalidArgumentError(
+            f"launch: shared_mem {config.shared_mem} bytes exceeds the limit of "
+            f"{profile.max_shared_mem} bytes {where} (dynamic shared memory per block without "
+            "the opt-in, which aruntime does not set)"
+        )
+    for what, dims, limits in (
+        ("grid", config.grid, profile.max_grid),
+        ("block", config.block, profile.max_block),
+    ):
+        for axis, (n, limit) in enumerate(zip(dims, limits, strict=True)):
+            if n > limit:
+                raise InvalidArgumentError(
+                    f"launch: {what}[{axis}] = {n} is outside 1..{limit} {where}"
+                )
+    threads = config.block[0] * config.block[1] * config.block[2]
+    if threads > profile.max_block_threads:
+        raise InvalidArgumentError(
+            f"launch: block of {threads} threads exceeds the limit of "
+            f"{profile.max_block_threads} {where}"
+        )
 
 
 def _sid(stream: DriverStream) -> int:

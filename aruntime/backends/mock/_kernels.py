@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..._driver import LaunchConfig
-from ._bounds import span
+from ._bounds import typed
 from ._compute_kernels import COMPUTE_MODULES
 
 __all__ = ["MODULES"]
@@ -26,13 +26,15 @@ def _covered(launch: LaunchConfig, n: np.integer[Any]) -> int:
 
 
 def _f32(buf: _Bytes, count: int) -> np.ndarray[Any, np.dtype[np.float32]]:
-    return span(buf, count * 4).view(np.float32)
+    return typed(buf, count, np.float32)
 
 
 _F = TypeVar("_F", bound=Callable[..., None])
 
 # Byte sizes of the portable kernels' parameters (ffi/kernels/vector_ops.c):
-# the mock checks launches against them as the native drivers do.
+# the mock checks launches against them as the native drivers do.  Every
+# 8-byte parameter of these kernels is a pointer: the mock reads 8 raw bytes
+# passed there as the address, as the native drivers do.
 _U32 = _F32_SIZE = 4
 _PTR = 8
 
@@ -40,6 +42,7 @@ _PTR = 8
 def _params(*sizes: int) -> Callable[[_F], _F]:
     def mark(fn: _F) -> _F:
         fn.param_sizes = sizes  # type: ignore[attr-defined]
+        fn.pointer_params = tuple(i for i, s in enumerate(sizes) if s == _PTR)  # type: ignore[attr-defined]
         return fn
 
     return mark
@@ -72,7 +75,7 @@ def add_f32(launch: LaunchConfig, n: Any, x: _Bytes, y: _Bytes, z: _Bytes) -> No
 @_params(_U32, _U32, _PTR)
 def iota_u32(launch: LaunchConfig, n: Any, start: Any, y: _Bytes) -> None:
     m = _covered(launch, n)
-    span(y, m * 4).view(np.uint32)[:] = np.arange(m, dtype=np.uint32) + np.uint32(start)
+    typed(y, m, np.uint32)[:] = np.arange(m, dtype=np.uint32) + np.uint32(start)
 
 
 MODULES: dict[str, dict[str, Callable[..., None]]] = {
