@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -12,6 +11,7 @@ import numpy as np
 import pytest
 
 import aruntime as ar
+from aruntime import _resources
 from aruntime.backends.mock import FAULT_KINDS, H100, MockCall
 
 pytestmark = pytest.mark.anyio
@@ -470,17 +470,24 @@ def test_a_freed_address_is_reused_by_the_next_allocation_of_its_size(gpu: ar.Ba
     gpu.free(other)
 
 
-def test_freeing_the_newest_allocation_first_is_not_quadratic() -> None:
+def test_freeing_the_newest_allocation_first_is_not_quadratic(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # 20,000 frees newest first took about 50 s when each one walked the
-    # backend's live resources and the mock's list of bases; now under 1 s.
+    # backend's live resources (allocations included) to find its streams.
+    # No wall-clock bound (a shared machine's timings vary): a free must not
+    # ask the registry for every live resource, only for its streams.
     with ar.open_backend("mock") as gpu:
-        ptrs = [gpu.alloc(256) for _ in range(20_000)]
-        start = time.perf_counter()
+        ptrs = [gpu.alloc(256) for _ in range(2_000)]
+
+        def walked(self: object) -> None:
+            raise AssertionError("free() walked every live resource")
+
+        monkeypatch.setattr(_resources.Resources, "live", walked)
         for ptr in reversed(ptrs):
             gpu.free(ptr)
-        took = time.perf_counter() - start
+        monkeypatch.undo()
         assert gpu.live_alloc_count() == 0
-    assert took < 10, f"20,000 frees took {took:.1f} s"
 
 
 async def test_raw_pointer_bytes_are_the_address_as_on_the_sims(gpu: ar.Backend) -> None:
