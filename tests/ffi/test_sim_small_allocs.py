@@ -70,6 +70,7 @@ def _check_million(seen: dict[str, Any], kinds: list[str]) -> None:
     assert seen["maps_after"] - seen["maps_before"] < 100, seen
 
 
+@pytest.mark.slow  # 3-4 s a sim: the README's run keeps to a few minutes
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_a_million_live_small_device_allocations(driver: str) -> None:
     seen = _child(driver, "million", MILLION, "device")
