@@ -128,13 +128,24 @@ class _ModuleOps(_CudaBase):
             )
         if self._note_launch_site is not None:
             self._note_launch_site()
-        gx, gy, gz = config.grid
-        bx, by, bz = config.block
         if block is None:  # a signature laid out per launch (raw bytes, complex)
             if f.param_sizes is not None:
                 check_arg_sizes(f.name, f.param_sizes, args)
             params, blob = pack_once(self._ffi, args)
-            code = self._lib.cuLaunchKernel(
+            code = self._cu_launch(f, config, s, params)
+            del blob  # kept alive until here on purpose
+        else:
+            with block.lock:  # the driver copies the parameters before it returns
+                block.pack(args)
+                code = self._cu_launch(f, config, s, block.params)
+        if code != 0:
+            raise self._fail(code, "cuLaunchKernel")
+
+    def _cu_launch(self, f: _Function, config: LaunchConfig, s: _Stream, params: CData) -> int:
+        gx, gy, gz = config.grid
+        bx, by, bz = config.block
+        return int(
+            self._lib.cuLaunchKernel(
                 f.handle,
                 gx,
                 gy,
@@ -147,25 +158,7 @@ class _ModuleOps(_CudaBase):
                 params,
                 self._ffi.NULL,
             )
-            del blob  # kept alive until here on purpose
-        else:
-            with block.lock:  # the driver copies the parameters before it returns
-                block.pack(args)
-                code = self._lib.cuLaunchKernel(
-                    f.handle,
-                    gx,
-                    gy,
-                    gz,
-                    bx,
-                    by,
-                    bz,
-                    config.shared_mem,
-                    s.handle,
-                    block.params,
-                    self._ffi.NULL,
-                )
-        if code != 0:
-            raise self._fail(code, "cuLaunchKernel")
+        )
 
 
 #: cuda.h's CUjit_option values for the JIT's logs.
