@@ -51,6 +51,9 @@ class HandleOwner(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def closed(self) -> bool: ...
+
     def synchronize(self, stream: Stream | None = None) -> Completion: ...
 
     def event_synchronize(self, event: Event) -> Completion: ...
@@ -268,6 +271,10 @@ class Stream(_Handle):
     def close(self) -> None:
         """Release the stream (idempotent).  The default stream closes with its backend."""
         if self.is_default:
+            return
+        if self._backend.closed:
+            # Closed, or a fork's copy of its parent's backend: the driver
+            # stream is the backend's (or the parent's) to release.
             return
         self._abort_capture(self._defer, closing=False)
         with self.state.lock:  # after every submit under way, before any other

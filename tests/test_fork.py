@@ -143,6 +143,7 @@ def test_a_new_mock_in_a_forked_child_works() -> None:
 def inherited_scenario(kind: str) -> None:
     gpu = ar.open_backend(kind)
     buf = gpu.alloc(4096)
+    stream = gpu.create_stream()
     try:
         with _slow_ops(kind):
             pending = gpu.memset_async(buf, 1, 4096)
@@ -154,6 +155,7 @@ def inherited_scenario(kind: str) -> None:
                     _attempt("wait", pending.wait),
                     _attempt("await-asyncio", lambda: _await_on("asyncio", pending)),
                     _attempt("await-trio", lambda: _await_on("trio", pending)),
+                    _attempt("stream-close", stream.close),
                     _attempt("close", gpu.close),
                 ]
 
@@ -161,6 +163,7 @@ def inherited_scenario(kind: str) -> None:
         pending.wait()  # the parent's backend is untouched by the child
         assert gpu.copy_d2h(buf, np.empty(4096, np.uint8)).tolist() == [1] * 4096
     finally:
+        stream.close()
         gpu.free(buf)
         gpu.close()
     outcome = dict(line.split(": ", 1) for line in lines)
@@ -176,6 +179,7 @@ def inherited_scenario(kind: str) -> None:
             assert outcome[call].startswith("BackendUnavailableError: memset_async:"), lines
             assert "fork" in outcome[call], lines
     assert outcome["close"] == "ok", lines  # a no-op: the parent's device state is the parent's
+    assert outcome["stream-close"] == "ok", lines  # likewise (it raised a DriverError before)
 
 
 def new_sim_scenario(kind: str) -> None:
