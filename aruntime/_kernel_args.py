@@ -16,7 +16,20 @@ import numpy as np
 
 from ._exceptions import InvalidArgumentError
 
-__all__ = ["arg_size", "check_arg_count", "check_arg_sizes", "describe_arg"]
+__all__ = ["arg_bytes", "arg_size", "check_arg_count", "check_arg_sizes", "describe_arg"]
+
+
+def arg_bytes(arg: Any) -> bytes:
+    """The bytes a checked launch argument puts in its parameter.
+
+    A numpy scalar's native bytes, raw bytes as they are, and a DevicePtr's
+    64-bit address (``int()`` of it), little-endian as on every device.
+    """
+    if isinstance(arg, np.generic):
+        return arg.tobytes()
+    if isinstance(arg, (bytes, bytearray, memoryview)):
+        return bytes(arg)
+    return int(arg).to_bytes(8, "little")
 
 
 def arg_size(arg: Any) -> int:

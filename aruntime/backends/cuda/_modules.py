@@ -121,11 +121,10 @@ class _ModuleOps(_CudaBase):
         s: _Stream = stream  # type: ignore[assignment]
         if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
             self._enter_slow("cuLaunchKernel")
-        block = f.blocks.get(tuple(map(type, args)), _UNLAID)
+        signature = tuple(map(type, args))
+        block = f.blocks.get(signature, _UNLAID)
         if block is _UNLAID:
-            block = f.blocks[tuple(map(type, args))] = signature_block(
-                self._ffi, f.name, f.param_sizes, args
-            )
+            block = f.blocks[signature] = signature_block(self._ffi, f.name, f.param_sizes, args)
         if self._note_launch_site is not None:
             self._note_launch_site()
         if block is None:  # a signature laid out per launch (raw bytes, complex)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._kernel_args import check_arg_sizes
+from ..._kernel_args import arg_bytes, check_arg_sizes
 from ..._memory import DevicePtr
 
 __all__ = ["ParamBlock", "pack_once", "signature_block"]
@@ -47,6 +47,11 @@ _CODES = {
 _ALIGN = 16
 
 
+def _padded(size: int) -> int:
+    """The room a parameter of ``size`` bytes takes in a block: 16-byte aligned, never 0."""
+    return (size + _ALIGN - 1) & ~(_ALIGN - 1) or _ALIGN
+
+
 def _code(arg: Any) -> str | None:
     if type(arg) is DevicePtr:
         return "Q"
@@ -68,7 +73,7 @@ class ParamBlock:
             offsets.append(total)
             size = struct.calcsize("<" + code)
             layout.append(code)
-            padded = (size + _ALIGN - 1) & ~(_ALIGN - 1) or _ALIGN
+            padded = _padded(size)
             if padded > size:
                 layout.append(f"{padded - size}x")
             total += padded
@@ -116,19 +121,12 @@ def signature_block(
 
 def pack_once(ffi: Any, args: Sequence[Any]) -> tuple[Any, Any]:
     """The ``void**`` array and the buffer it points into, for a launch packed by itself."""
-    values: list[bytes] = []
-    for arg in args:
-        if isinstance(arg, np.generic):
-            values.append(arg.tobytes())
-        elif isinstance(arg, (bytes, bytearray, memoryview)):
-            values.append(bytes(arg))
-        else:  # a DevicePtr: the core validated it; int() is its address
-            values.append(int(arg).to_bytes(8, "little"))
+    values = [arg_bytes(arg) for arg in args]
     offsets = []
     total = 0
     for value in values:
         offsets.append(total)
-        total += (len(value) + _ALIGN - 1) & ~(_ALIGN - 1) or _ALIGN
+        total += _padded(len(value))
     blob = ffi.new("char[]", max(total, 1))
     params = ffi.new("void *[]", max(len(values), 1))
     for index, (offset, value) in enumerate(zip(offsets, values, strict=True)):

@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
-import numpy as np
-
 from ..._driver import DriverFunction, DriverModule, DriverStream, LaunchConfig
 from ..._exceptions import InvalidArgumentError, NotSupportedError
-from ..._kernel_args import check_arg_count, describe_arg
+from ..._kernel_args import arg_bytes, check_arg_count, describe_arg
 from ._base import _LevelZeroBase
 from ._constants import (
     _FORMAT_NATIVE,
@@ -153,7 +151,7 @@ class _ModuleOps(_LevelZeroBase):
         # an earlier launch left there, so the count is checked first.
         if k.num_args is not None and len(args) != k.num_args:
             check_arg_count(k.name, k.num_args, args)
-        values = [_arg_value(arg) for arg in args]
+        values = [arg_bytes(arg) for arg in args]
         # The argument values live on the kernel object until the append
         # copies them: one launch of a kernel at a time, and only what
         # differs from the kernel's last launch is set again.
@@ -203,12 +201,3 @@ class _ModuleOps(_LevelZeroBase):
                 f"launch: kernel {k.name!r} takes fewer than {len(args)} arguments"
             )
         self._check(rc, "zeKernelSetArgumentValue", f"kernel {k.name!r}, argument {index}")
-
-
-def _arg_value(arg: Any) -> bytes:
-    """A kernel argument's bytes: a numpy scalar's, raw bytes, or a device pointer's address."""
-    if isinstance(arg, np.generic):
-        return arg.tobytes()
-    if isinstance(arg, (bytes, bytearray, memoryview)):
-        return bytes(arg)
-    return int(arg).to_bytes(8, "little")  # a DevicePtr: its 8-byte address
