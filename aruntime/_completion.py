@@ -34,6 +34,7 @@ __all__ = [
     "failed",
     "finish",
     "release_views",
+    "seconds_from_env_us",
     "settled",
     "watched",
 ]
@@ -48,7 +49,11 @@ _CAPTURED = 3
 _Callback = Callable[[], None]
 
 
-def _env_us(name: str, default: float) -> float:
+def seconds_from_env_us(name: str, default: float) -> float:
+    """A duration knob given in microseconds (``default`` if unset or not a number), in seconds.
+
+    Negative values count as 0.  Shared with the waiter's own spin knob.
+    """
     raw = os.environ.get(name, "").strip()
     try:
         return max(float(raw), 0.0) * 1e-6 if raw else default * 1e-6
@@ -59,7 +64,7 @@ def _env_us(name: str, default: float) -> float:
 
 #: How long an ``await`` of a pending op asks again at each loop step before
 #: it parks (``ARUNTIME_AWAIT_SPIN_US``; 0 parks at once).
-AWAIT_SPIN_S = _env_us("ARUNTIME_AWAIT_SPIN_US", 50.0)
+AWAIT_SPIN_S = seconds_from_env_us("ARUNTIME_AWAIT_SPIN_US", 50.0)
 
 #: Numbers Completions in the order their ops were queued (``next`` is atomic
 #: under the GIL): stream order for errors, see StreamState.ordered_error.

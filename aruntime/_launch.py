@@ -91,11 +91,10 @@ def launch_op(
     else:
         checked = tuple(args)  # the types were checked at this signature's first launch
     check = ledger.check_range
-    if len(pointers) == 1:  # the common case, without a comprehension's call
-        index = pointers[0]
-        entries: tuple[Any, ...] = (check(checked[index], 0, fn, _ARG_NAMES[index]),)
-    else:
-        entries = tuple([check(checked[i], 0, fn, _ARG_NAMES[i]) for i in pointers])
+    held = []  # a loop, not a comprehension: that would be a call of its own (3.11)
+    for i in pointers:
+        held.append(check(checked[i], 0, fn, _ARG_NAMES[i]))
+    entries = tuple(held)
     read_ranges = write_ranges = None  # every pointer, read and written: found when asked
     if reads is not None or writes is not None:
         read_ranges, write_ranges = launch_ranges(checked, reads, writes, fn)

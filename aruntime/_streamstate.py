@@ -29,10 +29,15 @@ __all__ = ["CaptureRecord", "FailureList", "StreamState", "first_failure_of"]
 _UPSTREAM_WAIT_S = 5.0
 
 
+def _inherited_from(error: BaseException | None) -> Completion | None:
+    """The first failure an error reports as inherited (``first_failure``), if it is one."""
+    first = getattr(error, "first_failure", None)
+    return first if isinstance(first, Completion) else None
+
+
 def first_failure_of(completion: Completion) -> Completion:
     """The op whose failure ``completion``'s error reports: itself, or the first one upstream."""
-    first = getattr(completion.error, "first_failure", None)
-    return first if isinstance(first, Completion) else completion
+    return _inherited_from(completion.error) or completion
 
 
 def _ordered_failure(first: Completion, completion: Completion, how: str) -> DriverError:
@@ -248,8 +253,7 @@ class StreamState:
                     upstream, completion, "through an event it waited for, the op"
                 )
             if error is not None and self.poison is None:
-                inherited = getattr(error, "first_failure", None)
-                self._poison_with(inherited if isinstance(inherited, Completion) else completion)
+                self._poison_with(_inherited_from(error) or completion)
             self.ordering = self.poison is not None or bool(self._upstream)
         return error
 
@@ -347,6 +351,6 @@ class StreamState:
         if hooks is not None and hooks is not self:  # seen through an event, on another stream
             hooks.forget_failure(first)
             return
-        for c in (completion, first) if first is not completion else (completion,):
+        for c in {completion, first}:
             if not self._failures.forget(c):
                 self._orphans.forget(c)

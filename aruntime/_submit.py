@@ -224,11 +224,7 @@ class AsyncCompletion(_Policy):
                 raise
             waiter = state.started_waiter()
             if waiter.passed(marker):
-                try:
-                    error = waiter.settle(marker, markers.give_back, name)
-                except BaseException:  # an interrupt: the op is past, its marker goes back
-                    markers.give_back(marker)
-                    raise
+                error = waiter.settle(marker, markers.give_back, name)
                 if error is None and not state.ordering:
                     # The device is past this op and all before it: what
                     # earlier failed ops stranded may go now too.

@@ -191,8 +191,6 @@ def launch_ranges(
 def check_dims(value: object, fn: str, what: str) -> tuple[int, int, int]:
     """A grid or block shape: an int or a tuple of 1 to 3 positive ints."""
     limits = _MAX_GRID if what == "grid" else _MAX_BLOCK
-    if type(value) is int and 0 < value <= limits[0]:
-        return (value, 1, 1)  # every launch: the common case without the loop below
     if _is_int(value):
         dims: tuple[Any, ...] = (value,)
     elif isinstance(value, (tuple, list)) and 1 <= len(value) <= 3:
@@ -217,8 +215,6 @@ def check_dims(value: object, fn: str, what: str) -> tuple[int, int, int]:
 
 
 def check_shared_mem(value: object, fn: str) -> int:
-    if type(value) is int and value == 0:
-        return 0
     n = check_count(value, fn, "shared_mem")
     if n > MAX_SHARED_MEM:
         raise InvalidArgumentError(

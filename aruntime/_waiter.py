@@ -65,7 +65,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from ._completion import Completion, fail_forked, finish
+from ._completion import Completion, fail_forked, finish, seconds_from_env_us
 from ._driver import Driver, DriverEvent
 from ._exceptions import AruntimeError, DriverError
 from ._loop import defer_to_loop
@@ -75,18 +75,8 @@ __all__ = ["StreamWaiter"]
 _log = logging.getLogger("aruntime")
 
 
-def _env_float(name: str, default: float) -> float:
-    raw = os.environ.get(name, "")
-    try:
-        value = float(raw) if raw.strip() else default
-    except ValueError:
-        _log.warning("%s=%r is not a number; using %s", name, raw, default)
-        return default
-    return max(value, 0.0)
-
-
 #: How long a waiter thread polls ``event_query`` before parking in ``event_wait``.
-_SPIN_S = _env_float("ARUNTIME_WAITER_SPIN_US", 50.0) * 1e-6
+_SPIN_S = seconds_from_env_us("ARUNTIME_WAITER_SPIN_US", 50.0)
 #: Whether ``await`` first asks (once, without blocking) whether the op is already done.
 _AWAIT_QUERY = os.environ.get("ARUNTIME_AWAIT_QUERY", "1").strip() != "0"
 
@@ -133,12 +123,7 @@ class StreamWaiter:
         the module's docstring).
         """
         if self.passed(event):
-            try:
-                error = self.settle(event, release, completion.op)
-            except BaseException:  # an interrupt: the op is past, its marker goes back
-                if release is not None:
-                    release(event)
-                raise
+            error = self.settle(event, release, completion.op)
             if not self._abandon:
                 finish(completion, error)
             return
@@ -172,8 +157,9 @@ class StreamWaiter:
         ``event_wait`` returns at once on a passed event, and is what raises
         the op's error (Level Zero reports replay failures only there).  An
         interrupt (KeyboardInterrupt, SystemExit) is not the op's outcome: it
-        propagates, the marker not returned, and the caller leaves the op to
-        be settled again.
+        propagates, after the marker is returned (the device is past it).  A
+        caller that must settle the op again passes no ``release`` and keeps
+        the marker.
         """
         error: BaseException | None = None
         try:
@@ -181,15 +167,12 @@ class StreamWaiter:
         except DriverError as exc:
             error = exc
         except (KeyboardInterrupt, SystemExit):
+            _return_marker(release, event)
             raise
         except BaseException as exc:  # never leave an awaiter hanging
             error = AruntimeError(f"{op}: waiting for the device failed: {exc!r}")
             error.__cause__ = exc
-        if release is not None:
-            try:
-                release(event)
-            except Exception:
-                _log.exception("returning a marker event failed")
+        _return_marker(release, event)
         return error
 
     def enqueue(
@@ -363,10 +346,7 @@ class StreamWaiter:
                         self._cond.notify()
                     raise
                 try:
-                    if release is not None:
-                        release(event)
-                except Exception:
-                    _log.exception("returning a marker event failed")
+                    _return_marker(release, event)
                 finally:  # settled: finished whatever happens next
                     if not self._abandon:
                         finish(head, error)
@@ -432,6 +412,16 @@ class StreamWaiter:
             self._spin_next = caught or time.perf_counter() - start <= 2.0 * spin_s
         if not self._abandon:
             finish(completion, error)
+
+
+def _return_marker(release: Callable[[DriverEvent], None] | None, event: DriverEvent) -> None:
+    """Give a settled op's marker back to its pool, if it has one (a failure is only logged)."""
+    if release is None:
+        return
+    try:
+        release(event)
+    except Exception:
+        _log.exception("returning a marker event failed")
 
 
 def _spin(driver: Driver, event: DriverEvent, spin_s: float) -> bool:

@@ -10,6 +10,7 @@ import pytest
 
 import aruntime as ar
 from aruntime import _waiter
+from aruntime._completion import seconds_from_env_us
 from aruntime._driver import DriverEvent
 from aruntime._exceptions import DriverError
 
@@ -53,7 +54,7 @@ def test_spin_leaves_an_error_to_event_wait() -> None:
 @pytest.mark.parametrize(("raw", "value"), [("", 50.0), ("0", 0.0), ("12.5", 12.5), ("x", 50.0)])
 def test_spin_setting(monkeypatch: pytest.MonkeyPatch, raw: str, value: float) -> None:
     monkeypatch.setenv("ARUNTIME_WAITER_SPIN_US", raw)
-    assert _waiter._env_float("ARUNTIME_WAITER_SPIN_US", 50.0) == value
+    assert seconds_from_env_us("ARUNTIME_WAITER_SPIN_US", 50.0) == value * 1e-6
 
 
 async def test_awaits_finish_in_queue_order() -> None:
