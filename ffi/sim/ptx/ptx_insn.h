@@ -80,6 +80,22 @@ static inline void take_all(insn *x)
 }
 
 /* ptx_insn_matrix.c: the families of ptx_opcodes.def defined there. */
+/* ldmatrix's and stmatrix's shared form (.sync.aligned.m8n8.{x1,x2,x4}
+ * [.trans], .shared or generic, .b16): sets in.mode, in.space and in.vec;
+ * the matrix count, or 0 for a form neither takes.  Here, not in one of
+ * their files: those two already call each other's way round. */
+static inline int m8n8_matrices(insn *x)
+{
+    int num = has(&x->md, "x1") ? 1 : has(&x->md, "x2") ? 2 : has(&x->md, "x4") ? 4 : 0;
+    x->in.mode = (uint8_t)has(&x->md, "trans");
+    x->in.space = (uint8_t)space_of(&x->md);
+    if (!has(&x->md, "sync") || !has(&x->md, "aligned") || !has(&x->md, "m8n8") || !num ||
+        x->ty != T_B16 || x->nt != 1 || (x->in.space != S_SHARED && x->in.space != S_GENERIC))
+        return 0;
+    x->in.vec = (uint8_t)num;
+    return num;
+}
+
 PTX_HIDDEN int parse_ldmatrix(parser *ps, insn *x);
 PTX_HIDDEN int parse_mma(parser *ps, insn *x);
 PTX_HIDDEN int parse_cp(parser *ps, insn *x);

@@ -14,13 +14,9 @@
 int parse_ldmatrix(parser *ps, insn *x)
 {
     NEEDS(2, 2);
-    int num = has(&x->md, "x1") ? 1 : has(&x->md, "x2") ? 2 : has(&x->md, "x4") ? 4 : 0;
-    x->in.mode = (uint8_t)has(&x->md, "trans");
-    x->in.space = (uint8_t)space_of(&x->md);
-    if (!has(&x->md, "sync") || !has(&x->md, "aligned") || !has(&x->md, "m8n8") || !num ||
-        x->ty != T_B16 || x->nt != 1 || (x->in.space != S_SHARED && x->in.space != S_GENERIC))
+    int num = m8n8_matrices(x);
+    if (!num)
         return REFUSE("unsupported instruction '%s'", x->opname);
-    x->in.vec = (uint8_t)num;
     x->rc = ptx_addr_operand(ps, &x->ops[1], x->line, &x->in);
     if (num == 1 && x->ops[0].kind == O_NAME)
         DST(0, v[0]);
