@@ -43,6 +43,7 @@ from ._op import Op, OpKind
 from ._state import BackendState
 from ._streamstate import StreamState
 from ._trace import Tracing
+from ._waiter import QUEUED
 
 __all__ = [
     "MARKERS_KEPT",
@@ -84,6 +85,8 @@ class Markers:
         # give_back, and through the state it would keep the backend alive.
         self._driver = state.driver
         self._free: list[DriverEvent] = []
+        #: The free markers (the policy pops from it directly; never replaced).
+        self.free = self._free
         self._released = False
         state.resources.add(self)
 
@@ -191,75 +194,31 @@ class AsyncCompletion(_Policy):
         super().__init__(state, markers)
         # done_none's shared finished Completions, for an op passed at submit.
         self._done = {kind.public: done_none(kind.public) for kind in OpKind.ALL}
+        # The pool's list is never replaced: its pop, bound once, is the hot path's acquire.
+        self._pop_free_marker = markers.free.pop
 
     def run(self, op: Op, stream: Stream) -> Completion:
-        if sites.recording or self._tracing.recorder is not None:
-            return self._run_observed(op, stream, _keepalive(op, stream.state))
-        return self._run_plain(op, stream.state, stream.handle)
+        """Queue ``op`` on ``stream`` (its lock held) and follow it with a marker.
 
-    def _run_plain(self, op: Op, state: StreamState, handle: DriverStream) -> Completion:
-        """:meth:`run` with no call sites recorded and no tracing: the common case.
-
-        Its Completion is built only when somebody will wait for it: an op
-        that the device has passed by the time its marker is recorded (a
-        small op run in place by a sim) returns a finished one, as the mock's
-        does, without a pending Completion made and finished around it, and
-        without its keepalive sorted out (nothing needs it kept).
+        The one completion path of a driver that runs ops later.  Its
+        Completion is built only when somebody will wait for it: an op the
+        device has passed by the time its marker is recorded (a small op
+        run in place by a sim) returns a finished one, as the mock's does,
+        unless call sites are recorded or the op is traced, which need the
+        Completion before the call.  Whatever fails after the driver took
+        the op leaves its buffers to the stream's next op (``stranded``).
         """
-        name = op.kind.public
-        try:
-            op.call(*op.args, handle)
-        except DriverError as exc:
-            completion = Completion(name, state, op.result, _keepalive(op, state), op.views)
-            state.stranded.extend(failed_queued(completion, exc))
-            return completion
-        # From here the op is queued: as in _run_observed, its buffers outlive it.
-        markers = self._markers
-        try:
-            marker = markers.acquire()
-            try:
-                self._driver.event_record(marker, handle)
-            except BaseException:
-                markers.give_back(marker)
-                raise
-            waiter = state.started_waiter()
-            if waiter.passed(marker):
-                error = waiter.settle(marker, markers.give_back, name)
-                if error is None and not state.ordering:
-                    # The device is past this op and all before it: what
-                    # earlier failed ops stranded may go now too.
-                    if state.stranded:
-                        state.stranded.clear()
-                    if op.views:
-                        release_views(op.views)
-                    result = op.result
-                    if result is None:
-                        return self._done[name]
-                    return born_done(name, result)
-                keepalive = _keepalive(op, state)
-                completion = Completion(name, state, op.result, keepalive, op.views)
-                finish(completion, error)  # stream order may fail it: an earlier op failed
-                return completion
-            completion = Completion(name, state, op.result, _keepalive(op, state), op.views)
-            waiter.enqueue(marker, completion, markers.give_back)
-        except DriverError as exc:
-            completion = Completion(name, state, op.result, _keepalive(op, state), op.views)
-            state.stranded.extend(failed_queued(completion, exc))
-        except BaseException:
-            state.stranded.extend((*_keepalive(op, state), *op.views))
-            raise
-        return completion
-
-    def _run_observed(self, op: Op, stream: Stream, keepalive: tuple[Any, ...]) -> Completion:
-        """:meth:`run` while call sites are recorded or the op is traced."""
         state = stream.state
         handle = stream.handle
-        name = op.kind.public
-        completion = Completion(name, state, op.result, keepalive, op.views)
-        if sites.recording:
-            sites.note(completion)
-        recorder = self._tracing.recorder
-        span = None if recorder is None else recorder.span(name, stream, op.nbytes, op.kernel)
+        completion = keepalive = span = None
+        if sites.recording or self._tracing.recorder is not None:
+            keepalive = _keepalive(op, state)
+            completion = Completion(op.kind.public, state, op.result, keepalive, op.views)
+            if sites.recording:
+                sites.note(completion)
+            recorder = self._tracing.recorder
+            if recorder is not None:
+                span = recorder.span(op.kind.public, stream, op.nbytes, op.kernel)
         try:
             if span is None:
                 op.call(*op.args, handle)
@@ -267,31 +226,39 @@ class AsyncCompletion(_Policy):
                 span.enqueue(op.call, op.args, handle)  # drops the span if the op raises
         except DriverError as exc:
             # A staged copy may have queued some of its pieces before failing.
-            state.stranded.extend(failed_queued(completion, exc))
-            return completion
+            return self._failed(op, state, completion, exc)
         # From here the op is queued: its buffers must outlive it even if no
         # marker can follow it (say, the backend closing under another
         # thread), so on any failure they wait for the stream's next op.
         try:
-            self._follow_with_marker(completion, handle, state, span)
+            return self._mark(op, state, handle, completion, span)
         except DriverError as exc:
             if span is not None:
                 span.abandon()
-            state.stranded.extend(failed_queued(completion, exc))
-            return completion
+            return self._failed(op, state, completion, exc)
         except BaseException:
-            state.stranded.extend((*keepalive, *op.views))
             if span is not None:
                 span.abandon()
+            state.stranded.extend(
+                (*(_keepalive(op, state) if keepalive is None else keepalive), *op.views)
+            )
             raise
-        return completion
 
-    def _follow_with_marker(
-        self, completion: Completion, handle: DriverStream, state: StreamState, span: Any
-    ) -> None:
-        """Record a marker behind the op just queued and hand it to the stream's waiter."""
+    def _mark(
+        self,
+        op: Op,
+        state: StreamState,
+        handle: DriverStream,
+        completion: Completion | None,
+        span: Any,
+    ) -> Completion:
+        """Record a marker behind the op just queued; settle it now if the device is past it,
+        else hand it with the op's Completion (made here if there is none yet) to the waiter."""
         markers = self._markers
-        marker = markers.acquire()  # may raise: a sticky error surfacing at event creation
+        try:
+            marker = self._pop_free_marker()
+        except IndexError:
+            marker = markers.acquire()  # may raise: a sticky error surfacing at event creation
         try:
             self._driver.event_record(marker, handle)
         except BaseException:
@@ -299,7 +266,40 @@ class AsyncCompletion(_Policy):
             raise
         if span is not None:
             span.follow(completion, handle)
-        state.started_waiter().submit(marker, completion, markers.give_back)
+        waiter = state.waiter or state.started_waiter()
+        name = op.kind.public
+        outcome = waiter.settle_if_passed(marker, markers.give_back, name)
+        if outcome is QUEUED:
+            if completion is None:
+                completion = Completion(name, state, op.result, _keepalive(op, state), op.views)
+            waiter.enqueue(marker, completion, markers.give_back)
+            return completion
+        if completion is None:
+            if outcome is None and not state.ordering:
+                # The device is past this op and all before it: what earlier
+                # failed ops stranded may go now too.
+                if state.stranded:
+                    state.stranded.clear()
+                if op.views:
+                    release_views(op.views)
+                result = op.result
+                return self._done[name] if result is None else born_done(name, result)
+            completion = Completion(name, state, op.result, _keepalive(op, state), op.views)
+        if not waiter.abandoned:
+            finish(completion, outcome)  # stream order may fail it: an earlier op failed
+        return completion
+
+    @staticmethod
+    def _failed(
+        op: Op, state: StreamState, completion: Completion | None, exc: DriverError
+    ) -> Completion:
+        """The Completion of an op whose enqueue or marker raised: it fails in stream order."""
+        if completion is None:
+            completion = Completion(
+                op.kind.public, state, op.result, _keepalive(op, state), op.views
+            )
+        state.stranded.extend(failed_queued(completion, exc))
+        return completion
 
     def drained(self, kind: OpKind, stream: Stream) -> Completion:
         """A Completion that finishes when ``stream``'s queue so far has drained."""

@@ -23,9 +23,10 @@ measurements behind it are in ``docs/performance.md`` and come from
    the stream is left to finish, it is finished right there, with the same
    ``event_wait`` (returns at once, raises the op's error) and marker return
    as the thread uses: no thread is woken or even started, and awaiting it
-   is one checkpoint.  The policy asks first (:meth:`StreamWaiter.passed`,
-   then :meth:`StreamWaiter.settle`) and hands over an already finished
-   Completion, so no pending one is made and finished for such an op.
+   is one checkpoint.  The policy asks first
+   (:meth:`StreamWaiter.settle_if_passed`, the one place that settles an op
+   at its submit) and hands over an already finished Completion, so no
+   pending one is made and finished for such an op.
 1. ``await`` first asks, once and without blocking, whether the op is done
    (:meth:`StreamWaiter.finish_ready`: one lock-free ``event_query`` per op
    queued before it, only when the waiter thread is not mid-op).  If it is,
@@ -59,18 +60,20 @@ measurements behind it are in ``docs/performance.md`` and come from
 from __future__ import annotations
 
 import collections
+import enum
 import logging
 import os
 import threading
 import time
 from collections.abc import Callable
+from typing import Final, Literal
 
 from ._completion import Completion, fail_forked, finish, seconds_from_env_us
 from ._driver import Driver, DriverEvent
 from ._exceptions import AruntimeError, DriverError
 from ._loop import defer_to_loop
 
-__all__ = ["StreamWaiter"]
+__all__ = ["QUEUED", "StreamWaiter"]
 
 _log = logging.getLogger("aruntime")
 
@@ -81,6 +84,14 @@ _SPIN_S = seconds_from_env_us("ARUNTIME_WAITER_SPIN_US", 50.0)
 _AWAIT_QUERY = os.environ.get("ARUNTIME_AWAIT_QUERY", "1").strip() != "0"
 
 _Item = tuple[DriverEvent, Completion, "Callable[[DriverEvent], None] | None"]
+
+
+class _Queued(enum.Enum):
+    QUEUED = "queued"
+
+
+#: What :meth:`StreamWaiter.settle_if_passed` returns for an op the device is not past yet.
+QUEUED: Final = _Queued.QUEUED
 
 
 class StreamWaiter:
@@ -122,12 +133,31 @@ class StreamWaiter:
         needs to run for it, and no thread is woken or started (see 0. in
         the module's docstring).
         """
-        if self.passed(event):
-            error = self.settle(event, release, completion.op)
-            if not self._abandon:
-                finish(completion, error)
-            return
-        self.enqueue(event, completion, release)
+        outcome = self.settle_if_passed(event, release, completion.op)
+        if outcome is QUEUED:
+            self.enqueue(event, completion, release)
+        elif not self._abandon:
+            finish(completion, outcome)
+
+    def settle_if_passed(
+        self, event: DriverEvent, release: Callable[[DriverEvent], None] | None, op: str
+    ) -> BaseException | Literal[_Queued.QUEUED] | None:
+        """The op's outcome if the device is past ``event`` with nothing here before it, else
+        :data:`QUEUED`, and the caller hands the op to :meth:`enqueue`.
+
+        The one place an op is settled at its submit (0. in the module's
+        docstring): :meth:`passed`, then :meth:`settle`, which returns the
+        marker.  The caller holds the stream's lock and has just recorded
+        ``event``.
+        """
+        if not self.passed(event):
+            return QUEUED
+        return self.settle(event, release, op)
+
+    @property
+    def abandoned(self) -> bool:
+        """True after interpreter exit began (:meth:`abandon`): nothing is to be finished."""
+        return self._abandon
 
     def passed(self, event: DriverEvent) -> bool:
         """Whether the device is past ``event`` with nothing queued here before it.
