@@ -1,10 +1,10 @@
 """Backend: the public surface of one opened device (docs/design.md, "Layers").
 
-This class is a facade, the same for every backend.  It validates the
-arguments of the async ops, builds each op's :class:`aruntime._op.Op` and
-submits it to its stream (``stream.submit(op)``), and hands everything else
-to the parts that own the state (each a small module):
+This class is a facade, the same for every backend: each method hands its
+call to the part that owns it (each a small module):
 
+* ``_ops``: the async ops, each validated, built into an
+  :class:`aruntime._op.Op` and submitted to its stream (``stream.submit``);
 * ``_state``: what the backend holds (ledger, resource registry, waiters);
 * ``_submit``: the completion policy (synchronous or marker and waiter);
 * ``_alloc``: device, managed, arena and pinned memory over the ledger;
@@ -38,22 +38,17 @@ from ._exceptions import AruntimeError, CaptureError, InvalidArgumentError
 from ._graphs import Graphs
 from ._handles import Event, Graph, Kernel, Module, Stream
 from ._interop import foreign_stream_handle
-from ._launch import launch_config, launch_op
 from ._ledger import AllocKind, Ledger
 from ._memory import Allocation, DevicePtr, HostBuffer
 from ._objects import Objects
-from ._op import Op, OpKind
+from ._op import OpKind
+from ._ops import Ops
 from ._peer_copy import PeerCopies
 from ._shutdown import Shutdown
 from ._state import BackendState
 from ._submit import Markers, make_policy, with_unseen_errors
 from ._trace import Trace, trace_env_path
-from ._validate import (
-    as_host_view,
-    check_byte_value,
-    check_count,
-    device_operand,
-)
+from ._validate import check_count
 
 __all__ = ["Backend", "BackendStatistics"]
 
@@ -88,6 +83,7 @@ class Backend(ComputeOps):
         self._alloc = Allocator(state, self, self._objects)
         self._graphs_part = Graphs(state, self._objects)
         self._peers = PeerCopies(state, self, self._objects)
+        self._ops = Ops(state, self, self._objects, self._peers)
         self._shutdown = Shutdown(state, self, self._policy)
         self._tracing = state.tracing
         env_trace = trace_env_path()
@@ -362,19 +358,7 @@ class Backend(ComputeOps):
         the copy continues and ``src`` stays referenced (and unresizable) until
         the device has read it.
         """
-        fn = "copy_h2d_async"
-        state = self._state
-        if state.closed:
-            state.check_open(fn)
-        dst = dst if type(dst) is DevicePtr else device_operand(dst, fn, "dst", src)
-        view = as_host_view(src, fn, writable=False)
-        n = view.nbytes
-        entry = self._ledger.check_range(dst, n, fn, "dst")
-        st = self._objects.resolve(stream, fn)
-        if n == 0:
-            return st.no_op(fn, None)
-        call = self._driver.memcpy_h2d
-        return st.submit(Op(OpKind.COPY_H2D, call, (view, dst._address), (src, entry), (view,), n))
+        return self._ops.copy_h2d_async(src, dst, stream)
 
     def copy_d2h_async(self, src: DeviceMem, dst: Any, stream: Stream | None = None) -> Completion:
         """Enqueue a device-to-host copy filling all of ``dst``.
@@ -383,46 +367,13 @@ class Backend(ComputeOps):
         only: ``dst`` stays referenced (and unresizable) until the device has
         written it; read it only after the Completion is done.
         """
-        fn = "copy_d2h_async"
-        state = self._state
-        if state.closed:
-            state.check_open(fn)
-        src = src if type(src) is DevicePtr else device_operand(src, fn, "src", dst)
-        view = as_host_view(dst, fn, writable=True)
-        n = view.nbytes
-        entry = self._ledger.check_range(src, n, fn, "src")
-        st = self._objects.resolve(stream, fn)
-        if n == 0:
-            return st.no_op(fn, dst)
-        call = self._driver.memcpy_d2h
-        return st.submit(
-            Op(OpKind.COPY_D2H, call, (src._address, view), (dst, entry), (view,), n, dst)
-        )
+        return self._ops.copy_d2h_async(src, dst, stream)
 
     def copy_d2d_async(
         self, src: DeviceMem, dst: DeviceMem, nbytes: int, stream: Stream | None = None
     ) -> Completion:
         """Enqueue a device-to-device copy.  Cancelling the await abandons the wait only."""
-        fn = "copy_d2d_async"
-        self._state.check_open(fn)
-        n = check_count(nbytes, fn, "nbytes")
-        src, dst = device_operand(src, fn, "src"), device_operand(dst, fn, "dst")
-        if src._backend is not self or dst._backend is not self:
-            return self._peers.copy(src, dst, n, stream)
-        src_entry = self._ledger.check_range(src, n, fn, "src")
-        dst_entry = self._ledger.check_range(dst, n, fn, "dst")
-        st = self._objects.resolve(stream, fn)
-        if n == 0:
-            return st.no_op(fn, None)
-        s_addr, d_addr = src.address, dst.address
-        if src_entry is dst_entry and abs(s_addr - d_addr) < n:
-            raise InvalidArgumentError(
-                f"{fn}: source and destination ranges overlap ({n} bytes, "
-                f"{abs(s_addr - d_addr)} apart)"
-            )
-        args = (s_addr, d_addr, n)
-        call = self._driver.memcpy_d2d
-        return st.submit(Op(OpKind.COPY_D2D, call, args, (src_entry, dst_entry), (), n))
+        return self._ops.copy_d2d_async(src, dst, nbytes, stream)
 
     def can_access_peer(self, other: Backend) -> bool:
         """Whether this device reaches ``other``'s memory directly (False for itself).
@@ -445,46 +396,15 @@ class Backend(ComputeOps):
 
         Cancelling the await abandons the wait only.
         """
-        fn = "copy_d2d_2d_async"
-        self._state.check_open(fn)
-        sp = check_count(src_pitch, fn, "src_pitch")
-        dp = check_count(dst_pitch, fn, "dst_pitch")
-        width = check_count(width_bytes, fn, "width_bytes")
-        rows = check_count(height, fn, "height")
-        if width > sp:
-            raise InvalidArgumentError(f"{fn}: width_bytes {width} exceeds src_pitch {sp}")
-        if width > dp:
-            raise InvalidArgumentError(f"{fn}: width_bytes {width} exceeds dst_pitch {dp}")
-        src_extent = (rows - 1) * sp + width if rows and width else 0
-        dst_extent = (rows - 1) * dp + width if rows and width else 0
-        entries = (
-            self._ledger.check_range(src, src_extent, fn, "src"),
-            self._ledger.check_range(dst, dst_extent, fn, "dst"),
+        return self._ops.copy_d2d_2d_async(
+            src, src_pitch, dst, dst_pitch, width_bytes, height, stream
         )
-        st = self._objects.resolve(stream, fn)
-        if src_extent == 0:
-            return st.no_op(fn, None)
-        args = (src.address, sp, dst.address, dp, width, rows)
-        call = self._driver.memcpy_2d
-        return st.submit(Op(OpKind.COPY_2D, call, args, entries, (), width * rows))
 
     def memset_async(
         self, ptr: DeviceMem, value: int, nbytes: int, stream: Stream | None = None
     ) -> Completion:
         """Enqueue setting ``nbytes`` bytes to ``value``.  Cancelling abandons the wait only."""
-        fn = "memset_async"
-        state = self._state
-        if state.closed:
-            state.check_open(fn)
-        v = check_byte_value(value, fn)
-        n = check_count(nbytes, fn, "nbytes")
-        ptr = ptr if type(ptr) is DevicePtr else device_operand(ptr, fn, "ptr")
-        entry = self._ledger.check_range(ptr, n, fn)
-        st = self._objects.resolve(stream, fn)
-        if n == 0:
-            return st.no_op(fn, None)
-        call = self._driver.memset_d8
-        return st.submit(Op(OpKind.MEMSET, call, (ptr._address, v, n), (entry,), (), n))
+        return self._ops.memset_async(ptr, value, nbytes, stream)
 
     def launch(
         self,
@@ -508,22 +428,7 @@ class Backend(ComputeOps):
         pointer only in ``reads`` is read; any other is read and written, all
         of it.  Each must be one of ``args``' pointers (InvalidArgumentError).
         """
-        fn = "launch"
-        state = self._state
-        if state.closed:
-            state.check_open(fn)
-        if type(kernel) is not Kernel or kernel.owner is not self:
-            if not isinstance(kernel, Kernel):
-                raise TypeError(
-                    f"{fn}: kernel must be a Kernel from backend.kernel(), "
-                    f"got {type(kernel).__name__}"
-                )
-            if kernel.owner is not self:
-                raise InvalidArgumentError(f"{fn}: {kernel!r} belongs to another backend")
-        config = launch_config(grid, block, shared_mem)
-        st = self._objects.resolve(stream, fn)
-        op = launch_op(self._ledger, self._driver, kernel, config, args, reads, writes)
-        return st.submit(op)
+        return self._ops.launch(kernel, grid, block, args, shared_mem, stream, reads, writes)
 
     def synchronize(self, stream: Stream | None = None) -> Completion:
         """A Completion for all work queued on ``stream`` so far (default stream if None).

@@ -634,7 +634,7 @@ class Kernel:
         self.handle = handle
         #: The backend that may launch it (its module's), kept for the check on every launch.
         self.owner = module.backend
-        #: Argument types already checked once -> where the pointers are (see _launch).
+        #: Argument types already checked once -> where the pointers are (see _ops).
         self.signatures: dict[tuple[type, ...], tuple[int, ...]] = {}
 
     @property

@@ -1,0 +1,274 @@
+"""The async ops' front end: each op validated, built into an :class:`Op` and submitted here.
+
+One place for what every enqueue does before it reaches a stream
+(docs/design.md, "The life of an op"): the backend is open, the operands
+are checked (types, the ledger's liveness and bounds, the launch's
+geometry and arguments), the stream is resolved, and the op goes to
+``stream.submit``, the one road onto a stream.  The public methods of
+:class:`aruntime.Backend` are one line each over these.
+
+A kernel launch remembers each argument signature it has checked (the
+types of its arguments), so a repeat launch checks only that its pointers
+are live.  Drivers trust what is checked here and never check it again.
+The ops that belong to a part with state of its own are built there:
+graph replays (``_graphs``), peer copies (``_peer_copy``), stream-ordered
+frees and guard bands (``_alloc``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._array import DeviceMem
+from ._completion import Completion
+from ._driver import Driver, LaunchConfig
+from ._exceptions import InvalidArgumentError
+from ._handles import Kernel, Stream
+from ._ledger import Ledger
+from ._memory import DevicePtr
+from ._objects import Objects
+from ._op import Op, OpKind
+from ._peer_copy import PeerCopies
+from ._state import BackendState
+from ._validate import (
+    MAX_BLOCK_THREADS,
+    MAX_GRID_X,
+    as_host_view,
+    check_byte_value,
+    check_count,
+    check_dims,
+    check_kernel_args,
+    check_shared_mem,
+    device_operand,
+    launch_ranges,
+)
+
+__all__ = ["Ops", "launch_config"]
+
+#: Signatures remembered per kernel (a program uses a handful).
+_SIGNATURES = 64
+
+
+class _ArgNames(dict[int, str]):
+    """``"args[i]"`` for each index, made on first use."""
+
+    def __missing__(self, index: int) -> str:
+        name = self[index] = f"args[{index}]"
+        return name
+
+
+#: How a message names each pointer argument (built once, not per launch).
+_ARG_NAMES = _ArgNames()
+
+
+def launch_config(grid: object, block: object, shared_mem: object) -> LaunchConfig:
+    """A launch's checked geometry; the common shapes (an int grid and block, no
+    shared memory) without a call."""
+    fn = "launch"
+    return LaunchConfig(
+        (grid, 1, 1)
+        if type(grid) is int and 0 < grid <= MAX_GRID_X
+        else check_dims(grid, fn, "grid"),
+        (block, 1, 1)
+        if type(block) is int and 0 < block <= MAX_BLOCK_THREADS
+        else check_dims(block, fn, "block"),
+        0 if type(shared_mem) is int and shared_mem == 0 else check_shared_mem(shared_mem, fn),
+    )
+
+
+def _fixed(signature: tuple[type, ...]) -> bool:
+    """Whether arguments of these types pass check_kernel_args unchanged, whatever their values.
+
+    A pointer or a numpy scalar does (its type fixes its dtype); raw bytes
+    are copied and a DeviceArray is replaced by its pointer, so those
+    signatures are checked at every launch.
+    """
+    return all(t is DevicePtr or issubclass(t, np.generic) for t in signature)
+
+
+class Ops:
+    """Builds and submits one backend's async ops (see the module's docstring).
+
+    Each method is the body of the :class:`aruntime.Backend` method of the
+    same name, whose docstring is the contract; ``owner`` is that backend
+    (a launch's kernel must be its own).
+    """
+
+    def __init__(
+        self, state: BackendState, owner: object, objects: Objects, peers: PeerCopies
+    ) -> None:
+        self._state = state
+        self._owner = owner
+        self._ledger: Ledger = state.ledger
+        self._driver: Driver = state.driver
+        self._objects = objects
+        self._peers = peers
+
+    def copy_h2d_async(self, src: Any, dst: DeviceMem, stream: Stream | None) -> Completion:
+        fn = "copy_h2d_async"
+        state = self._state
+        if state.closed:
+            state.check_open(fn)
+        dst = dst if type(dst) is DevicePtr else device_operand(dst, fn, "dst", src)
+        view = as_host_view(src, fn, writable=False)
+        n = view.nbytes
+        entry = self._ledger.check_range(dst, n, fn, "dst")
+        st = self._objects.resolve(stream, fn)
+        if n == 0:
+            return st.no_op(fn, None)
+        call = self._driver.memcpy_h2d
+        return st.submit(Op(OpKind.COPY_H2D, call, (view, dst._address), (src, entry), (view,), n))
+
+    def copy_d2h_async(self, src: DeviceMem, dst: Any, stream: Stream | None) -> Completion:
+        fn = "copy_d2h_async"
+        state = self._state
+        if state.closed:
+            state.check_open(fn)
+        src = src if type(src) is DevicePtr else device_operand(src, fn, "src", dst)
+        view = as_host_view(dst, fn, writable=True)
+        n = view.nbytes
+        entry = self._ledger.check_range(src, n, fn, "src")
+        st = self._objects.resolve(stream, fn)
+        if n == 0:
+            return st.no_op(fn, dst)
+        call = self._driver.memcpy_d2h
+        return st.submit(
+            Op(OpKind.COPY_D2H, call, (src._address, view), (dst, entry), (view,), n, dst)
+        )
+
+    def copy_d2d_async(
+        self, src: DeviceMem, dst: DeviceMem, nbytes: int, stream: Stream | None
+    ) -> Completion:
+        fn = "copy_d2d_async"
+        self._state.check_open(fn)
+        n = check_count(nbytes, fn, "nbytes")
+        src, dst = device_operand(src, fn, "src"), device_operand(dst, fn, "dst")
+        if src._backend is not self._owner or dst._backend is not self._owner:
+            return self._peers.copy(src, dst, n, stream)
+        src_entry = self._ledger.check_range(src, n, fn, "src")
+        dst_entry = self._ledger.check_range(dst, n, fn, "dst")
+        st = self._objects.resolve(stream, fn)
+        if n == 0:
+            return st.no_op(fn, None)
+        s_addr, d_addr = src.address, dst.address
+        if src_entry is dst_entry and abs(s_addr - d_addr) < n:
+            raise InvalidArgumentError(
+                f"{fn}: source and destination ranges overlap ({n} bytes, "
+                f"{abs(s_addr - d_addr)} apart)"
+            )
+        args = (s_addr, d_addr, n)
+        call = self._driver.memcpy_d2d
+        return st.submit(Op(OpKind.COPY_D2D, call, args, (src_entry, dst_entry), (), n))
+
+    def copy_d2d_2d_async(
+        self,
+        src: DevicePtr,
+        src_pitch: int,
+        dst: DevicePtr,
+        dst_pitch: int,
+        width_bytes: int,
+        height: int,
+        stream: Stream | None,
+    ) -> Completion:
+        fn = "copy_d2d_2d_async"
+        self._state.check_open(fn)
+        sp = check_count(src_pitch, fn, "src_pitch")
+        dp = check_count(dst_pitch, fn, "dst_pitch")
+        width = check_count(width_bytes, fn, "width_bytes")
+        rows = check_count(height, fn, "height")
+        if width > sp:
+            raise InvalidArgumentError(f"{fn}: width_bytes {width} exceeds src_pitch {sp}")
+        if width > dp:
+            raise InvalidArgumentError(f"{fn}: width_bytes {width} exceeds dst_pitch {dp}")
+        src_extent = (rows - 1) * sp + width if rows and width else 0
+        dst_extent = (rows - 1) * dp + width if rows and width else 0
+        entries = (
+            self._ledger.check_range(src, src_extent, fn, "src"),
+            self._ledger.check_range(dst, dst_extent, fn, "dst"),
+        )
+        st = self._objects.resolve(stream, fn)
+        if src_extent == 0:
+            return st.no_op(fn, None)
+        args = (src.address, sp, dst.address, dp, width, rows)
+        call = self._driver.memcpy_2d
+        return st.submit(Op(OpKind.COPY_2D, call, args, entries, (), width * rows))
+
+    def memset_async(
+        self, ptr: DeviceMem, value: int, nbytes: int, stream: Stream | None
+    ) -> Completion:
+        fn = "memset_async"
+        state = self._state
+        if state.closed:
+            state.check_open(fn)
+        v = check_byte_value(value, fn)
+        n = check_count(nbytes, fn, "nbytes")
+        ptr = ptr if type(ptr) is DevicePtr else device_operand(ptr, fn, "ptr")
+        entry = self._ledger.check_range(ptr, n, fn)
+        st = self._objects.resolve(stream, fn)
+        if n == 0:
+            return st.no_op(fn, None)
+        call = self._driver.memset_d8
+        return st.submit(Op(OpKind.MEMSET, call, (ptr._address, v, n), (entry,), (), n))
+
+    def launch(
+        self,
+        kernel: Kernel,
+        grid: int | tuple[int, ...],
+        block: int | tuple[int, ...],
+        args: Sequence[Any],
+        shared_mem: int,
+        stream: Stream | None,
+        reads: Sequence[Any] | None,
+        writes: Sequence[Any] | None,
+    ) -> Completion:
+        """The launch: ``args`` checked, every pointer live, the op submitted.
+
+        The op keeps the ledger entries of the memory it uses (a capture pins
+        them, see _graphs).  Without annotations a pointer argument is read and
+        written, all of it; ``reads``/``writes`` narrow that (launch_ranges).
+        """
+        fn = "launch"
+        state = self._state
+        if state.closed:
+            state.check_open(fn)
+        if type(kernel) is not Kernel or kernel.owner is not self._owner:
+            if not isinstance(kernel, Kernel):
+                raise TypeError(
+                    f"{fn}: kernel must be a Kernel from backend.kernel(), "
+                    f"got {type(kernel).__name__}"
+                )
+            if kernel.owner is not self._owner:
+                raise InvalidArgumentError(f"{fn}: {kernel!r} belongs to another backend")
+        config = launch_config(grid, block, shared_mem)
+        st = self._objects.resolve(stream, fn)
+        kind = type(args)
+        signature = tuple(map(type, args)) if kind is list or kind is tuple else None
+        pointers = kernel.signatures.get(signature) if signature is not None else None
+        if pointers is None:
+            checked: Sequence[Any] = check_kernel_args(args, fn)
+            pointers = tuple(i for i, arg in enumerate(checked) if type(arg) is DevicePtr)
+            if signature is not None and _fixed(signature) and len(kernel.signatures) < _SIGNATURES:
+                kernel.signatures[signature] = pointers
+        else:
+            checked = tuple(args)  # the types were checked at this signature's first launch
+        check = self._ledger.check_range
+        held = []  # a loop, not a comprehension: that would be a call of its own (3.11)
+        for i in pointers:
+            held.append(check(checked[i], 0, fn, _ARG_NAMES[i]))
+        read_ranges = write_ranges = None  # every pointer, read and written: found when asked
+        if reads is not None or writes is not None:
+            read_ranges, write_ranges = launch_ranges(checked, reads, writes, fn)
+        return st.submit(
+            Op(
+                OpKind.LAUNCH,
+                self._driver.launch,
+                (kernel.handle, config, checked),
+                tuple(held),
+                kernel=kernel,
+                reads=read_ranges,
+                writes=write_ranges,
+            )
+        )
