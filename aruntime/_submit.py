@@ -84,20 +84,19 @@ class Markers:
         # The driver, not the state: every op in flight holds its marker's
         # give_back, and through the state it would keep the backend alive.
         self._driver = state.driver
-        self._free: list[DriverEvent] = []
-        #: The free markers (the policy pops from it directly; never replaced).
-        self.free = self._free
+        #: The free markers (the policy pops from it directly, so it is never replaced).
+        self.free: list[DriverEvent] = []
         self._released = False
         state.resources.add(self)
 
     def acquire(self) -> DriverEvent:
         try:
-            return self._free.pop()
+            return self.free.pop()
         except IndexError:
             return self._driver.event_create(False)
 
     def give_back(self, marker: DriverEvent) -> None:
-        free = self._free
+        free = self.free
         if not self._released and len(free) < MARKERS_KEPT:
             free.append(marker)
             if self._released:  # release() may have emptied the pool before this append
@@ -111,7 +110,7 @@ class Markers:
         self._destroy_free()
 
     def _destroy_free(self) -> None:
-        free = self._free
+        free = self.free
         while True:
             try:
                 marker = free.pop()

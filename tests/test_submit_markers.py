@@ -88,10 +88,10 @@ def test_a_marker_given_back_while_the_pool_is_released_is_destroyed() -> None:
             markers.release()  # the other thread's close, just before this append lands
             super().append(item)
 
-    markers._free = RacingList()
+    markers.free = RacingList()
     markers.give_back(marker)
     assert driver.destroyed == [marker]
-    assert len(markers._free) == 0
+    assert len(markers.free) == 0
 
 
 def test_no_marker_is_handed_to_two_threads_at_once() -> None:
@@ -120,6 +120,6 @@ def test_no_marker_is_handed_to_two_threads_at_once() -> None:
         t.join()
     assert errors == []
     # Every marker made is pooled or destroyed; none is lost.
-    assert driver.made == len(markers._free) + len(driver.destroyed)
+    assert driver.made == len(markers.free) + len(driver.destroyed)
     markers.release()
     assert len(driver.destroyed) == driver.made
