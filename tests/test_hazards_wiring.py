@@ -161,7 +161,9 @@ def test_a_site_kept_as_code_and_offset_names_the_frames_line() -> None:
     assert _site((code, offset)) == f"{__file__}:{line}"  # type: ignore[arg-type]
 
 
-def test_the_public_ops_find_the_users_frame_without_a_walk(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_public_ops_find_the_users_frame_without_a_walk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The check jumps straight to the caller of a public async op (a fixed number of frames
     up, ``_racecheck._user_site``); a walk up the stack is only for wrappers.  A new layer
     between Backend and Stream.submit that forgets to move the jump fails here."""

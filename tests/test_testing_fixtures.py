@@ -357,6 +357,7 @@ def test_the_session_goes_on():
 """
 
 
+@pytest.mark.slow  # a pytest session that starts a child interpreter per isolated test
 def test_the_isolated_marker_runs_a_test_in_a_child_process(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
