@@ -37,7 +37,7 @@ def busy_neighbour() -> Iterator[None]:
 
 
 @pytest.mark.parametrize("target", ["stream", "backend"])
-@pytest.mark.parametrize("kind", ["mock", "cuda-sim", "levelzero-sim"])
+@pytest.mark.parametrize("kind", ["mock", "mock-async", "cuda-sim", "levelzero-sim"])
 @pytest.mark.usefixtures("busy_neighbour")
 def test_close_against_enqueues_many_rounds(kind: str, target: str) -> None:
     for _ in range(150):

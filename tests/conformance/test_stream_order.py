@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import aruntime as ar
+from aruntime.testing import open_test_backend
 
 pytestmark = pytest.mark.anyio
 
@@ -145,12 +146,12 @@ async def test_close_raises_a_failure_nobody_saw(backend_name: str) -> None:
 
 def _open(name: str) -> ar.Backend:
     try:
-        return ar.open_backend(name, check_hazards=True)
+        return open_test_backend(name, check_hazards=True)
     except ar.BackendUnavailableError as exc:
         pytest.skip(f"{name} unavailable: {exc}")
 
 
-@pytest.fixture(params=["mock", "cuda-sim", "levelzero-sim"])
+@pytest.fixture(params=["mock", "mock-async", "cuda-sim", "levelzero-sim"])
 def backend_name(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
