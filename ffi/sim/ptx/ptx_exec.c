@@ -428,67 +428,53 @@ static int exec_mbar_wait(block_ctx *b, warp *w, frame *fr, const pinsn *in, uin
     return 1;
 }
 
+/* A call and the two host calls: the callee runs, then the pc moves on. */
+static int exec_call(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
+{
+    if (m) {
+        int rc;
+        switch (in->op) {
+        case OP_CALL: rc = do_call(b, w, fr, in, (uint32_t)in->target, m); break;
+        case OP_CALLI: rc = do_indirect(b, w, fr, in, m); break;
+        case OP_VPRINTF: rc = ptx_exec_vprintf(b, w, fr, in, m); break;
+        default: rc = ptx_exec_assertfail(b, w, fr, in, m); break;
+        }
+        if (rc < 0)
+            return rc;
+    }
+    fr->cur_pc++;
+    return 1;
+}
+
 /* The instructions that move the pc themselves: 1 when in is one (done),
  * 0 when it is not, or a negative status. */
 static inline int exec_control(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
 {
-    switch (in->op) {
-    case OP_BRA:
+    switch (ptx_route_of[in->op]) {
+    case ROUTE_BRANCH:
         exec_branch(fr, in, m);
         return 1;
-    case OP_RET:
-    case OP_EXIT:
+    case ROUTE_RETURN:
         exec_return(w, fr, in, m);
         return 1;
-    case OP_TRAP:
+    case ROUTE_TRAP:
         if (m)
             return E_FAIL;
         fr->cur_pc++;
         return 1;
-    case OP_BAR:
+    case ROUTE_BARRIER:
         return exec_barrier(b, w, fr, in, m) ? E_FAIL : 1;
-    case OP_CALL:
-    case OP_CALLI:
-        if (m) {
-            int rc = in->op == OP_CALL ? do_call(b, w, fr, in, (uint32_t)in->target, m)
-                                       : do_indirect(b, w, fr, in, m);
-            if (rc < 0)
-                return rc;
-        }
-        fr->cur_pc++;
-        return 1;
-    case OP_VPRINTF:
-    case OP_ASSERTFAIL:
-        if (m) {
-            int rc = in->op == OP_VPRINTF ? ptx_exec_vprintf(b, w, fr, in, m)
-                                          : ptx_exec_assertfail(b, w, fr, in, m);
-            if (rc < 0)
-                return rc;
-        }
-        fr->cur_pc++;
-        return 1;
-    case OP_SHFL:
-    case OP_VOTE:
-    case OP_REDUX:
-    case OP_MATCH:
-    case OP_BARWARP:
-    case OP_ELECT:
+    case ROUTE_CALL:
+    case ROUTE_HOSTCALL:
+        return exec_call(b, w, fr, in, m);
+    case ROUTE_WARP:
         exec_warp_sync(w, fr, in, m);
         return 1;
-    case OP_MBAR_WAIT:
+    case ROUTE_MBAR_WAIT:
         return exec_mbar_wait(b, w, fr, in, m);
-    case OP_LDMATRIX:
-    case OP_STMATRIX:
-    case OP_MMA:
-    case OP_WMMA_MMA:
-    case OP_WMMA_LOAD:
-    case OP_WMMA_STORE:
-    case OP_WGMMA_MMA:
-    case OP_WGMMA_FENCE:
-    case OP_WGMMA_COMMIT:
-    case OP_WGMMA_WAIT:
+    case ROUTE_MATRIX:
         return exec_matrix(b, w, fr, in, m);
-    case OP_ACTIVEMASK:
+    case ROUTE_ACTIVEMASK:
         FOR_LANES(m, fr->R[in->d][l] = fr->active);
         fr->cur_pc++;
         return 1;

@@ -50,6 +50,14 @@ static inline int icmp(int mode, int sgn, uint64_t a, uint64_t b, int bits)
     }
 }
 
+/* Each operation's executor handler, the route column of ptx_opcodes.def: what
+ * exec_control (ptx_exec.c) and ptx_exec_data below switch on. */
+const unsigned char ptx_route_of[OP_COUNT] = {
+#define PTX_OP(id, name, family, route) [OP_##id] = ROUTE_##route,
+#define PTX_DECODED(id, family, route) [OP_##id] = ROUTE_##route,
+#include "ptx_opcodes.def"
+};
+
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -209,74 +217,50 @@ int ptx_exec_data(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
     const uint64_t *C = in->c != PTX_NONE ? R[in->c] : NULL;
     const uint64_t *E = in->e != PTX_NONE ? R[in->e] : NULL;
     int t = in->type;
-    switch (in->op) {
-    case OP_MOV:
-    case OP_PACK:
-    case OP_UNPACK:
-    case OP_CVT:
-    case OP_CVTA_FROM:
-    case OP_CVTA_TO:
+    switch (ptx_route_of[in->op]) {
+    case ROUTE_MOVE:
         exec_move(b, w, fr, in, m, D, A, B);
         return 0;
-    case OP_SELP:
-    case OP_SETP:
-    case OP_SET:
-    case OP_TESTP:
+    case ROUTE_COMPARE:
         exec_compare(fr, in, m, D, A, B, C);
         return 0;
-    case OP_LD:
-    case OP_ST:
-    case OP_ATOM:
-    case OP_RED:
-    case OP_ISSPACEP:
+    case ROUTE_MEM:
         /* A shared access to the destination of a cp.async no wait has
          * completed fails the launch (ptx_exec_async.c). */
         if ((b->ncp || b->nbl || b->gdirty) && in->op != OP_ISSPACEP &&
             ptx_shared_access(b, in, A, (size_t)ptx_type_size(t) * in->vec, m))
             return E_FAIL;
         return ptx_exec_mem(b, w, fr, in, m);
-    case OP_CP_ASYNC:
-    case OP_CP_COMMIT:
-    case OP_CP_WAIT:
+    case ROUTE_ASYNC:
         return ptx_exec_async(b, w, fr, in, m);
-    case OP_FENCE_PROXY:
+    case ROUTE_PROXY_FENCE:
         ptx_proxy_fence(b);
         break;
-    case OP_MBAR_INIT:
-    case OP_MBAR_INVAL:
-    case OP_MBAR_ARRIVE:
-    case OP_MBAR_EXPECT_TX:
-    case OP_MBAR_COMPLETE_TX:
-    case OP_MBAR_PENDING:
+    case ROUTE_MBAR:
         return ptx_exec_mbar(b, fr, in, m);
-    case OP_BULK_COPY:
-    case OP_BULK_TENSOR:
-    case OP_BULK_COMMIT:
-    case OP_BULK_WAIT:
-    case OP_TMAP_REPLACE:
-    case OP_TMAP_COPY:
+    case ROUTE_BULK:
         return ptx_exec_bulk(b, w, fr, in, m);
-    case OP_SETMAXNREG:
-        break; /* register allocation: nothing to do in an interpreter */
-    case OP_NOPMEM: {
+    case ROUTE_FENCE: {
         /* membar/fence: a locked read-modify-write is a full fence
          * (and one ThreadSanitizer understands). */
         static int fence_word;
         __atomic_fetch_add(&fence_word, 0, __ATOMIC_SEQ_CST);
         break;
     }
-    case OP_CLOCK: {
+    case ROUTE_CLOCK: {
         uint64_t v = now_ns();
         FOR_LANES(m, D[l] = v);
         break;
     }
-    default:
+    case ROUTE_FLOAT:
+        return ptx_exec_float(in, D, A, B, C, m);
+    case ROUTE_ARITH:
         if (t == T_F32 || t == T_F64 || t == T_F16 || t == T_BF16 || t == T_F16X2 ||
-            t == T_BF16X2 || in->op == OP_FMA || in->op == OP_RCP || in->op == OP_SQRT ||
-            in->op == OP_RSQRT || in->op == OP_SIN || in->op == OP_COS || in->op == OP_LG2 ||
-            in->op == OP_EX2 || in->op == OP_TANH || in->op == OP_COPYSIGN)
+            t == T_BF16X2)
             return ptx_exec_float(in, D, A, B, C, m);
         return ptx_exec_int(in, fr, D, A, B, C, E, m);
+    default: /* ROUTE_NOTHING; the pc-moving routes never reach here (exec_control) */
+        break;
     }
     return 0;
 }

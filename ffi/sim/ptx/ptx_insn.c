@@ -721,7 +721,7 @@ static const struct mnemonic {
     uint8_t op;       /* the row's operation: the handler's starting point */
     family_fn parse;
 } g_mnemonics[] = {
-#define PTX_OP(id, name, family) {name, OP_##id, parse_##family},
+#define PTX_OP(id, name, family, route) {name, OP_##id, parse_##family},
 #define PTX_ALIAS(name, id, family) {name, OP_##id, parse_##family},
 #include "ptx_opcodes.def"
 };

@@ -36,11 +36,25 @@ typedef enum ptx_space {
 
 /* The decoded operations, one per row of ptx_opcodes.def. */
 typedef enum ptx_op {
-#define PTX_OP(id, name, family) OP_##id,
-#define PTX_DECODED(id, family) OP_##id,
+#define PTX_OP(id, name, family, route) OP_##id,
+#define PTX_DECODED(id, family, route) OP_##id,
 #include "ptx_opcodes.def"
     OP_COUNT
 } ptx_op;
+
+/* Which executor handler runs an operation: the route column of
+ * ptx_opcodes.def, read through ptx_route_of[op].  The first group moves
+ * the pc itself (exec_control in ptx_exec.c); the rest run in
+ * ptx_exec_data, and the pc moves on after them. */
+typedef enum ptx_route {
+    ROUTE_NOTHING = 0, /* runs as a no-op (setmaxnreg: register allocation) */
+    ROUTE_BRANCH, ROUTE_RETURN, ROUTE_TRAP, ROUTE_BARRIER, ROUTE_CALL, ROUTE_HOSTCALL,
+    ROUTE_WARP, ROUTE_MBAR_WAIT, ROUTE_MATRIX, ROUTE_ACTIVEMASK,
+    ROUTE_ARITH, ROUTE_FLOAT, ROUTE_MOVE, ROUTE_COMPARE, ROUTE_MEM, ROUTE_ASYNC,
+    ROUTE_MBAR, ROUTE_BULK, ROUTE_FENCE, ROUTE_PROXY_FENCE, ROUTE_CLOCK,
+} ptx_route;
+
+extern const unsigned char ptx_route_of[OP_COUNT];
 
 /* Modifier values (pinsn.mode), by op. */
 enum { RND_NONE = 0, RND_RN, RND_RZ, RND_RM, RND_RP, RND_RNI, RND_RZI, RND_RMI, RND_RPI,
