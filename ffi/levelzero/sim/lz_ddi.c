@@ -143,6 +143,8 @@ ZE_APIEXPORT ze_result_t zeGetGlobalProcAddrTable(ze_api_version_t version, void
     ze_result_t r = check(version, table);
     if (r != ZE_RESULT_SUCCESS) return r;
     FILL(GLOBAL_Init, zeInit);
+    /* A loader of API 1.10 or later has the slot; an older one's table ends before it. */
+    if (version >= ZE_MAKE_VERSION(1, 10)) FILL(GLOBAL_InitDrivers, zeInitDrivers);
     return ZE_RESULT_SUCCESS;
 }
 

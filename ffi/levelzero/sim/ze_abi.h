@@ -105,6 +105,9 @@ typedef enum _ze_structure_type_t {
     ZE_STRUCTURE_TYPE_MODULE_PROPERTIES = 0x1c,
     ZE_STRUCTURE_TYPE_KERNEL_DESC = 0x1d,
     ZE_STRUCTURE_TYPE_KERNEL_PROPERTIES = 0x1e,
+    /* Level Zero 1.10: newer than Debian's 1.8 headers, so the layout probe
+     * cannot hold it; tests/ffi/test_lz_loader_shim.py states the number. */
+    ZE_STRUCTURE_TYPE_INIT_DRIVER_TYPE_DESC = 0x00020021,
     ZE_STRUCTURE_TYPE_FORCE_UINT32 = 0x7fffffff
 } ze_structure_type_t;
 
@@ -123,6 +126,15 @@ typedef struct _ze_module_build_log_handle_t *ze_module_build_log_handle_t;
 typedef struct _ze_kernel_handle_t *ze_kernel_handle_t;
 
 typedef ze_flags_t ze_init_flags_t;
+
+/* zeInitDrivers (Level Zero 1.10) */
+typedef ze_flags_t ze_init_driver_type_flags_t;
+enum { ZE_INIT_DRIVER_TYPE_FLAG_GPU = ZE_BIT(0), ZE_INIT_DRIVER_TYPE_FLAG_NPU = ZE_BIT(1) };
+typedef struct _ze_init_driver_type_desc_t {
+    ze_structure_type_t stype;
+    const void *pNext;
+    ze_init_driver_type_flags_t flags;
+} ze_init_driver_type_desc_t;
 
 typedef enum _ze_device_type_t {
     ZE_DEVICE_TYPE_GPU = 1,
@@ -504,7 +516,8 @@ typedef struct _ze_group_count_t {
 /* DDI tables: the driver fills them slot by slot.  Each table is an array of
  * function pointers in the order the specification's ze_ddi.h gives; the
  * slot numbers below are checked against the real header by the layout probe. */
-enum arze_slot_global { SLOT_GLOBAL_Init = 0 };
+/* pfnInitDrivers joined the global table in 1.10 (after the 1.8 headers). */
+enum arze_slot_global { SLOT_GLOBAL_Init = 0, SLOT_GLOBAL_InitDrivers = 1 };
 enum arze_slot_driver {
     SLOT_DRIVER_Get = 0,
     SLOT_DRIVER_GetApiVersion = 1,
