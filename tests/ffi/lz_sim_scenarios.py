@@ -211,6 +211,9 @@ void *zeLoaderGetTracingHandle(void);
 ze_result_t zelLoaderDriverCheck(uint32_t flags, ze_init_driver_type_desc_t *desc,
     void *globalInitStored, void *sysmanGlobalInitStored, bool *requireDdiReinit, bool sysmanOnly);
 ze_result_t zelLoaderTranslateHandle(int handleType, void *handleIn, void **handleOut);
+ze_result_t zeCommandListAppendMemoryPrefetch(void *hCommandList, const void *ptr, size_t size);
+ze_result_t zeCommandListAppendMemAdvise(void *hCommandList, void *hDevice, const void *ptr,
+    size_t size, uint32_t advice);
 """
 ST_INIT_DRIVER_TYPE_DESC = 0x00020021  # ze_api.h 1.10 (newer than Debian's 1.8 headers)
 
@@ -1312,6 +1315,29 @@ def sc_local_args(env: Env) -> None:
             ck(ze.zeMemFree(env.ctx, ptr))
 
 
+def sc_memory_hints(env: Env) -> None:
+    # Prefetch and memory advice (SYCL's prefetch and mem_advise): hints with
+    # nothing to move in the sim, checked as the specification says.
+    lst = env.immediate(COMPUTE)
+    buf = env.alloc_device(4096)
+    ck(ze.zeCommandListAppendMemoryPrefetch(lst, buf, 4096), "prefetch")
+    expect(ze.zeCommandListAppendMemoryPrefetch(lst, ffi.NULL, 8), INVALID_NULL_POINTER, "NULL")
+    for advice in range(8):  # SET_READ_MOSTLY .. BIAS_UNCACHED
+        ck(ze.zeCommandListAppendMemAdvise(lst, env.device, buf, 4096, advice), f"advice {advice}")
+    if MODE != "validation":  # the layer knows later advice values
+        expect(
+            ze.zeCommandListAppendMemAdvise(lst, env.device, buf, 4096, 99),
+            0x7800000C,
+            "advice out of range",
+        )
+    expect(
+        ze.zeCommandListAppendMemAdvise(lst, ffi.NULL, buf, 4096, 0), INVALID_NULL_HANDLE, "device"
+    )
+    ck(ze.zeCommandListDestroy(lst))
+    expect(ze.zeCommandListAppendMemoryPrefetch(lst, buf, 8), INVALID_NULL_HANDLE, "destroyed list")
+    ck(ze.zeMemFree(env.ctx, buf))
+
+
 def sc_sycl_queries(env: Env) -> None:
     # What SYCL's Unified Runtime and dpctl ask besides the core properties;
     # every stype and flag from ze_abi.h, which test_abi_headers.py holds to
@@ -1407,6 +1433,7 @@ SCENARIOS: dict[str, Callable[[Env], None]] = {
     "byval_args": sc_byval_args,
     "local_args": sc_local_args,
     "sycl_queries": sc_sycl_queries,
+    "memory_hints": sc_memory_hints,
     "no_leaks": sc_no_leaks,
 }
 

@@ -56,6 +56,7 @@ SCENARIO_NAMES = (
     "byval_args",
     "local_args",
     "sycl_queries",
+    "memory_hints",
     "no_leaks",
 )
 NO_LOADER = f"{LOADER} is missing: install the Debian package libze1 (apt-get install libze1)"

@@ -31,6 +31,8 @@ ZE_APIEXPORT ze_result_t zeGetCommandListProcAddrTable(ze_api_version_t version,
     FILL(COMMAND_LIST_AppendMemoryCopy, zeCommandListAppendMemoryCopy);
     FILL(COMMAND_LIST_AppendMemoryFill, zeCommandListAppendMemoryFill);
     FILL(COMMAND_LIST_AppendMemoryCopyRegion, zeCommandListAppendMemoryCopyRegion);
+    FILL(COMMAND_LIST_AppendMemoryPrefetch, zeCommandListAppendMemoryPrefetch);
+    FILL(COMMAND_LIST_AppendMemAdvise, zeCommandListAppendMemAdvise);
     FILL(COMMAND_LIST_AppendSignalEvent, zeCommandListAppendSignalEvent);
     FILL(COMMAND_LIST_AppendWaitOnEvents, zeCommandListAppendWaitOnEvents);
     FILL(COMMAND_LIST_AppendEventReset, zeCommandListAppendEventReset);

@@ -127,6 +127,12 @@ typedef struct _ze_kernel_handle_t *ze_kernel_handle_t;
 
 typedef ze_flags_t ze_init_flags_t;
 
+typedef enum _ze_memory_advice_t {
+    ZE_MEMORY_ADVICE_SET_READ_MOSTLY = 0,
+    ZE_MEMORY_ADVICE_BIAS_UNCACHED = 7, /* the last of the 1.8 headers */
+    ZE_MEMORY_ADVICE_FORCE_UINT32 = 0x7fffffff
+} ze_memory_advice_t;
+
 /* zeInitDrivers (Level Zero 1.10) */
 typedef ze_flags_t ze_init_driver_type_flags_t;
 enum { ZE_INIT_DRIVER_TYPE_FLAG_GPU = ZE_BIT(0), ZE_INIT_DRIVER_TYPE_FLAG_NPU = ZE_BIT(1) };
@@ -562,6 +568,8 @@ enum arze_slot_command_list {
     SLOT_COMMAND_LIST_AppendMemoryCopy = 8,
     SLOT_COMMAND_LIST_AppendMemoryFill = 9,
     SLOT_COMMAND_LIST_AppendMemoryCopyRegion = 10,
+    SLOT_COMMAND_LIST_AppendMemoryPrefetch = 16,
+    SLOT_COMMAND_LIST_AppendMemAdvise = 17,
     SLOT_COMMAND_LIST_AppendSignalEvent = 18,
     SLOT_COMMAND_LIST_AppendWaitOnEvents = 19,
     SLOT_COMMAND_LIST_AppendEventReset = 20,
