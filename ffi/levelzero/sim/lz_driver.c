@@ -123,7 +123,7 @@ ZE_APIEXPORT ze_result_t zeDriverGet(uint32_t *pCount, ze_driver_handle_t *phDri
 ZE_APIEXPORT ze_result_t zeInitDrivers(uint32_t *pCount, ze_driver_handle_t *phDrivers,
                                        ze_init_driver_type_desc_t *desc) {
     if (!pCount || !desc) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-    if (desc->stype != ZE_STRUCTURE_TYPE_INIT_DRIVER_TYPE_DESC) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    if ((uint32_t)desc->stype != ZE_STRUCTURE_TYPE_INIT_DRIVER_TYPE_DESC) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     if (!(desc->flags & ZE_INIT_DRIVER_TYPE_FLAG_GPU)) {
         *pCount = 0;
         return ZE_RESULT_ERROR_UNINITIALIZED;
