@@ -19,7 +19,13 @@ from types import ModuleType
 
 from ._exceptions import BackendUnavailableError
 
-__all__ = ["load_extension", "native_library_looked_up", "native_library_path"]
+__all__ = [
+    "SIM_LIBRARIES",
+    "load_extension",
+    "native_library_looked_up",
+    "native_library_path",
+    "sim_environment",
+]
 
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _LIB_DIR = _PACKAGE_DIR / "_lib"
@@ -121,3 +127,26 @@ def load_extension(module: str, abi_switch: str) -> ModuleType | None:
     except ImportError:
         return None
     return loaded
+
+
+#: The library each sim is found as, relative to aruntime's native folder.
+SIM_LIBRARIES = {"cuda-sim": "libcuda.so.1", "levelzero-sim": "ze_loader/libze_loader.so.1"}
+
+
+def sim_environment(backend: str) -> dict[str, str]:
+    """The variables under which another program runs on ``backend`` (a sim) as its driver.
+
+    ``LD_LIBRARY_PATH`` puts the folder of the sim's library first (the
+    current value follows); for levelzero-sim, ``ONEAPI_DEVICE_SELECTOR``
+    also keeps SYCL to Level Zero devices.
+    """
+    if backend not in SIM_LIBRARIES:
+        raise ValueError(
+            f"sim_environment: backend {backend!r} is not one of {sorted(SIM_LIBRARIES)}"
+        )
+    folder = str(native_library_path(SIM_LIBRARIES[backend]).parent)
+    current = os.environ.get("LD_LIBRARY_PATH")
+    env = {"LD_LIBRARY_PATH": f"{folder}{os.pathsep}{current}" if current else folder}
+    if backend == "levelzero-sim":
+        env["ONEAPI_DEVICE_SELECTOR"] = "level_zero:*"
+    return env

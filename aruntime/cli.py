@@ -13,6 +13,7 @@ import importlib.util
 import math
 import os
 import re
+import shlex
 import sys
 import tempfile
 import time
@@ -27,6 +28,7 @@ from rich.table import Table
 
 from ._demo import DemoConfig, DemoResult, can_trace, run_demo
 from ._exceptions import AruntimeError
+from ._native import SIM_LIBRARIES, sim_environment
 from ._registry import BACKEND_NAMES, BackendStatus, open_backend, probe_backends, resolve_auto
 
 __all__ = ["main"]
@@ -211,7 +213,24 @@ def _parser() -> _Parser:
         help="the benchmarks folder (default: a checkout's benchmarks/, else the installed copy)",
     )
     bench.set_defaults(func=_cmd_bench)
+
+    env = sub.add_parser(
+        "env",
+        help="print the shell lines that make another program run on a sim",
+        description="Print the environment (as shell 'export' lines) under which "
+        "another program finds a sim as its driver: cuda-sim as libcuda.so.1 (numba, "
+        "cuda.core), levelzero-sim as libze_loader.so.1 (dpctl and SYCL's Level Zero "
+        'adapter).  Use it as: eval "$(aruntime env levelzero-sim)"',
+    )
+    env.add_argument("backend", choices=tuple(SIM_LIBRARIES), help="the sim to run on")
+    env.set_defaults(func=_cmd_env)
     return parser
+
+
+def _cmd_env(args: argparse.Namespace) -> int:
+    for name, value in sim_environment(args.backend).items():
+        print(f"export {name}={shlex.quote(value)}")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

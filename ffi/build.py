@@ -41,6 +41,9 @@ class NativeLibrary:
     cflags: tuple[str, ...] = ()
     ldflags: tuple[str, ...] = ()
     depends: tuple[str, ...] = field(default=())  # headers, relative to ffi/
+    # Libraries of this build it links to, by file name in the output folder
+    # (built before it: a spec lists them first).
+    links: tuple[str, ...] = ()
 
     def inputs(self) -> list[Path]:
         return [FFI_DIR / p for p in (*self.sources, *self.depends)]
@@ -115,11 +118,12 @@ def discover() -> list[NativeLibrary]:
     return libs
 
 
-def _stale(lib: NativeLibrary, target: Path) -> bool:
+def _stale(lib: NativeLibrary, target: Path, out_dir: Path) -> bool:
     if not target.exists():
         return True
     built = target.stat().st_mtime
-    return any(p.stat().st_mtime > built for p in lib.inputs() if p.exists())
+    inputs = [*lib.inputs(), *(out_dir / name for name in lib.links)]
+    return any(p.stat().st_mtime > built for p in inputs if p.exists())
 
 
 def build(out_dir: Path | str, *, force: bool = False, verbose: bool = False) -> list[Path]:
@@ -139,7 +143,8 @@ def build(out_dir: Path | str, *, force: bool = False, verbose: bool = False) ->
     built: list[Path] = []
     for lib in discover():
         target = out_dir / lib.filename
-        if force or _stale(lib, target):
+        if force or _stale(lib, target, out_dir):
+            target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
             cmd = [
                 cc,
@@ -154,6 +159,7 @@ def build(out_dir: Path | str, *, force: bool = False, verbose: bool = False) ->
                 "-pthread",
                 *lib.cflags,
                 *(str(FFI_DIR / s) for s in lib.sources),
+                *(str(out_dir / name) for name in lib.links),
                 "-o",
                 str(tmp),
             ]

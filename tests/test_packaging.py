@@ -148,6 +148,7 @@ def test_sdist_and_wheel_from_a_clean_tree(tmp_path: Path) -> None:
         "aruntime/py.typed",
         "aruntime/_lib/libcuda.so.1",
         "aruntime/_lib/libze_aruntime_sim.so",
+        "aruntime/_lib/ze_loader/libze_loader.so.1",
         "aruntime/_lib/libarkernels_host.so",
         "aruntime/_lib/decl/cuda/00_types.h",
         "aruntime/_benchmarks/_harness.py",

@@ -78,6 +78,24 @@ LIBRARIES = [
     )
 ]
 
+# levelzero-sim as a self-contained Level Zero loader, for clients that need a
+# newer loader than the system's (SYCL's Unified Runtime: docs/levelzero.md).
+# In its own folder, so that LD_LIBRARY_PATH=<that folder> brings in this
+# library alone.  It links to the driver above (one sim per process, whoever
+# opens it) and adds the loader's own entry points (lz_loader.c).
+LOADER_SHIM = "ze_loader/libze_loader.so.1"
+LIBRARIES.append(
+    NativeLibrary(
+        filename=LOADER_SHIM,
+        sources=("levelzero/sim/lz_loader.c",),
+        soname="libze_loader.so.1",
+        cflags=("-fvisibility=hidden",),
+        links=("libze_aruntime_sim.so",),
+        ldflags=("-Wl,-rpath,$ORIGIN/..", "-Wl,--no-undefined", "-Wl,-z,nodelete"),
+        depends=(*_HEADERS, "levelzero/sim/lz_loader_unsupported.def"),
+    )
+)
+
 # The host side of staged pageable copies (aruntime/backends/levelzero/_staged.py):
 # C, so that a stream's staging worker holds no GIL while it waits and copies.
 LIBRARIES.append(

@@ -4,7 +4,9 @@
 
 MODE is ``loader`` (the system loader, ZE_ENABLE_ALT_DRIVERS=DRIVER),
 ``validation`` (the same plus the validation layer with parameter
-validation) or ``direct`` (DRIVER opened without a loader).  The parent sets
+validation), ``direct`` (DRIVER opened without a loader) or ``shim`` (the
+sim's own ``libze_loader.so.1``, ``ze_loader/`` beside DRIVER, opened by
+path: what SYCL's loader front end opens).  The parent sets
 the environment: the loader chooses its drivers and layers at the first
 zeInit of a process, which is why every mode needs a process of its own.
 
@@ -199,6 +201,22 @@ typedef struct { char component_name[64]; uint32_t spec_version;
 ze_result_t zelLoaderGetVersions(size_t *num_elems, zel_component_version_t *versions);
 """
 
+# The entry points SYCL's static loader front end takes from a loader
+# (libze_loader.so.1 of the sim: ffi/levelzero/sim/lz_loader.c).
+SHIM_CDEF = """
+typedef struct { uint32_t stype; const void *pNext; uint32_t flags; } ze_init_driver_type_desc_t;
+ze_result_t zeInitDrivers(uint32_t *pCount, void **phDrivers, ze_init_driver_type_desc_t *desc);
+ze_result_t zeLoaderInit(void);
+void *zeLoaderGetTracingHandle(void);
+ze_result_t zelLoaderDriverCheck(uint32_t flags, ze_init_driver_type_desc_t *desc,
+    void *globalInitStored, void *sysmanGlobalInitStored, bool *requireDdiReinit, bool sysmanOnly);
+ze_result_t zelLoaderTranslateHandle(int handleType, void *handleIn, void **handleOut);
+ze_result_t zeCommandListAppendMemoryPrefetch(void *hCommandList, const void *ptr, size_t size);
+ze_result_t zeCommandListAppendMemAdvise(void *hCommandList, void *hDevice, const void *ptr,
+    size_t size, uint32_t advice);
+"""
+ST_INIT_DRIVER_TYPE_DESC = 0x00020021  # ze_api.h 1.10 (newer than Debian's 1.8 headers)
+
 SUCCESS = 0
 NOT_READY = 1
 DEVICE_LOST = 0x70000001
@@ -228,13 +246,15 @@ ffi.cdef(CDEF)
 ffi.cdef(QUERIES_CDEF)
 ffi.cdef(HOOKS_CDEF)
 ffi.cdef(LOADER_CDEF)
+ffi.cdef(SHIM_CDEF)
 
 MODE, DRIVER, KERNEL_SO = sys.argv[1], sys.argv[2], sys.argv[3]
 PORTABLE_SO = sys.argv[4] if len(sys.argv) > 4 else ""
 SPIRV_VECTOR_OPS = Path(__file__).resolve().parents[2] / "aruntime" / "kernels" / "vector_ops.spv"
 LOADER = "/usr/lib/x86_64-linux-gnu/libze_loader.so.1"
+SHIM = str(Path(DRIVER).parent / "ze_loader" / "libze_loader.so.1")
 
-ze: Any = ffi.dlopen(DRIVER if MODE == "direct" else LOADER)
+ze: Any = ffi.dlopen({"direct": DRIVER, "shim": SHIM}.get(MODE, LOADER))
 # The hooks live in the driver.  When the loader has already opened it, this
 # dlopen of the same path returns that same instance.  (Not opened by the
 # exit test: a second reference would keep the driver loaded at exit.)
@@ -997,6 +1017,10 @@ def sc_loader_identity(env: Env) -> None:
     if MODE == "direct":
         assert not loader, loader
         return
+    if MODE == "shim":
+        assert loader == {os.path.realpath(SHIM)} and not layer, (loader, layer)
+        _check_shim_versions()
+        return
     assert loader == {os.path.realpath(LOADER)}, loader
     assert os.path.dirname(next(iter(loader))) == "/usr/lib/x86_64-linux-gnu"
     if MODE == "validation":
@@ -1015,6 +1039,60 @@ def sc_loader_identity(env: Env) -> None:
     )
     if MODE == "validation":
         assert any("validation" in k for k in names), names
+
+
+def _check_shim_versions() -> None:
+    n = ffi.new("size_t *", 0)
+    ck(ze.zelLoaderGetVersions(n, ffi.NULL))
+    versions = ffi.new("zel_component_version_t[]", n[0])
+    ck(ze.zelLoaderGetVersions(n, versions))
+    got = {
+        ffi.string(v.component_name).decode(): (
+            v.spec_version,
+            (v.component_lib_version.major, v.component_lib_version.minor),
+        )
+        for v in versions
+    }
+    # "loader": the interface (loader 1.18, API 1.11) SYCL's front end asks for.
+    assert got == {"loader": (0x1000B, (1, 18)), "levelzero-sim": (0x10004, (1, 0))}, got
+    short = ffi.new("zel_component_version_t[1]")
+    n[0] = 1
+    expect(ze.zelLoaderGetVersions(n, short), 0x78000008, "array too short")
+
+
+def sc_loader_entry_points(env: Env) -> None:
+    """The loader's own entry points of the shim, and zeInitDrivers through it."""
+    if MODE != "shim":
+        return
+    ck(ze.zeLoaderInit(), "zeLoaderInit")
+    assert ze.zeLoaderGetTracingHandle() == ffi.NULL  # no tracing layer
+    desc = ffi.new("ze_init_driver_type_desc_t *", {"stype": ST_INIT_DRIVER_TYPE_DESC, "flags": 1})
+    count = ffi.new("uint32_t *", 0)
+    ck(ze.zeInitDrivers(count, ffi.NULL, desc), "zeInitDrivers (count)")
+    assert count[0] == 1, count[0]
+    drivers = ffi.new("void *[1]")
+    ck(ze.zeInitDrivers(count, drivers, desc), "zeInitDrivers")
+    assert drivers[0] == env.driver  # the handles are the driver's own
+    desc.flags = 2  # NPU only: no such driver
+    count[0] = 5
+    expect(ze.zeInitDrivers(count, ffi.NULL, desc), 0x78000001, "NPU only")
+    assert count[0] == 0, count[0]
+    desc.stype = ST_CONTEXT_DESC
+    expect(ze.zeInitDrivers(count, ffi.NULL, desc), INVALID_ARGUMENT, "wrong stype")
+    expect(ze.zeInitDrivers(count, ffi.NULL, ffi.NULL), INVALID_NULL_POINTER, "NULL desc")
+    desc.stype, desc.flags = ST_INIT_DRIVER_TYPE_DESC, 1
+    reinit = ffi.new("bool *", True)
+    ck(ze.zelLoaderDriverCheck(0, desc, ffi.NULL, ffi.NULL, reinit, False), "driver check")
+    assert not reinit[0]
+    expect(
+        ze.zelLoaderDriverCheck(0, desc, ffi.NULL, ffi.NULL, reinit, True),
+        UNSUPPORTED_FEATURE,
+        "sysman only",
+    )
+    out = ffi.new("void **")
+    ck(ze.zelLoaderTranslateHandle(1, env.device, out), "translate a device")
+    assert out[0] == env.device
+    expect(ze.zelLoaderTranslateHandle(14, env.device, out), INVALID_ARGUMENT, "bad type")
 
 
 def sc_validation_checks(env: Env) -> None:
@@ -1237,6 +1315,29 @@ def sc_local_args(env: Env) -> None:
             ck(ze.zeMemFree(env.ctx, ptr))
 
 
+def sc_memory_hints(env: Env) -> None:
+    # Prefetch and memory advice (SYCL's prefetch and mem_advise): hints with
+    # nothing to move in the sim, checked as the specification says.
+    lst = env.immediate(COMPUTE)
+    buf = env.alloc_device(4096)
+    ck(ze.zeCommandListAppendMemoryPrefetch(lst, buf, 4096), "prefetch")
+    expect(ze.zeCommandListAppendMemoryPrefetch(lst, ffi.NULL, 8), INVALID_NULL_POINTER, "NULL")
+    for advice in range(8):  # SET_READ_MOSTLY .. BIAS_UNCACHED
+        ck(ze.zeCommandListAppendMemAdvise(lst, env.device, buf, 4096, advice), f"advice {advice}")
+    if MODE != "validation":  # the layer knows later advice values
+        expect(
+            ze.zeCommandListAppendMemAdvise(lst, env.device, buf, 4096, 99),
+            0x7800000C,
+            "advice out of range",
+        )
+    expect(
+        ze.zeCommandListAppendMemAdvise(lst, ffi.NULL, buf, 4096, 0), INVALID_NULL_HANDLE, "device"
+    )
+    ck(ze.zeCommandListDestroy(lst))
+    expect(ze.zeCommandListAppendMemoryPrefetch(lst, buf, 8), INVALID_NULL_HANDLE, "destroyed list")
+    ck(ze.zeMemFree(env.ctx, buf))
+
+
 def sc_sycl_queries(env: Env) -> None:
     # What SYCL's Unified Runtime and dpctl ask besides the core properties;
     # every stype and flag from ze_abi.h, which test_abi_headers.py holds to
@@ -1325,12 +1426,14 @@ SCENARIOS: dict[str, Callable[[Env], None]] = {
     "faults": sc_faults,
     "multi_device": sc_multi_device,
     "loader_identity": sc_loader_identity,
+    "loader_entry_points": sc_loader_entry_points,
     "timing": sc_timing,
     "threads": sc_threads,
     "validation_checks": sc_validation_checks,
     "byval_args": sc_byval_args,
     "local_args": sc_local_args,
     "sycl_queries": sc_sycl_queries,
+    "memory_hints": sc_memory_hints,
     "no_leaks": sc_no_leaks,
 }
 

@@ -4,13 +4,15 @@
   ``ZE_ENABLE_ALT_DRIVERS=<driver>``;
 - ``validation``: the same, with the loader's validation layer and its
   parameter validation on;
-- ``direct``: the driver's own ``ze*`` exports, no loader.
+- ``direct``: the driver's own ``ze*`` exports, no loader;
+- ``shim``: the sim's own ``libze_loader.so.1`` (``aruntime/_lib/ze_loader``),
+  the loader SYCL clients find through ``LD_LIBRARY_PATH``.
 
 The loader picks its drivers and layers at the first ``zeInit`` of a process,
 so each mode runs the scenarios of ``lz_sim_scenarios.py`` in a child process
 of its own; each scenario is reported as its own test here.  The loader modes
 skip, naming the Debian package, where the loader is not installed; the
-direct mode always runs.
+direct and shim modes always run.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ SCENARIOS = HERE / "lz_sim_scenarios.py"
 LOADER = Path("/usr/lib/x86_64-linux-gnu/libze_loader.so.1")
 LAYER = Path("/usr/lib/x86_64-linux-gnu/libze_validation_layer.so.1")
 REAL_HEADERS = Path("/usr/include/level_zero/ze_ddi.h")
-MODES = ("direct", "loader", "validation")
+MODES = ("direct", "shim", "loader", "validation")
 SCENARIO_NAMES = (
     "device_units",
     "basics",
@@ -47,12 +49,14 @@ SCENARIO_NAMES = (
     "faults",
     "multi_device",
     "loader_identity",
+    "loader_entry_points",
     "timing",
     "threads",
     "validation_checks",
     "byval_args",
     "local_args",
     "sycl_queries",
+    "memory_hints",
     "no_leaks",
 )
 NO_LOADER = f"{LOADER} is missing: install the Debian package libze1 (apt-get install libze1)"
@@ -165,7 +169,7 @@ def _run_mode(mode: str, driver: Path, kernel: Path) -> dict[str, str]:
     env["ARUNTIME_SIM_DEVICES"] = "2"
     env["ARUNTIME_SIM_MEMORY_MB"] = "256"
     env.pop("ARZE_SCENARIOS", None)
-    if mode != "direct":
+    if mode in ("loader", "validation"):
         env["ZE_ENABLE_ALT_DRIVERS"] = str(driver)
     if mode == "validation":
         env["ZE_ENABLE_VALIDATION_LAYER"] = "1"
@@ -189,7 +193,7 @@ def _run_mode(mode: str, driver: Path, kernel: Path) -> dict[str, str]:
 @pytest.mark.parametrize("scenario", SCENARIO_NAMES)
 @pytest.mark.parametrize("mode", MODES)
 def test_scenario(mode: str, scenario: str, driver_path: Path, test_kernel_so: Path) -> None:
-    if mode != "direct" and not LOADER.exists():
+    if mode in ("loader", "validation") and not LOADER.exists():
         pytest.skip(NO_LOADER)
     if mode == "validation" and not LAYER.exists():
         pytest.skip(NO_LAYER)

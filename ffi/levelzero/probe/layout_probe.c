@@ -154,6 +154,8 @@ static void print_slots(void) {
     SL(ze_command_list_dditable_t, pfnAppendSignalEvent, SLOT_COMMAND_LIST_AppendSignalEvent);
     SL(ze_command_list_dditable_t, pfnAppendWaitOnEvents, SLOT_COMMAND_LIST_AppendWaitOnEvents);
     SL(ze_command_list_dditable_t, pfnAppendEventReset, SLOT_COMMAND_LIST_AppendEventReset);
+    SL(ze_command_list_dditable_t, pfnAppendMemoryPrefetch, SLOT_COMMAND_LIST_AppendMemoryPrefetch);
+    SL(ze_command_list_dditable_t, pfnAppendMemAdvise, SLOT_COMMAND_LIST_AppendMemAdvise);
     SL(ze_command_list_dditable_t, pfnAppendLaunchKernel, SLOT_COMMAND_LIST_AppendLaunchKernel);
     SL(ze_fence_dditable_t, pfnCreate, SLOT_FENCE_Create);
     SL(ze_fence_dditable_t, pfnDestroy, SLOT_FENCE_Destroy);

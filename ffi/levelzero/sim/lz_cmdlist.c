@@ -542,6 +542,32 @@ ZE_APIEXPORT ze_result_t zeCommandListAppendMemoryRangesBarrier(ze_command_list_
     return zeCommandListAppendBarrier(hCommandList, hSignalEvent, numWaitEvents, phWaitEvents);
 }
 
+/* Prefetch and memory advice are hints about where memory should live.  Every
+ * allocation of the sim is host memory that each device reaches in place, so
+ * a hint has nothing to move or change: after its checks, nothing is queued. */
+static ze_result_t check_hint(ze_command_list_handle_t hCommandList, const void *ptr) {
+    if (arsim_forked()) return ZE_RESULT_ERROR_UNINITIALIZED;
+    lz_list *list = (lz_list *)lz_lookup(hCommandList, LZ_T_LIST);
+    if (!list) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+    ze_result_t r = ptr ? ZE_RESULT_SUCCESS : ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (r == ZE_RESULT_SUCCESS && !list->immediate && list->closed) r = ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    lz_unref(&list->base);
+    return r;
+}
+
+ZE_APIEXPORT ze_result_t zeCommandListAppendMemoryPrefetch(ze_command_list_handle_t hCommandList,
+                                                           const void *ptr, size_t size) {
+    return check_hint(hCommandList, ptr);
+}
+
+ZE_APIEXPORT ze_result_t zeCommandListAppendMemAdvise(ze_command_list_handle_t hCommandList,
+                                                      ze_device_handle_t hDevice, const void *ptr,
+                                                      size_t size, ze_memory_advice_t advice) {
+    LZ_CHECK(hDevice, LZ_T_DEVICE);
+    if ((uint32_t)advice > ZE_MEMORY_ADVICE_BIAS_UNCACHED) return ZE_RESULT_ERROR_INVALID_ENUMERATION;
+    return check_hint(hCommandList, ptr);
+}
+
 ZE_APIEXPORT ze_result_t zeCommandListAppendSignalEvent(ze_command_list_handle_t hCommandList,
                                                         ze_event_handle_t hEvent) {
     if (!hEvent) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;

@@ -31,6 +31,8 @@ ZE_APIEXPORT ze_result_t zeGetCommandListProcAddrTable(ze_api_version_t version,
     FILL(COMMAND_LIST_AppendMemoryCopy, zeCommandListAppendMemoryCopy);
     FILL(COMMAND_LIST_AppendMemoryFill, zeCommandListAppendMemoryFill);
     FILL(COMMAND_LIST_AppendMemoryCopyRegion, zeCommandListAppendMemoryCopyRegion);
+    FILL(COMMAND_LIST_AppendMemoryPrefetch, zeCommandListAppendMemoryPrefetch);
+    FILL(COMMAND_LIST_AppendMemAdvise, zeCommandListAppendMemAdvise);
     FILL(COMMAND_LIST_AppendSignalEvent, zeCommandListAppendSignalEvent);
     FILL(COMMAND_LIST_AppendWaitOnEvents, zeCommandListAppendWaitOnEvents);
     FILL(COMMAND_LIST_AppendEventReset, zeCommandListAppendEventReset);
@@ -143,6 +145,8 @@ ZE_APIEXPORT ze_result_t zeGetGlobalProcAddrTable(ze_api_version_t version, void
     ze_result_t r = check(version, table);
     if (r != ZE_RESULT_SUCCESS) return r;
     FILL(GLOBAL_Init, zeInit);
+    /* A loader of API 1.10 or later has the slot; an older one's table ends before it. */
+    if (version >= ZE_MAKE_VERSION(1, 10)) FILL(GLOBAL_InitDrivers, zeInitDrivers);
     return ZE_RESULT_SUCCESS;
 }
 

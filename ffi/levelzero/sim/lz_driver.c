@@ -117,6 +117,22 @@ ZE_APIEXPORT ze_result_t zeDriverGet(uint32_t *pCount, ze_driver_handle_t *phDri
     return ZE_RESULT_SUCCESS;
 }
 
+/* Level Zero 1.10's initialisation by driver type: the sim is one GPU driver.
+ * No driver of the asked types is UNINITIALIZED with a count of 0, as the
+ * loader answers when none matches. */
+ZE_APIEXPORT ze_result_t zeInitDrivers(uint32_t *pCount, ze_driver_handle_t *phDrivers,
+                                       ze_init_driver_type_desc_t *desc) {
+    if (!pCount || !desc) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if ((uint32_t)desc->stype != ZE_STRUCTURE_TYPE_INIT_DRIVER_TYPE_DESC) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    if (!(desc->flags & ZE_INIT_DRIVER_TYPE_FLAG_GPU)) {
+        *pCount = 0;
+        return ZE_RESULT_ERROR_UNINITIALIZED;
+    }
+    ze_result_t r = zeInit(0);
+    if (r != ZE_RESULT_SUCCESS) return r;
+    return zeDriverGet(pCount, phDrivers);
+}
+
 ZE_APIEXPORT ze_result_t zeDriverGetApiVersion(ze_driver_handle_t hDriver, ze_api_version_t *version) {
     LZ_CHECK(hDriver, LZ_T_DRIVER);
     if (!version) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;

@@ -124,6 +124,24 @@ typedef struct _ze_kernel_handle_t *ze_kernel_handle_t;
 
 typedef ze_flags_t ze_init_flags_t;
 
+typedef enum _ze_memory_advice_t {
+    ZE_MEMORY_ADVICE_SET_READ_MOSTLY = 0,
+    ZE_MEMORY_ADVICE_BIAS_UNCACHED = 7, /* the last of the 1.8 headers */
+    ZE_MEMORY_ADVICE_FORCE_UINT32 = 0x7fffffff
+} ze_memory_advice_t;
+
+/* zeInitDrivers (Level Zero 1.10): newer than Debian's 1.8 headers, so the
+ * header checks cannot hold its stype (not in the aruntime backend's
+ * declarations either); the shim's tests state the number. */
+enum { ZE_STRUCTURE_TYPE_INIT_DRIVER_TYPE_DESC = 0x00020021 };
+typedef ze_flags_t ze_init_driver_type_flags_t;
+enum { ZE_INIT_DRIVER_TYPE_FLAG_GPU = ZE_BIT(0), ZE_INIT_DRIVER_TYPE_FLAG_NPU = ZE_BIT(1) };
+typedef struct _ze_init_driver_type_desc_t {
+    ze_structure_type_t stype;
+    const void *pNext;
+    ze_init_driver_type_flags_t flags;
+} ze_init_driver_type_desc_t;
+
 typedef enum _ze_device_type_t {
     ZE_DEVICE_TYPE_GPU = 1,
     ZE_DEVICE_TYPE_CPU = 2,
@@ -504,7 +522,8 @@ typedef struct _ze_group_count_t {
 /* DDI tables: the driver fills them slot by slot.  Each table is an array of
  * function pointers in the order the specification's ze_ddi.h gives; the
  * slot numbers below are checked against the real header by the layout probe. */
-enum arze_slot_global { SLOT_GLOBAL_Init = 0 };
+/* pfnInitDrivers joined the global table in 1.10 (after the 1.8 headers). */
+enum arze_slot_global { SLOT_GLOBAL_Init = 0, SLOT_GLOBAL_InitDrivers = 1 };
 enum arze_slot_driver {
     SLOT_DRIVER_Get = 0,
     SLOT_DRIVER_GetApiVersion = 1,
@@ -549,6 +568,8 @@ enum arze_slot_command_list {
     SLOT_COMMAND_LIST_AppendMemoryCopy = 8,
     SLOT_COMMAND_LIST_AppendMemoryFill = 9,
     SLOT_COMMAND_LIST_AppendMemoryCopyRegion = 10,
+    SLOT_COMMAND_LIST_AppendMemoryPrefetch = 16,
+    SLOT_COMMAND_LIST_AppendMemAdvise = 17,
     SLOT_COMMAND_LIST_AppendSignalEvent = 18,
     SLOT_COMMAND_LIST_AppendWaitOnEvents = 19,
     SLOT_COMMAND_LIST_AppendEventReset = 20,

@@ -152,6 +152,10 @@ void spvl_c_accesschain(loader *L, fnctx *c)
     unsigned op = c->op;
     uint32_t rid = word(L, pos, 2), base = word(L, pos, 3);
     uint32_t d = spvl_slot(L, rid);
+    /* A builtin is read whole by OpLoad (spvl_c_load); its variable has no
+     * memory behind it, so a pointer into it would read zeros. */
+    if (id(L, base)->kind == K_VAR && id(L, base)->builtin)
+        UNSUPPORTED("an access chain into a builtin variable (load the whole builtin instead)");
     ty *bt = type_of(L, value_type(L, base));
     if (bt->kind != T_PTR)
         MALFORMED("access chain base is not a pointer");

@@ -47,6 +47,7 @@ ASM_BUILDS = {
     "fast_math.spv": ("fast_math.spvasm", "spv1.0"),
     "group_uniform.spv": ("group_uniform.spvasm", "spv1.0"),
     "func_init.spv": ("func_init.spvasm", "spv1.0"),
+    "refused_builtin_chain.spv": ("refused_builtin_chain.spvasm", "spv1.0"),
 }
 
 
