@@ -1,27 +1,34 @@
-"""Kernel time on levelzero-sim: the shipped SPIR-V (interpreted) against the host build.
+"""Kernel time on the sims: interpreted device code against the host build of our own kernels.
 
     PYTHONPATH=. python benchmarks/bench_sim_kernels.py [--rounds R] [--quick]
 
-Runs gemm_f32 on 256 x 256 x 256 and reduce_f32 summing 16 Mi floats (the
-compute ops' kernels, launched as aruntime's compute layer launches them),
-once from ``aruntime/kernels/*.spv`` on the sim's SPIR-V executor and once
-from the host shared object, and prints the median kernel time of each (from
-timing events around the launch) and their ratio.  Both run on the threads
-the engine splits a grid over (``ARUNTIME_SIM_KERNEL_THREADS``, default 1), so
-the ratio is per thread: the table says how many.  Sanity figures,
-not claims; nothing here asserts a time.
+levelzero-sim: gemm_f32 on 256 x 256 x 256 and reduce_f32 summing 16 Mi
+floats (the compute ops' kernels, launched as aruntime's compute layer
+launches them), once from ``aruntime/kernels/*.spv`` on the sim's SPIR-V
+executor and once from the host shared object.  cuda-sim: the same gemm
+from its PTX and from the host build, beside Triton's tutorial matmul in
+fp16 on 256 x 256 x 256 as Triton 3.9 compiled it for sm_80 (``ldmatrix``
+and ``mma.sync``) and sm_90 (``wgmma`` on shared-memory descriptors), from
+the corpus in ``tests/ffi/ptx/triton`` (a source checkout's; an installed
+copy without it says so).  Each time is the median kernel time (timing
+events around the launch); the last column divides it by the host gemm's.
+Everything runs on the threads the engine splits a grid over
+(``ARUNTIME_SIM_KERNEL_THREADS``, default 1): the tables say how many.
+Sanity figures, not claims; nothing here asserts a time.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import aruntime as ar
-from aruntime._kernel_images import host_image, spirv_image
+from aruntime._kernel_images import host_image, ptx_image, spirv_image
 
 try:
     from _harness import console, median, parse_args, table
@@ -30,17 +37,27 @@ except ImportError:  # imported as benchmarks.bench_sim_kernels
 
 QUICK_ARGV = ["--quick", "--rounds", "1"]
 
+#: Triton's PTX corpus (tests/ffi/ptx/triton/generate.py): in a source checkout only.
+TRITON = Path(__file__).resolve().parent.parent / "tests" / "ffi" / "ptx" / "triton"
+
 
 def _kernel_threads() -> str:
     return os.environ.get("ARUNTIME_SIM_KERNEL_THREADS") or "1"
 
 
-def _time_ms(gpu: ar.Backend, kernel: ar.Kernel, grid: int, block: int, args: list[Any]) -> float:
+def _time_ms(
+    gpu: ar.Backend,
+    kernel: ar.Kernel,
+    grid: int,
+    block: int,
+    args: list[Any],
+    shared_mem: int = 0,
+) -> float:
     stream = gpu.create_stream()
     start, end = gpu.create_event(timing=True), gpu.create_event(timing=True)
     try:
         gpu.record_event(start, stream)
-        gpu.launch(kernel, grid, block, args, stream=stream)
+        gpu.launch(kernel, grid, block, args, stream=stream, shared_mem=shared_mem)
         gpu.record_event(end, stream)
         gpu.synchronize(stream).wait()
         return gpu.elapsed_ms(start, end)
@@ -74,11 +91,7 @@ def _reduce_case(gpu: ar.Backend, n: int) -> tuple[str, str, int, int, list[Any]
     return "reduce", "reduce_f32", 1, 64, args, bufs
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(__doc__.splitlines()[0], argv)
-    rounds = args.rounds or (1 if args.quick else 3)
-    gemm_size = 32 if args.quick else 256
-    reduce_n = (1 << 16) if args.quick else (16 << 20)
+def _levelzero_table(rounds: int, gemm_size: int, reduce_n: int) -> None:
     gpu = ar.open_backend("levelzero-sim")
     try:
         out = table(
@@ -104,6 +117,78 @@ def main(argv: Sequence[str] | None = None) -> int:
         console.print(out)
     finally:
         gpu.close()
+
+
+def _triton_matmul_ms(gpu: ar.Backend, arch: str, size: int, rounds: int) -> tuple[float, float]:
+    """Median ms of Triton's fp16 matmul (``matmul_f16.<arch>``) on size^3, and its
+    largest error against float64 numpy, relative to the result's scale."""
+    name = f"matmul_f16.{arch}"
+    meta = json.loads((TRITON / "manifest.json").read_text())[name]
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((size, size)).astype(np.float16)
+    b = rng.standard_normal((size, size)).astype(np.float16)
+    bufs = [gpu.alloc(a.nbytes) for _ in range(3)]
+    try:
+        gpu.copy_h2d(a, bufs[0])
+        gpu.copy_h2d(b, bufs[1])
+        module = gpu.load_module(f"triton-{name}", (TRITON / f"{name}.ptx").read_text())
+        kernel = gpu.kernel(module, meta["entry"])
+        n = np.int32(size)
+        one = np.int32(1)
+        # a, b, c; M, N, K; the row strides of a, b and c and their unit column
+        # strides; then Triton's global and profile scratch (none here).
+        args = [*bufs, n, n, n, n, one, n, one, n, one, np.uint64(0), np.uint64(0)]
+        tiles = -(-size // 64)
+        grid, block, shared = tiles * tiles, 32 * meta["num_warps"], meta["shared"]
+        _time_ms(gpu, kernel, grid, block, args, shared)  # warm-up
+        ms = median([_time_ms(gpu, kernel, grid, block, args, shared) for _ in range(rounds)])
+        got = gpu.copy_d2h(bufs[2], np.empty((size, size), np.float16)).astype(np.float64)
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        return ms, float(np.abs(got - want).max() / np.abs(want).max())
+    finally:
+        for p in bufs:
+            gpu.free(p)
+
+
+def _cuda_table(rounds: int, size: int) -> None:
+    gpu = ar.open_backend("cuda-sim")
+    try:
+        out = table(
+            f"cuda-sim kernel time on {size}^3, median of {rounds} "
+            f"({_kernel_threads()} kernel threads)",
+            ["kernel", "ms", "/ host gemm_f32", "max |err| / max |c|"],
+        )
+        module, kernel, grid, block, kargs, bufs = _gemm_case(gpu, size)
+        times = {}
+        for kind, image in (("PTX", ptx_image(module)), ("host build", host_image(module))):
+            assert image is not None, module
+            k = gpu.kernel(gpu.load_module(f"{module}.{kind}", image), kernel)
+            _time_ms(gpu, k, grid, block, kargs)  # warm-up
+            times[kind] = median([_time_ms(gpu, k, grid, block, kargs) for _ in range(rounds)])
+        for p in bufs:
+            gpu.free(p)
+        host = times["host build"]
+        for kind, ms in times.items():
+            out.add_row(f"our gemm_f32, {kind}", f"{ms:.1f}", f"{ms / host:.1f}x", "")
+        for arch, what in (("sm80", "ldmatrix + mma.sync"), ("sm90", "wgmma")):
+            label = f"Triton matmul fp16, {arch} ({what})"
+            if not (TRITON / "manifest.json").exists():
+                out.add_row(label, "-", "-", "no tests/ffi/ptx/triton here (a checkout's)")
+                continue
+            ms, err = _triton_matmul_ms(gpu, arch, size, rounds)
+            out.add_row(label, f"{ms:.1f}", f"{ms / host:.1f}x", f"{err:.1e}")
+        console.print(out)
+    finally:
+        gpu.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(__doc__.splitlines()[0], argv)
+    rounds = args.rounds or (1 if args.quick else 3)
+    gemm_size = 32 if args.quick else 256
+    reduce_n = (1 << 16) if args.quick else (16 << 20)
+    _levelzero_table(rounds, gemm_size, reduce_n)
+    _cuda_table(rounds, 64 if args.quick else 256)
     return 0
 
 

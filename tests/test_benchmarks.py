@@ -44,6 +44,29 @@ def test_bench_backends_quick_prints_the_table() -> None:
     assert "6. pageable" in out
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sims run on Linux only")
+def test_bench_sim_kernels_quick_times_tritons_matmul_beside_our_gemm() -> None:
+    """Issue 30's row: Triton's fp16 matmul on cuda-sim, for sm_80 and sm_90, beside the
+    host build of our own gemm; each matmul's error against numpy is printed and small."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_sim_kernels.py"), "--quick"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    out = proc.stdout
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "our gemm_f32, host build" in out, out
+    for arch in ("sm80", "sm90"):
+        row = next(line for line in out.splitlines() if f"Triton matmul fp16, {arch}" in line)
+        error = float(row.split("\u2502")[-2])  # the table's last column, relative to max |c|
+        assert error < 1e-2, row
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sims run on Linux only")
 def test_bench_peer_quick_prints_both_tables() -> None:
