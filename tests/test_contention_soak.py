@@ -48,14 +48,17 @@ def gpu(request: pytest.FixtureRequest) -> Iterator[ar.Backend]:
 
 async def test_the_backlog_drains_and_leaves_nothing_behind(gpu: ar.Backend) -> None:
     await _soak.soak(gpu, REQUESTS, inflight=16, streams=4)  # warm-up: threads, pools
-    start = _soak.objects()
-    for _ in range(2):
+    growth = []
+    for _ in range(3):
+        before = _soak.objects()
         done = await _soak.soak(gpu, REQUESTS, inflight=16, streams=4)
         assert (done.live_allocations, done.pending_ops) == (0, 0)
-    grown = _soak.objects() - start
-    # The pools are bounded, so a few dozen objects come and go; a leak of one
-    # object a request would show as 2 * REQUESTS.
-    assert grown < REQUESTS // 2, f"{grown} more Python objects after {2 * REQUESTS} requests"
+        growth.append(_soak.objects() - before)
+    # A leak of one object a request grows every round by REQUESTS.  The pools
+    # (markers, events) are bounded: they grow only until they hold a burst's
+    # peak in flight, which a loaded machine may reach in a later round than
+    # the warm-up, so one round may add a few hundred objects; not every round.
+    assert min(growth) < REQUESTS // 4, f"Python objects added per round of {REQUESTS}: {growth}"
 
 
 async def test_the_sims_keep_serving_beside_busy_processes(gpu: ar.Backend) -> None:
