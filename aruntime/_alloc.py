@@ -38,7 +38,7 @@ from ._op import Op, OpKind
 from ._protocols import Owner
 from ._state import BackendState
 from ._stream_pool import StreamPool
-from ._validate import check_byte_value, check_count
+from ._validate import check_allocation, check_byte_value, check_count
 
 __all__ = ["Allocator"]
 
@@ -105,6 +105,8 @@ class Allocator:
     ) -> DevicePtr:
         self._state.check_open(fn)
         n = check_count(nbytes, fn, "nbytes", minimum=1)
+        if kind is not AllocKind.MANAGED:  # managed memory may oversubscribe on CUDA
+            check_allocation(n, fn, self._state.limits)
         rz = self._state.redzone
         try:
             raw = allocate(n + 2 * rz)
@@ -178,6 +180,7 @@ class Allocator:
         fn = "alloc_async"
         self._state.check_open(fn)
         n = check_count(nbytes, fn, "nbytes", minimum=1)
+        check_allocation(n, fn, self._state.limits)
         st = self._objects.resolve(stream, fn)
         state = st.state
         with state.lock:

@@ -33,7 +33,7 @@ from ._array import DeviceArray, DeviceMem
 from ._blocking import check as check_blocking
 from ._completion import Completion, settled
 from ._compute import ComputeOps
-from ._driver import DeviceInfo, Driver
+from ._driver import DeviceInfo, DeviceLimits, Driver
 from ._exceptions import AruntimeError, CaptureError, InvalidArgumentError
 from ._graphs import Graphs
 from ._handles import Event, Graph, Kernel, Module, Stream
@@ -105,6 +105,11 @@ class Backend(ComputeOps):
     def device(self) -> DeviceInfo:
         """The device's name, total memory and compute units."""
         return self._state.info
+
+    @property
+    def limits(self) -> DeviceLimits:
+        """What the device allows; each launch and allocation is checked against it first."""
+        return self._state.limits
 
     @property
     def driver(self) -> Driver:
@@ -520,7 +525,7 @@ class Backend(ComputeOps):
                 )
             if kernel.owner is not self:
                 raise InvalidArgumentError(f"{fn}: {kernel!r} belongs to another backend")
-        config = launch_config(grid, block, shared_mem)
+        config = launch_config(grid, block, shared_mem, state.limits)
         st = self._objects.resolve(stream, fn)
         op = launch_op(self._ledger, self._driver, kernel, config, args, reads, writes)
         return st.submit(op)

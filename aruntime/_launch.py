@@ -7,14 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from ._driver import Driver, LaunchConfig
+from ._driver import DeviceLimits, Driver, LaunchConfig
 from ._handles import Kernel
 from ._ledger import Ledger
 from ._memory import DevicePtr
 from ._op import Op, OpKind
 from ._validate import (
-    MAX_BLOCK_THREADS,
-    MAX_GRID_X,
     check_dims,
     check_kernel_args,
     check_shared_mem,
@@ -39,18 +37,24 @@ class _ArgNames(dict[int, str]):
 _ARG_NAMES = _ArgNames()
 
 
-def launch_config(grid: object, block: object, shared_mem: object) -> LaunchConfig:
-    """A launch's checked geometry; the common shapes (an int grid and block, no
-    shared memory) without a call."""
+def launch_config(
+    grid: object, block: object, shared_mem: object, limits: DeviceLimits
+) -> LaunchConfig:
+    """A launch's geometry checked against the device's ``limits``; the common
+    shapes (an int grid and block, no shared memory) without a call."""
     fn = "launch"
     return LaunchConfig(
         (grid, 1, 1)
-        if type(grid) is int and 0 < grid <= MAX_GRID_X
-        else check_dims(grid, fn, "grid"),
+        if type(grid) is int and 0 < grid <= limits.max_grid[0]
+        else check_dims(grid, fn, "grid", limits),
         (block, 1, 1)
-        if type(block) is int and 0 < block <= MAX_BLOCK_THREADS
-        else check_dims(block, fn, "block"),
-        0 if type(shared_mem) is int and shared_mem == 0 else check_shared_mem(shared_mem, fn),
+        if type(block) is int
+        and 0 < block <= limits.max_block_threads
+        and block <= limits.max_block[0]
+        else check_dims(block, fn, "block", limits),
+        0
+        if type(shared_mem) is int and shared_mem == 0
+        else check_shared_mem(shared_mem, fn, limits),
     )
 
 
