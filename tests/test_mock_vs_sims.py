@@ -80,6 +80,26 @@ def _f32_op_one_byte_off(gpu: ar.Backend) -> None:
         gpu.free(y)
 
 
+def _kernel_one_byte_off(gpu: ar.Backend) -> None:
+    """A builtin kernel's f32 load at a pointer one byte off (cuda-sim's PTX,
+    levelzero-sim's SPIR-V, the mock's checked views)."""
+    ptr = gpu.alloc(64)
+    try:
+        gpu.launch(_scale_kernel(gpu), 1, 4, [np.uint32(4), np.float32(2), ptr.offset(1)]).wait()
+    finally:
+        _recover(gpu)
+        gpu.free(ptr)
+
+
+def _recover(gpu: ar.Backend) -> None:
+    from aruntime.backends._sim_faults import recover_lost_sim
+
+    if gpu.name == "mock":
+        gpu.driver.clear_faults()  # type: ignore[attr-defined]
+    else:
+        recover_lost_sim(gpu.name)
+
+
 def _freed_address_reused(gpu: ar.Backend) -> None:
     first = gpu.alloc(256)
     address = int(first)
@@ -127,6 +147,7 @@ TABLE: dict[str, tuple[Callable[[ar.Backend], None], str, dict[str, str]]] = {
     ),
     "alignment: allocations on 256 bytes": (_allocations_256_aligned, "ok", {}),
     "alignment: an f32 op one byte off": (_f32_op_one_byte_off, "InvalidArgumentError", {}),
+    "alignment: a kernel's f32 load one byte off": (_kernel_one_byte_off, "DeviceLostError", {}),
     "address reuse: a freed address comes back": (_freed_address_reused, "ok", {}),
     "raw argument bytes: 8 bytes are the address": (_raw_pointer_bytes, "ok", {}),
 }
