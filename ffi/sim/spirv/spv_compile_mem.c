@@ -87,14 +87,12 @@ void spvl_c_variable(loader *L, fnctx *c)
         store_const(L, d, 0, word(L, at, 4));
 }
 
-/* MemoryAccess's Aligned bit: its literal is the first after the mask. */
-#define SPV_MEMORY_ACCESS_ALIGNED 0x2u
-
-/* What an access's Aligned memory operand (the mask at word mask_at) lowers
- * its element's alignment to, or 0 where it does not (spv_ins c). */
+/* What an access's Aligned memory operand (the mask at word mask_at; the
+ * Aligned literal is the first after it) lowers its element's alignment to,
+ * or 0 where it does not (spv_ins c). */
 static uint32_t aligned_operand(loader *L, const fnctx *c, uint32_t mask_at, uint32_t size)
 {
-    if (c->cnt <= mask_at + 1 || !(word(L, c->at, mask_at) & SPV_MEMORY_ACCESS_ALIGNED))
+    if (c->cnt <= mask_at + 1 || !(word(L, c->at, mask_at) & SPV_MemoryAccess_Aligned))
         return 0;
     uint32_t a = word(L, c->at, mask_at + 1);
     return a && (a & (a - 1)) == 0 && a < size ? a : 0;
