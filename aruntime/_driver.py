@@ -104,7 +104,9 @@ class DeviceLimits:
     #: The largest single device allocation, in bytes (Level Zero's
     #: ``maxMemAllocSize``; the device's memory on CUDA).
     max_allocation: int
-    #: Every device allocation's address is a multiple of this many bytes.
+    #: Every device allocation's address is a multiple of this many bytes
+    #: (except under the sims' sanitizer, ``ARUNTIME_SIM_SANITIZE=1``, which
+    #: ends each allocation at a guard page).
     alloc_alignment: int
     #: How to go past ``max_shared_mem``, quoted in the launch's message.
     shared_mem_hint: str = ""

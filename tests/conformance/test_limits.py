@@ -9,6 +9,8 @@ the limit is lifted.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -140,7 +142,17 @@ def test_an_allocation_past_the_largest_is_refused_at_the_call(
     assert backend.live_alloc_count() == before
 
 
+def _sim_sanitizing(backend: ar.Backend) -> bool:
+    value = os.environ.get("ARUNTIME_SIM_SANITIZE", "").strip() or "0"
+    try:
+        return backend.name.endswith("-sim") and float(value) != 0
+    except ValueError:
+        return False
+
+
 def test_allocations_start_on_the_stated_alignment(backend: ar.Backend) -> None:
+    if _sim_sanitizing(backend):
+        pytest.skip("the sims' sanitizer ends each allocation at its guard page, unaligned")
     align = backend.limits.alloc_alignment
     ptrs = [backend.alloc(n) for n in (1, 3, align - 1, align + 1, 3 * align + 5)]
     try:
@@ -160,3 +172,31 @@ def test_a_level_zero_shared_allocation_past_the_limit_names_it(backend: ar.Back
     text = str(caught.value)
     assert "zeMemAllocShared" in text and "maxMemAllocSize" in text, text
     assert "ze_relaxed_allocation_limits_exp_desc_t" in text, text
+
+
+#: What each software driver states (ffi/cuda/sim/cusim_core.c's device
+#: attributes, ffi/levelzero/sim/lz_driver.c's compute properties): the
+#: limits must be read from the right attribute or field, in the right order.
+SIM_LIMITS = {
+    "cuda-sim": (1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 48 * 1024, 48 * 1024),
+    "levelzero-sim": (1024, (1024, 1024, 64), (2**32 - 1, 65535, 65535), 0, 64 * 1024),
+    "mock": (1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 48 * 1024, 227 * 1024),
+}
+
+
+@pytest.mark.parametrize("name", list(SIM_LIMITS))
+def test_each_software_driver_s_limits_are_read_from_the_right_place(name: str) -> None:
+    try:
+        gpu = ar.open_backend(name)
+    except ar.BackendUnavailableError as exc:
+        pytest.skip(f"{name} unavailable: {exc}")
+    with gpu:
+        got = gpu.limits
+        threads, block, grid, shared, optin = SIM_LIMITS[name]
+        assert (got.max_block_threads, got.max_block, got.max_grid) == (threads, block, grid)
+        assert (got.max_shared_mem, got.max_shared_mem_optin) == (shared, optin)
+        assert got.alloc_alignment == 256
+        if name == "mock":
+            assert got.max_allocation == 80 << 30  # the H100 profile's
+        else:  # cuDeviceTotalMem on cuda-sim; maxMemAllocSize, the same there, on levelzero-sim
+            assert got.max_allocation == gpu.total_memory()

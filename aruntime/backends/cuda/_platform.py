@@ -7,9 +7,8 @@ from . import _errors
 from ._constants import (
     _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
     _CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-    _CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
     _CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-    _CU_DEVICE_ATTRIBUTES_LAUNCH,
+    _CU_DEVICE_ATTRIBUTES_LIMITS,
 )
 from ._library import CudaLibrary
 
@@ -20,11 +19,7 @@ _CUDA_ALIGNMENT = 256
 
 def _device_count(library: CudaLibrary) -> int:
     count = library.ffi.new("int *")
-    code = library.lib.cuDeviceGetCount(count)
-    if code != 0:
-        raise _errors.error_for(
-            code, "cuDeviceGetCount", backend=library.backend_name, describe=library.describe
-        )
+    _check(library, library.lib.cuDeviceGetCount(count), "cuDeviceGetCount")
     return int(count[0])
 
 
@@ -49,12 +44,8 @@ def _attributes(library: CudaLibrary, device: int, attrs: tuple[int, ...]) -> li
 
 def _device_limits(library: CudaLibrary, device: int, total_memory: int) -> DeviceLimits:
     """The limits the device's attributes state (the largest allocation is its memory)."""
-    threads, bx, by, bz, gx, gy, gz, shared = _attributes(
-        library, device, _CU_DEVICE_ATTRIBUTES_LAUNCH
-    )
-    (optin,) = _attributes(
-        library, device, (_CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,)
-    )
+    limits = _attributes(library, device, _CU_DEVICE_ATTRIBUTES_LIMITS)
+    threads, bx, by, bz, gx, gy, gz, shared, optin = limits
     optin = max(optin, shared)  # 0 from a driver that predates the attribute
     return DeviceLimits(
         max_block_threads=threads,
