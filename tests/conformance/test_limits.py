@@ -9,13 +9,13 @@ the limit is lifted.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 import aruntime as ar
 from aruntime._launch import launch_config
+
+from ..helpers import sim_sanitizing
 
 pytestmark = pytest.mark.anyio
 
@@ -142,16 +142,8 @@ def test_an_allocation_past_the_largest_is_refused_at_the_call(
     assert backend.live_alloc_count() == before
 
 
-def _sim_sanitizing(backend: ar.Backend) -> bool:
-    value = os.environ.get("ARUNTIME_SIM_SANITIZE", "").strip() or "0"
-    try:
-        return backend.name.endswith("-sim") and float(value) != 0
-    except ValueError:
-        return False
-
-
 def test_allocations_start_on_the_stated_alignment(backend: ar.Backend) -> None:
-    if _sim_sanitizing(backend):
+    if sim_sanitizing(backend):
         pytest.skip("the sims' sanitizer ends each allocation at its guard page, unaligned")
     align = backend.limits.alloc_alignment
     ptrs = [backend.alloc(n) for n in (1, 3, align - 1, align + 1, 3 * align + 5)]

@@ -12,28 +12,17 @@ spirv/misaligned.cl, built by spirv/build.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import aruntime as ar
-from aruntime._exceptions import BackendUnavailableError, DeviceLostError
+from aruntime._exceptions import DeviceLostError
 
 from . import _simhooks
 
 MODULE = Path(__file__).resolve().parent / "spirv" / "misaligned.spv"
-
-
-@pytest.fixture(scope="module")
-def gpu() -> Iterator[ar.Backend]:
-    try:
-        backend = ar.open_backend("levelzero-sim")
-    except BackendUnavailableError as exc:
-        pytest.skip(f"levelzero-sim cannot be opened: {exc}")
-    yield backend
-    backend.close()
 
 
 @pytest.fixture(scope="module")
