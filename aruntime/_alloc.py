@@ -244,9 +244,9 @@ class Allocator:
         n = check_count(nbytes, fn, "nbytes", minimum=1)
         address, view = self._driver.host_alloc(n)
         alloc_id = new_alloc_id()
-        array = np.frombuffer(view, dtype=np.uint8, count=n)
-        record = _HostRecord(self._owner, address, n, alloc_id)
-        buf = array.view(HostBuffer)
+        buf = np.frombuffer(view, dtype=np.uint8, count=n).view(HostBuffer)
+        record = _HostRecord(self._owner, address, n, alloc_id, buf.base)
+        record.no_views_yet()
         buf._record = record
         free = functools.partial(_free_host, self._driver, record)
         self._add(alloc_id, AllocKind.HOST, address, n, address, 0, buf, free)
@@ -270,6 +270,14 @@ class Allocator:
             raise InvalidArgumentError(f"{fn}: this HostBuffer was already freed")
         if buf.address != record.address or buf.nbytes != record.nbytes:
             raise InvalidArgumentError(f"{fn}: pass the HostBuffer itself, not a view of it")
+        views = record.live_views(buf)
+        if views:
+            raise InvalidArgumentError(
+                f"{fn}: {views} numpy view(s) of this HostBuffer are still alive (slices, "
+                ".view(), .reshape(), np.asarray(); a Completion of a copy into one, and "
+                "queued work that uses one, hold it too); drop them, and await that work, "
+                "first: a view read after the free would read freed memory"
+            )
         record.freed = True
         for mapped in self._ledger.mapped_views_of(record.alloc_id):
             self._forget(mapped)

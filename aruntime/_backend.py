@@ -236,7 +236,7 @@ class Backend(ComputeOps):
         return self._alloc.alloc_host_pinned(nbytes)
 
     def free_host_pinned(self, buf: HostBuffer) -> None:
-        """Release pinned host memory (after queued work that uses it finishes)."""
+        """Release pinned host memory after the work queued on it; refused while a view lives."""
         self._alloc.free_host_pinned(buf)
 
     def host_ptr_to_device(self, buf: HostBuffer) -> DevicePtr:
