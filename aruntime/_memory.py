@@ -202,7 +202,8 @@ class _HostRecord:
         return count
 
     def _count(self, buf: HostBuffer) -> int:
-        views = sum(1 for key in self.views if key != id(buf)) if self.views else 0
+        # No iteration: another thread's view may come or go meanwhile.
+        views = len(self.views) - (id(buf) in self.views) if self.views else 0
         return views + max(0, self._base_refs() - self.base_refs)
 
 
