@@ -15,7 +15,7 @@ from __future__ import annotations
 from ._array import DeviceArray, DeviceMem
 from ._backend import Backend, BackendStatistics
 from ._completion import Completion
-from ._driver import DeviceInfo, LaunchConfig
+from ._driver import DeviceInfo, DeviceLimits, LaunchConfig
 from ._exceptions import (
     AruntimeError,
     BackendUnavailableError,
@@ -59,6 +59,7 @@ __all__ = [
     "DeviceArray",
     "DeviceMem",
     "DeviceInfo",
+    "DeviceLimits",
     "DeviceLostError",
     "DevicePool",
     "DevicePtr",

@@ -38,7 +38,7 @@ from ._op import Op, OpKind
 from ._protocols import Owner
 from ._state import BackendState
 from ._stream_pool import StreamPool
-from ._validate import check_byte_value, check_count
+from ._validate import check_allocation, check_byte_value, check_count
 
 __all__ = ["Allocator"]
 
@@ -105,6 +105,8 @@ class Allocator:
     ) -> DevicePtr:
         self._state.check_open(fn)
         n = check_count(nbytes, fn, "nbytes", minimum=1)
+        if kind is not AllocKind.MANAGED:  # managed memory may oversubscribe on CUDA
+            check_allocation(n, fn, self._state.limits)
         rz = self._state.redzone
         try:
             raw = allocate(n + 2 * rz)
@@ -178,6 +180,7 @@ class Allocator:
         fn = "alloc_async"
         self._state.check_open(fn)
         n = check_count(nbytes, fn, "nbytes", minimum=1)
+        check_allocation(n, fn, self._state.limits)
         st = self._objects.resolve(stream, fn)
         state = st.state
         with state.lock:
@@ -241,9 +244,9 @@ class Allocator:
         n = check_count(nbytes, fn, "nbytes", minimum=1)
         address, view = self._driver.host_alloc(n)
         alloc_id = new_alloc_id()
-        array = np.frombuffer(view, dtype=np.uint8, count=n)
-        record = _HostRecord(self._owner, address, n, alloc_id)
-        buf = array.view(HostBuffer)
+        buf = np.frombuffer(view, dtype=np.uint8, count=n).view(HostBuffer)
+        record = _HostRecord(self._owner, address, n, alloc_id, buf.base)
+        record.no_views_yet()
         buf._record = record
         free = functools.partial(_free_host, self._driver, record)
         self._add(alloc_id, AllocKind.HOST, address, n, address, 0, buf, free)
@@ -267,6 +270,14 @@ class Allocator:
             raise InvalidArgumentError(f"{fn}: this HostBuffer was already freed")
         if buf.address != record.address or buf.nbytes != record.nbytes:
             raise InvalidArgumentError(f"{fn}: pass the HostBuffer itself, not a view of it")
+        views = record.live_views(buf)
+        if views:
+            raise InvalidArgumentError(
+                f"{fn}: {views} numpy view(s) of this HostBuffer are still alive (slices, "
+                ".view(), .reshape(), np.asarray(); a Completion of a copy into one, and "
+                "queued work that uses one, hold it too); drop them, and await that work, "
+                "first: a view read after the free would read freed memory"
+            )
         record.freed = True
         for mapped in self._ledger.mapped_views_of(record.alloc_id):
             self._forget(mapped)

@@ -33,7 +33,7 @@ from ._array import DeviceArray, DeviceMem
 from ._blocking import check as check_blocking
 from ._completion import Completion, settled
 from ._compute import ComputeOps
-from ._driver import DeviceInfo, Driver
+from ._driver import DeviceInfo, DeviceLimits, Driver
 from ._exceptions import AruntimeError, CaptureError, InvalidArgumentError
 from ._graphs import Graphs
 from ._handles import Event, Graph, Kernel, Module, Stream
@@ -101,6 +101,11 @@ class Backend(ComputeOps):
     def device(self) -> DeviceInfo:
         """The device's name, total memory and compute units."""
         return self._state.info
+
+    @property
+    def limits(self) -> DeviceLimits:
+        """What the device allows; each launch and allocation is checked against it first."""
+        return self._state.limits
 
     @property
     def driver(self) -> Driver:
@@ -227,7 +232,7 @@ class Backend(ComputeOps):
         return self._alloc.alloc_host_pinned(nbytes)
 
     def free_host_pinned(self, buf: HostBuffer) -> None:
-        """Release pinned host memory (after queued work that uses it finishes)."""
+        """Release pinned host memory after the work queued on it; refused while a view lives."""
         self._alloc.free_host_pinned(buf)
 
     def host_ptr_to_device(self, buf: HostBuffer) -> DevicePtr:

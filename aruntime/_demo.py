@@ -166,6 +166,7 @@ async def run_demo(
         stack.callback(gpu.free_host_pinned, host_out)
         source = np.asarray(host_in).view(np.float32)
         source[:] = np.random.default_rng(7).standard_normal(source.size, dtype=np.float32)
+        del source  # free_host_pinned refuses while a view of the buffer is alive
         buffers: list[DevicePtr] = []
         for _ in range(config.streams):
             buffers.append(gpu.alloc(nbytes))

@@ -37,6 +37,7 @@ from ._memory import DevicePtr
 
 __all__ = [
     "DeviceInfo",
+    "DeviceLimits",
     "Driver",
     "DriverEvent",
     "DriverFunction",
@@ -73,6 +74,57 @@ class DeviceInfo:
     extra: tuple[tuple[str, str], ...] = ()
 
 
+@dataclass(frozen=True)
+class DeviceLimits:
+    """What a device allows, as its driver states it (``Backend.limits``).
+
+    The core checks every launch and allocation against these before the
+    driver sees it, so a request past a limit is an
+    :class:`~aruntime.InvalidArgumentError` naming the call, the value, the
+    limit and how to lift it, on every backend alike.
+    """
+
+    #: Threads per block, all axes together (CUDA's ``MAX_THREADS_PER_BLOCK``,
+    #: Level Zero's ``maxTotalGroupSize``).
+    max_block_threads: int
+    #: Threads per block along x, y and z.
+    max_block: tuple[int, int, int]
+    #: Blocks per grid along x, y and z.
+    max_grid: tuple[int, int, int]
+    #: Dynamic shared memory per block that ``launch(..., shared_mem=)`` may ask
+    #: for, in bytes: CUDA's limit without the opt-in attribute (aruntime
+    #: does not set it); 0 on Level Zero, which has no per-launch dynamic
+    #: shared memory.
+    max_shared_mem: int
+    #: Shared memory per block with the opt-in, in bytes: CUDA's
+    #: ``MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`` (reached through
+    #: ``cuFuncSetAttribute``), Level Zero's ``maxSharedLocalMemory`` (what a
+    #: kernel's local memory may total).
+    max_shared_mem_optin: int
+    #: The largest single device allocation, in bytes (Level Zero's
+    #: ``maxMemAllocSize``; the device's memory on CUDA).
+    max_allocation: int
+    #: Every device allocation's address is a multiple of this many bytes
+    #: (except under the sims' sanitizer, ``ARUNTIME_SIM_SANITIZE=1``, which
+    #: ends each allocation at a guard page).
+    alloc_alignment: int
+    #: How to go past ``max_shared_mem``, quoted in the launch's message.
+    shared_mem_hint: str = ""
+    #: How to go past ``max_allocation``, quoted in the allocation's message.
+    allocation_hint: str = ""
+
+
+def cuda_shared_mem_hint(shared: int, optin: int) -> str:
+    """How a CUDA device's (or the mock's profile of one) shared-memory limit is lifted."""
+    if optin <= shared:
+        return "dynamic shared memory per block; this device allows no more with the opt-in"
+    return (
+        "dynamic shared memory per block without the opt-in; cuFuncSetAttribute's "
+        f"CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES lifts it to {optin} bytes on this "
+        "device, and aruntime does not set that attribute"
+    )
+
+
 class LaunchConfig(NamedTuple):
     """A kernel launch's geometry, passed to mock kernels as their first argument.
 
@@ -107,6 +159,10 @@ class Driver(abc.ABC):
     # -- device ----------------------------------------------------------
     @abc.abstractmethod
     def device_info(self) -> DeviceInfo: ...
+
+    @abc.abstractmethod
+    def device_limits(self) -> DeviceLimits:
+        """The device's limits (asked once, at open)."""
 
     @abc.abstractmethod
     def mem_get_info(self) -> tuple[int, int]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import sys
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,16 +147,64 @@ def _bound(value: object) -> str:
 
 
 class _HostRecord:
-    """What the ledger knows about one pinned host allocation."""
+    """What the ledger knows about one pinned host allocation, and the numpy views of it.
 
-    __slots__ = ("address", "alloc_id", "backend", "freed", "nbytes")
+    A view made from the HostBuffer (``buf[16:]``, ``buf.view(np.float32)``,
+    ``buf.reshape(...)``) is a HostBuffer too, and registers itself in
+    ``views``; a plain ndarray view (``np.asarray(buf)``, ``np.frombuffer(buf)``)
+    refers to the array under the HostBuffer, ``base``, whose reference count
+    then exceeds the one taken at allocation.  ``free_host_pinned`` refuses
+    while either kind is alive.  A ``memoryview`` or ctypes export of the
+    HostBuffer itself refers to the HostBuffer, as the caller's own names do,
+    so it cannot be told from them and is not seen.
+    """
 
-    def __init__(self, backend: Owner, address: int, nbytes: int, alloc_id: int) -> None:
+    __slots__ = ("address", "alloc_id", "backend", "base", "base_refs", "freed", "nbytes", "views")
+
+    def __init__(self, backend: Owner, address: int, nbytes: int, alloc_id: int, base: Any) -> None:
         self.backend = backend
         self.address = address
         self.nbytes = nbytes
         self.alloc_id = alloc_id
         self.freed = False
+        #: HostBuffer views alive now, by id (made at the first view; ndarrays
+        #: are not hashable, so not a WeakSet).  A view's entry goes as it dies.
+        self.views: dict[int, weakref.ref[HostBuffer]] | None = None
+        #: The plain array under the HostBuffer, and its references with no view
+        #: alive (counted by :meth:`no_views_yet`, once the allocation's own
+        #: temporaries are gone).
+        self.base = base
+        self.base_refs = 0
+
+    def _base_refs(self) -> int:
+        return sys.getrefcount(self.base)
+
+    def no_views_yet(self) -> None:
+        """Count the base's references now, when only the HostBuffer and this record hold it.
+
+        The same call shape as :meth:`_count`'s, so the two counts agree.
+        """
+        self.base_refs = self._base_refs()
+
+    def add_view(self, view: HostBuffer) -> None:
+        views = self.views
+        if views is None:
+            views = self.views = {}
+        key = id(view)
+        views[key] = weakref.ref(view, lambda _ref: views.pop(key, None))
+
+    def live_views(self, buf: HostBuffer) -> int:
+        """How many numpy views of the allocation are alive, besides ``buf``."""
+        count = self._count(buf)
+        if count:
+            gc.collect()  # views that only garbage cycles still hold are not alive
+            count = self._count(buf)
+        return count
+
+    def _count(self, buf: HostBuffer) -> int:
+        # No iteration: another thread's view may come or go meanwhile.
+        views = len(self.views) - (id(buf) in self.views) if self.views else 0
+        return views + max(0, self._base_refs() - self.base_refs)
 
 
 class HostBuffer(np.ndarray):
@@ -162,9 +213,10 @@ class HostBuffer(np.ndarray):
     Made by ``backend.alloc_host_pinned(nbytes)``; released by
     ``backend.free_host_pinned(buf)``.  It supports the buffer protocol, so it
     is accepted wherever host memory is, and views of it (``buf[16:]``,
-    ``buf.view(np.float32)``) stay pinned views.  After it is freed, backend
-    calls reject it and its views; touching its bytes from numpy is then
-    undefined, as with any freed memory.
+    ``buf.view(np.float32)``) stay pinned views.  ``free_host_pinned`` refuses
+    while a numpy view of it is alive.  After it is freed, backend calls
+    reject it; touching its bytes from numpy is then undefined, as with any
+    freed memory.
     """
 
     _record: _HostRecord | None
@@ -177,6 +229,8 @@ class HostBuffer(np.ndarray):
             start = self.__array_interface__["data"][0]
             if not (record.address <= start < record.address + record.nbytes):
                 record = None
+            elif not record.freed:
+                record.add_view(self)
         self._record = record
 
     @property

@@ -24,7 +24,7 @@ import numpy as np
 
 from ._array import DeviceMem
 from ._completion import Completion
-from ._driver import Driver, LaunchConfig
+from ._driver import DeviceLimits, Driver, LaunchConfig
 from ._exceptions import InvalidArgumentError
 from ._handles import Kernel, Stream
 from ._ledger import Ledger
@@ -34,8 +34,6 @@ from ._op import Op, OpKind
 from ._peer_copy import PeerCopies
 from ._state import BackendState
 from ._validate import (
-    MAX_BLOCK_THREADS,
-    MAX_GRID_X,
     as_host_view,
     check_byte_value,
     check_count,
@@ -64,18 +62,24 @@ class _ArgNames(dict[int, str]):
 _ARG_NAMES = _ArgNames()
 
 
-def launch_config(grid: object, block: object, shared_mem: object) -> LaunchConfig:
-    """A launch's checked geometry; the common shapes (an int grid and block, no
-    shared memory) without a call."""
+def launch_config(
+    grid: object, block: object, shared_mem: object, limits: DeviceLimits
+) -> LaunchConfig:
+    """A launch's geometry checked against the device's ``limits``; the common
+    shapes (an int grid and block, no shared memory) without a call."""
     fn = "launch"
     return LaunchConfig(
         (grid, 1, 1)
-        if type(grid) is int and 0 < grid <= MAX_GRID_X
-        else check_dims(grid, fn, "grid"),
+        if type(grid) is int and 0 < grid <= limits.max_grid[0]
+        else check_dims(grid, fn, "grid", limits),
         (block, 1, 1)
-        if type(block) is int and 0 < block <= MAX_BLOCK_THREADS
-        else check_dims(block, fn, "block"),
-        0 if type(shared_mem) is int and shared_mem == 0 else check_shared_mem(shared_mem, fn),
+        if type(block) is int
+        and 0 < block <= limits.max_block_threads
+        and block <= limits.max_block[0]
+        else check_dims(block, fn, "block", limits),
+        0
+        if type(shared_mem) is int and shared_mem == 0
+        else check_shared_mem(shared_mem, fn, limits),
     )
 
 
@@ -242,7 +246,7 @@ class Ops:
                 )
             if kernel.owner is not self._owner:
                 raise InvalidArgumentError(f"{fn}: {kernel!r} belongs to another backend")
-        config = launch_config(grid, block, shared_mem)
+        config = launch_config(grid, block, shared_mem, state.limits)
         st = self._objects.resolve(stream, fn)
         kind = type(args)
         signature = tuple(map(type, args)) if kind is list or kind is tuple else None

@@ -21,7 +21,7 @@ import threading
 import weakref
 from collections.abc import Callable
 
-from ._driver import DeviceInfo, Driver
+from ._driver import DeviceInfo, DeviceLimits, Driver
 from ._exceptions import ClosedResourceError, DriverError
 from ._fork import forked_error
 from ._handles import Event, Graph, HandleOwner, Module, Stream
@@ -47,6 +47,8 @@ class BackendState:
         self.driver = driver
         self.name = driver.backend_name
         self.info: DeviceInfo = driver.device_info()
+        #: What the device allows; every launch and allocation is checked against it.
+        self.limits: DeviceLimits = driver.device_limits()
         #: The facade, as handles see it (they talk back through its public calls).
         self.handles = handles
         self.lock = threading.RLock()

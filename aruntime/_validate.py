@@ -9,13 +9,13 @@ from typing import Any
 
 import numpy as np
 
+from ._driver import DeviceLimits
 from ._exceptions import InvalidArgumentError
 from ._memory import DevicePtr, HostBuffer
 
 __all__ = [
-    "MAX_BLOCK_THREADS",
-    "MAX_SHARED_MEM",
     "as_host_view",
+    "check_allocation",
     "check_byte_value",
     "check_count",
     "check_dims",
@@ -26,16 +26,6 @@ __all__ = [
     "pointer_args_named",
 ]
 
-MAX_BLOCK_THREADS = 1024
-#: The most blocks a grid may have along x.
-MAX_GRID_X = 2**31 - 1
-_MAX_GRID = (MAX_GRID_X, 65535, 65535)
-_MAX_BLOCK = (1024, 1024, 64)
-#: Dynamic shared memory per block: what CUDA allows without the opt-in
-#: attribute (``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``), which
-#: aruntime does not set.  One rule on every backend: the mock's H100 profile
-#: and cuda-sim allow this much; Level Zero allows none (its launch says so).
-MAX_SHARED_MEM = 48 * 1024
 _INT64_MAX = 2**63 - 1
 
 
@@ -188,9 +178,9 @@ def launch_ranges(
     return tuple(read_ranges), tuple(write_ranges)
 
 
-def check_dims(value: object, fn: str, what: str) -> tuple[int, int, int]:
-    """A grid or block shape: an int or a tuple of 1 to 3 positive ints."""
-    limits = _MAX_GRID if what == "grid" else _MAX_BLOCK
+def check_dims(value: object, fn: str, what: str, limits: DeviceLimits) -> tuple[int, int, int]:
+    """A grid or block shape: an int or a tuple of 1 to 3 positive ints, within ``limits``."""
+    most = limits.max_grid if what == "grid" else limits.max_block
     if _is_int(value):
         dims: tuple[Any, ...] = (value,)
     elif isinstance(value, (tuple, list)) and 1 <= len(value) <= 3:
@@ -202,28 +192,39 @@ def check_dims(value: object, fn: str, what: str) -> tuple[int, int, int]:
         if not _is_int(d):
             raise TypeError(f"{fn}: {what}[{axis}] must be an int, got {type(d).__name__}")
         n = int(d)
-        if n < 1 or n > limits[axis]:
-            raise InvalidArgumentError(f"{fn}: {what}[{axis}] = {n} is outside 1..{limits[axis]}")
+        if n < 1 or n > most[axis]:
+            raise InvalidArgumentError(
+                f"{fn}: {what}[{axis}] = {n} is outside 1..{most[axis]}, the device's limit"
+            )
         out.append(n)
     while len(out) < 3:
         out.append(1)
-    if what == "block" and math.prod(out) > MAX_BLOCK_THREADS:
+    if what == "block" and math.prod(out) > limits.max_block_threads:
         raise InvalidArgumentError(
-            f"{fn}: block of {math.prod(out)} threads exceeds the limit of {MAX_BLOCK_THREADS}"
+            f"{fn}: block of {math.prod(out)} threads exceeds the device's limit of "
+            f"{limits.max_block_threads} threads per block"
         )
     return (out[0], out[1], out[2])
 
 
-def check_shared_mem(value: object, fn: str) -> int:
+def check_shared_mem(value: object, fn: str, limits: DeviceLimits) -> int:
+    """Dynamic shared memory per block, within the device's limit without the opt-in."""
     n = check_count(value, fn, "shared_mem")
-    if n > MAX_SHARED_MEM:
+    if n > limits.max_shared_mem:
         raise InvalidArgumentError(
-            f"{fn}: shared_mem {n} bytes exceeds the limit of {MAX_SHARED_MEM} bytes (48 KiB: "
-            "dynamic shared memory per block without cuFuncSetAttribute's "
-            "MAX_DYNAMIC_SHARED_SIZE_BYTES opt-in, which aruntime does not set; a device with "
-            "the opt-in allows up to 227 KiB on an H100)"
+            f"{fn}: shared_mem {n} bytes exceeds the limit of {limits.max_shared_mem} bytes "
+            f"({limits.shared_mem_hint})"
         )
     return n
+
+
+def check_allocation(n: int, fn: str, limits: DeviceLimits) -> None:
+    """An allocation of ``n`` bytes no larger than the device's largest single allocation."""
+    if n > limits.max_allocation:
+        raise InvalidArgumentError(
+            f"{fn}: {n} bytes exceeds the largest single allocation of "
+            f"{limits.max_allocation} bytes ({limits.allocation_hint})"
+        )
 
 
 def check_kernel_args(args: object, fn: str) -> list[Any]:

@@ -59,6 +59,15 @@ KERNELS_DIR = Path(__file__).resolve().parent / "kernels"
 _ABI_DIR = KERNELS_DIR.parent.parent / "ffi" / "kernels"
 
 
+def sim_sanitizing(backend: ar.Backend) -> bool:
+    """Whether a software driver runs its sanitizer (read when it loads, as the sims do)."""
+    value = os.environ.get("ARUNTIME_SIM_SANITIZE", "").strip() or "0"
+    try:
+        return backend.name.endswith("-sim") and float(value) != 0
+    except ValueError:
+        return False
+
+
 def build_host_kernel(name: str, out_dir: Path) -> bytes:
     """``tests/kernels/<name>.c`` built as a host shared object: a module image for the sims."""
     cc = os.environ.get("CC", "cc")

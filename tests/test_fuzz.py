@@ -126,7 +126,8 @@ VALID: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {
     "alloc_async": ((64,), {"stream": Ref("stream")}),
     "free_async": ((Ref("async"),), {"stream": Ref("stream")}),
     "alloc_host_pinned": ((64,), {}),
-    "free_host_pinned": ((Ref("host"),), {}),
+    # A buffer with no view: free_host_pinned refuses "host", whose view the pool holds.
+    "free_host_pinned": ((Ref("host_alone"),), {}),
     "host_ptr_to_device": ((Ref("host"),), {}),
     "alloc_report": ((5, 0.0), {}),
     "poison_redzones": ((0xA5, 0x5A), {}),
@@ -247,6 +248,7 @@ POOL_KEYS = (
     "managed",
     "host",
     "host_view",
+    "host_alone",
     "host_freed",
     "mapped",
     "np_u8",
@@ -332,6 +334,7 @@ class Pool:
         o["managed"] = gpu.alloc_managed(128)
         o["host"] = gpu.alloc_host_pinned(128)
         o["host_view"] = o["host"][8:40]
+        o["host_alone"] = gpu.alloc_host_pinned(64)
         o["host_freed"] = gpu.alloc_host_pinned(64)
         gpu.free_host_pinned(o["host_freed"])
         o["mapped"] = gpu.host_ptr_to_device(o["host"])
@@ -388,9 +391,25 @@ class Pool:
         return value
 
     def release(self, extra: list[Any]) -> None:
+        """Everything released; pinned buffers last, once the pool and ``extra`` hold
+        none of their views (free_host_pinned refuses while one is alive)."""
         gpu = self.gpu
-        for obj in [*extra, *self.objs.values()]:
-            release_one(gpu, obj)
+        objs = [*extra, *self.objs.values()]
+        extra.clear()
+        self.objs.clear()
+        pinned = [o for o in objs if isinstance(o, ar.HostBuffer) and _allocated(o)]
+        for obj in objs:
+            if not isinstance(obj, ar.HostBuffer):
+                release_one(gpu, obj)
+        del objs, obj
+        for buf in pinned:
+            release_one(gpu, buf)
+
+
+def _allocated(buf: ar.HostBuffer) -> bool:
+    """Whether ``buf`` is the buffer alloc_host_pinned returned (not a view of it)."""
+    record = buf._record
+    return record is not None and buf.address == record.address and buf.nbytes == record.nbytes
 
 
 def release_one(gpu: ar.Backend, obj: Any) -> None:
@@ -410,7 +429,7 @@ def release_one(gpu: ar.Backend, obj: Any) -> None:
                 elif entry.kind is not AllocKind.MAPPED:  # a mapping goes with its host buffer
                     raise AssertionError(f"release_one: no way to free a {entry.kind!r}")
         elif isinstance(obj, ar.HostBuffer) and obj.backend is gpu and not obj.freed:
-            if obj.address == obj._record.address:  # type: ignore[union-attr]
+            if _allocated(obj):
                 gpu.free_host_pinned(obj)
         elif isinstance(obj, (ar.Stream, ar.Event, ar.Graph)) and obj.backend is gpu:
             if isinstance(obj, ar.Stream):
@@ -572,6 +591,7 @@ def test_every_bad_value_in_every_slot(
                     made += call_checked(fn, args, kwargs)
                     calls += 1
             finally:
+                args = kwargs = {}  # no view of the pool's pinned buffers left here
                 pool.release(made)
             inv.check()
     assert calls > 3000

@@ -54,6 +54,14 @@ def _block_of_1025(gpu: ar.Backend) -> None:
         gpu.free(ptr)
 
 
+def _past_the_shared_mem_limit(gpu: ar.Backend) -> None:
+    _shared_mem(gpu.limits.max_shared_mem + 1)(gpu)
+
+
+def _past_the_largest_allocation(gpu: ar.Backend) -> None:
+    gpu.free(gpu.alloc(gpu.limits.max_allocation + 1))
+
+
 def _allocations_256_aligned(gpu: ar.Backend) -> None:
     ptrs = [gpu.alloc(n) for n in (1, 3, 255, 257, 4097)]
     try:
@@ -70,6 +78,26 @@ def _f32_op_one_byte_off(gpu: ar.Backend) -> None:
     finally:
         gpu.free(x)
         gpu.free(y)
+
+
+def _kernel_one_byte_off(gpu: ar.Backend) -> None:
+    """A builtin kernel's f32 load at a pointer one byte off (cuda-sim's PTX,
+    levelzero-sim's SPIR-V, the mock's checked views)."""
+    ptr = gpu.alloc(64)
+    try:
+        gpu.launch(_scale_kernel(gpu), 1, 4, [np.uint32(4), np.float32(2), ptr.offset(1)]).wait()
+    finally:
+        _recover(gpu)
+        gpu.free(ptr)
+
+
+def _recover(gpu: ar.Backend) -> None:
+    from aruntime.backends._sim_faults import recover_lost_sim
+
+    if gpu.name == "mock":
+        gpu.driver.clear_faults()  # type: ignore[attr-defined]
+    else:
+        recover_lost_sim(gpu.name)
 
 
 def _freed_address_reused(gpu: ar.Backend) -> None:
@@ -103,12 +131,23 @@ TABLE: dict[str, tuple[Callable[[ar.Backend], None], str, dict[str, str]]] = {
     "limit: shared_mem 48 KiB": (
         _shared_mem(48 * KIB),
         "ok",
-        {"levelzero-sim": "NotSupportedError"},
+        {"levelzero-sim": "InvalidArgumentError"},
     ),
     "limit: shared_mem 48 KiB + 1": (_shared_mem(48 * KIB + 1), "InvalidArgumentError", {}),
     "limit: a block of 1025 threads": (_block_of_1025, "InvalidArgumentError", {}),
+    "limit: shared_mem one past the device's own": (
+        _past_the_shared_mem_limit,
+        "InvalidArgumentError",
+        {},
+    ),
+    "limit: one byte past the largest allocation": (
+        _past_the_largest_allocation,
+        "InvalidArgumentError",
+        {},
+    ),
     "alignment: allocations on 256 bytes": (_allocations_256_aligned, "ok", {}),
     "alignment: an f32 op one byte off": (_f32_op_one_byte_off, "InvalidArgumentError", {}),
+    "alignment: a kernel's f32 load one byte off": (_kernel_one_byte_off, "DeviceLostError", {}),
     "address reuse: a freed address comes back": (_freed_address_reused, "ok", {}),
     "raw argument bytes: 8 bytes are the address": (_raw_pointer_bytes, "ok", {}),
 }
@@ -116,7 +155,8 @@ TABLE: dict[str, tuple[Callable[[ar.Backend], None], str, dict[str, str]]] = {
 #: Why a backend's entry differs from a row's common outcome.
 REASONS: dict[tuple[str, str], str] = {
     ("limit: shared_mem 48 KiB", "levelzero-sim"): (
-        "Level Zero has no per-launch dynamic shared memory: a kernel declares its local memory"
+        "Level Zero has no per-launch dynamic shared memory (its limits say 0 bytes): a "
+        "kernel declares its local memory or takes a __local argument"
     ),
 }
 

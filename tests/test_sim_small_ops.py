@@ -63,7 +63,7 @@ async def test_a_small_op_on_an_idle_stream_is_done_when_its_enqueue_returns(
         waiter = stream.state.waiter
         assert waiter is not None and not waiter.started  # no thread was needed
     assert np.array_equal(out, host)
-    del out
+    del out, op  # the last op's Completion holds its destination, a view
     gpu.free_host_pinned(pinned)
     gpu.free(dev)
 

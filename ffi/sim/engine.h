@@ -344,6 +344,10 @@ ARSIM_API arsim_status arsim_check_access(const void *p, size_t n, int is_write)
  * address is not a global one) and returns ARSIM_ERR_MISALIGNED_ADDRESS,
  * which the kernel's run function returns: sticky, as ILLEGAL_ADDRESS. */
 ARSIM_API arsim_status arsim_fault_misaligned(const void *p, size_t n, int is_write);
+/* The same, naming the instruction that made the access (a string that
+ * outlives the report: a literal), which the report quotes. */
+ARSIM_API arsim_status arsim_fault_misaligned_by(const void *p, size_t n, int is_write,
+                                                 const char *insn);
 /* 1 if work submitted to a queue and not yet completed (running or waiting)
  * reads or writes the live allocation containing p: a copy or memset
  * touching it, or a kernel given a pointer into it as an argument.  0 if

@@ -19,6 +19,7 @@ static arsim_fault_info g_fault;
 static const char *g_fault_site; /* the faulting kernel's launch site, or NULL */
 static int g_fault_injected;     /* the fault was arsim_inject_fault's */
 static int g_fault_misaligned;   /* the fault was arsim_fault_misaligned's */
+static const char *g_fault_insn; /* the instruction that made the access, or NULL */
 static int g_has_fault;
 static _Atomic uint64_t g_fault_seq; /* faults recorded so far */
 static _Atomic int g_process_wide;   /* arsim_set_sticky_process_wide */
@@ -83,8 +84,9 @@ static void describe_address(uintptr_t addr, arsim_fault_info *f)
     }
 }
 
-/* Records a fault (see eng_record_fault); misaligned: arsim_fault_misaligned's. */
-static void record_fault(uintptr_t addr, int access, int size, int misaligned)
+/* Records a fault (see eng_record_fault); misaligned: arsim_fault_misaligned's,
+ * insn the instruction that made the access where the executor says. */
+static void record_fault(uintptr_t addr, int access, int size, int misaligned, const char *insn)
 {
     arsim_fault_info f;
     memset(&f, 0, sizeof f);
@@ -100,6 +102,7 @@ static void record_fault(uintptr_t addr, int access, int size, int misaligned)
     g_fault_site = tls_kernel_site;
     g_fault_injected = 0;
     g_fault_misaligned = misaligned;
+    g_fault_insn = insn;
     g_has_fault = 1;
     atomic_fetch_add(&g_fault_seq, 1);
     pthread_mutex_unlock(&g_fault_mu);
@@ -110,13 +113,21 @@ static void record_fault(uintptr_t addr, int access, int size, int misaligned)
     }
 }
 
-void eng_record_fault(uintptr_t addr, int access, int size) { record_fault(addr, access, size, 0); }
+void eng_record_fault(uintptr_t addr, int access, int size)
+{
+    record_fault(addr, access, size, 0, NULL);
+}
+
+arsim_status arsim_fault_misaligned_by(const void *p, size_t n, int is_write, const char *insn)
+{
+    int access = is_write < 0 ? -1 : is_write ? 1 : 0;
+    record_fault((uintptr_t)p, access, n > INT32_MAX ? INT32_MAX : (int)n, 1, insn);
+    return ARSIM_ERR_MISALIGNED_ADDRESS;
+}
 
 arsim_status arsim_fault_misaligned(const void *p, size_t n, int is_write)
 {
-    int access = is_write < 0 ? -1 : is_write ? 1 : 0;
-    record_fault((uintptr_t)p, access, n > INT32_MAX ? INT32_MAX : (int)n, 1);
-    return ARSIM_ERR_MISALIGNED_ADDRESS;
+    return arsim_fault_misaligned_by(p, n, is_write, NULL);
 }
 
 uint64_t eng_fault_count(void) { return atomic_load(&g_fault_seq); }
@@ -170,7 +181,7 @@ int arsim_fault_report(char *buf, size_t n)
     arsim_fault_info f;
     pthread_mutex_lock(&g_fault_mu);
     int has = g_has_fault, injected = g_fault_injected, misaligned = g_fault_misaligned;
-    const char *site = g_fault_site;
+    const char *site = g_fault_site, *insn = g_fault_insn;
     f = g_fault;
     pthread_mutex_unlock(&g_fault_mu);
     if (!has) {
@@ -181,16 +192,19 @@ int arsim_fault_report(char *buf, size_t n)
     char who[400];
     name_kernel(who, sizeof who, &f, site);
     const char *what = f.access == 1 ? "write" : f.access == 0 ? "read" : "access";
-    char size[32] = "";
+    char size[96] = "";
     if (f.size > 0)
-        snprintf(size, sizeof size, " of %d bytes", (int)f.size);
+        snprintf(size, sizeof size, " of %d bytes%s%s", (int)f.size, insn ? " by " : "",
+                 insn ? insn : "");
+    else if (insn)
+        snprintf(size, sizeof size, " by %s", insn);
     if (injected)
         return snprintf(buf, n, "%s: injected illegal address on device %d (arsim_inject_fault)",
                         who, (int)f.device);
     const char *bad = misaligned ? "misaligned" : "invalid";
     if (!f.address)
-        return snprintf(buf, n, "%s: %s on device %d (no address known)", who,
-                        misaligned ? "misaligned address" : "illegal address", (int)f.device);
+        return snprintf(buf, n, "%s: %s%s on device %d (no address known)", who,
+                        misaligned ? "misaligned address" : "illegal address", size, (int)f.device);
     if (!f.alloc_base)
         return snprintf(buf, n, "%s: %s %s%s at 0x%llx on device %d, outside any allocation",
                         who, bad, what, size, (unsigned long long)f.address, (int)f.device);

@@ -8,7 +8,6 @@ That neither call blocks the loop is measured in tests/test_loop_stall.py.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 import numpy as np
@@ -16,7 +15,7 @@ import pytest
 
 import aruntime as ar
 
-from ..helpers import Gate, build_host_kernel
+from ..helpers import Gate, build_host_kernel, sim_sanitizing
 
 pytestmark = pytest.mark.anyio
 
@@ -111,15 +110,6 @@ async def test_free_takes_effect_after_earlier_work(
     second.close()
 
 
-def _sim_sanitizing(backend: ar.Backend) -> bool:
-    """Whether a software driver runs its sanitizer (read when it loads, as the sims do)."""
-    value = os.environ.get("ARUNTIME_SIM_SANITIZE", "").strip() or "0"
-    try:
-        return backend.name.endswith("-sim") and float(value) != 0
-    except ValueError:
-        return False
-
-
 async def test_freeing_stream_reuses_memory_for_a_smaller_request(
     backend: ar.Backend, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -137,7 +127,7 @@ async def test_freeing_stream_reuses_memory_for_a_smaller_request(
     p2 = backend.alloc_async(NBYTES, stream)
     # A GPU's pool is free to choose another block; a sim's sanitizer keeps
     # the guard page at the end of each request, so it never shrinks a block.
-    if backend.name != "cuda" and not _sim_sanitizing(backend):
+    if backend.name != "cuda" and not sim_sanitizing(backend):
         assert int(p2) == int(p1)
     backend.memset_async(p2, 0, NBYTES, stream=stream)
     part = backend.copy_d2h_async(p2, np.empty(N, np.float32), stream=stream)

@@ -174,7 +174,7 @@ async def test_a_host_buffer_a_download_writes_and_an_upload_reads(
     await finish(backend, s1, s2)
     if fix not in ("race", "disjoint"):
         np.testing.assert_array_equal(await backend.copy_d2h_async(b, empty()), data(5))
-    del host, source
+    del host, source, down  # the download's Completion holds its destination, a view
     backend.free_host_pinned(pinned)
     backend.free(a)
     backend.free(b)

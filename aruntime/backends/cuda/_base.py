@@ -8,7 +8,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from ..._driver import DeviceInfo, Driver
+from ..._driver import DeviceInfo, DeviceLimits, Driver
 from ..._exceptions import AruntimeError, BackendUnavailableError, DeviceLostError, DriverError
 from .._release import DeferredReleases
 from .._sim_faults import launch_site_hook, readonly_hook
@@ -25,7 +25,7 @@ from ._constants import (
 from ._ffi import CData
 from ._handles import _Resources, _Stream
 from ._library import CudaLibrary
-from ._platform import _device_count, _device_info
+from ._platform import _device_count, _device_info, _device_limits
 
 # Which context each thread has current, shared by every CudaDriver so that
 # two devices used alternately from one thread each re-establish their own.
@@ -59,6 +59,7 @@ class _CudaBase(Driver):
         self._ordinal = ordinal
         self.ordinal = ordinal
         self._device, self._info = _device_info(library, ordinal)
+        self._limits = _device_limits(library, self._device, self._info.total_memory)
         ctx = self._ffi.new("CUcontext *")
         code = lib.cuDevicePrimaryCtxRetain(ctx, self._device)
         if code != 0:  # e.g. an exclusive-process device another process holds
@@ -277,6 +278,9 @@ class _CudaBase(Driver):
     # -- device --------------------------------------------------------------
     def device_info(self) -> DeviceInfo:
         return self._info
+
+    def device_limits(self) -> DeviceLimits:
+        return self._limits
 
     def mem_get_info(self) -> tuple[int, int]:
         self._enter("cuMemGetInfo_v2")

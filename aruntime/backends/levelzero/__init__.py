@@ -13,8 +13,12 @@ Not covered, and why:
   routes): no in-order list flag, ``zeCommandListHostSynchronize`` or
   appending regular lists to immediate ones, so ordering uses barriers and
   graph replays go through a command queue and a fence.
-* ``shared_mem`` (dynamic shared memory) raises ``NotSupportedError``: Level
-  Zero passes local memory as a kernel argument, not per launch.
+* ``shared_mem`` (dynamic shared memory) raises ``InvalidArgumentError``
+  (``gpu.limits.max_shared_mem`` is 0): Level Zero passes local memory as a
+  kernel argument, not per launch.
+* An allocation over the device's ``maxMemAllocSize`` raises
+  ``InvalidArgumentError`` naming it: aruntime does not chain the
+  relaxed-allocation-limits descriptor that would lift it.
 * Launching a graph inside a capture raises ``NotSupportedError`` (1.4 cannot
   nest command lists).
 * ``device_free_memory()`` is the device's total less what this process

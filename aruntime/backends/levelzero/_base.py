@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..._driver import DeviceInfo, Driver, DriverStream
+from ..._driver import DeviceInfo, DeviceLimits, Driver, DriverStream
 from ..._exceptions import BackendUnavailableError, NotSupportedError
 from .._sim_faults import launch_site_hook, readonly_hook
 from .._staging import STAGING_CHUNK, StagingPool
@@ -25,7 +25,7 @@ from ._ffi import caster, compiled_calls, ffi
 from ._graph_launcher import _GraphLauncher
 from ._handles import _Event, _List, _ZeEvent, _ZeStream
 from ._library import ZeLibrary
-from ._platform import _device_info, _device_properties
+from ._platform import _device_info, _device_limits, _device_properties
 from ._shared_context import acquire_context
 
 
@@ -43,6 +43,7 @@ class _LevelZeroBase(Driver):
         self._device = device
         self._info = _device_info(zl, driver, device)
         props = _device_properties(self._lib, device)
+        self._limits = _device_limits(self._lib, device, props, _ALIGNMENT)
         self._timer_ns = float(props.timerResolution) or 1.0
         bits = int(props.kernelTimestampValidBits)
         self._ts_mask = (1 << bits) - 1 if 0 < bits < 64 else UINT64_MAX
@@ -152,6 +153,9 @@ class _LevelZeroBase(Driver):
     # -- device ------------------------------------------------------------------
     def device_info(self) -> DeviceInfo:
         return self._info
+
+    def device_limits(self) -> DeviceLimits:
+        return self._limits
 
     def mem_get_info(self) -> tuple[int, int]:
         # Level Zero's core API has no free-memory query (only Sysman, which

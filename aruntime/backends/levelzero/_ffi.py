@@ -114,6 +114,7 @@ TYPES = (
     "ze_context_desc_t*",
     "ze_context_handle_t*",
     "ze_copy_region_t*",
+    "ze_device_compute_properties_t*",
     "ze_device_handle_t[]",
     "ze_device_mem_alloc_desc_t*",
     "ze_device_memory_properties_t[]",

@@ -22,7 +22,11 @@ class _MemoryOps(_LevelZeroBase):
         return desc
 
     def _request(self, nbytes: int) -> str:
-        """The detail an allocation's error carries: the request and what is free."""
+        """The detail an allocation's error carries: the request and what is free,
+        or the limit it is over (a shared allocation reaches the driver unchecked)."""
+        most = self._limits.max_allocation
+        if nbytes > most:
+            return f"{nbytes} bytes requested, over {most} bytes ({self._limits.allocation_hint})"
         free, total = self.mem_get_info()
         return f"{nbytes} bytes requested, {free} of {total} free"
 

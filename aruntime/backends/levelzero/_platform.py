@@ -6,11 +6,12 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from ..._driver import DeviceInfo
+from ..._driver import DeviceInfo, DeviceLimits
 from ..._exceptions import BackendUnavailableError
 from . import _errors
 from ._constants import (
     _DEVICE_TYPE_VPU,
+    _ST_DEVICE_COMPUTE_PROPERTIES,
     _ST_DEVICE_MEMORY_PROPERTIES,
     _ST_DEVICE_PROPERTIES,
     _ST_DRIVER_PROPERTIES,
@@ -115,6 +116,46 @@ def _device_info(zl: ZeLibrary, driver: Any, device: Any) -> DeviceInfo:
         total_memory=total,
         compute_units=max(units, 1),
         extra=tuple(extra),
+    )
+
+
+#: How to go past maxMemAllocSize, quoted in an allocation's message.
+RELAXED_LIMITS_HINT = (
+    "maxMemAllocSize; a ze_relaxed_allocation_limits_exp_desc_t with "
+    "ZE_RELAXED_ALLOCATION_LIMITS_EXP_FLAG_MAX_SIZE chained to the allocation's "
+    "descriptor lifts it where the driver has ZE_relaxed_allocation_limits, and "
+    "aruntime does not chain one"
+)
+
+
+def _device_limits(lib: Any, device: Any, props: Any, alignment: int) -> DeviceLimits:
+    """The limits zeDeviceGetComputeProperties and the device's properties state."""
+    compute = ffi.new("ze_device_compute_properties_t*")
+    compute.stype = _ST_DEVICE_COMPUTE_PROPERTIES
+    if lib.zeDeviceGetComputeProperties(device, compute) != ZE_RESULT_SUCCESS:
+        raise BackendUnavailableError("zeDeviceGetComputeProperties failed")
+    local = int(compute.maxSharedLocalMemory)
+    return DeviceLimits(
+        max_block_threads=int(compute.maxTotalGroupSize),
+        max_block=(
+            int(compute.maxGroupSizeX),
+            int(compute.maxGroupSizeY),
+            int(compute.maxGroupSizeZ),
+        ),
+        max_grid=(
+            int(compute.maxGroupCountX),
+            int(compute.maxGroupCountY),
+            int(compute.maxGroupCountZ),
+        ),
+        max_shared_mem=0,
+        max_shared_mem_optin=local,
+        max_allocation=int(props.maxMemAllocSize),
+        alloc_alignment=alignment,
+        shared_mem_hint=(
+            "Level Zero has no per-launch dynamic shared memory; declare local memory in "
+            f"the kernel or pass a __local argument (maxSharedLocalMemory: {local} bytes)"
+        ),
+        allocation_hint=RELAXED_LIMITS_HINT,
     )
 
 

@@ -21,6 +21,7 @@ from ..._callsite import caller_site
 from ..._dlpack import KDL_EXT_DEV
 from ..._driver import (
     DeviceInfo,
+    DeviceLimits,
     Driver,
     DriverEvent,
     DriverFunction,
@@ -39,7 +40,7 @@ from ..._exceptions import (
 from ..._kernel_args import check_arg_count, check_arg_sizes
 from ..._memory import DevicePtr
 from ._bounds import MemoryFault, MisalignedFault
-from ._profile import H100, DeviceProfile
+from ._profile import H100, DeviceProfile, profile_limits
 
 __all__ = ["FAULT_KINDS", "FAULT_OPS", "MockCall", "MockDriver"]
 
@@ -353,6 +354,9 @@ class MockDriver(Driver):
     def device_info(self) -> DeviceInfo:
         return self._info
 
+    def device_limits(self) -> DeviceLimits:
+        return profile_limits(self.profile)
+
     def mem_get_info(self) -> tuple[int, int]:
         return (self._info.total_memory - self._used, self._info.total_memory)
 
@@ -371,15 +375,6 @@ class MockDriver(Driver):
     # -- memory ------------------------------------------------------------------
     def mem_alloc(self, nbytes: int) -> int:
         self._check_fault("alloc", "alloc")
-        if nbytes > self.profile.max_allocation:
-            raise OutOfMemoryError(
-                f"alloc: {nbytes} bytes requested exceeds the largest allocation of "
-                f"{self.profile.max_allocation} bytes on the mock's {self.profile.name} profile",
-                backend="mock",
-                code=2,
-                name="MOCK_OUT_OF_MEMORY",
-                function="alloc",
-            )
         with self._lock:
             if self._used + nbytes > self._info.total_memory:
                 raise OutOfMemoryError(
@@ -639,7 +634,6 @@ class MockDriver(Driver):
         stream: DriverStream,
     ) -> None:
         assert isinstance(function, _MockFunction)
-        _check_config(self.profile, config)
         # The same checks the native drivers make (by signature, as the
         # callable knows no byte sizes unless it declares them), so a wrong
         # count fails on mock as it does on the GPU backends.
@@ -791,32 +785,6 @@ def _zeros(nbytes: int, function: str) -> np.ndarray[Any, np.dtype[np.uint8]]:
 def _slot_size(nbytes: int, align: int) -> int:
     """The address space an allocation of ``nbytes`` takes, before the gap after it."""
     return (nbytes + align - 1) // align * align
-
-
-def _check_config(profile: DeviceProfile, config: LaunchConfig) -> None:
-    """Refuse a launch the profile's part would refuse, as the core's checks word it."""
-    where = f"on the mock's {profile.name} profile"
-    if config.shared_mem > profile.max_shared_mem:
-        raise InvalidArgumentError(
-            f"launch: shared_mem {config.shared_mem} bytes exceeds the limit of "
-            f"{profile.max_shared_mem} bytes {where} (dynamic shared memory per block without "
-            "the opt-in, which aruntime does not set)"
-        )
-    for what, dims, limits in (
-        ("grid", config.grid, profile.max_grid),
-        ("block", config.block, profile.max_block),
-    ):
-        for axis, (n, limit) in enumerate(zip(dims, limits, strict=True)):
-            if n > limit:
-                raise InvalidArgumentError(
-                    f"launch: {what}[{axis}] = {n} is outside 1..{limit} {where}"
-                )
-    threads = config.block[0] * config.block[1] * config.block[2]
-    if threads > profile.max_block_threads:
-        raise InvalidArgumentError(
-            f"launch: block of {threads} threads exceeds the limit of "
-            f"{profile.max_block_threads} {where}"
-        )
 
 
 def _sid(stream: DriverStream) -> int:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..._driver import DeviceLimits, cuda_shared_mem_hint
+
 __all__ = ["H100", "DeviceProfile"]
 
 _KIB = 1024
@@ -51,3 +53,21 @@ H100 = DeviceProfile(
     alloc_alignment=256,
     max_allocation=80 * _GIB,
 )
+
+
+def profile_limits(profile: DeviceProfile) -> DeviceLimits:
+    """The profile as the limits every backend reports (``Backend.limits``)."""
+    where = f"; the mock's {profile.name} profile"
+    return DeviceLimits(
+        max_block_threads=profile.max_block_threads,
+        max_block=profile.max_block,
+        max_grid=profile.max_grid,
+        max_shared_mem=profile.max_shared_mem,
+        max_shared_mem_optin=profile.max_shared_mem_optin,
+        max_allocation=profile.max_allocation,
+        alloc_alignment=profile.alloc_alignment,
+        shared_mem_hint=cuda_shared_mem_hint(profile.max_shared_mem, profile.max_shared_mem_optin)
+        + where,
+        allocation_hint=f"the mock's {profile.name} profile; open_backend('mock', profile=...) "
+        "sets another",
+    )

@@ -40,6 +40,7 @@ KINDS = (
     "Scope",
     "GroupOperation",
     "Capability",
+    "MemoryAccess",
 )
 
 

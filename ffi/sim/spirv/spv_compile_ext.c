@@ -50,9 +50,9 @@ static void ext_vload_store(loader *L, fnctx *c, uint32_t e)
     spvl_emit(L, X_PTRADD, 1, (uint8_t)scalar(L, value_type(L, off))->width, t,
               spvl_slot(L, ptr), spvl_slot(L, off), elem * vn, 0);
     if (e == SPV_CL_vloadn)
-        spvl_emit(L, X_LOAD, (uint8_t)vn, (uint8_t)elem, d, t, 0, 0, 0);
+        spvl_emit(L, X_LOAD, (uint8_t)vn, (uint8_t)elem, d, t, 0, 0, 1);
     else if (e == SPV_CL_vstoren)
-        spvl_emit(L, X_STORE, (uint8_t)vn, (uint8_t)elem, 0, t, spvl_slot(L, data), 0, 0);
+        spvl_emit(L, X_STORE, (uint8_t)vn, (uint8_t)elem, 0, t, spvl_slot(L, data), 0, 1);
     else if (e == SPV_CL_vload_half)
         spvl_emit(L, X_LOADH, 1, (uint8_t)scalar(L, c->rt)->width, d, t, 0, 0, 0);
     else

@@ -87,6 +87,17 @@ void spvl_c_variable(loader *L, fnctx *c)
         store_const(L, d, 0, word(L, at, 4));
 }
 
+/* What an access's Aligned memory operand (the mask at word mask_at; the
+ * Aligned literal is the first after it) lowers its element's alignment to,
+ * or 0 where it does not (spv_ins c). */
+static uint32_t aligned_operand(loader *L, const fnctx *c, uint32_t mask_at, uint32_t size)
+{
+    if (c->cnt <= mask_at + 1 || !(word(L, c->at, mask_at) & SPV_MemoryAccess_Aligned))
+        return 0;
+    uint32_t a = word(L, c->at, mask_at + 1);
+    return a && (a & (a - 1)) == 0 && a < size ? a : 0;
+}
+
 void spvl_c_load(loader *L, fnctx *c)
 {
     uint32_t ptr = word(L, c->at, 3), d = c->d, n = c->n;
@@ -103,7 +114,8 @@ void spvl_c_load(loader *L, fnctx *c)
             spvl_emit(L, X_MOV, (uint8_t)n, 0, d, pr->slot, 0, 0, 0);
         return;
     }
-    spvl_emit(L, X_LOAD, (uint8_t)n, (uint8_t)s->size, d, spvl_slot(L, ptr), 0, 0, 0);
+    spvl_emit(L, X_LOAD, (uint8_t)n, (uint8_t)s->size, d, spvl_slot(L, ptr), 0,
+              aligned_operand(L, c, 4, s->size), 0);
 }
 
 void spvl_c_store(loader *L, fnctx *c)
@@ -126,8 +138,8 @@ void spvl_c_store(loader *L, fnctx *c)
             spvl_emit(L, X_MOV, (uint8_t)comps(L, ot), 0, pr->slot, from, 0, 0, 0);
         return;
     }
-    spvl_emit(L, X_STORE, (uint8_t)comps(L, ot), (uint8_t)s->size, 0, spvl_slot(L, ptr), spvl_slot(L, obj), 0,
-              0);
+    spvl_emit(L, X_STORE, (uint8_t)comps(L, ot), (uint8_t)s->size, 0, spvl_slot(L, ptr), spvl_slot(L, obj),
+              aligned_operand(L, c, 3, s->size), 0);
 }
 
 void spvl_c_copymemory(loader *L, fnctx *c)

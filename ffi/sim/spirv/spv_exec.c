@@ -223,34 +223,62 @@ static inline void exec_ext(const spv_ins *I, uint64_t *regs)
                            : spvx_ext_float(I->c, I->w, A_, b, c);
 }
 
-/* Loads, stores, copies and atomics: 0 for an address no kernel may touch. */
+/* Loads, stores, copies and atomics: 0, or -ARSIM_ERR_ILLEGAL_ADDRESS for an
+ * address no kernel may touch, or -ARSIM_ERR_MISALIGNED_ADDRESS for one not
+ * aligned to the element's size (as a GPU refuses it). */
+
+/* 1 if a is in the work-item's private or the group's local memory. */
+static int private_or_local(const group *g, uintptr_t a)
+{
+    uintptr_t pv = (uintptr_t)g->priv, lc = (uintptr_t)g->local;
+    return (a >= pv && a - pv < g->priv_total) || (a >= lc && a - lc < g->local_len);
+}
+
+/* A misaligned access by insn: recorded with its address where that is device
+ * memory (private and local addresses are the sim's own), as cuda-sim does. */
+static int misaligned(const group *g, uintptr_t a, uint64_t n, int wr, const char *insn)
+{
+    const void *at = private_or_local(g, a) ? NULL : (const void *)a;
+    return -(int)arsim_fault_misaligned_by(at, n, wr, insn);
+}
+
+/* The alignment X_LOAD and X_STORE need: the element's size, or less where
+ * an Aligned memory operand says so. */
+static inline uint32_t need_align(const spv_ins *I) { return I->c ? I->c : I->w; }
 
 static inline int exec_load(group *g, const spv_ins *I, uint64_t *regs)
 {
     uintptr_t a = (uintptr_t)A_;
+    if (a & (need_align(I) - 1))
+        return misaligned(g, a, I->w, 0, I->e ? "vloadn" : "OpLoad");
     if (!addr_ok(g, a, (uint64_t)I->w * I->n))
-        return 0;
+        return -ARSIM_ERR_ILLEGAL_ADDRESS;
     for (uint32_t k = 0; k < I->n; k++)
         R_(I->d + k) = sim_load_n((const void *)(a + k * I->w), I->w);
-    return 1;
+    return 0;
 }
 
 static inline int exec_store(group *g, const spv_ins *I, uint64_t *regs)
 {
     uintptr_t a = (uintptr_t)A_;
+    if (a & (need_align(I) - 1))
+        return misaligned(g, a, I->w, 1, I->e ? "vstoren" : "OpStore");
     if (!addr_ok(g, a, (uint64_t)I->w * I->n) ||
         arsim_readonly_hit(g->ro, a, (uint64_t)I->w * I->n))
-        return 0;
+        return -ARSIM_ERR_ILLEGAL_ADDRESS;
     for (uint32_t k = 0; k < I->n; k++)
         sim_store_n((void *)(a + k * I->w), I->w, R_(I->b + k));
-    return 1;
+    return 0;
 }
 
 static inline int exec_half(group *g, const spv_ins *I, uint64_t *regs)
 {
     uintptr_t a = (uintptr_t)A_;
-    if (a % 2 || !addr_ok(g, a, 2) || (I->op != X_LOADH && arsim_readonly_hit(g->ro, a, 2)))
-        return 0;
+    int load = I->op == X_LOADH;
+    if (a % 2)
+        return misaligned(g, a, 2, !load, load ? "vload_half" : "vstore_half");
+    if (!addr_ok(g, a, 2) || (!load && arsim_readonly_hit(g->ro, a, 2)))
+        return -ARSIM_ERR_ILLEGAL_ADDRESS;
     if (I->op == X_LOADH) {
         float f = spv_half_value((uint16_t)sim_load_n((const void *)a, 2));
         R_(I->d) = I->w == 64 ? sim_f64_bits((double)f) : sim_f32_bits(f);
@@ -259,7 +287,7 @@ static inline int exec_half(group *g, const spv_ins *I, uint64_t *regs)
         sim_store_n((void *)a, 2,
                 I->w == 64 ? spvx_double_to_half(v) : spvx_double_to_half((double)(float)v));
     }
-    return 1;
+    return 0;
 }
 
 static inline int exec_memcpy(group *g, const spv_ins *I, uint64_t *regs)
@@ -267,25 +295,37 @@ static inline int exec_memcpy(group *g, const spv_ins *I, uint64_t *regs)
     uint64_t n = I->c == SPV_NONE ? I->e : R_(I->c) & sim_mask(I->w);
     uintptr_t d = (uintptr_t)A_, s = (uintptr_t)B_;
     if (n && (!addr_ok(g, d, n) || !addr_ok(g, s, n) || arsim_readonly_hit(g->ro, d, n)))
-        return 0;
+        return -ARSIM_ERR_ILLEGAL_ADDRESS;
     if (n)
         memmove((void *)d, (const void *)s, n);
-    return 1;
+    return 0;
 }
+
+/* The SPIR-V instruction of each atomic kind (A_*), for a fault report. */
+static const char *const atomic_names[] = {
+    [A_LOAD] = "OpAtomicLoad", [A_STORE] = "OpAtomicStore", [A_XCHG] = "OpAtomicExchange",
+    [A_CMPXCHG] = "OpAtomicCompareExchange", [A_INC] = "OpAtomicIIncrement",
+    [A_DEC] = "OpAtomicIDecrement", [A_ADD] = "OpAtomicIAdd", [A_SUB] = "OpAtomicISub",
+    [A_SMIN] = "OpAtomicSMin", [A_UMIN] = "OpAtomicUMin", [A_SMAX] = "OpAtomicSMax",
+    [A_UMAX] = "OpAtomicUMax", [A_AND] = "OpAtomicAnd", [A_OR] = "OpAtomicOr",
+    [A_XOR] = "OpAtomicXor", [A_FADD] = "OpAtomicFAddEXT", [A_FMIN] = "OpAtomicFMinEXT",
+    [A_FMAX] = "OpAtomicFMaxEXT",
+};
 
 static inline int exec_atomic(group *g, const spv_ins *I, uint64_t *regs)
 {
     uintptr_t a = (uintptr_t)A_;
     uint32_t bytes = I->w / 8u;
-    if (a % bytes || !addr_ok(g, a, bytes) ||
-        (I->c != A_LOAD && arsim_readonly_hit(g->ro, a, bytes)))
-        return 0;
+    if (a % bytes)
+        return misaligned(g, a, bytes, I->c == A_LOAD ? 0 : 1, atomic_names[I->c]);
+    if (!addr_ok(g, a, bytes) || (I->c != A_LOAD && arsim_readonly_hit(g->ro, a, bytes)))
+        return -ARSIM_ERR_ILLEGAL_ADDRESS;
     uint64_t v = I->b == SPV_NONE ? 0 : B_;
     uint64_t c = I->e == SPV_NONE ? 0 : R_(I->e);
     uint64_t r = spvx_atomic((void *)a, I->w, I->c, v, c);
     if (I->d != SPV_NONE)
         R_(I->d) = r & sim_mask(I->w);
-    return 1;
+    return 0;
 }
 
 /* Control. */
@@ -353,6 +393,7 @@ int spvx_run_item(group *g, item *it)
     const spv_ins *code = p->code;
     uint32_t pc = it->pc;
     uint64_t *regs = it->regs;
+    int rc;
     for (;;) {
         const spv_ins *I = &code[pc++];
         const uint64_t m = sim_mask(I->w);
@@ -426,19 +467,19 @@ int spvx_run_item(group *g, item *it)
         case X_STOF: R_(I->d) = itof(I, A_, 1); break;
         case X_FCONV: R_(I->d) = fconv(I, A_); break;
         case X_LOAD:
-            if (!exec_load(g, I, regs))
-                return stop(it, pc - 1, it->regs, -ARSIM_ERR_ILLEGAL_ADDRESS);
+            if ((rc = exec_load(g, I, regs)) != 0)
+                return stop(it, pc - 1, it->regs, rc);
             break;
         case X_STORE:
-            if (!exec_store(g, I, regs))
-                return stop(it, pc - 1, it->regs, -ARSIM_ERR_ILLEGAL_ADDRESS);
+            if ((rc = exec_store(g, I, regs)) != 0)
+                return stop(it, pc - 1, it->regs, rc);
             break;
         case X_LOADH: case X_STOREH:
-            if (!exec_half(g, I, regs))
-                return stop(it, pc - 1, it->regs, -ARSIM_ERR_ILLEGAL_ADDRESS);
+            if ((rc = exec_half(g, I, regs)) != 0)
+                return stop(it, pc - 1, it->regs, rc);
             break;
-        case X_MEMCPY: if (!exec_memcpy(g, I, regs)) return -ARSIM_ERR_ILLEGAL_ADDRESS; break;
-        case X_ATOMIC: if (!exec_atomic(g, I, regs)) return -ARSIM_ERR_ILLEGAL_ADDRESS; break;
+        case X_MEMCPY: if ((rc = exec_memcpy(g, I, regs)) != 0) return rc; break;
+        case X_ATOMIC: if ((rc = exec_atomic(g, I, regs)) != 0) return rc; break;
         case X_PTRADD:
             R_(I->d) = A_ + (uint64_t)sim_sext(B_, I->w) * I->c + (uint64_t)(int64_t)(int32_t)I->e;
             break;

@@ -1414,6 +1414,22 @@ enum {
     SPV_Capability_GroupUniformArithmeticKHR = 6400,
 };
 
+/* MemoryAccess. */
+enum {
+    SPV_MemoryAccess_None = 0x0000,
+    SPV_MemoryAccess_Volatile = 0x0001,
+    SPV_MemoryAccess_Aligned = 0x0002,
+    SPV_MemoryAccess_Nontemporal = 0x0004,
+    SPV_MemoryAccess_MakePointerAvailable = 0x0008,
+    SPV_MemoryAccess_MakePointerAvailableKHR = 0x0008,
+    SPV_MemoryAccess_MakePointerVisible = 0x0010,
+    SPV_MemoryAccess_MakePointerVisibleKHR = 0x0010,
+    SPV_MemoryAccess_NonPrivatePointer = 0x0020,
+    SPV_MemoryAccess_NonPrivatePointerKHR = 0x0020,
+    SPV_MemoryAccess_AliasScopeINTELMask = 0x10000,
+    SPV_MemoryAccess_NoAliasINTELMask = 0x20000,
+};
+
 /* OpenCL.std extended instructions. */
 enum {
     SPV_CL_acos = 0,

@@ -311,7 +311,7 @@ static int workgroup_collective(group *g)
     return 0;
 }
 
-/* Runs one work-group; 0, -1 or -ARSIM_ERR_ILLEGAL_ADDRESS. */
+/* Runs one work-group; 0, -1, -ARSIM_ERR_ILLEGAL_ADDRESS or -ARSIM_ERR_MISALIGNED_ADDRESS. */
 static int run_group(group *g)
 {
     const spv_program *p = g->p;
@@ -414,5 +414,7 @@ out:
     free(g.priv);
     free(g.frames);
     free(g.local);
-    return rc == 0 ? 0 : rc == -ARSIM_ERR_ILLEGAL_ADDRESS ? ARSIM_ERR_ILLEGAL_ADDRESS : -1;
+    if (rc == -ARSIM_ERR_ILLEGAL_ADDRESS || rc == -ARSIM_ERR_MISALIGNED_ADDRESS)
+        return -rc;
+    return rc == 0 ? 0 : -1;
 }

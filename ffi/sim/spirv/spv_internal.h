@@ -36,7 +36,9 @@ enum {
     X_FCMP, X_FCLASS,
     /* conversions: w = destination width, c = source width */
     X_UCONV, X_SCONV, X_FTOU, X_FTOS, X_UTOF, X_STOF, X_FCONV,
-    /* memory: w = element bytes, n = components */
+    /* memory: w = element bytes, n = components; X_LOAD and X_STORE: c = the
+     * alignment an Aligned memory operand lowers the element's size to (0:
+     * none), e = 1 when vloadn or vstoren made it (a fault report names it) */
     X_LOAD, X_STORE, X_PTRADD, X_ADDI, X_MEMCPY,
     X_LOADH, X_STOREH, /* a half in memory to/from a float of width w (rte) */
     X_ATOMIC,

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import aruntime as ar
 from aruntime._exceptions import BackendUnavailableError
 from aruntime.backends import levelzero
 from aruntime.backends.levelzero import _driver, _library
@@ -28,6 +29,18 @@ def _open(how: str, monkeypatch: pytest.MonkeyPatch) -> _driver.LevelZeroDriver:
         pytest.skip(f"levelzero-sim cannot be opened: {exc}")
     assert isinstance(drv, _driver.LevelZeroDriver)
     return drv
+
+
+@pytest.fixture(scope="module")
+def gpu() -> Iterator[ar.Backend]:
+    """levelzero-sim through the public API, one backend for a test module (a module
+    that needs another kind of ``gpu`` defines its own)."""
+    try:
+        backend = ar.open_backend("levelzero-sim")
+    except BackendUnavailableError as exc:
+        pytest.skip(f"levelzero-sim cannot be opened: {exc}")
+    yield backend
+    backend.close()
 
 
 @pytest.fixture(params=["loader", "direct", "loader-abi"])

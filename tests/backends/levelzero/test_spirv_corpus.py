@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 import aruntime as ar
-from aruntime._exceptions import BackendUnavailableError, DriverError
+from aruntime._exceptions import DriverError
 
 CORPUS = Path(__file__).resolve().parent / "spirv" / "corpus"
 OPTS = ("O0", "O2")
@@ -46,16 +46,6 @@ LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
 REFUSED = {
     "refused_i2f_rtz": "integer-to-float conversions with a rounding mode other than rte",
 }
-
-
-@pytest.fixture(scope="module")
-def gpu() -> Iterator[ar.Backend]:
-    try:
-        backend = ar.open_backend("levelzero-sim")
-    except BackendUnavailableError as exc:
-        pytest.skip(f"levelzero-sim cannot be opened: {exc}")
-    yield backend
-    backend.close()
 
 
 _modules: dict[str, ar.Module] = {}

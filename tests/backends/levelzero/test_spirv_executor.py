@@ -13,7 +13,6 @@ some work-items reach must fail the launch.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,23 +20,13 @@ import numpy as np
 import pytest
 
 import aruntime as ar
-from aruntime._exceptions import BackendUnavailableError, DeviceLostError, DriverError
+from aruntime._exceptions import DeviceLostError, DriverError
 
 from . import _simhooks
 
 HERE = Path(__file__).resolve().parent / "spirv"
 BUILDS = ("executor_O0.spv", "executor_O2.spv")
 i32, u32, i64 = np.int32, np.uint32, np.int64
-
-
-@pytest.fixture(scope="module")
-def gpu() -> Iterator[ar.Backend]:
-    try:
-        backend = ar.open_backend("levelzero-sim")
-    except BackendUnavailableError as exc:
-        pytest.skip(f"levelzero-sim cannot be opened: {exc}")
-    yield backend
-    backend.close()
 
 
 @pytest.fixture(scope="module")

@@ -10,26 +10,13 @@ the initializer again.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 import aruntime as ar
-from aruntime._exceptions import BackendUnavailableError
 
 HERE = Path(__file__).resolve().parent / "spirv"
-
-
-@pytest.fixture(scope="module")
-def gpu() -> Iterator[ar.Backend]:
-    try:
-        backend = ar.open_backend("levelzero-sim")
-    except BackendUnavailableError as exc:
-        pytest.skip(f"levelzero-sim cannot be opened: {exc}")
-    yield backend
-    backend.close()
 
 
 def test_function_variables_start_from_their_aggregate_initializers(gpu: ar.Backend) -> None:

@@ -13,7 +13,6 @@ refused at module creation with a message naming the instruction.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,21 +20,11 @@ import numpy as np
 import pytest
 
 import aruntime as ar
-from aruntime._exceptions import BackendUnavailableError, DriverError
+from aruntime._exceptions import DriverError
 
 HERE = Path(__file__).resolve().parent / "spirv"
 HALF_BUILDS = ("half_O0.spv", "half_O2.spv")
 f16 = np.float16
-
-
-@pytest.fixture(scope="module")
-def gpu() -> Iterator[ar.Backend]:
-    try:
-        backend = ar.open_backend("levelzero-sim")
-    except BackendUnavailableError as exc:
-        pytest.skip(f"levelzero-sim cannot be opened: {exc}")
-    yield backend
-    backend.close()
 
 
 @pytest.fixture(scope="module", params=HALF_BUILDS)

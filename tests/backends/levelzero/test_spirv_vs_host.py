@@ -10,14 +10,14 @@ libm), NaN payloads aside.  Inputs include NaN, infinities, subnormals and negat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
 import aruntime as ar
-from aruntime._exceptions import BackendUnavailableError, InvalidArgumentError
+from aruntime._exceptions import InvalidArgumentError
 from aruntime._kernel_images import PORTABLE_MODULES, host_image, sim_kernel_kind, spirv_image
 from aruntime.cli import main as cli_main
 
@@ -143,16 +143,6 @@ def _entry_points(spv: bytes) -> set[str]:
             names.add(words[i + 3 : i + count].tobytes().split(b"\0", 1)[0].decode())
         i += count
     return names
-
-
-@pytest.fixture(scope="module")
-def gpu() -> Iterator[ar.Backend]:
-    try:
-        backend = ar.open_backend("levelzero-sim")
-    except BackendUnavailableError as exc:
-        pytest.skip(f"levelzero-sim cannot be opened: {exc}")
-    yield backend
-    backend.close()
 
 
 @pytest.fixture(scope="module")
