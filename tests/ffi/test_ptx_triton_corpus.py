@@ -582,3 +582,184 @@ def test_fp8_matmul(gpu: ar.Backend, name: str, shape: tuple[int, int, int]) -> 
     want = _fp8_reference(a, bt, table, pairs)
     assert np.isfinite(want).all() and np.count_nonzero(want) > want.size // 2
     assert (got == want).all()
+
+
+FP8_CVT = """.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry conv(.param .u64 src, .param .u64 dst, .param .u32 n)
+{
+    .reg .pred %p<2>;
+    .reg .b16 %h<3>;
+    .reg .b32 %r<8>;
+    .reg .f32 %f<3>;
+    .reg .b64 %rd<7>;
+    ld.param.u64 %rd1, [src];
+    ld.param.u64 %rd2, [dst];
+    ld.param.u32 %r1, [n];
+    mov.u32 %r2, %ctaid.x;
+    mov.u32 %r3, %ntid.x;
+    mov.u32 %r4, %tid.x;
+    mad.lo.u32 %r2, %r2, %r3, %r4;
+    setp.ge.u32 %p1, %r2, %r1;
+    @%p1 bra DONE;
+    mul.wide.u32 %rd3, %r2, 8;
+    add.s64 %rd4, %rd1, %rd3;
+    ld.global.u32 %r5, [%rd4];
+    ld.global.u32 %r6, [%rd4+4];
+    mov.b32 %f1, %r5;
+    mov.b32 %f2, %r6;
+    cvt.u16.u32 %h1, %r5;
+    mov.u32 %r7, 0;
+    CVT
+    mul.wide.u32 %rd5, %r2, 4;
+    add.s64 %rd6, %rd2, %rd5;
+    st.global.u32 [%rd6], %r7;
+DONE:
+    ret;
+}
+"""
+
+#: the cvt under test: from fp8 (%h1: word 0's low 16 bits), to fp8 from two
+#: f32 (%f1, %f2: words 0 and 1) or from an f16x2 (%r5: word 0); result in %r7
+FP8_FORMS = {
+    "f16x2.e4m3x2": "cvt.rn.f16x2.e4m3x2 %r7, %h1;",
+    "f16x2.e5m2x2": "cvt.rn.f16x2.e5m2x2 %r7, %h1;",
+    "e4m3x2.f32": "cvt.rn.satfinite.e4m3x2.f32 %h2, %f1, %f2; cvt.u32.u16 %r7, %h2;",
+    "e5m2x2.f32": "cvt.rn.satfinite.e5m2x2.f32 %h2, %f1, %f2; cvt.u32.u16 %r7, %h2;",
+    "e4m3x2.f16x2": "cvt.rn.satfinite.e4m3x2.f16x2 %h2, %r5; cvt.u32.u16 %r7, %h2;",
+    "e5m2x2.f16x2": "cvt.rn.satfinite.e5m2x2.f16x2 %h2, %r5; cvt.u32.u16 %r7, %h2;",
+}
+
+
+def _fp8_cvt(gpu: ar.Backend, form: str, words: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Runs FP8_FORMS[form] on pairs of 32-bit words; its result per pair."""
+    module = f"fp8-cvt-{form}"
+    if not gpu.has_module(module):
+        gpu.load_module(module, FP8_CVT.replace("CVT", FP8_FORMS[form]))
+    pairs = np.ascontiguousarray(words, np.uint32).reshape(-1, 2)
+    n = len(pairs)
+    src, dst = gpu.alloc(pairs.nbytes), gpu.alloc(4 * n)
+    try:
+        gpu.copy_h2d(pairs, src)
+        gpu.launch(gpu.kernel(module, "conv"), -(-n // 256), 256, [src, dst, np.uint32(n)]).wait()
+        return gpu.copy_d2h(dst, np.empty(n, np.uint32))
+    finally:
+        gpu.free(src)
+        gpu.free(dst)
+
+
+def _to_fp8(x: np.ndarray[Any, Any], table: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """The code .rn.satfinite gives: the nearest finite value (a tie to the even
+    code), past the largest the largest, the sign kept (-0 too); NaN 0x7f."""
+    grid = table[:0x80][np.isfinite(table[:0x80])]  # 0, the subnormals, up to the largest
+    a = np.where(np.isfinite(x), np.abs(x), grid[-1])  # infinities saturate; NaN below
+    hi = np.clip(np.searchsorted(grid, a), 1, len(grid) - 1)
+    lo = hi - 1
+    dlo, dhi = a - grid[lo], grid[hi] - a
+    code = np.where((dhi < dlo) | ((dhi == dlo) & (hi % 2 == 0)), hi, lo)
+    code = np.where(a >= grid[-1], len(grid) - 1, code)
+    code = code | np.where(np.signbit(x), 0x80, 0)
+    return np.where(np.isnan(x), 0x7F, code).astype(np.uint32)
+
+
+def _halves(v: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    return np.asarray(v, np.float64).astype(np.float16).view(np.uint16).astype(np.uint32)
+
+
+@pytest.mark.parametrize("kind", ["e4m3", "e5m2"])
+def test_fp8_to_f16x2_every_pair(gpu: ar.Backend, kind: str) -> None:
+    """cvt.rn.f16x2.e4m3x2 / .e5m2x2 on all 65,536 pairs: the upper byte to the
+    upper half; every value exact in fp16 (subnormals, 448, 57344, -0, the
+    e5m2 infinities); a NaN code (e4m3 S.1111.111, e5m2 exponent 31 with a
+    mantissa) gives a NaN."""
+    table = E4M3 if kind == "e4m3" else E5M2
+    code = np.arange(65536, dtype=np.uint32)
+    words = np.stack([code, np.zeros_like(code)], axis=1)
+    got = _fp8_cvt(gpu, f"f16x2.{kind}x2", words)
+    for half, byte in ((got & 0xFFFF, code & 0xFF), (got >> 16, code >> 8)):
+        value = table[byte]
+        nan = np.isnan(value)
+        assert (half[~nan] == _halves(value[~nan])).all()
+        assert np.isnan(half[nan].astype(np.uint16).view(np.float16)).all()
+
+
+def _edges(kind: str) -> np.ndarray[Any, Any]:
+    table = E4M3 if kind == "e4m3" else E5M2
+    finite = table[np.isfinite(table)]
+    top, tiny = finite.max(), 2.0 ** (-9 if kind == "e4m3" else -16)
+    pos = np.sort(finite[finite > 0])
+    edges = [np.nan, np.inf, -np.inf, 0.0, -0.0, top, -top, top * 1.03, top * 1.5, 3.4e38]
+    edges += [tiny, tiny / 2, tiny * 0.75, tiny * 1.5, -tiny * 2.5, 1e-40, -1e-40]
+    mids = (pos[:-1] + pos[1:]) / 2  # every tie between neighbours: to the even code
+    return np.concatenate([edges, mids, -mids, pos, np.nextafter(mids, 0), np.nextafter(mids, 9)])
+
+
+@pytest.mark.parametrize("kind", ["e4m3", "e5m2"])
+def test_f32_to_fp8_rounds_and_saturates(gpu: ar.Backend, kind: str) -> None:
+    """cvt.rn.satfinite.e4m3x2.f32 / .e5m2x2.f32 d, a, b (a to the upper byte):
+    NaN, infinities and values past the largest finite one (saturated, also
+    where rounding would carry past it), every tie between neighbouring
+    codes and the f32 values on either side of it, subnormals, signed zeros,
+    and random f32 over a wide range."""
+    table = E4M3 if kind == "e4m3" else E5M2
+    x = _edges(kind)
+    rand = RNG.standard_normal(20000) * 2.0 ** RNG.integers(-30, 20, 20000)
+    x = np.concatenate([x, rand]).astype(np.float32)
+    x = np.concatenate([x, x[:1]]) if len(x) % 2 else x
+    got = _fp8_cvt(gpu, f"{kind}x2.f32", x.view(np.uint32))
+    want = _to_fp8(x.astype(np.float64), table)
+    assert (got >> 16 == 0).all()
+    assert ((got >> 8) == want[0::2]).all()
+    assert ((got & 0xFF) == want[1::2]).all()
+
+
+@pytest.mark.parametrize("kind", ["e4m3", "e5m2"])
+def test_f16x2_to_fp8_every_half(gpu: ar.Backend, kind: str) -> None:
+    """cvt.rn.satfinite.e4m3x2.f16x2 / .e5m2x2.f16x2 on all 65,536 fp16 values,
+    two a word (the upper half to the upper byte)."""
+    table = E4M3 if kind == "e4m3" else E5M2
+    h = np.arange(65536, dtype=np.uint32)
+    words = h[0::2] | h[1::2] << 16
+    got = _fp8_cvt(gpu, f"{kind}x2.f16x2", np.stack([words, words], axis=1))
+    value = h.astype(np.uint16).view(np.float16).astype(np.float64)
+    want = _to_fp8(value, table)
+    assert ((got & 0xFF) == want[0::2]).all()
+    assert ((got >> 8) == want[1::2]).all()
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("cvt.rn.relu.f16x2.e4m3x2 %r7, %h1;", "'cvt.rn.relu.f16x2.e4m3x2' (modifier .relu)"),
+        ("cvt.rn.e4m3x2.f32 %h2, %f1, %f2;", "'cvt.rn.e4m3x2.f32'"),
+        ("cvt.rz.satfinite.e5m2x2.f32 %h2, %f1, %f2;", "'cvt.rz.satfinite.e5m2x2.f32'"),
+        (
+            "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%f1,%f2,%f1,%f2}, "
+            "{%r5,%r5,%r5,%r5}, {%r5,%r5}, {%f1,%f2,%f1,%f2};",
+            "'mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32'",
+        ),
+        (
+            "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3 {%f1,%f2,%f1,%f2}, "
+            "{%r5,%r5,%r5,%r5}, %rd1, 1, 1, 1;",
+            "an 8-bit A in registers is not supported",
+        ),
+        (
+            "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.f16 {%f1,%f2,%f1,%f2}, "
+            "%rd1, %rd2, 1, 1, 1;",
+            "'wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.f16'",
+        ),
+    ],
+)
+def test_an_fp8_form_cuda_sim_does_not_run_is_refused_by_name(
+    gpu: ar.Backend, line: str, message: str
+) -> None:
+    """Forms not modelled (.relu, cvt to fp8 without .satfinite or in another
+    rounding, mma.sync on fp8, an 8-bit wgmma A in registers, a k32 wgmma on
+    other types) fail the load, naming the line and the construct."""
+    ptx = FP8_CVT.replace("CVT", line)
+    number = ptx.splitlines().index(f"    {line}") + 1
+    with pytest.raises(DriverError, match="CUDA_ERROR_INVALID_PTX") as info:
+        gpu.load_module(f"fp8-refused-{abs(hash(line))}", ptx)
+    assert f"ptx line {number}: " in str(info.value)
+    assert message in str(info.value), str(info.value)
