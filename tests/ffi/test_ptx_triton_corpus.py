@@ -16,6 +16,13 @@ matmul uses TMA (tensor maps built on the device, cp.async.bulk.tensor,
 mbarrier): a tile lands only at a wait on its mbarrier's phase, so a missing
 or wrong wait fails the launch, as does a phase that can never complete.
 Forms cuda-sim does not model (im2col) are refused at load, naming the line.
+
+fp8 (sm_90 only: fp8 tensor cores need sm_89 on): the tutorial's matmul on
+e4m3/e5m2 inputs runs on wgmma k32 (4 and 8 warps) or, with 2 warps, on
+mma.sync after cvt.rn.f16x2.e4m3x2; numpy decodes the codes from its own
+tables and sums as each tensor-core instruction does.  The fp8 conversions
+are checked on every code and every tie, and the fp8 forms cuda-sim does
+not run are refused by name.
 """
 
 from __future__ import annotations

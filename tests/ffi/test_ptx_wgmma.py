@@ -7,7 +7,9 @@ descriptors (as CUTLASS spells them, cute/atom/mma_traits_sm90_gmma.hpp):
 K-major and MN-major, no swizzle and 32-, 64- and 128-byte swizzles, with
 every byte the layout does not name filled with noise.  D is unpacked from
 the ISA's register fragment layout ("WGMMA .m64nNk16 register fragment
-layout for accumulator matrix D").  Triton's own sm_90 matmuls, whose
+layout for accumulator matrix D").  The 8-bit forms (m64nNk32 on e4m3 and
+e5m2) read K-major layouts of the same 16-byte rows.  Triton's own sm_90
+matmuls, whose
 descriptors use the 64- and 128-byte swizzles, are in
 test_ptx_triton_corpus.py.
 
