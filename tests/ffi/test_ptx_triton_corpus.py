@@ -770,3 +770,35 @@ def test_an_fp8_form_cuda_sim_does_not_run_is_refused_by_name(
         gpu.load_module(f"fp8-refused-{abs(hash(line))}", ptx)
     assert f"ptx line {number}: " in str(info.value)
     assert message in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("name", ["matmul_fp8e5", "matmul_fp8e4_64x128x64_s3_w4"])
+def test_an_fp8_matmul_without_its_proxy_fence_is_reported(
+    gpu: ar.Backend, capfd: Any, name: str
+) -> None:
+    """The fp8 matmuls with fence.proxy.async taken out: the 8-bit wgmma would
+    read tiles written through the generic proxy (st.shared.b8 as written,
+    cp.async when tuned)."""
+    ptx = (CORPUS / f"{name}.sm90.ptx").read_text()
+    assert ptx.count("\tfence.proxy.async.shared::cta;") == 1
+    module = f"triton-no-proxy-fence-{name}"
+    gpu.load_module(module, ptx.replace("\tfence.proxy.async.shared::cta;", "\t// gone"))
+    meta = MANIFEST[f"{name}.sm90"]
+    ptrs = [gpu.alloc(64 * 128) for _ in range(3)]
+    try:
+        ints = (64, 64, 64, 64, 1, 1, 64, 64, 1) if name == "matmul_fp8e5" else (64,) * 6
+        launch = gpu.launch(
+            gpu.kernel(module, meta["entry"]),
+            1,
+            32 * meta["num_warps"],
+            [*ptrs, *map(np.int32, ints), np.uint64(0), np.uint64(0)],
+            shared_mem=meta["shared"],
+        )
+        with pytest.raises(DriverError, match="LAUNCH_FAILED"):
+            launch.wait()
+    finally:
+        for p in ptrs:
+            gpu.free(p)
+    err = capfd.readouterr().err
+    assert "wgmma.mma_async reads shared memory at offset" in err, err
+    assert "with no fence.proxy.async after the write" in err
