@@ -7,7 +7,9 @@ descriptors (as CUTLASS spells them, cute/atom/mma_traits_sm90_gmma.hpp):
 K-major and MN-major, no swizzle and 32-, 64- and 128-byte swizzles, with
 every byte the layout does not name filled with noise.  D is unpacked from
 the ISA's register fragment layout ("WGMMA .m64nNk16 register fragment
-layout for accumulator matrix D").  Triton's own sm_90 matmuls, whose
+layout for accumulator matrix D").  The 8-bit forms (m64nNk32 on e4m3 and
+e5m2) read K-major layouts of the same 16-byte rows.  Triton's own sm_90
+matmuls, whose
 descriptors use the 64- and 128-byte swizzles, are in
 test_ptx_triton_corpus.py.
 
@@ -333,7 +335,7 @@ def test_d_read_before_its_wait_is_the_old_accumulator(gpu: ar.Backend) -> None:
         ),
         ("wgmma.mma_async.sync.aligned.m64n12k16.f32.f16.f16 {", "unsupported instruction"),
         ("wgmma.mma_async.sync.aligned.m64n16k8.f32.tf32.tf32 {", "unsupported instruction"),
-        ("wgmma.mma_async.sync.aligned.m64n16k32.f32.e4m3.e4m3 {", "unsupported instruction"),
+        ("wgmma.mma_async.sync.aligned.m64n16k32.s32.s8.s8 {", "unsupported instruction"),
     ],
 )
 def test_other_wgmma_forms_are_refused_by_name(gpu: ar.Backend, edit: str, message: str) -> None:
@@ -344,3 +346,70 @@ def test_other_wgmma_forms_are_refused_by_name(gpu: ar.Backend, edit: str, messa
         ptx = ptx.replace("}, %rd4, %rd5,", "}, {%r5, %r6, %r7, %r8}, %rd5,")
     with pytest.raises(DriverError, match=f"ptx line {_line(ptx, 'wgmma.mma_async')}: .*{message}"):
         gpu.load_module(f"refused-{next(_SERIAL)}", ptx)
+
+
+def _fp8_values(kind: str) -> np.ndarray[Any, Any]:
+    """The value of each of the 256 codes of e4m3 (no infinities, S.1111.111
+    NaN) or e5m2 (IEEE-like)."""
+    code = np.arange(256)
+    mb, bias = (3, 7) if kind == "e4m3" else (2, 15)
+    e, m = (code & 0x7F) >> mb, code & ((1 << mb) - 1)
+    v = np.where(e == 0, m * 2.0 ** (1 - bias - mb), ((1 << mb) + m) * 2.0 ** (e - bias - mb))
+    v[(code & 0x7F) == 0x7F] = np.nan  # e4m3's NaN; for e5m2 one of its NaNs
+    if kind == "e5m2":
+        v[e == 31] = np.where(m[e == 31] == 0, np.inf, np.nan)
+    return np.where(code & 0x80, -v, v)
+
+
+def _place8(image: np.ndarray[Any, Any], base: int, mat: np.ndarray[Any, Any], mode: int) -> int:
+    """Writes mat (MN x 32 fp8 codes) K-major into image at base; its descriptor.
+    A row of the canonical layout is 16 bytes (16 elements), as for 16-bit
+    elements; wgmma's 8-bit forms have no MN-major (transposed) layout."""
+    lbo, sbo, off = _offsets(mat.shape[0], False, mode)
+    raw = image.view(np.uint8)
+    for mn in range(mat.shape[0]):
+        for k in range(32):  # the byte of element k: off's column k // 2, then k % 2
+            raw[_swizzle(base + off(mn, k // 2) + k % 2, mode)] = mat[mn, k]
+    return (base >> 4) | (lbo >> 4) << 16 | (sbo >> 4) << 32 | mode << 62
+
+
+def _fp8_codes(table: np.ndarray[Any, Any], lo: float, hi: float, shape: Any) -> Any:
+    a = np.abs(table)
+    ok = np.flatnonzero(np.isfinite(table) & (a <= hi) & ((a >= lo) | (a == 0)))
+    return RNG.choice(ok, size=shape).astype(np.uint8)
+
+
+@pytest.mark.parametrize("types", [("e4m3", "e4m3"), ("e5m2", "e5m2"), ("e4m3", "e5m2")])
+@pytest.mark.parametrize("mode", [0, 3, 2, 1])
+@pytest.mark.parametrize(("n", "dtype"), [(16, "f32"), (64, "f32"), (32, "f16")])
+def test_wgmma_k32_on_fp8(
+    gpu: ar.Backend, types: tuple[str, str], mode: int, n: int, dtype: str
+) -> None:
+    """m64nNk32 on e4m3/e5m2 (A and B each its own type) from K-major
+    descriptors, every swizzle, an f32 or f16 D: the 32 exact products and C
+    rounded once.  A takes every finite code up to a bound (subnormals, 448,
+    -0), B small ones, so every sum is exact in float64; the noise around
+    the operands holds NaNs."""
+    ta, tb = (_fp8_values(t) for t in types)
+    a = _fp8_codes(ta, 0, 448 if types[0] == "e4m3" else 1024, (64, 32))
+    b = _fp8_codes(tb, 2.0**-9, 2.0**-2, (n, 32))  # B as N x K
+    image = RNG.integers(0, 2**16, IMAGE // 2).astype(np.uint16) | 0x7F7F  # noise: NaNs
+    da, db = _place8(image, A_AT, a, mode), _place8(image, B_AT, b, mode)
+    c = RNG.standard_normal((64, n)).astype(np.float16)
+    index = _d_index(n)
+    regs = np.zeros((128, n // 2), np.float32 if dtype == "f32" else np.float16)
+    for thread, i, row, col in index:
+        regs[thread, i] = c[row, col]
+    c_regs = regs if dtype == "f32" else regs.view(np.uint32)
+    ptx = _kernel(n, dtype, (0, 0), (0, 0))
+    mma = next(line for line in ptx.splitlines() if "wgmma.mma_async" in line)
+    fp8 = mma.replace(f"k16.{dtype}.f16.f16", f"k32.{dtype}.{types[0]}.{types[1]}")
+    ptx = ptx.replace(mma, fp8.replace(", 1, 1, 0, 0;", ", 1, 1;"))
+    got = _run(gpu, ptx, image, c_regs, da, db, 1)
+    got = got if dtype == "f32" else got.view(np.float16)
+    exact = ta[a] @ tb[b].T + c.astype(np.float64)
+    want = exact.astype(np.float32 if dtype == "f32" else np.float16)
+    d = np.zeros_like(want)
+    for thread, i, row, col in index:
+        d[row, col] = got[thread, i]
+    assert (d == want).all()

@@ -171,6 +171,22 @@ static inline uint16_t d2h(double d)
     return h;
 }
 static inline double bf2d(uint16_t b) { return (double)sim_f32((uint64_t)b << 16); }
+/* The 8-bit floats of sm_89 on (OCP FP8): e4m3 (bias 7, no infinities,
+ * S.1111.111 NaN, largest 448) and e5m2 (bias 15, IEEE-like: infinities and
+ * NaNs at exponent 31, largest 57344); exactly, as a double. */
+static inline double fp8_to_double(uint8_t v, int kind)
+{
+    int e5 = kind == FP8_E5M2, mb = e5 ? 2 : 3, bias = e5 ? 15 : 7;
+    int e = (v & 0x7f) >> mb, m = v & ((1 << mb) - 1), top = e5 ? 31 : 15;
+    double x;
+    if (e == top && (e5 || m == (1 << mb) - 1))
+        x = e5 && !m ? INFINITY : NAN;
+    else if (!e) /* subnormal */
+        x = ldexp(m, 1 - bias - mb);
+    else
+        x = ldexp((1 << mb) + m, e - bias - mb);
+    return v & 0x80 ? -x : x;
+}
 /* double -> bf16 in a rounding mode (RND_*). */
 PTX_HIDDEN uint16_t ptx_d2bf(double d, int mode);
 
@@ -282,6 +298,9 @@ PTX_HIDDEN const uint8_t *ptx_mem_span(block_ctx *b, warp *w, frame *fr, uint64_
 PTX_HIDDEN uint64_t ptx_cvt_one(uint64_t x, int dt, int st, int mode, unsigned flags);
 /* A float value of type t (f16, bf16, f32, f64) as double. */
 PTX_HIDDEN double ptx_to_double(uint64_t v, int t);
+/* cvt with an fp8 pair (in.imm: FP8_E4M3 or FP8_E5M2, | FP8_TO for a
+ * destination .e4m3x2/.e5m2x2): lane values a and b, as the ISA packs them. */
+PTX_HIDDEN uint64_t ptx_cvt_fp8(const pinsn *in, uint64_t a, uint64_t b);
 /* add, sub, mul, div, fma, rcp, sqrt of f32 or f64 bits in a directed rounding mode. */
 PTX_HIDDEN uint64_t ptx_directed(int op, int type, int mode, uint64_t a, uint64_t b, uint64_t c);
 

@@ -232,3 +232,50 @@ uint64_t ptx_cvt_one(uint64_t x, int dt, int st, int mode, unsigned flags)
     return r;
 }
 
+
+/* ------------------------------------------------------------- fp8 */
+
+/* A double to fp8 `kind`, rounded to nearest even and saturated to the
+ * largest finite value (.satfinite: infinities too); NaN is 0x7f. */
+static uint8_t fp8_of(double d, int kind)
+{
+    int e5 = kind == FP8_E5M2, mb = e5 ? 2 : 3, bias = e5 ? 15 : 7, emin = 1 - bias;
+    uint8_t sign = signbit(d) ? 0x80 : 0, max = e5 ? 0x7b : 0x7e; /* 57344, 448 */
+    double a = fabs(d);
+    if (isnan(d))
+        return 0x7f;
+    if (isinf(a))
+        return sign | max;
+    int e;
+    (void)frexp(a, &e);
+    e = e - 1 < emin ? emin : e - 1; /* the exponent of a's binade, or the subnormals' */
+    double q = ldexp(1.0, e - mb), n = a / q, f = floor(n), r = n - f;
+    if (r > 0.5 || (r == 0.5 && fmod(f, 2.0) != 0))
+        f += 1;
+    double v = f * q; /* on the fp8 grid, unbounded above */
+    if (v >= fp8_to_double(max, kind))
+        return sign | max;
+    if (v < ldexp(1.0, emin)) /* subnormal (or zero) */
+        return sign | (uint8_t)(v / ldexp(1.0, emin - mb));
+    (void)frexp(v, &e);
+    double frac = v / ldexp(1.0, e - 1) - 1; /* in [0, 1) */
+    return sign | (uint8_t)((e - 1 + bias) << mb) | (uint8_t)(frac * (1 << mb));
+}
+
+uint64_t ptx_cvt_fp8(const pinsn *in, uint64_t a, uint64_t b)
+{
+    int kind = (int)(in->imm & 3);
+    if (!(in->imm & FP8_TO)) { /* .f16x2 from .e4m3x2/.e5m2x2: byte i to half i */
+        uint64_t lo = d2h(fp8_to_double((uint8_t)a, kind));
+        return d2h(fp8_to_double((uint8_t)(a >> 8), kind)) << 16 | lo;
+    }
+    double hi, lo; /* from .f32 a, b (a to the upper byte) or from .f16x2 a */
+    if (in->type2 == T_F32) {
+        hi = sim_f32(a);
+        lo = sim_f32(b);
+    } else {
+        hi = h2d((uint16_t)(a >> 16));
+        lo = h2d((uint16_t)a);
+    }
+    return (uint64_t)fp8_of(hi, kind) << 8 | fp8_of(lo, kind);
+}

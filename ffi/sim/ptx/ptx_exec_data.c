@@ -101,7 +101,9 @@ static void exec_move(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_
         break;
     }
     case OP_CVT:
-        if (t == T_F16X2 || t == T_BF16X2) {
+        if (in->imm) { /* an fp8 pair */
+            FOR_LANES(m, D[l] = ptx_cvt_fp8(in, A[l], in->b == PTX_NONE ? 0 : B[l]));
+        } else if (t == T_F16X2 || t == T_BF16X2) {
             int et = t == T_F16X2 ? T_F16 : T_BF16;
             FOR_LANES(m, D[l] = ptx_cvt_one(A[l], et, in->type2, in->mode, in->flags) << 16 |
                                 ptx_cvt_one(B[l], et, in->type2, in->mode, in->flags));

@@ -1,7 +1,9 @@
 /* Hopper's warpgroup MMA (sm_90a), for the interpreter: wgmma.fence,
  * wgmma.mma_async with B in shared memory (a matrix descriptor) and A too or
  * in registers (laid out per warp as mma.m16n8k16's A, the ISA's "WGMMA
- * .m64nNk16 register fragment layout for matrix A"),
+ * .m64nNk16 register fragment layout for matrix A"); m64nNk16 on f16/bf16,
+ * m64nNk32 on e4m3/e5m2 (A and B by descriptor, K-major: the ISA has no
+ * transpose for 8-bit inputs; an 8-bit A in registers is refused at load),
  * wgmma.commit_group, wgmma.wait_group, and fence.proxy.async.
  *
  * Layouts (PTX ISA, "Asynchronous Warpgroup Level Matrix ..."):
@@ -29,9 +31,10 @@
  *     a wgmma.mma_async reading such a byte fails the launch, naming its line.
  *   - A warp's first wgmma.mma_async must follow a wgmma.fence; blocks must be
  *     whole warpgroups; the descriptors and scale-d must agree across lanes.
- * Each element of D is C's (or 0 when scale-d is false) plus the 16 products
- * (negated by imm-scale-a/-b of -1), summed in double and rounded once, as
- * mma's are.  A nonzero base offset is not modelled: the launch fails.
+ * Each element of D is C's (or 0 when scale-d is false) plus the 16 (k16)
+ * or 32 (k32) products (negated by imm-scale-a/-b of -1), summed in double
+ * and rounded once to D's type, as mma's are; fp8 values are decoded
+ * exactly (fp8_to_double), so each product is exact in double.  A nonzero base offset is not modelled: the launch fails.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -45,6 +48,9 @@
 #define WG_TRANS_A 4
 #define WG_TRANS_B 8
 #define WG_REGS_A 16
+#define WG_FP8 32  /* 8-bit inputs, k32 */
+#define WG_A_E5 64 /* A is e5m2 (else e4m3) */
+#define WG_B_E5 128
 
 static int fail(block_ctx *b, const pinsn *in, const char *what)
 {
@@ -52,14 +58,15 @@ static int fail(block_ctx *b, const pinsn *in, const char *what)
     return E_FAIL;
 }
 
-/* The shared-memory offset of element (mn, k) of a 16-bit matrix by its
- * descriptor; mn_major for imm-trans 1. */
-static uint32_t elem_addr(uint64_t desc, int mn_major, int mn, int k)
+/* The shared-memory offset of element (mn, k) of a matrix of es-byte
+ * elements (2, or 1: always K-major) by its descriptor; mn_major for
+ * imm-trans 1.  A row of the canonical layouts is 16 bytes, t elements. */
+static uint32_t elem_addr(uint64_t desc, int mn_major, int mn, int k, int es)
 {
     uint32_t start = (uint32_t)(desc & 0x3fff) << 4;
     uint32_t lbo = (uint32_t)(desc >> 16 & 0x3fff) << 4, sbo = (uint32_t)(desc >> 32 & 0x3fff) << 4;
     int mode = (int)(desc >> 62), x = mode == 1 ? 8 : mode == 2 ? 4 : mode == 3 ? 2 : 1;
-    const int es = 2, t = 8; /* bytes of an element; elements in 16 bytes */
+    const int t = 16 / es;
     uint32_t off;
     if (!mn_major && !mode)
         off = (mn % 8) * 16 + (mn / 8) * sbo + (k % t) * es + (k / t) * lbo;
@@ -77,10 +84,11 @@ static uint32_t elem_addr(uint64_t desc, int mn_major, int mn, int k)
     return a;
 }
 
-/* The operation's operands: A's 16 rows of this warp, B (16 x n). */
+/* The operation's operands: A's 16 rows of this warp, B (k x n), of
+ * es-byte elements. */
 typedef struct wg_view {
     uint64_t da, db;
-    int row0, n, ta, tb;
+    int row0, n, ta, tb, k, es;
 } wg_view;
 
 static void view_of(const wg_op *op, wg_view *v)
@@ -91,6 +99,8 @@ static void view_of(const wg_op *op, wg_view *v)
     v->n = 8 * op->in->mode;
     v->ta = (int)(op->in->imm & WG_TRANS_A) != 0;
     v->tb = (int)(op->in->imm & WG_TRANS_B) != 0;
+    v->es = op->in->imm & WG_FP8 ? 1 : 2;
+    v->k = 32 / v->es;
 }
 
 /* Checks every byte the operation reads: inside shared memory, no pending
@@ -98,15 +108,15 @@ static void view_of(const wg_op *op, wg_view *v)
 static int check_reads(block_ctx *b, const pinsn *in, const wg_view *v)
 {
     int from = in->imm & WG_REGS_A ? 16 : 0; /* A in registers: B only */
-    for (int k = 0; k < 16; k++)
+    for (int k = 0; k < v->k; k++)
         for (int j = from; j < 16 + v->n; j++) {
-            uint32_t a = j < 16 ? elem_addr(v->da, v->ta, v->row0 + j, k)
-                                : elem_addr(v->db, v->tb, j - 16, k);
-            if (!sim_inside(a, 2, 0, b->shared_size) || (a & 1))
+            uint32_t a = j < 16 ? elem_addr(v->da, v->ta, v->row0 + j, k, v->es)
+                                : elem_addr(v->db, v->tb, j - 16, k, v->es);
+            if (!sim_inside(a, (uint64_t)v->es, 0, b->shared_size) || (a & (uint32_t)(v->es - 1)))
                 return E_FAULT;
-            if ((b->ncp || b->nbl) && ptx_cp_hazard(b, in, a, 2))
+            if ((b->ncp || b->nbl) && ptx_cp_hazard(b, in, a, (uint32_t)v->es))
                 return E_FAIL;
-            if (b->gdirty && (b->gdirty[a] | b->gdirty[a + 1])) {
+            if (b->gdirty && (b->gdirty[a] | b->gdirty[a + (uint32_t)v->es - 1])) {
                 fprintf(stderr,
                         "cuda-sim: kernel %s: ptx line %d: wgmma.mma_async reads shared memory "
                         "at offset %u, written through the generic proxy with no "
@@ -118,9 +128,13 @@ static int check_reads(block_ctx *b, const pinsn *in, const wg_view *v)
     return 0;
 }
 
-static double half_at(const block_ctx *b, uint32_t a, int t)
+/* The element at shared offset a: 16-bit of type t, or fp8 (t T_B8, e5 for
+ * e5m2). */
+static double elem_at(const block_ctx *b, uint32_t a, int t, int e5)
 {
     uint16_t h;
+    if (t == T_B8)
+        return fp8_to_double(b->shared[a], e5 ? FP8_E5M2 : FP8_E4M3);
     memcpy(&h, b->shared + a, 2);
     return t == T_BF16 ? bf2d(h) : h2d(h);
 }
@@ -131,15 +145,16 @@ static void perform(block_ctx *b, const wg_op *op)
     const pinsn *in = op->in;
     wg_view v;
     view_of(op, &v);
-    static __thread double a[16][16], bm[16][256];
+    static __thread double a[16][32], bm[32][256];
     double sa = in->imm & WG_NEG_A ? -1 : 1, sb = in->imm & WG_NEG_B ? -1 : 1;
     const uint32_t *slot = &op->fr->f->lists[in->aux];
     int f32 = in->type2 == T_F32;
-    for (int k = 0; k < 16; k++) {
+    int ea = (in->imm & WG_A_E5) != 0, eb = (in->imm & WG_B_E5) != 0;
+    for (int k = 0; k < v.k; k++) {
         for (int r = 0; r < 16 && !(in->imm & WG_REGS_A); r++)
-            a[r][k] = sa * half_at(b, elem_addr(v.da, v.ta, v.row0 + r, k), in->type);
+            a[r][k] = sa * elem_at(b, elem_addr(v.da, v.ta, v.row0 + r, k, v.es), in->type, ea);
         for (int c = 0; c < v.n; c++)
-            bm[k][c] = sb * half_at(b, elem_addr(v.db, v.tb, c, k), in->type);
+            bm[k][c] = sb * elem_at(b, elem_addr(v.db, v.tb, c, k, v.es), in->type, eb);
     }
     if (in->imm & WG_REGS_A) /* the warp's 16 rows of A, laid out as mma.m16n8k16's A */
         for (int l = 0; l < PTX_LANES; l++)
@@ -157,7 +172,7 @@ static void perform(block_ctx *b, const wg_op *op)
             double s = 0;
             if (op->scale_d)
                 s = f32 ? (double)sim_f32(*reg) : h2d((uint16_t)(*reg >> sh));
-            for (int k = 0; k < 16; k++)
+            for (int k = 0; k < v.k; k++)
                 s += a[r][k] * bm[k][c];
             if (f32)
                 *reg = sim_f32_bits((float)s);

@@ -219,9 +219,38 @@ static int parse_cvta(parser *ps, insn *x)
     return 0;
 }
 
+/* cvt with an fp8 pair (sm_89 on): cvt.rn.f16x2.{e4m3x2,e5m2x2} d, a (a .b16)
+ * and cvt.rn.satfinite.{e4m3x2,e5m2x2}.{f32 d, a, b | f16x2 d, a} (d .b16);
+ * in.imm FP8_E4M3 or FP8_E5M2, | FP8_TO for an fp8 destination.  .relu and
+ * the other rounding modes are left unread, so refused by name. */
+static int parse_cvt_fp8(parser *ps, insn *x, int at)
+{
+    int to = 0, kind = strcmp(x->md.m[at], "e4m3x2") ? FP8_E5M2 : FP8_E4M3;
+    x->md.used[at] = 1;
+    for (int i = at + 1; i < x->md.n; i++)
+        to |= ptx_type_named(x->md.m[i]) != 0; /* the source's type follows: to fp8 */
+    if (x->nt != 1 || x->in.mode != RND_RN || (to && !has(&x->md, "satfinite")))
+        return REFUSE("unsupported instruction '%s'", x->opname);
+    int other = x->types[0], pair = to && other == T_F32;
+    if (to ? other != T_F32 && other != T_F16X2 : other != T_F16X2)
+        return REFUSE("unsupported instruction '%s'", x->opname);
+    NEEDS(2 + pair, 2 + pair);
+    x->in.imm = kind | (to ? FP8_TO : 0);
+    x->in.type = (uint8_t)(to ? T_B16 : T_F16X2);
+    x->in.type2 = (uint8_t)(to ? other : T_B16);
+    DST(0, d);
+    SRC(1, a, x->in.type2);
+    if (pair)
+        SRC(2, b, T_F32);
+    return 0;
+}
+
 static int parse_cvt(parser *ps, insn *x)
 {
     x->in.mode = (uint8_t)rounding_of(&x->md);
+    for (int i = 0; i < x->md.n; i++)
+        if (!strcmp(x->md.m[i], "e4m3x2") || !strcmp(x->md.m[i], "e5m2x2"))
+            return parse_cvt_fp8(ps, x, i);
     take_flags(x, (const char *const[]){"ftz", "sat", NULL});
     if (x->nt != 2)
         return REFUSE("'%s' needs two types", x->opname);

@@ -299,46 +299,81 @@ int parse_wmma(parser *ps, insn *x)
     return REFUSE("unsupported instruction '%s'", x->opname);
 }
 
-/* wgmma.mma_async.sync.aligned.m64nNk16.dtype.atype.btype d, a-desc, b-desc,
- * scale-d, imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b with f16 or
- * bf16 inputs (the same), an f32 D (f16 too for f16 inputs), B by
- * descriptor, A by descriptor or in 4 registers (then without imm-trans-a):
- * in.mode N / 8, in.type the inputs', in.type2 D's, in.a and in.b the
- * descriptors, in.c scale-d, in.imm the immediates (bit 0, 1: a, b scaled by
- * -1; bit 2, 3: a, b transposed; bit 4: A in registers); D at in.aux, then
- * A's registers. */
-static int parse_wgmma_mma(parser *ps, insn *x)
+/* wgmma's input types: .f16 .bf16 (k16, the same for A and B), or each of
+ * .e4m3 .e5m2 (k32); into in.type (T_F16, T_BF16, or T_B8 for 8-bit) and
+ * bits 5.. of in.imm (5: 8-bit, 6: A is e5m2, 7: B is e5m2); 0 if refused. */
+static int wgmma_inputs(const mods *md, int k, int dt, int64_t *bits)
 {
-    const mods *md = &x->md;
-    int n = 0, ok = md->n == 7 && !strcmp(md->m[1], "sync") && !strcmp(md->m[2], "aligned") &&
-                    sscanf(md->m[3], "m64n%dk16", &n) == 1 && n >= 8 && n <= 256 && n % 8 == 0;
-    char shape[16];
-    snprintf(shape, sizeof shape, "m64n%dk16", n);
-    int dt = ok ? ptx_type_named(md->m[4]) : 0, at = ok ? ptx_type_named(md->m[5]) : 0;
-    ok = ok && !strcmp(md->m[3], shape) && !strcmp(md->m[5], md->m[6]) &&
-         ((at == T_F16 && (dt == T_F32 || dt == T_F16)) || (at == T_BF16 && dt == T_F32));
-    if (!ok)
-        return REFUSE("unsupported instruction '%s'", x->opname);
-    int regs_a = x->ops[1].kind == O_VEC; /* A from registers: no imm-trans-a */
-    NEEDS(8 - regs_a, 8 - regs_a);
-    take_all(x);
-    if (x->ops[2].kind != O_NAME || (!regs_a && x->ops[1].kind != O_NAME))
-        return REFUSE("'%s': B must be a descriptor, A one or registers", x->opname);
-    int imm[4] = {0, 0, 0, 0};
-    for (int k = 0; k < 4 - regs_a; k++) {
+    int at = ptx_type_named(md->m[5]), f8a = !strcmp(md->m[5], "e5m2") ? 2 : 0,
+        f8b = !strcmp(md->m[6], "e5m2") ? 2 : 0;
+    f8a |= !strcmp(md->m[5], "e4m3");
+    f8b |= !strcmp(md->m[6], "e4m3");
+    if (k == 32 && f8a && f8b && (dt == T_F32 || dt == T_F16)) {
+        *bits = 32 | (f8a & 2) << 5 | (f8b & 2) << 6;
+        return T_B8;
+    }
+    if (k == 16 && !strcmp(md->m[5], md->m[6]) &&
+        ((at == T_F16 && (dt == T_F32 || dt == T_F16)) || (at == T_BF16 && dt == T_F32)))
+        return at;
+    return 0;
+}
+
+/* The immediates imm-scale-a, imm-scale-b (1 or -1) and, for 16-bit inputs,
+ * imm-trans-a, imm-trans-b (0 or 1; A in registers: trans-b only), from
+ * operand 4 on, as in.imm bits 0-3. */
+static int wgmma_immediates(parser *ps, insn *x, int count, int regs_a)
+{
+    for (int k = 0; k < count; k++) {
         const opnd *o = &x->ops[4 + k];
         int64_t v = (int64_t)o->bits;
         int sign = k < 2; /* imm-scale-a/-b: 1 or -1; imm-trans-*: 0 or 1 */
         if (o->kind != O_INT || (sign ? (v != 1 && v != -1) : (v != 0 && v != 1)))
             return REFUSE("'%s': operand %d must be %s", x->opname, 5 + k,
                           sign ? "1 or -1" : "0 or 1");
-        imm[k + (regs_a && k == 2)] = sign ? v < 0 : (int)v; /* registers: trans-b only */
+        x->in.imm |= (int64_t)(sign ? v < 0 : (int)v) << (k + (regs_a && k == 2));
     }
+    return 0;
+}
+
+/* wgmma.mma_async.sync.aligned.m64nNkK.dtype.atype.btype d, a-desc, b-desc,
+ * scale-d, imm-scale-a, imm-scale-b[, imm-trans-a, imm-trans-b]: k16 with
+ * f16 or bf16 inputs (the same), an f32 D (f16 too for f16 inputs), A by
+ * descriptor or in 4 registers (then without imm-trans-a); k32 with e4m3 or
+ * e5m2 inputs (each its own), an f32 or f16 D, A and B by descriptor,
+ * K-major (no imm-trans).  B is always a descriptor.
+ * in.mode N / 8, in.type the 16-bit inputs' type (T_B8 for 8-bit), in.type2
+ * D's, in.a and in.b the descriptors, in.c scale-d, in.imm the immediates
+ * (bit 0, 1: a, b scaled by -1; bit 2, 3: a, b transposed; bit 4: A in
+ * registers; bits 5-7: wgmma_inputs); D at in.aux, then A's registers. */
+static int parse_wgmma_mma(parser *ps, insn *x)
+{
+    const mods *md = &x->md;
+    int n = 0, k = 0, ok = md->n == 7 && !strcmp(md->m[1], "sync") &&
+                           !strcmp(md->m[2], "aligned") &&
+                           sscanf(md->m[3], "m64n%dk%d", &n, &k) == 2 && n >= 8 && n <= 256 &&
+                           n % 8 == 0 && (k == 16 || k == 32);
+    char shape[24];
+    snprintf(shape, sizeof shape, "m64n%dk%d", n, k);
+    int64_t f8 = 0;
+    int dt = ok ? ptx_type_named(md->m[4]) : 0;
+    int at = ok && !strcmp(md->m[3], shape) ? wgmma_inputs(md, k, dt, &f8) : 0;
+    if (!at)
+        return REFUSE("unsupported instruction '%s'", x->opname);
+    int regs_a = x->ops[1].kind == O_VEC; /* A from registers: no imm-trans-a */
+    if (regs_a && f8)
+        return REFUSE("'%s': an 8-bit A in registers is not supported", x->opname);
+    int imms = f8 ? 2 : 4 - regs_a;
+    NEEDS(4 + imms, 4 + imms);
+    take_all(x);
+    if (x->ops[2].kind != O_NAME || (!regs_a && x->ops[1].kind != O_NAME))
+        return REFUSE("'%s': B must be a descriptor, A one or registers", x->opname);
+    x->in.imm = f8 | regs_a << 4;
+    if (wgmma_immediates(ps, x, imms, regs_a))
+        return -1;
     x->in.op = OP_WGMMA_MMA;
     x->in.mode = (uint8_t)(n / 8);
     x->in.type = (uint8_t)at;
     x->in.type2 = (uint8_t)dt;
-    x->in.imm = imm[0] | imm[1] << 1 | imm[2] << 2 | imm[3] << 3 | regs_a << 4;
     if (!regs_a)
         SRC(1, a, T_B64);
     SRC(2, b, T_B64);

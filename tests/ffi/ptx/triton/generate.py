@@ -270,6 +270,42 @@ def _tuned_matmul(
 
 UNIT_STRIDES = ("stride_ak", "stride_bn", "stride_cn")
 
+# The same matmul with fp8 inputs and an fp16 output, as the tutorial runs it
+# where the GPU has fp8 tensor cores (sm_89 on), is built for sm_90 only:
+# e5m2 (``float8e5``) as written, and float8e4nv (e4m3) and e5m2 as the
+# autotuner compiles them for contiguous A and a transposed B (the
+# tutorial's ``b = b.T``: B's K stride is 1, so both are K-major, as
+# wgmma's 8-bit forms need).  With 4 or 8 warps Triton writes
+# ``wgmma.mma_async ... k32 .e4m3/.e5m2``; with 2 warps it widens the fp8
+# values to fp16 (``cvt.rn.f16x2.e4m3x2``) for ``mma.sync`` m16n8k16.
+FP8_TARGETS = (90,)
+#: fp8 as the tutorial feeds it: B transposed, so its K stride is the unit one
+FP8_UNIT_STRIDES = ("stride_ak", "stride_bk", "stride_cn")
+FP8 = {"e4": "*fp8e4nv", "e5": "*fp8e5"}
+
+
+def _fp8_matmul(
+    kind: str, tile: tuple[int, int, int] | None, num_stages: int, num_warps: int
+) -> tuple[object, ...]:
+    """The tutorial's matmul on fp8 ``kind`` inputs (an fp16 C): with ``tile``
+    as the autotuner compiles it (the unit strides constants, the rest
+    divisible by 16: cp.async pipelines), without as written (masked)."""
+    signature = {**MATMUL_SIGNATURE, "a_ptr": FP8[kind], "b_ptr": FP8[kind]}
+    block = dict(
+        zip(("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K"), tile or (64, 64, 64), strict=True)
+    )
+    constexprs: dict[str, int] = {**block, "GROUP_SIZE_M": 8}
+    if tile:
+        signature = {k: v for k, v in signature.items() if k not in FP8_UNIT_STRIDES}
+        constexprs = {**dict.fromkeys(FP8_UNIT_STRIDES, 1), **constexprs}
+    return (
+        matmul_kernel,
+        signature,
+        constexprs,
+        {"num_warps": num_warps, "num_stages": num_stages},
+    )
+
+
 #: name -> (kernel, signature, constexprs, compile options)
 KERNELS = {
     "vector_add": (
@@ -377,6 +413,12 @@ KERNELS = {
         {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32},
         {"num_warps": 4, "num_stages": 3},
     ),
+    # fp8 (sm_90 only, FP8_TARGETS): as written; then tuned e4m3 and e5m2 on
+    # wgmma (4 and 8 warps) and e4m3 on mma.sync after cvt to fp16 (2 warps)
+    "matmul_fp8e5": _fp8_matmul("e5", None, 3, 4),
+    "matmul_fp8e4_64x128x64_s3_w4": _fp8_matmul("e4", (64, 128, 64), 3, 4),
+    "matmul_fp8e5_128x128x64_s3_w8": _fp8_matmul("e5", (128, 128, 64), 3, 8),
+    "matmul_fp8e4_64x32x64_s4_w2": _fp8_matmul("e4", (64, 32, 64), 4, 2),
     "attention_fwd": (
         attn_fwd,
         {"Q": P16, "K": P16, "V": P16, "Out": P16, "sm_scale": "fp32", "N_CTX": "i32"},
@@ -386,12 +428,18 @@ KERNELS = {
 }
 
 
+def targets(name: str) -> tuple[int, ...]:
+    """The archs a kernel is built for: fp8 tensor cores need sm_89 on."""
+    return FP8_TARGETS if name.startswith("matmul_fp8") else TARGETS
+
+
 def compile_one(name: str, arch: int) -> tuple[str, dict[str, object]]:
     """The PTX, and what a launch needs from Triton's metadata."""
     fn, signature, constexprs, options = KERNELS[name]
     full = {**signature, **dict.fromkeys(constexprs, "constexpr")}
     attrs = {}
-    if name.startswith(("matmul_f16_", "matmul_tma")):  # the JIT's specialization (_tuned_matmul)
+    if name.startswith(("matmul_f16_", "matmul_tma", "matmul_fp8e4_", "matmul_fp8e5_")):
+        # the JIT's specialization (_tuned_matmul, _fp8_matmul with a tile)
         attrs = {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k in signature}
     src = ASTSource(fn=fn, signature=full, constexprs=constexprs, attrs=attrs)
     compiled = triton.compile(src, target=GPUTarget("cuda", arch, 32), options=options)
@@ -412,7 +460,7 @@ def main() -> None:
     assert found == TRITON_VERSION, f"pinned Triton {TRITON_VERSION}, found {found}"
     manifest: dict[str, object] = {"triton": TRITON_VERSION}
     for name in KERNELS:
-        for arch in TARGETS:
+        for arch in targets(name):
             path = HERE / f"{name}.sm{arch}.ptx"
             ptx, launch = compile_one(name, arch)
             path.write_text(ptx)
