@@ -16,20 +16,25 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "bench_backends.py"
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sims run on Linux only")
-def test_bench_backends_quick_prints_the_table() -> None:
+def _run_script(script: Path, *args: str, timeout: int = 300) -> str:
+    """Run a benchmark script with the checkout on its path; its output, once it succeeded."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--backends", "cuda-sim,levelzero-sim"],
+        [sys.executable, str(script), *args],
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         check=False,
     )
-    out = proc.stdout
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sims run on Linux only")
+def test_bench_backends_quick_prints_the_table() -> None:
+    out = _run_script(SCRIPT, "--quick", "--backends", "cuda-sim,levelzero-sim")
     header = next(line for line in out.splitlines() if "cuda-sim" in line)
     assert "levelzero-sim" in header
     for row in (
@@ -48,18 +53,7 @@ def test_bench_backends_quick_prints_the_table() -> None:
 def test_bench_sim_kernels_quick_times_tritons_matmul_beside_our_gemm() -> None:
     """Issue 30's row: Triton's fp16 matmul on cuda-sim, for sm_80 and sm_90, beside the
     host build of our own gemm; each matmul's error against numpy is printed and small."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_sim_kernels.py"), "--quick"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    out = proc.stdout
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = _run_script(ROOT / "benchmarks" / "bench_sim_kernels.py", "--quick")
     assert "our gemm_f32, host build" in out, out
     for arch in ("sm80", "sm90"):
         row = next(line for line in out.splitlines() if f"Triton matmul fp16, {arch}" in line)
@@ -70,36 +64,14 @@ def test_bench_sim_kernels_quick_times_tritons_matmul_beside_our_gemm() -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sims run on Linux only")
 def test_bench_peer_quick_prints_both_tables() -> None:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_peer.py"), "--quick"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    out = proc.stdout
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = _run_script(ROOT / "benchmarks" / "bench_peer.py", "--quick", timeout=600)
     assert "peer copies of 4 MiB" in out and "open_pool throughput" in out, out
     assert out.count("cuda-sim") >= 3 and out.count("levelzero-sim") >= 3, out
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sims run on Linux only")
 def test_bench_enqueue_quick_compares_every_backend_with_the_mock() -> None:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_enqueue.py"), "--quick"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    out = proc.stdout
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = _run_script(ROOT / "benchmarks" / "bench_enqueue.py", "--quick")
     header = next(line for line in out.splitlines() if "cuda-sim" in line)
     assert "mock" in header and "levelzero-sim" in header, out
     for loop in ("asyncio", "trio"):
@@ -169,16 +141,10 @@ def test_bench_peers_without_nvidias_bindings_says_why(tmp_path: Path) -> None:
 
 
 def test_bench_op_calls_quick_prints_every_backend() -> None:
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_op_calls.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
+    out = _run_script(ROOT / "benchmarks" / "bench_op_calls.py", "--quick")
     for row in ("mock", "cuda-sim", "levelzero-sim"):
-        assert row in run.stdout, run.stdout
-    assert "launch" in run.stdout and "memset" in run.stdout, run.stdout
+        assert row in out, out
+    assert "launch" in out and "memset" in out, out
 
 
 #: The most host calls (Python functions) one op may make: counts, not times,
