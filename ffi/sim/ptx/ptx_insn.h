@@ -96,6 +96,22 @@ static inline int m8n8_matrices(insn *x)
     return num;
 }
 
+/* The two addresses of an asynchronous copy (cp.async, cp.async.bulk):
+ * the destination, operand dst, decoded into in as usual; the source,
+ * operand src, kept as in.b (its register) and in.aux (its offset). */
+static inline int copy_addresses(parser *ps, insn *x, int dst, int src)
+{
+    pinsn from = x->in;
+    if (ptx_addr_operand(ps, &x->ops[src], x->line, &from) ||
+        ptx_addr_operand(ps, &x->ops[dst], x->line, &x->in))
+        return -1;
+    if (from.imm != (int32_t)from.imm)
+        return REFUSE("'%s': source offset out of range", x->opname);
+    x->in.b = from.a;
+    x->in.aux = (int32_t)from.imm;
+    return 0;
+}
+
 PTX_HIDDEN int parse_ldmatrix(parser *ps, insn *x);
 PTX_HIDDEN int parse_mma(parser *ps, insn *x);
 PTX_HIDDEN int parse_cp(parser *ps, insn *x);

@@ -175,14 +175,8 @@ static int parse_bulk_copy(parser *ps, insn *x)
         return load ? mbar_operand(ps, x, &x->ops[2]) : 0;
     }
     NEEDS(3 + load, 3 + load);
-    pinsn src = x->in;
-    if (ptx_addr_operand(ps, &x->ops[1], x->line, &src) ||
-        ptx_addr_operand(ps, &x->ops[0], x->line, &x->in))
+    if (copy_addresses(ps, x, 0, 1))
         return -1;
-    if (src.imm != (int32_t)src.imm)
-        return REFUSE("'%s': source offset out of range", x->opname);
-    x->in.b = src.a;
-    x->in.aux = (int32_t)src.imm;
     SRC(2, c, T_U32);
     return x->rc ? x->rc : load ? mbar_operand(ps, x, &x->ops[3]) : 0;
 }

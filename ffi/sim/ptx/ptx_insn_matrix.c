@@ -156,14 +156,8 @@ static int parse_cp_copy(parser *ps, insn *x)
         return REFUSE("'%s': cp-size must be 4, 8 or 16 (.cg: 16)", x->opname);
     x->in.vec = (uint8_t)size->bits;
     x->in.mode = (uint8_t)cg;
-    pinsn src = x->in;
-    if (ptx_addr_operand(ps, &x->ops[1], x->line, &src) ||
-        ptx_addr_operand(ps, &x->ops[0], x->line, &x->in))
+    if (copy_addresses(ps, x, 0, 1))
         return -1;
-    if (src.imm != (int32_t)src.imm)
-        return REFUSE("'%s': source offset out of range", x->opname);
-    x->in.b = src.a;
-    x->in.aux = (int32_t)src.imm;
     x->in.space = S_SHARED;
     if (x->n == 4 + hint) {
         const opnd *o = &x->ops[3];
