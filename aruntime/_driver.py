@@ -91,12 +91,13 @@ class DeviceLimits:
     max_block: tuple[int, int, int]
     #: Blocks per grid along x, y and z.
     max_grid: tuple[int, int, int]
-    #: Dynamic shared memory per block that ``launch(..., shared_mem=)`` may ask
-    #: for, in bytes: CUDA's limit without the opt-in attribute (aruntime
-    #: does not set it); 0 on Level Zero, which has no per-launch dynamic
-    #: shared memory.
+    #: Dynamic shared memory per block without the opt-in, in bytes: CUDA's
+    #: ``MAX_SHARED_MEMORY_PER_BLOCK``; 0 on Level Zero, which has no
+    #: per-launch dynamic shared memory.  A launch may ask for more, up to
+    #: :attr:`max_launch_shared_mem`: the CUDA backends then opt its kernel in.
     max_shared_mem: int
-    #: Shared memory per block with the opt-in, in bytes: CUDA's
+    #: Shared memory per block with the opt-in, in bytes, a kernel's static
+    #: and dynamic shared memory together: CUDA's
     #: ``MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`` (reached through
     #: ``cuFuncSetAttribute``), Level Zero's ``maxSharedLocalMemory`` (what a
     #: kernel's local memory may total).
@@ -112,16 +113,35 @@ class DeviceLimits:
     shared_mem_hint: str = ""
     #: How to go past ``max_allocation``, quoted in the allocation's message.
     allocation_hint: str = ""
+    #: How many device allocations of any size may be live at once, where
+    #: something other than memory bounds that; None where only memory does
+    #: (every device aruntime models, and the mock).  The sims' sanitizer
+    #: (``ARUNTIME_SIM_SANITIZE=1``) gives each allocation a mapping of its
+    #: own, so there it is what the host's ``vm.max_map_count`` leaves.
+    max_allocations: int | None = None
+
+    @property
+    def max_launch_shared_mem(self) -> int:
+        """The most ``launch(..., shared_mem=)`` takes, in bytes.
+
+        :attr:`max_shared_mem_optin` where launches have dynamic shared memory
+        (CUDA and the mock): a launch asking for more than
+        :attr:`max_shared_mem` opts its kernel in, as
+        ``cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)``
+        does, and the kernel's static shared memory counts against the same
+        limit.  0 on Level Zero, where they have none.
+        """
+        return self.max_shared_mem_optin if self.max_shared_mem else 0
 
 
 def cuda_shared_mem_hint(shared: int, optin: int) -> str:
-    """How a CUDA device's (or the mock's profile of one) shared-memory limit is lifted."""
+    """How a CUDA device's (or the mock's profile of one) shared-memory limit reads."""
     if optin <= shared:
-        return "dynamic shared memory per block; this device allows no more with the opt-in"
+        return "shared memory per block, static and dynamic together; this device has no opt-in"
     return (
-        "dynamic shared memory per block without the opt-in; cuFuncSetAttribute's "
-        f"CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES lifts it to {optin} bytes on this "
-        "device, and aruntime does not set that attribute"
+        "shared memory per block, static and dynamic together, with the opt-in "
+        "(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) that aruntime sets for a launch "
+        f"asking for more than {shared} bytes"
     )
 
 

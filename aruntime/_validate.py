@@ -208,11 +208,12 @@ def check_dims(value: object, fn: str, what: str, limits: DeviceLimits) -> tuple
 
 
 def check_shared_mem(value: object, fn: str, limits: DeviceLimits) -> int:
-    """Dynamic shared memory per block, within the device's limit without the opt-in."""
+    """Dynamic shared memory per block, within the device's limit with the opt-in."""
     n = check_count(value, fn, "shared_mem")
-    if n > limits.max_shared_mem:
+    limit = limits.max_launch_shared_mem
+    if n > limit:
         raise InvalidArgumentError(
-            f"{fn}: shared_mem {n} bytes exceeds the limit of {limits.max_shared_mem} bytes "
+            f"{fn}: shared_mem {n} bytes exceeds the limit of {limit} bytes "
             f"({limits.shared_mem_hint})"
         )
     return n

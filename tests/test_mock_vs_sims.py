@@ -55,7 +55,21 @@ def _block_of_1025(gpu: ar.Backend) -> None:
 
 
 def _past_the_shared_mem_limit(gpu: ar.Backend) -> None:
-    _shared_mem(gpu.limits.max_shared_mem + 1)(gpu)
+    _shared_mem(gpu.limits.max_launch_shared_mem + 1)(gpu)
+
+
+def _live_allocations(count: int) -> Callable[[ar.Backend], None]:
+    def check(gpu: ar.Backend) -> None:
+        ptrs = []
+        try:
+            for _ in range(count):
+                ptrs.append(gpu.alloc(256))
+            assert len({int(p) for p in ptrs}) == count
+        finally:
+            for ptr in ptrs:
+                gpu.free(ptr)
+
+    return check
 
 
 def _past_the_largest_allocation(gpu: ar.Backend) -> None:
@@ -133,7 +147,16 @@ TABLE: dict[str, tuple[Callable[[ar.Backend], None], str, dict[str, str]]] = {
         "ok",
         {"levelzero-sim": "InvalidArgumentError"},
     ),
-    "limit: shared_mem 48 KiB + 1": (_shared_mem(48 * KIB + 1), "InvalidArgumentError", {}),
+    "limit: shared_mem 48 KiB + 1, which opts the kernel in": (
+        _shared_mem(48 * KIB + 1),
+        "ok",
+        {"levelzero-sim": "InvalidArgumentError"},
+    ),
+    "limit: shared_mem 160 KiB, inside both CUDA parts' opt-in": (
+        _shared_mem(160 * KIB),
+        "ok",
+        {"levelzero-sim": "InvalidArgumentError"},
+    ),
     "limit: a block of 1025 threads": (_block_of_1025, "InvalidArgumentError", {}),
     "limit: shared_mem one past the device's own": (
         _past_the_shared_mem_limit,
@@ -145,6 +168,7 @@ TABLE: dict[str, tuple[Callable[[ar.Backend], None], str, dict[str, str]]] = {
         "InvalidArgumentError",
         {},
     ),
+    "allocation count: 40,000 live 256-byte allocations": (_live_allocations(40_000), "ok", {}),
     "alignment: allocations on 256 bytes": (_allocations_256_aligned, "ok", {}),
     "alignment: an f32 op one byte off": (_f32_op_one_byte_off, "InvalidArgumentError", {}),
     "alignment: a kernel's f32 load one byte off": (_kernel_one_byte_off, "DeviceLostError", {}),
@@ -157,6 +181,12 @@ REASONS: dict[tuple[str, str], str] = {
     ("limit: shared_mem 48 KiB", "levelzero-sim"): (
         "Level Zero has no per-launch dynamic shared memory (its limits say 0 bytes): a "
         "kernel declares its local memory or takes a __local argument"
+    ),
+    ("limit: shared_mem 48 KiB + 1, which opts the kernel in", "levelzero-sim"): (
+        "the same: no per-launch dynamic shared memory on Level Zero"
+    ),
+    ("limit: shared_mem 160 KiB, inside both CUDA parts' opt-in", "levelzero-sim"): (
+        "the same: no per-launch dynamic shared memory on Level Zero"
     ),
 }
 

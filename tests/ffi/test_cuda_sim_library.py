@@ -402,7 +402,11 @@ def test_function_attributes(sim: Sim, scale: tuple[Any, Any]) -> None:
     assert sim.lib.cuFuncSetAttribute(func, CARVEOUT, 101) == CUDA_ERROR_INVALID_VALUE
     assert sim.lib.cuFuncSetAttribute(func, NUM_REGS, 16) == CUDA_ERROR_INVALID_VALUE  # read-only
     assert sim.lib.cuFuncSetAttribute(func, REQUIRED_CLUSTER_WIDTH, 2) == CUDA_ERROR_NOT_SUPPORTED
-    assert sim.lib.cuFuncSetAttribute(func, MAX_DYNAMIC_SHARED, 49153) == CUDA_ERROR_INVALID_VALUE
+    # the opt-in: past 48 KiB up to an A100's 163 KiB per block, static included
+    sim.check(sim.lib.cuFuncSetAttribute(func, MAX_DYNAMIC_SHARED, 49153))
+    sim.check(sim.lib.cuFuncSetAttribute(func, MAX_DYNAMIC_SHARED, 166912))
+    assert sim.attribute(func, MAX_DYNAMIC_SHARED) == 166912
+    assert sim.lib.cuFuncSetAttribute(func, MAX_DYNAMIC_SHARED, 166913) == CUDA_ERROR_INVALID_VALUE
     sim.check(sim.lib.cuFuncSetCacheConfig(func, 1))
     assert sim.lib.cuFuncSetCacheConfig(func, 4) == CUDA_ERROR_INVALID_VALUE
 
@@ -427,6 +431,9 @@ def test_max_dynamic_shared_size_limits_launches(sim: Sim, scale: tuple[Any, Any
     assert launch(1025) == CUDA_ERROR_INVALID_VALUE
     sim.check(sim.lib.cuFuncSetAttribute(func, MAX_DYNAMIC_SHARED, 49152))
     assert launch(49152) == CUDA_SUCCESS
+    assert launch(49153) == CUDA_ERROR_INVALID_VALUE
+    sim.check(sim.lib.cuFuncSetAttribute(func, MAX_DYNAMIC_SHARED, 166912))
+    assert launch(166912) == CUDA_SUCCESS
 
 
 @pytest.mark.parametrize(

@@ -100,6 +100,8 @@ class _CudaBase(Driver):
         )
         self._has_pointer_attribute = library.has("cuPointerGetAttribute")
         self._has_param_info = library.has("cuFuncGetParamInfo")
+        #: Serializes the shared-memory opt-in (``_ModuleOps._opt_in_shared``).
+        self._shared_lock = threading.Lock()
         self._cuEventRecord = lib.cuEventRecord
         self._cuEventQuery = lib.cuEventQuery
         self._cuEventSynchronize = lib.cuEventSynchronize

@@ -25,16 +25,20 @@ class _Function:
 
     ``blocks`` maps a launch's argument types to the parameter block laid out
     for them (``_params.signature_block``), or to None for a signature packed
-    per launch.
+    per launch.  ``shared_ok`` is the dynamic shared memory a launch may ask
+    for without the driver being asked again: 0 until a launch asks for some,
+    then the function's ``MAX_DYNAMIC_SHARED_SIZE_BYTES`` (raised by the
+    opt-in, never lowered).
     """
 
-    __slots__ = ("blocks", "handle", "name", "param_sizes")
+    __slots__ = ("blocks", "handle", "name", "param_sizes", "shared_ok")
 
     def __init__(self, handle: CData, name: str, param_sizes: tuple[int, ...] | None) -> None:
         self.handle = handle
         self.name = name
         self.param_sizes = param_sizes
         self.blocks: dict[tuple[type, ...], Any] = {}
+        self.shared_ok = 0
 
 
 class _Resources:

@@ -127,6 +127,8 @@ class _ModuleOps(_CudaBase):
             block = f.blocks[signature] = signature_block(self._ffi, f.name, f.param_sizes, args)
         if self._note_launch_site is not None:
             self._note_launch_site()
+        if config.shared_mem > f.shared_ok:
+            self._opt_in_shared(f, config.shared_mem)
         if block is None:  # a signature laid out per launch (raw bytes, complex)
             if f.param_sizes is not None:
                 check_arg_sizes(f.name, f.param_sizes, args)
@@ -139,6 +141,41 @@ class _ModuleOps(_CudaBase):
                 code = self._cu_launch(f, config, s, block.params)
         if code != 0:
             raise self._fail(code, "cuLaunchKernel")
+
+    def _opt_in_shared(self, f: _Function, nbytes: int) -> None:
+        """Let launches of ``f`` ask for ``nbytes`` of dynamic shared memory.
+
+        Past the default (48 KiB less the kernel's static shared memory) a
+        launch needs the kernel's ``MAX_DYNAMIC_SHARED_SIZE_BYTES`` raised, as
+        Triton's launcher does; the core has checked ``nbytes`` against the
+        device's opt-in limit, which the kernel's static shared memory shares.
+        The attribute only ever rises, so a launch on another thread that
+        asked for less keeps what it was allowed.
+        """
+        with self._shared_lock:
+            if nbytes <= f.shared_ok:
+                return
+            allowed = self._function_attribute(f, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+            if nbytes > allowed:
+                code = self._lib.cuFuncSetAttribute(
+                    f.handle, _CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes
+                )
+                if code == _errors.CUDA_ERROR_INVALID_VALUE:
+                    static = self._function_attribute(f, _CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)
+                    raise InvalidArgumentError(
+                        f"launch: shared_mem {nbytes} bytes and kernel {f.name!r}'s {static} "
+                        f"bytes of static shared memory exceed the device's shared memory per "
+                        f"block with the opt-in (cuFuncSetAttribute refused "
+                        f"MAX_DYNAMIC_SHARED_SIZE_BYTES={nbytes})"
+                    )
+                self._check(code, "cuFuncSetAttribute")
+                allowed = nbytes
+            f.shared_ok = allowed
+
+    def _function_attribute(self, f: _Function, attribute: int) -> int:
+        out = self._ffi.new("int *")
+        self._check(self._lib.cuFuncGetAttribute(out, attribute, f.handle), "cuFuncGetAttribute")
+        return int(out[0])
 
     def _cu_launch(self, f: _Function, config: LaunchConfig, s: _Stream, params: CData) -> int:
         gx, gy, gz = config.grid
@@ -159,6 +196,10 @@ class _ModuleOps(_CudaBase):
             )
         )
 
+
+#: cuda.h's CUfunction_attribute values the shared-memory opt-in reads and sets.
+_CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1
+_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
 #: cuda.h's CUjit_option values for the JIT's logs.
 _CU_JIT_INFO_LOG_BUFFER = 3

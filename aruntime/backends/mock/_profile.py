@@ -27,8 +27,8 @@ class DeviceProfile:
     #: Dynamic shared memory per block without the opt-in attribute, in bytes.
     max_shared_mem: int
     #: The same with ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`` set
-    #: (``cuFuncSetAttribute``); aruntime does not set it, so only
-    #: ``max_shared_mem`` applies to its launches.
+    #: (``cuFuncSetAttribute``), which the CUDA backends set for a launch that
+    #: asks for more than ``max_shared_mem``; the mock's launches reach it too.
     max_shared_mem_optin: int
     #: Threads per block, all axes together.
     max_block_threads: int

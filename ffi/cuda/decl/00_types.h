@@ -17,6 +17,7 @@ typedef unsigned int CUstreamCaptureMode;
 typedef unsigned int CUstreamCaptureStatus;
 typedef unsigned int CUdriverProcAddressQueryResult;
 typedef unsigned int CUjit_option;
+typedef unsigned int CUfunction_attribute;
 typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;

@@ -359,7 +359,10 @@ CUSIM_INTERNAL int cusim_ptx_resolve(char **texts, const cusim_ptx_syms *syms,
 /* ---- functions (cusim_func.c): the model cuFuncGetAttribute and the
  * occupancy calculator share, since the sim has no compiled binary to read. */
 #define CUSIM_FUNC_REGS 32         /* registers per thread */
-#define CUSIM_SHARED_PER_BLOCK 49152 /* default and opt-in maximum alike */
+#define CUSIM_SHARED_PER_BLOCK 49152 /* a block's shared memory without the opt-in */
+/* With CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES raised: an A100's
+ * 163 KiB, the compute capability 8.0 part the sim reports. */
+#define CUSIM_SHARED_PER_BLOCK_OPTIN 166912
 static inline cu_function *cusim_function_get(CUfunction h)
 {
     return arsim_handle_get((uint64_t)(uintptr_t)h, HK_FUNCTION);

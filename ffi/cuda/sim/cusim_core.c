@@ -147,7 +147,7 @@ CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
     case 89: v = 1; break;                /* CONCURRENT_MANAGED_ACCESS */
     case 91: v = 1; break;                /* CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM */
     case 95: v = 0; break;                /* COOPERATIVE_LAUNCH */
-    case 97: v = 49152; break;            /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
+    case 97: v = CUSIM_SHARED_PER_BLOCK_OPTIN; break; /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
     case 99: v = 1; break;                /* HOST_REGISTER_SUPPORTED */
     case 101: v = 1; break;               /* DIRECT_MANAGED_MEM_ACCESS_FROM_HOST */
     case 106: v = 32; break;              /* MAX_BLOCKS_PER_MULTIPROCESSOR */

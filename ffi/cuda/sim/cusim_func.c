@@ -55,7 +55,7 @@ CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int v
     CUSIM_GET(f, cu_function, hfunc, HK_FUNCTION);
     switch (attrib) {
     case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-        if (value < 0 || value > CUSIM_SHARED_PER_BLOCK - (int)f->attrs.shared_static)
+        if (value < 0 || value > CUSIM_SHARED_PER_BLOCK_OPTIN - (int)f->attrs.shared_static)
             return CUDA_ERROR_INVALID_VALUE;
         __atomic_store_n(&f->max_dynamic_shared_set, value + 1, __ATOMIC_RELAXED);
         return CUDA_SUCCESS;

@@ -433,6 +433,7 @@ def test_a_smaller_profile_is_enforced_at_the_launch_and_the_alloc() -> None:
         H100,
         name="a small part",
         max_shared_mem=1024,
+        max_shared_mem_optin=2048,
         max_block_threads=128,
         max_grid=(8, 8, 8),
         max_allocation=4096,
@@ -442,8 +443,11 @@ def test_a_smaller_profile_is_enforced_at_the_launch_and_the_alloc() -> None:
         ptr = gpu.alloc(4096)
         args = [np.uint32(0), np.uint32(0), ptr]
         gpu.launch(kern, 8, 128, args, shared_mem=1024).wait()
-        with pytest.raises(ar.InvalidArgumentError, match=r"shared_mem 1025 .* 1024 .*small"):
-            gpu.launch(kern, 1, 1, args, shared_mem=1025)
+        gpu.launch(kern, 8, 128, args, shared_mem=2048).wait()  # the opt-in
+        with pytest.raises(
+            ar.InvalidArgumentError, match=r"shared_mem 2049 .* 2048 .*more than 1024 .*small"
+        ):
+            gpu.launch(kern, 1, 1, args, shared_mem=2049)
         with pytest.raises(ar.InvalidArgumentError, match=r"block of 256 threads .* 128"):
             gpu.launch(kern, 1, (16, 16), args)
         with pytest.raises(ar.InvalidArgumentError, match=r"grid\[0\] = 9 is outside 1\.\.8"):
