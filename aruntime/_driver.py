@@ -113,11 +113,14 @@ class DeviceLimits:
     shared_mem_hint: str = ""
     #: How to go past ``max_allocation``, quoted in the allocation's message.
     allocation_hint: str = ""
-    #: How many device allocations of any size may be live at once, where
-    #: something other than memory bounds that; None where only memory does
-    #: (every device aruntime models, and the mock).  The sims' sanitizer
-    #: (``ARUNTIME_SIM_SANITIZE=1``) gives each allocation a mapping of its
-    #: own, so there it is what the host's ``vm.max_map_count`` leaves.
+    #: How many device allocations may be live at once, where something other
+    #: than memory bounds the count; None where only memory does, which is
+    #: every backend's answer: no driver states such a limit, the mock keeps
+    #: none, and the sims sub-allocate small allocations (a million 256-byte
+    #: ones fit).  The sims' host mappings are the one bound they have (each
+    #: allocation over 64 KiB, or any under ``ARUNTIME_SIM_SANITIZE=1``, takes
+    #: two of ``vm.max_map_count``); an allocation past it raises
+    #: OutOfMemoryError naming that limit.
     max_allocations: int | None = None
 
     @property

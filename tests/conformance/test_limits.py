@@ -61,6 +61,7 @@ def test_the_limits_are_the_device_s_own(backend: ar.Backend) -> None:
         limits.alloc_alignment >= 1 and limits.alloc_alignment & (limits.alloc_alignment - 1) == 0
     )
     assert limits.max_allocation >= 1 << 20
+    assert limits.max_allocations is None  # memory alone bounds the count (the behaviour table)
     if _is_level_zero(backend):
         assert limits.max_shared_mem == 0  # no per-launch dynamic shared memory
         assert limits.max_shared_mem_optin > 0  # maxSharedLocalMemory

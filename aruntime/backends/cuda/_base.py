@@ -12,6 +12,7 @@ from ..._driver import DeviceInfo, DeviceLimits, Driver
 from ..._exceptions import AruntimeError, BackendUnavailableError, DeviceLostError, DriverError
 from .._release import DeferredReleases
 from .._sim_faults import launch_site_hook, readonly_hook
+from .._sim_mappings import mappings_hint
 from .._staging import STAGING_CHUNK, StagingPool
 from . import _errors
 from ._constants import (
@@ -265,6 +266,7 @@ class _CudaBase(Driver):
             known = False
         if known:
             detail += f", {int(free[0])} of {int(total[0])} free"
+        detail += mappings_hint(self.backend_name)
         return type(error)(
             f"{error} ({detail})",
             backend=error.backend,

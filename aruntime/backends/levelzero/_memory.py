@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._sim_mappings import mappings_hint
 from ._base import _LevelZeroBase
 from ._constants import _ALIGNMENT, _ST_DEVICE_MEM_ALLOC_DESC, _ST_HOST_MEM_ALLOC_DESC
 from ._errors import ZE_RESULT_SUCCESS
@@ -28,7 +29,8 @@ class _MemoryOps(_LevelZeroBase):
         if nbytes > most:
             return f"{nbytes} bytes requested, over {most} bytes ({self._limits.allocation_hint})"
         free, total = self.mem_get_info()
-        return f"{nbytes} bytes requested, {free} of {total} free"
+        hint = mappings_hint(self.backend_name)
+        return f"{nbytes} bytes requested, {free} of {total} free{hint}"
 
     def _track(self, address: int, nbytes: int) -> int:
         with self._lock:
@@ -38,30 +40,26 @@ class _MemoryOps(_LevelZeroBase):
 
     def mem_alloc(self, nbytes: int) -> int:
         out = ffi.new("void**")
-        self._check(
-            self._lib.zeMemAllocDevice(
-                self._context, self._device_desc(), nbytes, _ALIGNMENT, self._device, out
-            ),
-            "zeMemAllocDevice",
-            self._request(nbytes),
+        rc = self._lib.zeMemAllocDevice(
+            self._context, self._device_desc(), nbytes, _ALIGNMENT, self._device, out
         )
+        if rc != ZE_RESULT_SUCCESS:  # the detail only for an error: it may read /proc
+            self._check(rc, "zeMemAllocDevice", self._request(nbytes))
         return self._track(int(ffi.cast("uintptr_t", out[0])), nbytes)
 
     def mem_alloc_managed(self, nbytes: int) -> int:
         out = ffi.new("void**")
-        self._check(
-            self._lib.zeMemAllocShared(
-                self._context,
-                self._device_desc(),
-                self._host_desc(),
-                nbytes,
-                _ALIGNMENT,
-                self._device,
-                out,
-            ),
-            "zeMemAllocShared",
-            self._request(nbytes),
+        rc = self._lib.zeMemAllocShared(
+            self._context,
+            self._device_desc(),
+            self._host_desc(),
+            nbytes,
+            _ALIGNMENT,
+            self._device,
+            out,
         )
+        if rc != ZE_RESULT_SUCCESS:
+            self._check(rc, "zeMemAllocShared", self._request(nbytes))
         return self._track(int(ffi.cast("uintptr_t", out[0])), nbytes)
 
     def mem_free(self, address: int) -> None:
