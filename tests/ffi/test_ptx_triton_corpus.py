@@ -266,6 +266,7 @@ def _mma_reference(a: np.ndarray[Any, Any], b: np.ndarray[Any, Any]) -> np.ndarr
 
 #: The tutorial's matmul as its autotuner compiles it (generate.py: _tuned_matmul).
 PIPELINED = (
+    "matmul_f16_128x256x64_s3_w8",  # 96 KiB (sm_80) or 144 KiB (sm_90): the opt-in
     "matmul_f16_128x128x32_s3_w8",
     "matmul_f16_64x128x32_s4_w4",
     "matmul_f16_64x32x32_s5_w2",
@@ -281,7 +282,9 @@ def _tuned_matmul(gpu: ar.Backend, name: str, a: Any, b: Any) -> np.ndarray[Any,
     return run(-(-m // bm) * -(-n // bn), [*args, *ints])[2]
 
 
-@pytest.mark.parametrize("name", [*(f"{p}.sm80" for p in PIPELINED), f"{PIPELINED[2]}.sm90"])
+@pytest.mark.parametrize(
+    "name", [*(f"{p}.sm80" for p in PIPELINED), f"{PIPELINED[0]}.sm90", f"{PIPELINED[3]}.sm90"]
+)
 @pytest.mark.parametrize("shape", [(256, 256, 256), (96, 80, 112), (32, 48, 16)])
 def test_pipelined_fp16_matmul(gpu: ar.Backend, name: str, shape: tuple[int, int, int]) -> None:
     """num_stages 3 to 5: cp.async.cg of 16 bytes into a ring of shared buffers,
