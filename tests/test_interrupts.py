@@ -22,6 +22,10 @@ import os, signal, sys, threading
 import anyio
 import aruntime as ar
 
+# Ctrl-C as a program run from a terminal gets it: a test process started in
+# the background by a non-interactive shell, or as an xdist worker, passes
+# SIGINT on ignored, and a run would then never end.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 KIND, LOOP, DELAY = sys.argv[1], sys.argv[2], float(sys.argv[3])
 
 async def main() -> None:
