@@ -300,10 +300,16 @@ class StreamState:
         The first failure, while later ops inherit it, else the last op not
         yet finished; None when everything queued so far has succeeded.
         """
+        # The last pending op first, then the poison: the waiter thread sets the
+        # poison before the failed op stops being pending, so read in this
+        # order one of the two names it.  The other order could read no poison
+        # yet and then nothing pending (the failure lost, so a stream waiting
+        # on the event ran on clean).
+        last = self.last_pending()
         first = self.poison
         if first is not None and not self._poison_seen_at:
             return first
-        return self.last_pending()
+        return last
 
     def after_pending(self, fn: Callable[[], None]) -> bool:
         last = self.last_pending()
