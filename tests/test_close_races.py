@@ -14,15 +14,19 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
 
 import aruntime as ar
-from tests.conformance.test_stream_order import NBYTES, N, _close_race_round, _open
+from tests.conformance.test_stream_order import (
+    NBYTES,
+    N,
+    _close_race_round,
+    _open,
+    free_during,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -56,32 +60,8 @@ def _free_against_launches(gpu: ar.Backend, stream: ar.Stream, after: int) -> No
     once ``after`` launches are queued (so the free meets launches in flight)."""
     kernel = gpu.kernel(gpu.builtin_module("vector_ops"), "scale_f32")
     ptr = gpu.alloc(NBYTES)
-    started = threading.Event()
-    outcomes: list[str] = []
-    queued: list[ar.Completion] = []
-
-    def launch() -> None:
-        started.set()
-        for _ in range(200):
-            try:
-                args = [np.uint32(N), np.float32(1), ptr]
-                queued.append(gpu.launch(kernel, 1, N, args, stream=stream))
-            except ar.InvalidArgumentError as exc:
-                outcomes.append("refused" if "was freed" in str(exc) else repr(exc))
-                return
-        outcomes.append("ran out")
-
-    worker = threading.Thread(target=launch)
-    worker.start()
-    started.wait()
-    while len(queued) < after and not outcomes:
-        time.sleep(0)
-    gpu.free(ptr)
-    worker.join(timeout=60)
-    assert not worker.is_alive(), "a launch hung against free()"
-    assert outcomes in (["refused"], ["ran out"]), outcomes
-    for completion in queued:  # every launch that got onto the stream ran on live memory
-        completion.wait(timeout=60)
+    args = [np.uint32(N), np.float32(1), ptr]
+    free_during(gpu, ptr, lambda: gpu.launch(kernel, 1, N, args, stream=stream), after)
 
 
 #: Issue 32's target is 1,000 rounds on the sims, where the race once lost the

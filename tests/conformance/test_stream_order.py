@@ -11,7 +11,9 @@ mock's injected fault, and on the sims a launch that stores into memory its
 from __future__ import annotations
 
 import threading
+import time
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -206,10 +208,11 @@ def test_free_against_enqueues_from_another_thread(backend_name: str) -> None:
         _free_race_round(backend_name)
 
 
-def _free_race_round(name: str) -> None:
-    gpu = _open(name)
-    ptr = gpu.alloc(NBYTES)
-    stream = gpu.create_stream()
+def free_during(
+    gpu: ar.Backend, ptr: ar.DevicePtr, submit: Callable[[], ar.Completion], after: int = 0
+) -> None:
+    """Free ``ptr`` while another thread submits ops on it (``submit``), once ``after``
+    of them are queued: each op is refused or runs on live memory, and nothing hangs."""
     started = threading.Event()
     outcomes: list[str] = []
     queued: list[ar.Completion] = []
@@ -218,7 +221,7 @@ def _free_race_round(name: str) -> None:
         started.set()
         for _ in range(2000):
             try:
-                queued.append(gpu.memset_async(ptr, 1, NBYTES, stream=stream))
+                queued.append(submit())
             except ar.InvalidArgumentError as exc:
                 outcomes.append("refused" if "was freed" in str(exc) else repr(exc))
                 return
@@ -227,12 +230,21 @@ def _free_race_round(name: str) -> None:
     worker = threading.Thread(target=enqueue)
     worker.start()
     started.wait()
+    while len(queued) < after and not outcomes:
+        time.sleep(0)
     gpu.free(ptr)
     worker.join(timeout=60)
     assert not worker.is_alive(), "an enqueue hung against free()"
     assert outcomes in (["refused"], ["ran out"]), outcomes
     for completion in queued:  # every op that got onto the stream ran on live memory
         completion.wait(timeout=60)
+
+
+def _free_race_round(name: str) -> None:
+    gpu = _open(name)
+    ptr = gpu.alloc(NBYTES)
+    stream = gpu.create_stream()
+    free_during(gpu, ptr, lambda: gpu.memset_async(ptr, 1, NBYTES, stream=stream))
     # The device is fine: a new allocation works, and close() has nothing to report.
     fresh = gpu.alloc(NBYTES)
     gpu.memset_async(fresh, 2, NBYTES, stream=stream).wait(timeout=60)
