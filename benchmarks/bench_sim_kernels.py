@@ -10,8 +10,11 @@ from its PTX and from the host build, beside Triton's tutorial matmul in
 fp16 on 256 x 256 x 256 as Triton 3.9 compiled it for sm_80 (``ldmatrix``
 and ``mma.sync``) and sm_90 (``wgmma`` on shared-memory descriptors), from
 the corpus in ``tests/ffi/ptx/triton`` (a source checkout's; an installed
-copy without it says so).  Each time is the median kernel time (timing
-events around the launch); the last column divides it by the host gemm's.
+copy without it says so), and the corpus's fp8 matmuls for sm_90 (e4m3 and
+e5m2 inputs, fp16 out: the tutorial's kernel as written and three tuned
+configurations), each with its error against float64 numpy.  Each time
+is the median kernel time (timing events around the launch); the last
+column divides it by the host gemm's.
 Everything runs on the threads the engine splits a grid over
 (``ARUNTIME_SIM_KERNEL_THREADS``, default 1): the tables say how many.
 Sanity figures, not claims; nothing here asserts a time.
@@ -150,6 +153,65 @@ def _triton_matmul_ms(gpu: ar.Backend, arch: str, size: int, rounds: int) -> tup
             gpu.free(p)
 
 
+# The committed fp8 matmuls (sm_90 only): file stem, fp8 kind, what the kernel runs on.
+FP8_MATMULS = (
+    ("matmul_fp8e5", "e5m2", "wgmma k32, as written"),
+    ("matmul_fp8e4_64x128x64_s3_w4", "e4m3", "wgmma k32, tuned"),
+    ("matmul_fp8e5_128x128x64_s3_w8", "e5m2", "wgmma k32, tuned"),
+    ("matmul_fp8e4_64x32x64_s4_w2", "e4m3", "cvt to f16x2 + mma.sync"),
+)
+
+
+def _fp8_values(kind: str) -> np.ndarray[Any, Any]:
+    """The value of each of the 256 codes of e4m3 (bias 7, S.1111.111 NaN) or
+    e5m2 (bias 15, IEEE-like), as float64."""
+    code = np.arange(256)
+    mb, bias = (3, 7) if kind == "e4m3" else (2, 15)
+    e, m = (code & 0x7F) >> mb, code & ((1 << mb) - 1)
+    v = np.where(e == 0, m * 2.0 ** (1 - bias - mb), ((1 << mb) + m) * 2.0 ** (e - bias - mb))
+    v[((code & 0x7F) == 0x7F) if kind == "e4m3" else (e == 31)] = np.nan
+    return np.where(code & 0x80, -v, v)
+
+
+def _triton_fp8_ms(
+    gpu: ar.Backend, stem: str, kind: str, size: int, rounds: int
+) -> tuple[float, float]:
+    """Median ms of one of Triton's fp8 matmuls on size^3 (B given transposed, as
+    the tutorial passes it; C in fp16), and its largest error against float64
+    numpy, relative to the result's scale."""
+    name = f"{stem}.sm90"
+    meta = json.loads((TRITON / "manifest.json").read_text())[name]
+    values = _fp8_values(kind)
+    finite = np.flatnonzero(np.isfinite(values) & (np.abs(values) <= 4))
+    rng = np.random.default_rng(8)
+    a = rng.choice(finite, (size, size)).astype(np.uint8)
+    bt = rng.choice(finite, (size, size)).astype(np.uint8)
+    bufs = [gpu.alloc(a.nbytes), gpu.alloc(bt.nbytes), gpu.alloc(2 * size * size)]
+    try:
+        gpu.copy_h2d(a, bufs[0])
+        gpu.copy_h2d(bt, bufs[1])
+        module = gpu.load_module(f"triton-{name}", (TRITON / f"{name}.ptx").read_text())
+        kernel = gpu.kernel(module, meta["entry"])
+        n = np.int32(size)
+        one = np.int32(1)
+        if stem == "matmul_fp8e5":  # as written: every stride a parameter
+            ints, tile = [n, n, n, n, one, one, n, n, one], (64, 64)
+        else:  # tuned: stride_am, stride_bn, stride_cm (the unit strides are constants)
+            ints = [n, n, n, n, n, n]
+            tile = tuple(int(v) for v in stem.split("_")[2].split("x")[:2])
+        args = [*bufs, *ints, np.uint64(0), np.uint64(0)]  # Triton's scratch: none
+        grid = -(-size // tile[0]) * -(-size // tile[1])
+        block, shared = 32 * meta["num_warps"], meta["shared"]
+        _time_ms(gpu, kernel, grid, block, args, shared)  # warm-up
+        ms = median([_time_ms(gpu, kernel, grid, block, args, shared) for _ in range(rounds)])
+        got = gpu.copy_d2h(bufs[2], np.empty((size, size), np.float16)).astype(np.float64)
+        want = values[a] @ values[bt].T
+        return ms, float(np.abs(got - want).max() / np.abs(want).max())
+    finally:
+        for p in bufs:
+            gpu.free(p)
+
+
 def _cuda_table(rounds: int, size: int) -> None:
     gpu = ar.open_backend("cuda-sim")
     try:
@@ -176,6 +238,13 @@ def _cuda_table(rounds: int, size: int) -> None:
                 out.add_row(label, "-", "-", "no tests/ffi/ptx/triton here (a checkout's)")
                 continue
             ms, err = _triton_matmul_ms(gpu, arch, size, rounds)
+            out.add_row(label, f"{ms:.1f}", f"{ms / host:.1f}x", f"{err:.1e}")
+        for stem, kind, what in FP8_MATMULS:
+            label = f"Triton matmul {kind}, sm90 ({what})"
+            if not (TRITON / f"{stem}.sm90.ptx").exists():
+                out.add_row(label, "-", "-", "no tests/ffi/ptx/triton here (a checkout's)")
+                continue
+            ms, err = _triton_fp8_ms(gpu, stem, kind, size, rounds)
             out.add_row(label, f"{ms:.1f}", f"{ms / host:.1f}x", f"{err:.1e}")
         console.print(out)
     finally:

@@ -51,14 +51,19 @@ def test_bench_backends_quick_prints_the_table() -> None:
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sims run on Linux only")
 def test_bench_sim_kernels_quick_times_tritons_matmul_beside_our_gemm() -> None:
-    """Issue 30's row: Triton's fp16 matmul on cuda-sim, for sm_80 and sm_90, beside the
-    host build of our own gemm; each matmul's error against numpy is printed and small."""
+    """Issue 30's rows: Triton's fp16 matmul on cuda-sim, for sm_80 and sm_90, and its four
+    fp8 matmuls for sm_90, beside the host build of our own gemm; each matmul's error
+    against numpy is printed and small."""
     out = _run_script(ROOT / "benchmarks" / "bench_sim_kernels.py", "--quick")
     assert "our gemm_f32, host build" in out, out
-    for arch in ("sm80", "sm90"):
-        row = next(line for line in out.splitlines() if f"Triton matmul fp16, {arch}" in line)
-        error = float(row.split("\u2502")[-2])  # the table's last column, relative to max |c|
-        assert error < 1e-2, row
+    labels = [f"Triton matmul fp16, {arch}" for arch in ("sm80", "sm90")]
+    labels += [f"Triton matmul {kind}, sm90" for kind in ("e4m3", "e5m2")]
+    for label in labels:
+        rows = [line for line in out.splitlines() if label in line]
+        assert rows, (label, out)
+        for row in rows:  # the last column: the error relative to max |c| (fp16 out)
+            assert float(row.split("\u2502")[-2]) < 1e-2, row
+    assert sum("Triton matmul e" in line for line in out.splitlines()) == 4, out
 
 
 @pytest.mark.slow

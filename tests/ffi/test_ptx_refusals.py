@@ -41,9 +41,10 @@ REGS = ".reg .b32 %r<4>;\n.reg .b64 %rd<4>;\n.reg .f32 %f<4>;\n.reg .pred %p<2>;
             "unsupported instruction 'wmma.load.a.sync.aligned.row.m8n32k16.f16'",
         ),
         (
-            REGS + "mov.u32 %r0, 1;\ncp.async.bulk.prefetch.L2.global [%rd0], 16;",
+            REGS
+            + "mov.u32 %r0, 1;\ncp.async.bulk.prefetch.L2.global.L2::cache_hint [%rd0], 16, %rd1;",
             11,
-            "unsupported instruction 'cp.async.bulk.prefetch.L2.global'",
+            "unsupported instruction 'cp.async.bulk.prefetch.L2.global.L2::cache_hint'",
         ),
         (REGS + "add.f32 %f0, %f1, %f9;", 10, "'%f9'"),
         (REGS + "bra $L_nowhere;", 10, "$L_nowhere"),

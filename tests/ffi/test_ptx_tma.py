@@ -36,9 +36,6 @@ ffi.cdef(
 typedef struct { uint64_t opaque[16]; } CUtensorMap;
 int cuTensorMapEncodeTiled(CUtensorMap *, unsigned, uint32_t, void *, const uint64_t *,
     const uint64_t *, const uint32_t *, const uint32_t *, unsigned, unsigned, unsigned, unsigned);
-int cuTensorMapEncodeIm2col(CUtensorMap *, unsigned, uint32_t, void *, const uint64_t *,
-    const uint64_t *, const int *, const int *, uint32_t, uint32_t, const uint32_t *, unsigned,
-    unsigned, unsigned, unsigned);
 """
 )
 
@@ -455,17 +452,6 @@ def test_encode_tiled_checks_the_driver_rules(lib: Any, kwargs: dict[str, Any], 
     if rc == 0:  # the fields, where sim_tensormap.h puts them
         words = np.frombuffer(raw, np.uint64)
         assert words[0] == 1 << 20 and words[1] == 64 and words[6] == 256
-
-
-def test_im2col_maps_are_not_supported(lib: Any) -> None:
-    tmap = ffi.new("CUtensorMap *")
-    u64 = ffi.new("uint64_t[]", [64] * 4)
-    u32 = ffi.new("uint32_t[]", [1] * 4)
-    i = ffi.new("int[]", [0] * 2)
-    rc = lib.cuTensorMapEncodeIm2col(
-        tmap, F16, 4, ffi.cast("void *", 1 << 20), u64, u64, i, i, 8, 8, u32, 0, 0, 0, 0
-    )
-    assert rc == CUDA_ERROR_NOT_SUPPORTED
 
 
 # ------------------------------------------------------------------ warp helpers

@@ -3,15 +3,51 @@
  * CUtensorMap is 128 opaque bytes; cuda-sim stores in them the fields of
  * ffi/sim/sim_tensormap.h, which the PTX interpreter reads when a kernel
  * copies a box (and tensormap.replace writes on the device).  The checks
- * are the CUDA driver API reference's for cuTensorMapEncodeTiled.
- * Interleaved layouts and im2col maps are not modelled: NOT_SUPPORTED, never
- * a map that would copy wrongly. */
+ * are the CUDA driver API reference's for cuTensorMapEncodeTiled and
+ * cuTensorMapEncodeIm2col.  Interleaved layouts, the packed sub-byte types
+ * and the 128B atom swizzles are not modelled: NOT_SUPPORTED, never a map
+ * that would copy wrongly. */
 #include <string.h>
 
 #include "cusim.h"
 #include "../../sim/sim_tensormap.h"
 
 _Static_assert(sizeof(CUtensorMap) == sizeof(sim_tensormap), "CUtensorMap holds sim_tensormap");
+
+/* The fields both encoders take, into m: INVALID_VALUE or NOT_SUPPORTED as
+ * the driver answers, else CUDA_SUCCESS.  The rank's range is the caller's. */
+static CUresult encode_common(sim_tensormap *m, CUtensorMapDataType type, cuuint32_t rank,
+                              void *addr, const cuuint64_t *dim, const cuuint64_t *strides,
+                              const cuuint32_t *estrides, CUtensorMapInterleave interleave,
+                              CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
+                              CUtensorMapFloatOOBfill fill)
+{
+    if (!addr || !dim || !estrides || (rank > 1 && !strides) || l2 > 3 || interleave > 2 ||
+        swizzle > 6 || fill > 1)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (type > 12)
+        return type <= 15 ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
+    if (fill && type < 6) /* the NaN fill is for floating-point types only */
+        return CUDA_ERROR_INVALID_VALUE;
+    if (interleave || swizzle >= 4) /* interleaved layouts; CUDA 12.8's 128B atom swizzles */
+        return CUDA_ERROR_NOT_SUPPORTED;
+    memset(m, 0, sizeof *m);
+    m->addr = (uint64_t)(uintptr_t)addr;
+    m->rank_m1 = (uint8_t)(rank - 1);
+    m->elemtype = (uint8_t)type;
+    m->swizzle = (uint8_t)swizzle;
+    m->fill = (uint8_t)fill;
+    m->l2 = (uint8_t)l2;
+    for (cuuint32_t i = 0; i < rank; i++) {
+        if (estrides[i] > 8)
+            return CUDA_ERROR_INVALID_VALUE;
+        m->dim[i] = dim[i];
+        m->estride[i] = (uint8_t)estrides[i];
+        if (i)
+            m->stride[i - 1] = strides[i - 1];
+    }
+    return CUDA_SUCCESS;
+}
 
 CUresult cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType,
                                 cuuint32_t tensorRank, void *globalAddress,
@@ -21,30 +57,18 @@ CUresult cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataType tens
                                 CUtensorMapL2promotion l2Promotion,
                                 CUtensorMapFloatOOBfill oobFill)
 {
-    if (!tensorMap || !globalAddress || !globalDim || !boxDim || !elementStrides ||
-        (tensorRank > 1 && !globalStrides) || tensorRank < 1 || tensorRank > 5 ||
-        l2Promotion > 3)
+    if (!tensorMap || !boxDim || tensorRank < 1 || tensorRank > 5)
         return CUDA_ERROR_INVALID_VALUE;
-    if (interleave != 0 || (swizzle >= 4 && swizzle <= 6)) /* CUDA 12.8's 128B atom swizzles */
-        return CUDA_ERROR_NOT_SUPPORTED;
-    if (tensorDataType > 12)
-        return tensorDataType <= 15 ? CUDA_ERROR_NOT_SUPPORTED : CUDA_ERROR_INVALID_VALUE;
     sim_tensormap m;
-    memset(&m, 0, sizeof m);
-    m.addr = (uint64_t)(uintptr_t)globalAddress;
-    m.rank_m1 = (uint8_t)(tensorRank - 1);
-    m.elemtype = (uint8_t)tensorDataType;
-    m.swizzle = (uint8_t)(swizzle > 255 ? 255 : swizzle);
-    m.fill = (uint8_t)(oobFill > 255 ? 255 : oobFill);
-    m.l2 = (uint8_t)l2Promotion;
+    CUresult rc = encode_common(&m, tensorDataType, tensorRank, globalAddress, globalDim,
+                                globalStrides, elementStrides, interleave, swizzle, l2Promotion,
+                                oobFill);
+    if (rc)
+        return rc;
     for (cuuint32_t i = 0; i < tensorRank; i++) {
-        if (boxDim[i] > 256 || elementStrides[i] > 8)
+        if (boxDim[i] > 256)
             return CUDA_ERROR_INVALID_VALUE;
-        m.dim[i] = globalDim[i];
         m.box[i] = (uint16_t)boxDim[i];
-        m.estride[i] = (uint8_t)elementStrides[i];
-        if (i)
-            m.stride[i - 1] = globalStrides[i - 1];
     }
     if (sim_tensormap_invalid(&m))
         return CUDA_ERROR_INVALID_VALUE;
@@ -52,6 +76,10 @@ CUresult cuTensorMapEncodeTiled(CUtensorMap *tensorMap, CUtensorMapDataType tens
     return CUDA_SUCCESS;
 }
 
+/* An im2col map: the tensor is N[D][H]WC (dimension 0 the channels, the
+ * last the images); each copy loads pixelsPerColumn pixels of
+ * channelsPerPixel channels, walking the bounding box that the corners
+ * mark in W, H, D (arrays in that order, as globalDim's dimensions 1..). */
 CUresult cuTensorMapEncodeIm2col(CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType,
                                  cuuint32_t tensorRank, void *globalAddress,
                                  const cuuint64_t *globalDim, const cuuint64_t *globalStrides,
@@ -61,11 +89,30 @@ CUresult cuTensorMapEncodeIm2col(CUtensorMap *tensorMap, CUtensorMapDataType ten
                                  CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion,
                                  CUtensorMapFloatOOBfill oobFill)
 {
-    (void)tensorMap, (void)tensorDataType, (void)tensorRank, (void)globalAddress;
-    (void)globalDim, (void)globalStrides, (void)pixelBoxLowerCorner, (void)pixelBoxUpperCorner;
-    (void)channelsPerPixel, (void)pixelsPerColumn, (void)elementStrides, (void)interleave;
-    (void)swizzle, (void)l2Promotion, (void)oobFill;
-    return CUDA_ERROR_NOT_SUPPORTED; /* cp.async.bulk.tensor's im2col mode is not modelled */
+    if (!tensorMap || !pixelBoxLowerCorner || !pixelBoxUpperCorner || tensorRank < 3 ||
+        tensorRank > 5 || channelsPerPixel > 256 || pixelsPerColumn > 1024)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_tensormap m;
+    CUresult rc = encode_common(&m, tensorDataType, tensorRank, globalAddress, globalDim,
+                                globalStrides, elementStrides, interleave, swizzle, l2Promotion,
+                                oobFill);
+    if (rc)
+        return rc;
+    int lim = sim_im2col_corner_max(tensorRank);
+    for (cuuint32_t i = 0; i + 2 < tensorRank; i++) {
+        int lo = pixelBoxLowerCorner[i], hi = pixelBoxUpperCorner[i];
+        if (lo < -lim - 1 || lo > lim || hi < -lim - 1 || hi > lim)
+            return CUDA_ERROR_INVALID_VALUE;
+        m.lower[i] = (int16_t)lo;
+        m.upper[i] = (int16_t)hi;
+    }
+    m.im2col = 1;
+    m.cpp = (uint16_t)channelsPerPixel;
+    m.ppc = (uint16_t)pixelsPerColumn;
+    if (sim_tensormap_im2col_invalid(&m))
+        return CUDA_ERROR_INVALID_VALUE;
+    memcpy(tensorMap, &m, sizeof m);
+    return CUDA_SUCCESS;
 }
 
 CUresult cuTensorMapReplaceAddress(CUtensorMap *tensorMap, void *globalAddress)
@@ -75,7 +122,7 @@ CUresult cuTensorMapReplaceAddress(CUtensorMap *tensorMap, void *globalAddress)
     sim_tensormap m;
     memcpy(&m, tensorMap, sizeof m);
     m.addr = (uint64_t)(uintptr_t)globalAddress;
-    if (sim_tensormap_invalid(&m))
+    if (m.im2col ? sim_tensormap_im2col_invalid(&m) != NULL : sim_tensormap_invalid(&m) != NULL)
         return CUDA_ERROR_INVALID_VALUE;
     memcpy(tensorMap, &m, sizeof m);
     return CUDA_SUCCESS;

@@ -1,6 +1,7 @@
 /* PTX bulk asynchronous copies (sm_90), for the interpreter:
  * cp.async.bulk and cp.async.bulk.tensor (tile mode, 1D-5D) in both
- * directions, cp.async.bulk.commit_group and wait_group[.read], and the
+ * directions, im2col-mode tensor loads (3D-5D), cp.async.bulk.prefetch[.tensor]
+ * (checked no-ops), cp.async.bulk.commit_group and wait_group[.read], and the
  * tensor-map instructions tensormap.replace and tensormap.cp_fenceproxy.
  *
  * A load (global to shared memory) reads global memory when it is issued
@@ -23,6 +24,16 @@
  * outside the tensor read as zeros (or NaN with the NaN fill, float types)
  * and are not stored; with a swizzle, shared-memory address bits 4.. are
  * XORed with bits 7.. (the layout wgmma's descriptors read).
+ *
+ * An im2col load (PTX ISA, "im2col mode") fills pixelsPerColumn rows of
+ * channelsPerPixel elements.  The instruction's W, H, D coordinates are the
+ * filter base, which must lie in the map's bounding box (lower corner to
+ * dimension - 1 + upper corner); each row is the pixel at base + the im2col
+ * offsets, in image N, channels from coordinate 0.  The base then steps by
+ * the traversal stride in W, wrapping to the box's lower corner and stepping
+ * H, then D, then N (by one): past the last image, or outside the tensor,
+ * elements read as the fill.  A traversal stride other than 1 in N, which
+ * the ISA does not describe, fails the launch.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -145,6 +156,90 @@ static int move_box(block_ctx *b, const box_walk *w, const int32_t *c, uint8_t *
     return 0;
 }
 
+/* ------------------------------------------------------------- im2col */
+
+/* The next filter base after pos (W, H, D then N in pos[ns]), in the box. */
+static void im2col_step(const sim_tensormap *m, unsigned ns, const int64_t *lo,
+                        const int64_t *hi, int64_t *pos)
+{
+    for (unsigned i = 0; i < ns; i++) {
+        pos[i] += m->estride[i + 1];
+        if (pos[i] <= hi[i])
+            return;
+        pos[i] = lo[i];
+    }
+    pos[ns]++;
+}
+
+/* The bounding box of an im2col map in lo and hi (W, H, D; inclusive);
+ * fails the launch unless the filter base c (channel, W, .., N) lies in it
+ * and the map has no traversal stride in N. */
+static int im2col_box(block_ctx *b, const pinsn *in, const sim_tensormap *m, const int32_t *c,
+                      int64_t *lo, int64_t *hi)
+{
+    unsigned rank = m->rank_m1 + 1u;
+    for (unsigned i = 0; i + 2 < rank; i++) {
+        lo[i] = m->lower[i];
+        hi[i] = (int64_t)m->dim[i + 1] - 1 + m->upper[i];
+        if (c[i + 1] < lo[i] || c[i + 1] > hi[i])
+            return fail(b, in, "cp.async.bulk.tensor .im2col: the filter base lies outside the "
+                               "map's bounding box");
+    }
+    if (m->estride[rank - 1] != 1)
+        return fail(b, in, "cp.async.bulk.tensor .im2col: a traversal stride in N is not modelled");
+    return 0;
+}
+
+/* Lane l's im2col box: the base c (channel, W[, H[, D]], N), the offsets
+ * off; into buf (based at shared offset soff).  0, E_FAULT or E_FAIL. */
+static int im2col_load(block_ctx *b, const pinsn *in, const sim_tensormap *m, const int32_t *c,
+                       const uint32_t *off, uint8_t *buf, uint64_t soff)
+{
+    unsigned rank = m->rank_m1 + 1u, ns = rank - 2, es = sim_tensormap_esize(m->elemtype);
+    int64_t lo[3], hi[3], pos[4];
+    if (im2col_box(b, in, m, c, lo, hi))
+        return E_FAIL;
+    for (unsigned i = 0; i <= ns; i++)
+        pos[i] = c[i + 1];
+    size_t o = 0;
+    for (unsigned p = 0; p < m->ppc; p++, im2col_step(m, ns, lo, hi, pos)) {
+        int inside = pos[ns] >= 0 && (uint64_t)pos[ns] < m->dim[rank - 1];
+        uint64_t row = m->addr + (uint64_t)pos[ns] * m->stride[rank - 2];
+        for (unsigned i = 0; i < ns; i++) {
+            int64_t g = pos[i] + off[i];
+            inside &= g >= 0 && (uint64_t)g < m->dim[i + 1];
+            row += (uint64_t)g * m->stride[i];
+        }
+        for (unsigned k = 0; k < m->cpp; k++, o += es) {
+            uint8_t *s = buf + (swz(soff + o, m->swizzle) - soff);
+            int64_t ch = (int64_t)c[0] + k;
+            if (!inside || ch < 0 || (uint64_t)ch >= m->dim[0]) {
+                oob_fill(s, m, es);
+                continue;
+            }
+            const uint8_t *g = ptx_global_at(b, row + (uint64_t)ch * es, es, 0);
+            if (!g)
+                return E_FAULT;
+            memcpy(s, g, es);
+        }
+    }
+    return 0;
+}
+
+/* Lane l's im2col offsets (W, H, D), checked against the rank's range. */
+static int im2col_offsets(block_ctx *b, frame *fr, const pinsn *in, int l, unsigned rank,
+                          uint32_t *off)
+{
+    const uint32_t slot[3] = {in->c, in->d, in->f};
+    uint32_t max = rank == 3 ? 0xffffu : rank == 4 ? 0xffu : 0x1fu;
+    for (unsigned i = 0; i + 2 < rank; i++) {
+        off[i] = (uint32_t)fr->R[slot[i]][l] & 0xffffu;
+        if (off[i] > max)
+            return fail(b, in, "cp.async.bulk.tensor .im2col: an offset out of range for the rank");
+    }
+    return 0;
+}
+
 /* The map at lane l's tensor-map operand, read from whichever window holds it. */
 static int read_map(block_ctx *b, warp *w, frame *fr, const pinsn *in, int l, sim_tensormap *m)
 {
@@ -243,37 +338,84 @@ static int bulk_plain(block_ctx *b, warp *w, frame *fr, const pinsn *in, int l)
     return issue_load(b, w, fr, in, l, (uint64_t)sh, data, n);
 }
 
+/* Lane l's map, checked for the instruction's mode and rank; its box's
+ * bytes in *bytes (and its walk in bw, tile mode). */
+static int tensor_map_of(block_ctx *b, warp *w, frame *fr, const pinsn *in, int l,
+                         sim_tensormap *m, box_walk *bw, size_t *bytes)
+{
+    if (read_map(b, w, fr, in, l, m))
+        return E_FAIL;
+    int i2c = in->op == OP_BULK_PREFETCH ? in->mode == 2 : (in->flags & FL_IM2COL) != 0;
+    const char *why = i2c ? sim_tensormap_im2col_invalid(m) : box_of(bw, m);
+    if (!why && m->rank_m1 + 1u != in->vec)
+        why = "the map's rank differs";
+    if (why) {
+        fprintf(stderr, "cuda-sim: kernel %s: ptx line %d: cp.async.bulk.tensor.%ud: %s\n",
+                b->entry->name, in->line, in->vec, why);
+        return E_FAIL;
+    }
+    *bytes = i2c ? (size_t)m->ppc * m->cpp * sim_tensormap_esize(m->elemtype) : bw->bytes;
+    return 0;
+}
+
 static int bulk_tensor(block_ctx *b, warp *w, frame *fr, const pinsn *in, int l)
 {
     sim_tensormap m;
     box_walk bw;
-    if (read_map(b, w, fr, in, l, &m))
+    size_t bytes;
+    uint32_t off[3];
+    if (tensor_map_of(b, w, fr, in, l, &m, &bw, &bytes) ||
+        ((in->flags & FL_IM2COL) && im2col_offsets(b, fr, in, l, in->vec, off)))
         return E_FAIL;
-    const char *why = box_of(&bw, &m);
-    if (why || bw.rank != in->vec) {
-        fprintf(stderr, "cuda-sim: kernel %s: ptx line %d: cp.async.bulk.tensor.%ud: %s\n",
-                b->entry->name, in->line, in->vec, why ? why : "the map's rank differs");
-        return E_FAIL;
-    }
     bulk_op t = {.map = m, .tensor = 1};
-    for (unsigned i = 0; i < bw.rank; i++)
+    for (unsigned i = 0; i < in->vec; i++)
         t.coord[i] = (int32_t)fr->R[i < 4 ? in->v[i] : in->d2][l];
-    int64_t sh = shared_off(b, fr->R[in->a][l] + (uint64_t)in->imm, in->space, bw.bytes);
+    int64_t sh = shared_off(b, fr->R[in->a][l] + (uint64_t)in->imm, in->space, bytes);
     if (sh < 0 || sh % 128)
         return fail(b, in, "the box's shared memory is not 128-byte aligned inside the block's");
-    if (m.swizzle && bw.bytes % 128)
+    if (m.swizzle && bytes % 128)
         return fail(b, in, "a swizzled box must be a multiple of 128 bytes");
     if (in->mode)
-        return issue_store(b, w, in, l, (uint64_t)sh, bw.bytes, &t);
-    uint8_t *data = calloc(1, bw.bytes);
+        return issue_store(b, w, in, l, (uint64_t)sh, bytes, &t);
+    uint8_t *data = calloc(1, bytes);
     if (!data)
         return E_FAIL;
-    int rc = move_box(b, &bw, t.coord, data, (uint64_t)sh, 0);
+    int rc = in->flags & FL_IM2COL ? im2col_load(b, in, &m, t.coord, off, data, (uint64_t)sh)
+                                   : move_box(b, &bw, t.coord, data, (uint64_t)sh, 0);
     if (rc) {
         free(data);
         return rc;
     }
-    return issue_load(b, w, fr, in, l, (uint64_t)sh, data, bw.bytes);
+    return issue_load(b, w, fr, in, l, (uint64_t)sh, data, bytes);
+}
+
+/* cp.async.bulk.prefetch[.tensor]: a hint with no visible effect, checked
+ * as the copy it names would be (the contiguous form: a 16-byte aligned
+ * global range, a size a multiple of 16; the tensor form: its map). */
+static int bulk_prefetch(block_ctx *b, warp *w, frame *fr, const pinsn *in, int l)
+{
+    if (in->mode) {
+        sim_tensormap m;
+        box_walk bw;
+        size_t bytes;
+        uint32_t off[3];
+        int64_t lo[3], hi[3];
+        int32_t c[5];
+        if (tensor_map_of(b, w, fr, in, l, &m, &bw, &bytes))
+            return E_FAIL;
+        for (unsigned i = 0; i < in->vec; i++)
+            c[i] = (int32_t)fr->R[i < 4 ? in->v[i] : in->d2][l];
+        return in->mode == 2 && (im2col_offsets(b, fr, in, l, in->vec, off) ||
+                                 im2col_box(b, in, &m, c, lo, hi))
+                   ? E_FAIL
+                   : 0;
+    }
+    uint64_t a = fr->R[in->a][l] + (uint64_t)in->imm;
+    uint32_t n = (uint32_t)fr->R[in->c][l];
+    if (!n || n % 16 || a % 16)
+        return fail(b, in, "cp.async.bulk.prefetch needs a size and an address that are "
+                           "multiples of 16");
+    return ptx_global_at(b, a, n, 0) ? 0 : E_FAULT;
 }
 
 /* ------------------------------------------------------------- completion */
@@ -402,8 +544,9 @@ int ptx_exec_bulk(block_ctx *b, warp *w, frame *fr, const pinsn *in, uint32_t m)
     if (in->op == OP_BULK_WAIT)
         return b->nbl ? bulk_wait(b, w, in, m) : 0;
     FOR_LANES(m, {
-        int rc = in->op == OP_BULK_COPY     ? bulk_plain(b, w, fr, in, l)
-                 : in->op == OP_BULK_TENSOR ? bulk_tensor(b, w, fr, in, l)
+        int rc = in->op == OP_BULK_COPY       ? bulk_plain(b, w, fr, in, l)
+                 : in->op == OP_BULK_TENSOR   ? bulk_tensor(b, w, fr, in, l)
+                 : in->op == OP_BULK_PREFETCH ? bulk_prefetch(b, w, fr, in, l)
                  : in->op == OP_TMAP_COPY   ? tmap_copy(b, fr, in, l)
                                             : tmap_replace(b, fr, in, l);
         if (rc)

@@ -818,7 +818,7 @@ int ptx_parse_instruction(parser *ps, uint32_t guard, int guard_neg)
     in->guard = guard;
     in->guard_neg = (uint8_t)guard_neg;
     in->line = x.line;
-    in->d = in->d2 = in->a = in->b = in->c = in->e = PTX_NONE;
+    in->d = in->d2 = in->a = in->b = in->c = in->e = in->f = PTX_NONE;
     in->vec = 1;
     if (mn->parse == parse_call)
         return parse_call(ps, &x);

@@ -133,24 +133,76 @@ static int mbar_operand(parser *ps, insn *x, const opnd *o)
 }
 
 static const char *const BULK_MODS[] = {
-    "async", "bulk", "tensor", "1d", "2d", "3d", "4d", "5d", "tile", "shared", "shared::cta",
-    "shared::cluster", "global", "mbarrier::complete_tx::bytes", "bulk_group", NULL};
+    "async", "bulk", "tensor", "1d", "2d", "3d", "4d", "5d", "tile", "im2col", "shared",
+    "shared::cta", "shared::cluster", "global", "mbarrier::complete_tx::bytes", "bulk_group",
+    "prefetch", "L2", NULL};
+
+/* The im2col offsets of a tensor load or prefetch, operand k: a brace of
+ * rank - 2 16-bit registers (W, H, D) into in.c, in.d and in.f. */
+static int im2col_offsets(parser *ps, insn *x, int k, int rank)
+{
+    const opnd *o = &x->ops[k];
+    uint32_t slots[4] = {PTX_NONE, PTX_NONE, PTX_NONE, PTX_NONE};
+    if (o->kind == O_NAME && rank == 3)
+        x->rc = ptx_src_slot(ps, o, T_U16, x->line, &slots[0]);
+    else if (o->kind == O_VEC && o->nv == rank - 2)
+        x->rc = ptx_vec_slots(ps, o, T_U16, x->line, 0, slots);
+    else
+        return REFUSE("'%s' needs {%d im2col offsets}", x->opname, rank - 2);
+    x->in.c = slots[0];
+    x->in.d = slots[1];
+    x->in.f = slots[2];
+    return x->rc;
+}
+
+/* cp.async.bulk.prefetch.L2.global [src], size
+ * cp.async.bulk.prefetch.tensor.Nd.L2.global[.tile|.im2col] [map, {c...}][, {offsets}]
+ * hints, run as checked no-ops: in.mode 0 the contiguous form (in.a + in.imm
+ * the address, in.c the size), 1 a tile-mode box, 2 an im2col one. */
+static int parse_bulk_prefetch(parser *ps, insn *x, int rank)
+{
+    int tensor = has(&x->md, "tensor"), i2c = has(&x->md, "im2col");
+    if (!only(x, BULK_MODS) || x->nt || !has(&x->md, "L2") || !has(&x->md, "global") ||
+        tensor != (rank > 0) || has(&x->md, "shared") || has(&x->md, "shared::cta") ||
+        has(&x->md, "shared::cluster") || has(&x->md, "mbarrier::complete_tx::bytes") ||
+        has(&x->md, "bulk_group") || (i2c && (rank < 3 || has(&x->md, "tile"))))
+        return REFUSE("unsupported instruction '%s'", x->opname);
+    x->in.op = OP_BULK_PREFETCH;
+    x->in.mode = (uint8_t)(tensor + i2c);
+    if (!tensor) {
+        NEEDS(2, 2);
+        SRC(1, c, T_U32);
+        return x->rc ? x->rc : ptx_addr_operand(ps, &x->ops[0], x->line, &x->in);
+    }
+    NEEDS(1 + i2c, 1 + i2c);
+    if (tensor_operand(ps, x, &x->ops[0], rank))
+        return -1;
+    return i2c ? im2col_offsets(ps, x, 1, rank) : 0;
+}
 
 /* cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
  *     [dst], [src], size, [mbar]
  * cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size
- * cp.async.bulk.tensor.Nd[.tile].shared::cluster.global.mbarrier::complete_tx::bytes
- *     [dst], [map, {c...}], [mbar]
- * cp.async.bulk.tensor.Nd[.tile].global.shared::cta.bulk_group [map, {c...}], [src]
+ * cp.async.bulk.tensor.Nd.shared::cluster.global[.tile|.im2col].mbarrier::complete_tx::bytes
+ *     [dst], [map, {c...}], [mbar][, {offsets}]   (.im2col: 3d-5d, rank - 2 offsets)
+ * cp.async.bulk.tensor.Nd.global.shared::cta[.tile].bulk_group [map, {c...}], [src]
  * in.mode 0 a load into shared memory (completes in.e's mbarrier), 1 a
- * store to global memory (a bulk group's). */
+ * store to global memory (a bulk group's); in.flags 1 an im2col load. */
 static int parse_bulk_copy(parser *ps, insn *x)
 {
     int tensor = has(&x->md, "tensor"), rank = 0;
     static const char dims[5][3] = {"1d", "2d", "3d", "4d", "5d"};
     for (int r = 0; r < 5; r++)
         rank = has(&x->md, dims[r]) ? r + 1 : rank;
+    for (int i = 0; i < x->md.n; i++)
+        if (!strncmp(x->md.m[i], "multicast", 9))
+            return REFUSE("'%s': .%s copies to the blocks of a cluster, and cuda-sim's device "
+                          "(compute capability 8.0) has no clusters of more than one block",
+                          x->opname, x->md.m[i]);
+    if (has(&x->md, "prefetch"))
+        return parse_bulk_prefetch(ps, x, rank);
     int g = -1, s = -1, mb = has(&x->md, "mbarrier::complete_tx::bytes");
+    int i2c = has(&x->md, "im2col");
     for (int i = 0; i < x->md.n; i++) {
         if (!strcmp(x->md.m[i], "global"))
             g = i;
@@ -159,18 +211,21 @@ static int parse_bulk_copy(parser *ps, insn *x)
     }
     int load = s >= 0 && s < g, store = g >= 0 && g < s && s < 99;
     if (!only(x, BULK_MODS) || x->nt || (!load && !store) || tensor != (rank > 0) ||
-        (load && (!mb || has(&x->md, "bulk_group"))) ||
-        (store && (mb || !has(&x->md, "bulk_group"))))
+        has(&x->md, "L2") || (load && (!mb || has(&x->md, "bulk_group"))) ||
+        (store && (mb || !has(&x->md, "bulk_group"))) ||
+        (i2c && (!load || rank < 3 || has(&x->md, "tile"))))
         return REFUSE("unsupported instruction '%s'", x->opname);
     x->in.op = tensor ? OP_BULK_TENSOR : OP_BULK_COPY;
     x->in.mode = (uint8_t)store;
+    x->in.flags = (uint8_t)(i2c ? FL_IM2COL : 0);
     x->in.space = S_SHARED;
     ps->m->uses_wgmma = 1; /* the async proxy reads shared memory: track the generic writes */
     if (tensor) {
-        NEEDS(2 + load, 2 + load);
+        NEEDS(2 + load + i2c, 2 + load + i2c);
         const opnd *sh = &x->ops[load ? 0 : 1];
         if (tensor_operand(ps, x, &x->ops[load ? 1 : 0], rank) ||
-            ptx_addr_operand(ps, sh, x->line, &x->in))
+            ptx_addr_operand(ps, sh, x->line, &x->in) ||
+            (i2c && im2col_offsets(ps, x, 3, rank)))
             return -1;
         return load ? mbar_operand(ps, x, &x->ops[2]) : 0;
     }

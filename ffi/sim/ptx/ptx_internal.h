@@ -87,6 +87,7 @@ enum { MULW_LO = 0, MULW_HI, MULW_WIDE };
 #define FL_WRAP 0x40u   /* shf.wrap */
 #define FL_RELU 0x40u   /* fma, min, max on .f16/.bf16: .relu (shf's .wrap bit: no op has both) */
 #define FL_RIGHT 0x80u  /* shf.r */
+#define FL_IM2COL 0x01u /* cp.async.bulk.tensor: the im2col load mode (no float op there) */
 
 /* Special registers, filled per block/warp/frame. */
 typedef enum ptx_special {
@@ -109,6 +110,7 @@ typedef struct pinsn {
     uint32_t guard; /* predicate slot or PTX_NONE */
     uint32_t d, d2; /* destinations (d2: setp's q, shfl's p) */
     uint32_t a, b, c, e; /* sources; ld/st/atom address base in a */
+    uint32_t f;     /* a fifth source (cp.async.bulk.tensor .im2col: the D offset) */
     uint32_t neg;   /* bit i: source i (a=0,b=1,c=2) is a negated predicate */
     uint32_t v[4];  /* vector registers (ld/st .v2/.v4, mov pack/unpack) */
     int64_t imm;    /* address offset; lop3 table; prmt mode; bar id */

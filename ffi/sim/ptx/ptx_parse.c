@@ -583,7 +583,7 @@ static int parse_function(parser *ps, int entry, int is_extern)
     pinsn ret;
     memset(&ret, 0, sizeof ret);
     ret.op = OP_RET;
-    ret.guard = ret.d = ret.d2 = ret.a = ret.b = ret.c = ret.e = PTX_NONE;
+    ret.guard = ret.d = ret.d2 = ret.a = ret.b = ret.c = ret.e = ret.f = PTX_NONE;
     ret.line = cur(ps)->line;
     if (ptx_emit(ps, &ret))
         return -1;
