@@ -211,7 +211,7 @@ typedef struct CUgraphEdgeData_st {
 typedef struct CUlib_st *CUlibrary;
 typedef struct CUkern_st *CUkernel;
 typedef int CUlibraryOption;
-typedef int CUfunction_attribute;
+typedef unsigned int CUfunction_attribute;
 typedef int CUfunc_cache;
 typedef int CUfunctionLoadingState;
 typedef int CUlaunchAttributeID;

@@ -60,15 +60,15 @@ def test_a_bad_operand_is_named_with_its_line(gpu: ar.Backend) -> None:
 
 
 def test_the_sim_names_the_construct(gpu: ar.Backend) -> None:
-    """cuda-sim's log names what it refused; Hopper's L2 bulk prefetch, for one."""
+    """cuda-sim's log names what it refused; Hopper's L2 bulk prefetch with a cache hint,
+    for one."""
     if gpu.name != "cuda-sim":
         pytest.skip("a GPU runs this instruction")
-    bad = _kernel("    cp.async.bulk.prefetch.L2.global [%rd1], 16;")
+    bad = _kernel("    cp.async.bulk.prefetch.L2.global.L2::cache_hint [%rd1], 16, %rd1;")
     with pytest.raises(exc.DriverError) as info:
         gpu.load_module("bad", bad)
-    assert "ptx line 8: unsupported instruction 'cp.async.bulk.prefetch.L2.global'" in str(
-        info.value
-    )
+    want = "ptx line 8: unsupported instruction 'cp.async.bulk.prefetch.L2.global.L2::cache_hint'"
+    assert want in str(info.value)
 
 
 def test_a_good_module_still_loads(gpu: ar.Backend) -> None:
