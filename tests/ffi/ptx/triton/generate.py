@@ -25,8 +25,8 @@ it for sizes divisible by 16 with several ``num_stages``/``num_warps``
 ``fence.proxy.async`` (except for 2 warps, below a warpgroup), which
 cuda-sim runs (descriptors with 64- and 128-byte swizzles).  The sm_90
 tensor-descriptor matmul uses TMA (tensormap.replace, cp.async.bulk.tensor,
-mbarrier, stmatrix), which cuda-sim does not model yet: it is kept for the
-refusal test.  Triton's fused attention forward is the tutorial's inner loop over
+mbarrier, stmatrix), which cuda-sim runs too (the line count of this text is
+kept: .loc lines in the PTX count it).  The fused attention forward is the inner loop over
 pointers (sm_90: wgmma with A in registers for P V).
 """
 
