@@ -27,6 +27,7 @@ _SIM = (
     "sim/spirv/spv_promote.c",
     "sim/spirv/spv_function.c",
     "sim/spirv/spv_compile_mem.c",
+    "sim/spirv/spv_compile_builtin.c",
     "sim/spirv/spv_compile_alu.c",
     "sim/spirv/spv_compile_ext.c",
     "sim/spirv/spv_module.c",

@@ -95,6 +95,17 @@ def _namer(fn: str) -> dict[int, str]:
 
 
 @needs_grammar
+def test_the_builtin_names_for_messages_are_the_grammars() -> None:
+    core = json.loads(CORE.read_text())
+    kind = next(k for k in core["operand_kinds"] if k["kind"] == "BuiltIn")
+    first: dict[int, str] = {}
+    for e in kind["enumerants"]:
+        first.setdefault(e["value"], e["enumerant"])
+    assert _namer("spv_builtin_name") == first
+    assert _namer("spv_builtin_name")[28] == "GlobalInvocationId"
+
+
+@needs_grammar
 def test_the_opencl_std_names_for_messages_are_the_grammars() -> None:
     ocl = json.loads((OPENCL).read_text())
     assert _namer("spv_cl_name") == {i["opcode"]: i["opname"] for i in ocl["instructions"]}

@@ -12,7 +12,8 @@ grammar wherever the grammar is installed.
 
 Names: ``SPV_Op<Name>`` for opcodes, ``SPV_<Kind>_<Name>`` for the enumerants
 of the value enums listed in KINDS, ``SPV_CL_<name>`` for OpenCL.std's
-extended instructions, and ``spv_capability_name`` and ``spv_cl_name`` for messages.
+extended instructions, and ``spv_capability_name``, ``spv_cl_name`` and
+``spv_builtin_name`` for messages.
 """
 
 from __future__ import annotations
@@ -101,6 +102,8 @@ def render(grammar_dir: Path) -> str:
     caps = [(e["enumerant"], e["value"]) for e in kinds["Capability"]["enumerants"]]
     _namer(lines, "A capability's name", "spv_capability_name", caps)
     _namer(lines, "An OpenCL.std instruction's name", "spv_cl_name", [(n[7:], v) for n, v in cl])
+    builtins = [(e["enumerant"], e["value"]) for e in kinds["BuiltIn"]["enumerants"]]
+    _namer(lines, "A built-in's name", "spv_builtin_name", builtins)
     lines.append("#endif /* ARSIM_SPV_GRAMMAR_H */")
     return "\n".join(lines) + "\n"
 

@@ -24,12 +24,20 @@ uint16_t spvl_float_op(loader *L, uint16_t x32, uint32_t width)
 
 void spvl_c_copy(loader *L, fnctx *c) /* copies and address-space casts */
 {
+    if (id(L, word(L, c->at, 3))->builtin) {
+        spvl_builtin_cast(L, c);
+        return;
+    }
     spvl_emit(L, X_MOV, (uint8_t)c->n, 0, c->d, spvl_slot(L, word(L, c->at, 3)), 0, 0, 0);
 }
 
 void spvl_c_bitcast(loader *L, fnctx *c)
 {
     uint32_t src = word(L, c->at, 3), d = c->d, n = c->n;
+    if (id(L, src)->builtin) {
+        spvl_builtin_cast(L, c);
+        return;
+    }
     uint32_t st = value_type(L, src);
     ty *a = scalar(L, c->rt), *b = scalar(L, st);
     if (comps(L, st) != n || a->size != b->size) {

@@ -103,8 +103,8 @@ void spvl_c_load(loader *L, fnctx *c)
     uint32_t ptr = word(L, c->at, 3), d = c->d, n = c->n;
     idrec *pr = id(L, ptr);
     ty *s = scalar(L, c->rt);
-    if (pr->kind == K_VAR && pr->builtin) {
-        spvl_emit(L, X_BUILTIN, (uint8_t)n, (uint8_t)s->width, d, 0, 0, pr->builtin - 1u, 0);
+    if (pr->builtin) {
+        spvl_builtin_load(L, c);
         return;
     }
     if (s->kind == T_BOOL)
@@ -132,6 +132,9 @@ void spvl_c_store(loader *L, fnctx *c)
     if (s->kind == T_BOOL)
         UNSUPPORTED("booleans cannot be stored to memory");
     idrec *pr = id(L, ptr);
+    if (pr->builtin)
+        UNSUPPORTED("OpStore to built-in %s: built-ins are read-only",
+                    spv_builtin_name(pr->bname) ? spv_builtin_name(pr->bname) : "(unnamed)");
     if (pr->promoted) {
         uint32_t from = spvl_slot(L, obj);
         if (from != pr->slot)
@@ -163,11 +166,11 @@ void spvl_c_accesschain(loader *L, fnctx *c)
     uint32_t pos = c->at;
     unsigned op = c->op;
     uint32_t rid = word(L, pos, 2), base = word(L, pos, 3);
+    if (id(L, base)->builtin) { /* no memory behind it: followed to its loads */
+        spvl_builtin_chain(L, c);
+        return;
+    }
     uint32_t d = spvl_slot(L, rid);
-    /* A builtin is read whole by OpLoad (spvl_c_load); its variable has no
-     * memory behind it, so a pointer into it would read zeros. */
-    if (id(L, base)->kind == K_VAR && id(L, base)->builtin)
-        UNSUPPORTED("an access chain into a builtin variable (load the whole builtin instead)");
     ty *bt = type_of(L, value_type(L, base));
     if (bt->kind != T_PTR)
         MALFORMED("access chain base is not a pointer");

@@ -62,6 +62,8 @@ uint32_t spvl_const_slot(loader *L, uint64_t v) { return pool_slot(L, v); }
 uint32_t spvl_slot(loader *L, uint32_t v)
 {
     idrec *r = id(L, v);
+    if (r->builtin) /* only loads, access chains and casts follow it */
+        spvl_builtin_escapes(L, v);
     if (r->slot_fn == L->cur_fn)
         return r->slot;
     switch (r->kind) {
@@ -84,7 +86,7 @@ uint32_t spvl_slot(loader *L, uint32_t v)
         } else if (r->storage == SC_CROSS || r->storage == SC_UNIFORM_CONSTANT) {
             r->slot = spvl_const_slot(L, (uint64_t)(uintptr_t)(L->p->globals + r->cidx));
         } else {
-            UNSUPPORTED("built-in variable %u is used other than by OpLoad", v);
+            MALFORMED("variable %u has no memory", v);
         }
         break;
     case K_FUNC:

@@ -1980,4 +1980,121 @@ static inline const char *spv_cl_name(uint32_t c)
     }
 }
 
+/* A built-in's name, for messages; NULL for a number the grammar lacks. */
+static inline const char *spv_builtin_name(uint32_t c)
+{
+    switch (c) {
+    case 0: return "Position";
+    case 1: return "PointSize";
+    case 3: return "ClipDistance";
+    case 4: return "CullDistance";
+    case 5: return "VertexId";
+    case 6: return "InstanceId";
+    case 7: return "PrimitiveId";
+    case 8: return "InvocationId";
+    case 9: return "Layer";
+    case 10: return "ViewportIndex";
+    case 11: return "TessLevelOuter";
+    case 12: return "TessLevelInner";
+    case 13: return "TessCoord";
+    case 14: return "PatchVertices";
+    case 15: return "FragCoord";
+    case 16: return "PointCoord";
+    case 17: return "FrontFacing";
+    case 18: return "SampleId";
+    case 19: return "SamplePosition";
+    case 20: return "SampleMask";
+    case 22: return "FragDepth";
+    case 23: return "HelperInvocation";
+    case 24: return "NumWorkgroups";
+    case 25: return "WorkgroupSize";
+    case 26: return "WorkgroupId";
+    case 27: return "LocalInvocationId";
+    case 28: return "GlobalInvocationId";
+    case 29: return "LocalInvocationIndex";
+    case 30: return "WorkDim";
+    case 31: return "GlobalSize";
+    case 32: return "EnqueuedWorkgroupSize";
+    case 33: return "GlobalOffset";
+    case 34: return "GlobalLinearId";
+    case 36: return "SubgroupSize";
+    case 37: return "SubgroupMaxSize";
+    case 38: return "NumSubgroups";
+    case 39: return "NumEnqueuedSubgroups";
+    case 40: return "SubgroupId";
+    case 41: return "SubgroupLocalInvocationId";
+    case 42: return "VertexIndex";
+    case 43: return "InstanceIndex";
+    case 4160: return "CoreIDARM";
+    case 4161: return "CoreCountARM";
+    case 4162: return "CoreMaxIDARM";
+    case 4163: return "WarpIDARM";
+    case 4164: return "WarpMaxIDARM";
+    case 4416: return "SubgroupEqMask";
+    case 4417: return "SubgroupGeMask";
+    case 4418: return "SubgroupGtMask";
+    case 4419: return "SubgroupLeMask";
+    case 4420: return "SubgroupLtMask";
+    case 4424: return "BaseVertex";
+    case 4425: return "BaseInstance";
+    case 4426: return "DrawIndex";
+    case 4432: return "PrimitiveShadingRateKHR";
+    case 4438: return "DeviceIndex";
+    case 4440: return "ViewIndex";
+    case 4444: return "ShadingRateKHR";
+    case 4992: return "BaryCoordNoPerspAMD";
+    case 4993: return "BaryCoordNoPerspCentroidAMD";
+    case 4994: return "BaryCoordNoPerspSampleAMD";
+    case 4995: return "BaryCoordSmoothAMD";
+    case 4996: return "BaryCoordSmoothCentroidAMD";
+    case 4997: return "BaryCoordSmoothSampleAMD";
+    case 4998: return "BaryCoordPullModelAMD";
+    case 5014: return "FragStencilRefEXT";
+    case 5253: return "ViewportMaskNV";
+    case 5257: return "SecondaryPositionNV";
+    case 5258: return "SecondaryViewportMaskNV";
+    case 5261: return "PositionPerViewNV";
+    case 5262: return "ViewportMaskPerViewNV";
+    case 5264: return "FullyCoveredEXT";
+    case 5274: return "TaskCountNV";
+    case 5275: return "PrimitiveCountNV";
+    case 5276: return "PrimitiveIndicesNV";
+    case 5277: return "ClipDistancePerViewNV";
+    case 5278: return "CullDistancePerViewNV";
+    case 5279: return "LayerPerViewNV";
+    case 5280: return "MeshViewCountNV";
+    case 5281: return "MeshViewIndicesNV";
+    case 5286: return "BaryCoordKHR";
+    case 5287: return "BaryCoordNoPerspKHR";
+    case 5292: return "FragSizeEXT";
+    case 5293: return "FragInvocationCountEXT";
+    case 5294: return "PrimitivePointIndicesEXT";
+    case 5295: return "PrimitiveLineIndicesEXT";
+    case 5296: return "PrimitiveTriangleIndicesEXT";
+    case 5299: return "CullPrimitiveEXT";
+    case 5319: return "LaunchIdNV";
+    case 5320: return "LaunchSizeNV";
+    case 5321: return "WorldRayOriginNV";
+    case 5322: return "WorldRayDirectionNV";
+    case 5323: return "ObjectRayOriginNV";
+    case 5324: return "ObjectRayDirectionNV";
+    case 5325: return "RayTminNV";
+    case 5326: return "RayTmaxNV";
+    case 5327: return "InstanceCustomIndexNV";
+    case 5330: return "ObjectToWorldNV";
+    case 5331: return "WorldToObjectNV";
+    case 5332: return "HitTNV";
+    case 5333: return "HitKindNV";
+    case 5334: return "CurrentRayTimeNV";
+    case 5351: return "IncomingRayFlagsNV";
+    case 5352: return "RayGeometryIndexKHR";
+    case 5374: return "WarpsPerSMNV";
+    case 5375: return "SMCountNV";
+    case 5376: return "WarpIDNV";
+    case 5377: return "SMIDNV";
+    case 6021: return "CullMaskKHR";
+    default: return 0;
+    }
+}
+
 #endif /* ARSIM_SPV_GRAMMAR_H */

@@ -8,6 +8,7 @@
  *   spv_function.c      compiling a function: the passes, the dispatch over
  *                       spv_opcodes.def's families, control flow, phi copies
  *   spv_compile_mem.c   variables, loads, stores, access chains, atomics
+ *   spv_compile_builtin.c  builtins read through pointers
  *   spv_compile_alu.c   arithmetic, comparisons, conversions, vectors
  *   spv_compile_ext.c   OpenCL.std, barriers, collectives
  *
@@ -51,7 +52,11 @@ typedef struct ty {
 
 typedef struct idrec {
     uint8_t kind;
-    uint8_t builtin; /* 1 + B_* for builtin variables */
+    uint8_t builtin; /* 1 + B_*: a builtin variable, or a pointer into one */
+    uint8_t bcomp;   /* pointers into a builtin: 0 the whole value, else 1 + a component */
+    uint16_t bname;  /* builtins: the BuiltIn decoration's value (for messages) */
+    uint32_t bvar;   /* builtins: the variable; bindex: a dynamic component's id, or 0 */
+    uint32_t bindex;
     uint8_t sat, round; /* decorations: SaturatedConversion, FPRoundingMode + 1 */
     uint8_t storage;
     uint8_t packed; /* CPacked (structs) */
@@ -217,6 +222,12 @@ SPVL_API void spvl_compile_function(loader *L, uint32_t fidx);
 /* Family handlers (the F_* of spv_opcodes.h), by file. */
 SPVL_API spvl_compile_fn spvl_c_variable, spvl_c_load, spvl_c_store, spvl_c_copymemory,
     spvl_c_copymemorysized, spvl_c_accesschain, spvl_c_atomic;
+/* Pointers into builtins (spv_compile_builtin.c): followed at compile time
+ * through access chains and casts into OpLoad; anything else refuses. */
+SPVL_API void spvl_builtin_chain(loader *L, fnctx *c);
+SPVL_API void spvl_builtin_cast(loader *L, fnctx *c);
+SPVL_API void spvl_builtin_load(loader *L, fnctx *c);
+SPVL_API __attribute__((noreturn)) void spvl_builtin_escapes(loader *L, uint32_t v);
 /* The X_* op of float operation x32 (its f32 form, as spv_opcodes.def names
  * it) at width 16, 32 or 64. */
 SPVL_API uint16_t spvl_float_op(loader *L, uint16_t x32, uint32_t width);

@@ -202,6 +202,8 @@ static void m_decorate(loader *L, modctx *m)
     idrec *r = id(L, target);
     if (dec == SPV_Decoration_BuiltIn) {
         r->builtin = builtin_of(word(L, m->at, 3));
+        r->bname = (uint16_t)word(L, m->at, 3);
+        r->bvar = target;
         if (!r->builtin)
             UNSUPPORTED("built-in %u is not supported", word(L, m->at, 3));
     } else if (dec == SPV_Decoration_SaturatedConversion) {
@@ -241,9 +243,13 @@ static void m_variable(loader *L, modctx *m)
     r->pos = at;
     r->storage = (uint8_t)sc;
     ty *vt = type_of(L, type_of(L, rt)->elem);
-    if (sc == SC_INPUT) {
-        if (!r->builtin)
-            UNSUPPORTED("Input variables must be supported built-ins");
+    if (sc == SC_INPUT && !r->builtin)
+        UNSUPPORTED("Input variables must be supported built-ins");
+    if (r->builtin) { /* no memory: read where it is loaded (spv_compile_builtin.c) */
+        if (sc != SC_INPUT && sc != SC_CROSS && sc != SC_UNIFORM_CONSTANT)
+            UNSUPPORTED("built-in %s in storage class %u", spv_builtin_name(r->bname), sc);
+        if (op_count(L, at) > 4)
+            UNSUPPORTED("built-in %s with an initializer", spv_builtin_name(r->bname));
         return;
     }
     uint64_t align = vt->align ? vt->align : 8;

@@ -316,8 +316,6 @@ def test_a_barrier_only_some_work_items_reach_fails_the_launch(
     [
         ("refused_printf.spv", "printf"),
         ("refused_image.spv", "ImageBasic"),
-        # Read as zeros before (a silent wrong answer in dpctl's raw-arg kernel).
-        ("refused_builtin_chain.spv", "an access chain into a builtin variable"),
     ],
 )
 def test_unsupported_constructs_are_refused_with_a_build_log(
