@@ -102,6 +102,9 @@ static int capability_ok(uint32_t c)
     case SPV_Capability_ExpectAssumeKHR:
     case SPV_Capability_MemoryAccessAliasingINTEL:
     case SPV_Capability_FPFastMathModeINTEL:
+    /* Functions the compiler must not optimise (OpFunction's OptNoneINTEL
+     * control): the sim optimises nothing, and ignores function controls. */
+    case SPV_Capability_OptNoneINTEL:
     /* OpGroupIMulKHR ... OpGroupLogicalXorKHR: the collectives' reductions
      * and scans, at sub-group and work-group scope. */
     case SPV_Capability_GroupUniformArithmeticKHR:
@@ -118,6 +121,7 @@ static int extension_ok(const char *s)
         "SPV_EXT_shader_atomic_float_add", "SPV_EXT_shader_atomic_float_min_max",
         "SPV_KHR_expect_assume", "SPV_INTEL_memory_access_aliasing",
         "SPV_INTEL_fp_fast_math_mode", "SPV_KHR_uniform_group_instructions",
+        "SPV_INTEL_optnone",
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (!strcmp(s, ok[i]))

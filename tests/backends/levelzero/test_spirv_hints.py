@@ -2,7 +2,7 @@
 
 Issue 31 found most of dpnp's images refused for a capability the sim could
 take: hints that are exact to ignore (``ExpectAssumeKHR``,
-``MemoryAccessAliasingINTEL``, ``FPFastMathModeINTEL``) and uniform group
+``MemoryAccessAliasingINTEL``, ``FPFastMathModeINTEL``, ``OptNoneINTEL``) and uniform group
 arithmetic (``GroupUniformArithmeticKHR``), which the sim runs as the
 collectives they are.  Each is tested with a hand-assembled module
 (``spirv/*.spvasm``, built by ``spirv/build.py`` with spirv-as) against numpy.
@@ -49,6 +49,12 @@ def test_alias_scopes_are_accepted_and_ignored(gpu: ar.Backend) -> None:
     a = np.arange(256, dtype=np.uint32) * 11
     _, out = run(gpu, "aliasing.spv", "scaled_copy", 4, 64, [a, np.zeros(256, np.uint32)])
     np.testing.assert_array_equal(out, a * 3)
+
+
+def test_opt_none_functions_run(gpu: ar.Backend) -> None:
+    x = np.arange(256, dtype=np.uint32) * 7
+    _, out = run(gpu, "optnone.spv", "optnone", 4, 64, [x, np.zeros(256, np.uint32)])
+    np.testing.assert_array_equal(out, 3 * x + 1)
 
 
 def test_fast_math_flags_leave_each_operation_rounded(gpu: ar.Backend) -> None:
