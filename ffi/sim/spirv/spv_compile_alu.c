@@ -73,20 +73,18 @@ void spvl_c_convert(loader *L, fnctx *c)
     const idrec *r = c->r;
     switch (x) {
     case X_FTOU: case X_FTOS: e = r->round | (uint32_t)r->sat << 8; break;
-    case X_STOF: case X_UTOF:
-        if (r->round > 1 + SPV_FPRoundingMode_RTE)
-            UNSUPPORTED("integer-to-float conversions with a rounding mode other than rte");
-        break;
     case X_UCONV: case X_SCONV:
-        e = r->sat; /* clamps to the destination's range */
+        /* 1: clamps to the destination's range; 2: and changes signedness */
+        e = c->op == SPV_OpSatConvertSToU || c->op == SPV_OpSatConvertUToS ? 2 : r->sat;
         if (c->op == SPV_OpConvertPtrToU)
             sw = 64;
         if (c->op == SPV_OpConvertUToPtr)
             dw = 64;
         break;
-    default: /* X_FCONV */
-        if (r->round > 1 + SPV_FPRoundingMode_RTE)
-            UNSUPPORTED("float conversions with a rounding mode other than rte");
+    default: /* X_STOF, X_UTOF, X_FCONV: 1 + FPRoundingMode, or 0 (rte) */
+        if (r->round > 1 + SPV_FPRoundingMode_RTN)
+            UNSUPPORTED("FPRoundingMode %u", r->round - 1u);
+        e = r->round;
     }
     for (uint32_t k = 0; k < n; k++)
         spvl_emit(L, x, 1, dw, d + k, a + k, 0, sw, e);

@@ -166,46 +166,29 @@ static inline uint64_t fmod64(uint64_t ua, uint64_t ub)
     return sim_f64_bits(r);
 }
 
-/* Integer to float: w = destination width, c = source width.  To half
- * through double: exact below 2^53, and anything larger is infinite in half. */
-/* Saturating integer conversions (SaturatedConversion): from a c-bit value
- * to the destination's range (m: its mask; w: its width). */
-static inline uint64_t usat(uint64_t v, uint32_t c, uint64_t m)
+/* Saturating integer conversions: from a c-bit value to the destination's
+ * range (m: its mask; w: its width).  SaturatedConversion on OpUConvert and
+ * OpSConvert keeps the signedness (e = 1); OpSatConvertSToU and
+ * OpSatConvertUToS change it (e = 2). */
+static inline uint64_t usat(uint64_t v, uint32_t c, uint64_t m, uint32_t e)
 {
+    if (e == 2 && sim_sext(v, c) < 0)
+        return 0; /* a negative signed source */
     v &= c >= 64 ? ~0ull : (1ull << c) - 1;
     return v > m ? m : v;
 }
 
-static inline uint64_t ssat(uint64_t v, uint32_t c, uint32_t w)
+static inline uint64_t ssat(uint64_t v, uint32_t c, uint32_t w, uint32_t e)
 {
-    int64_t x = sim_sext(v, c), hi = w >= 64 ? INT64_MAX : (int64_t)((1ull << (w - 1)) - 1);
-    int64_t lo = -hi - 1;
-    x = x > hi ? hi : x < lo ? lo : x;
-    return (uint64_t)x & (w >= 64 ? ~0ull : (1ull << w) - 1);
-}
-
-static inline uint64_t itof(const spv_ins *I, uint64_t v, int is_signed)
-{
-    if (is_signed) {
-        int64_t sv = sim_sext(v, I->c);
-        if (I->w == 16)
-            return half_of((double)sv);
-        return I->w == 64 ? sim_f64_bits((double)sv) : sim_f32_bits((float)sv);
+    int64_t hi = w >= 64 ? INT64_MAX : (int64_t)((1ull << (w - 1)) - 1);
+    uint64_t mask = w >= 64 ? ~0ull : (1ull << w) - 1;
+    if (e == 2) { /* an unsigned source */
+        v &= c >= 64 ? ~0ull : (1ull << c) - 1;
+        return v > (uint64_t)hi ? (uint64_t)hi : v;
     }
-    if (I->w == 16)
-        return half_of((double)v);
-    return I->w == 64 ? sim_f64_bits((double)v) : sim_f32_bits((float)v);
-}
-
-/* Float to float: the source's exact double, rounded once (to nearest even). */
-static inline uint64_t fconv(const spv_ins *I, uint64_t v)
-{
-    if (I->w == I->c)
-        return v;
-    double x = fval(v, I->c);
-    if (I->w == 16)
-        return half_of(x);
-    return I->w == 64 ? sim_f64_bits(x) : sim_f32_bits((float)x);
+    int64_t x = sim_sext(v, c), lo = -hi - 1;
+    x = x > hi ? hi : x < lo ? lo : x;
+    return (uint64_t)x & mask;
 }
 
 static inline void exec_builtin(const group *g, const item *it, const spv_ins *I, uint64_t *regs)
@@ -458,14 +441,14 @@ int spvx_run_item(group *g, item *it)
         case X_FNEG64: R_(I->d) = A_ ^ 0x8000000000000000ull; break;
         case X_FCMP: R_(I->d) = (uint64_t)spvx_fcmp(I->c, fval(A_, I->w), fval(B_, I->w)); break;
         case X_FCLASS: R_(I->d) = spvx_fclass(I->c, A_, I->w); break;
-        case X_UCONV: R_(I->d) = I->e ? usat(A_, I->c, m) : A_ & m; break;
-        case X_SCONV: R_(I->d) = I->e ? ssat(A_, I->c, I->w) : (uint64_t)sim_sext(A_, I->c) & m; break;
+        case X_UCONV: R_(I->d) = I->e ? usat(A_, I->c, m, I->e) : A_ & m; break;
+        case X_SCONV: R_(I->d) = I->e ? ssat(A_, I->c, I->w, I->e) : (uint64_t)sim_sext(A_, I->c) & m; break;
         case X_FTOU: case X_FTOS:
             R_(I->d) = spvx_ftoi(fval(A_, I->c), I->w, I->op == X_FTOS, I->e & 0xFFu);
             break;
-        case X_UTOF: R_(I->d) = itof(I, A_, 0); break;
-        case X_STOF: R_(I->d) = itof(I, A_, 1); break;
-        case X_FCONV: R_(I->d) = fconv(I, A_); break;
+        case X_UTOF: R_(I->d) = spvx_itof(A_, I->c, 0, I->w, I->e); break;
+        case X_STOF: R_(I->d) = spvx_itof(A_, I->c, 1, I->w, I->e); break;
+        case X_FCONV: R_(I->d) = spvx_fconv(A_, I->c, I->w, I->e); break;
         case X_LOAD:
             if ((rc = exec_load(g, I, regs)) != 0)
                 return stop(it, pc - 1, it->regs, rc);

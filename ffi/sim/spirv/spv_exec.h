@@ -88,5 +88,9 @@ SPVX_API uint64_t spvx_fclass(uint32_t op, uint64_t v, uint32_t w);
 /* Float to integer: rounding mode (0 default toward zero, 1 rte, 2 rtz, 3
  * rtp, 4 rtn), saturating (out-of-range values clamp, NaN gives 0). */
 SPVX_API uint64_t spvx_ftoi(double x, uint32_t w, int is_signed, uint32_t mode);
+/* Integer (c bits; signed or not) to a float of width w, and float (c bits)
+ * to float (w bits), rounded as mode says (1 + an FPRoundingMode; 0 is rte). */
+SPVX_API uint64_t spvx_itof(uint64_t v, uint32_t c, int is_signed, uint32_t w, uint32_t mode);
+SPVX_API uint64_t spvx_fconv(uint64_t v, uint32_t c, uint32_t w, uint32_t mode);
 
 #endif /* ARSIM_SPV_EXEC_H */

@@ -316,3 +316,86 @@ uint64_t spvx_ftoi(double x, uint32_t w, int is_signed, uint32_t mode)
     if (x >= ldexp(1.0, (int)w)) return sim_mask(w);
     return (uint64_t)x;
 }
+
+/* ----------------------------------------------------- float rounding */
+
+/* Float bits r of width w one step toward +infinity (up) or -infinity. */
+static uint64_t step(uint64_t r, uint32_t w, int up)
+{
+    uint64_t sign = 1ull << (w - 1);
+    if (!(r & ~sign)) /* a zero: the smallest subnormal of the step's sign */
+        return up ? 1 : sign | 1;
+    return ((r & sign) != 0) == (up != 0) ? r - 1 : r + 1;
+}
+
+/* r (width w), the source rounded to nearest even, moved to the neighbour
+ * the rounding mode picks; cmp is r's order against the exact source (1
+ * above it, -1 below, 0 equal or a NaN). */
+static uint64_t directed(uint64_t r, uint32_t w, int cmp, uint32_t mode)
+{
+    int negative = (r >> (w - 1)) & 1;
+    switch (mode) {
+    case 1 + SPV_FPRoundingMode_RTZ:
+        if (cmp > 0 && !negative)
+            return step(r, w, 0);
+        return cmp < 0 && negative ? step(r, w, 1) : r;
+    case 1 + SPV_FPRoundingMode_RTP: return cmp < 0 ? step(r, w, 1) : r;
+    case 1 + SPV_FPRoundingMode_RTN: return cmp > 0 ? step(r, w, 0) : r;
+    default: return r;
+    }
+}
+
+/* To nearest even: an exact double to width w. */
+static uint64_t nearest(double x, uint32_t w)
+{
+    if (w == 16)
+        return spvx_double_to_half(x);
+    return w == 64 ? sim_f64_bits(x) : sim_f32_bits((float)x);
+}
+
+/* The order of an integer-valued (or infinite) double r against integer v,
+ * compared exactly. */
+static int order_int(double r, uint64_t v, uint32_t c, int is_signed)
+{
+    if (is_signed) {
+        int64_t x = sim_sext(v, c);
+        if (r >= 0x1p63 || r < -0x1p63)
+            return r > 0 ? 1 : -1;
+        int64_t ri = (int64_t)r;
+        return (ri > x) - (ri < x);
+    }
+    if (r >= 0x1p64)
+        return 1;
+    uint64_t ri = (uint64_t)r;
+    return (ri > v) - (ri < v);
+}
+
+uint64_t spvx_itof(uint64_t v, uint32_t c, int is_signed, uint32_t w, uint32_t mode)
+{
+    /* To nearest even in one rounding: a 64-bit integer straight to float or
+     * double; to half through double, exact below 2^53 (anything larger is
+     * beyond half's range either way).  The result is an integer, or
+     * infinite, wherever it is inexact. */
+    uint64_t r;
+    if (is_signed) {
+        int64_t x = sim_sext(v, c);
+        r = w == 32 ? sim_f32_bits((float)x) : nearest((double)x, w);
+    } else {
+        r = w == 32 ? sim_f32_bits((float)v) : nearest((double)v, w);
+    }
+    if (mode <= 1 + SPV_FPRoundingMode_RTE)
+        return r;
+    return directed(r, w, order_int(fval(r, w), v, c, is_signed), mode);
+}
+
+uint64_t spvx_fconv(uint64_t v, uint32_t c, uint32_t w, uint32_t mode)
+{
+    if (w == c)
+        return v;
+    double x = fval(v, c); /* exact */
+    uint64_t r = nearest(x, w);
+    if (mode <= 1 + SPV_FPRoundingMode_RTE)
+        return r;
+    double rd = fval(r, w);
+    return directed(r, w, (rd > x) - (rd < x), mode);
+}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 from collections.abc import Callable
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +43,9 @@ i8, u8, i16, u16, i32, u32, i64, f16, f32, f64 = (
 )
 LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
 
-# Modules the executor refuses, and what the refusal names.
-REFUSED = {
-    "refused_i2f_rtz": "integer-to-float conversions with a rounding mode other than rte",
-}
+# Modules the executor refuses, and what the refusal names (none now:
+# refused_i2f_rtz became round_conv).
+REFUSED: dict[str, str] = {}
 
 
 _modules: dict[str, ar.Module] = {}
@@ -537,6 +537,45 @@ def control_ref(v: int) -> list[int]:
         if w == 0:
             break
     return [classify(v), steps, acc, k]
+
+
+def directed(exact: list[Any], nearest: np.ndarray, how: str) -> np.ndarray:
+    """nearest (each exact value rounded to nearest even) moved to the float
+    that rounding `how` picks: the neighbour on the other side of the exact value."""
+    out = nearest.copy()
+    with np.errstate(over="ignore"):
+        for k, (v, r) in enumerate(zip(exact, nearest.tolist(), strict=True)):
+            if not np.isfinite(v):
+                continue
+            if np.isfinite(r) and Fraction(r) == Fraction(v):
+                continue
+            above = r > 0 if not np.isfinite(r) else Fraction(r) > Fraction(v)
+            down = {"rtz": v > 0, "rtp": False, "rtn": True}[how]
+            if above == down:
+                out[k] = np.nextafter(out[k], -np.inf if down else np.inf, dtype=out.dtype)
+    return out
+
+
+@case
+def rounding_conversions(gpu: ar.Backend, opt: str) -> None:
+    mod, rng = module(gpu, f"round_conv_{opt}"), np.random.default_rng(31)
+    a = rng.integers(-(1 << 31), 1 << 31, N, dtype=i64).astype(i32)
+    a[:6] = [(1 << 24) + 1, -((1 << 24) + 1), (1 << 31) - 1, -(1 << 31), 0, 16777219]
+    lu = rng.integers(0, 1 << 64, N, dtype=np.uint64)
+    lu[:3] = [(1 << 64) - 1, (1 << 53) + 1, 1]
+    d = floats(rng, f64, N) * 10.0 ** rng.integers(-40, 40, N)
+    d[:6] = [0.1, -0.1, 1e-46, -1e-46, 3.5e38, -3.5e38]
+    out = run(gpu, mod, "round_conv", N // 64, 64, [a, lu, d, np.zeros(7 * N, f32)])[3]
+    with np.errstate(over="ignore"):
+        near = [a.astype(f32), lu.astype(f32), d.astype(f32)]
+    ai, li, di = a.tolist(), [int(v) for v in lu], d.tolist()
+    cols = [directed(ai, near[0], h) for h in ("rtz", "rtp", "rtn")]
+    cols += [directed(li, near[1], h) for h in ("rtz", "rtp")]
+    cols += [directed(di, near[2], h) for h in ("rtp", "rtn")]
+    same(out.reshape(N, 7).view(u32), np.stack(cols, 1).view(u32), "convert_float_rt*")
+    # Hand-checked: 2^24 + 1 lies between 2^24 and 2^24 + 2.
+    assert out[0:3].tolist() == [16777216.0, 16777218.0, 16777216.0]
+    assert out[7:10].tolist() == [-16777216.0, -16777216.0, -16777218.0]
 
 
 @case

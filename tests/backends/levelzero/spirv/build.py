@@ -49,6 +49,7 @@ ASM_BUILDS = {
     "group_uniform.spv": ("group_uniform.spvasm", "spv1.0"),
     "func_init.spv": ("func_init.spvasm", "spv1.0"),
     "optnone.spv": ("optnone.spvasm", "spv1.0"),
+    "conversions.spv": ("conversions.spvasm", "spv1.0"),
     "builtin_chain.spv": ("builtin_chain.spvasm", "spv1.0"),
     "builtin_ptrs.spv": ("builtin_ptrs.spvasm", "spv1.0"),
     "refused_builtin_store.spv": ("refused_builtin_store.spvasm", "spv1.0"),
