@@ -32,6 +32,7 @@ SOURCES = (
     "spv_function.c",
     "spv_promote.c",
     "spv_compile_mem.c",
+    "spv_compile_builtin.c",
     "spv_compile_alu.c",
     "spv_compile_ext.c",
     "spv_math.c",
