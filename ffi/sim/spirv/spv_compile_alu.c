@@ -215,10 +215,10 @@ void spvl_c_vshuffle(loader *L, fnctx *c)
     }
 }
 
+/* Vectors, structs and arrays alike: the parts' slots one after another
+ * (comps: a struct's or array's slots are its leaves', in order). */
 void spvl_c_construct(loader *L, fnctx *c)
 {
-    if (type_of(L, c->rt)->kind != T_VEC)
-        UNSUPPORTED("only vectors can be constructed");
     uint32_t k = 0;
     for (uint32_t i = 3; i < c->cnt; i++) {
         uint32_t part = L->w[c->at + i];
@@ -228,21 +228,44 @@ void spvl_c_construct(loader *L, fnctx *c)
     }
 }
 
+/* The first slot, within a value of type t, of the part that the literal
+ * indexes at words [from, c->cnt) select. */
+static uint32_t part_slot(loader *L, const fnctx *c, uint32_t t, uint32_t from)
+{
+    uint32_t off = 0;
+    for (uint32_t i = from; i < c->cnt; i++) {
+        uint32_t k = L->w[c->at + i];
+        ty *y = type_of(L, t);
+        if (y->kind != T_STRUCT && y->kind != T_ARRAY && y->kind != T_VEC)
+            MALFORMED("composite index %u into a scalar", k);
+        if (k >= y->n)
+            MALFORMED("composite index %u out of range (%u)", k, y->n);
+        if (y->kind == T_STRUCT) {
+            for (uint32_t m = 0; m < k; m++)
+                off += comps(L, member_type(L, y, m));
+            t = member_type(L, y, k);
+        } else {
+            t = y->elem;
+            off += k * comps(L, t);
+        }
+    }
+    return off;
+}
+
 void spvl_c_extract(loader *L, fnctx *c)
 {
     uint32_t v = word(L, c->at, 3);
-    if (type_of(L, value_type(L, v))->kind != T_VEC || c->cnt != 5)
-        UNSUPPORTED("only vector components can be extracted");
-    spvl_emit(L, X_MOV, 1, 0, c->d, spvl_slot(L, v) + word(L, c->at, 4), 0, 0, 0);
+    uint32_t off = part_slot(L, c, value_type(L, v), 4);
+    spvl_emit(L, X_MOV, (uint8_t)c->n, 0, c->d, spvl_slot(L, v) + off, 0, 0, 0);
 }
 
 void spvl_c_insert(loader *L, fnctx *c)
 {
     uint32_t obj = word(L, c->at, 3), v = word(L, c->at, 4);
-    if (type_of(L, c->rt)->kind != T_VEC || c->cnt != 6)
-        UNSUPPORTED("only vector components can be inserted");
+    uint32_t off = part_slot(L, c, c->rt, 5);
     spvl_emit(L, X_MOV, (uint8_t)c->n, 0, c->d, spvl_slot(L, v), 0, 0, 0);
-    spvl_emit(L, X_MOV, 1, 0, c->d + word(L, c->at, 5), spvl_slot(L, obj), 0, 0, 0);
+    spvl_emit(L, X_MOV, (uint8_t)comps(L, value_type(L, obj)), 0, c->d + off, spvl_slot(L, obj),
+              0, 0, 0);
 }
 
 void spvl_c_undef(loader *L, fnctx *c) /* OpUndef inside a function: zero */

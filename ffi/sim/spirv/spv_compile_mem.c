@@ -98,6 +98,36 @@ static uint32_t aligned_operand(loader *L, const fnctx *c, uint32_t mask_at, uin
     return a && (a & (a - 1)) == 0 && a < size ? a : 0;
 }
 
+/* Loads (X_LOAD) or stores (X_STORE) a value of aggregate type t, from
+ * slot `slot` on, at `off` past the address in slot base: one access per
+ * scalar or vector leaf, at its offset; returns the slot after the value's. */
+static uint32_t move_leaves(loader *L, const fnctx *c, uint16_t xop, uint32_t t, uint32_t base,
+                            uint64_t off, uint32_t slot)
+{
+    ty *y = type_of(L, t);
+    if (y->kind == T_STRUCT) {
+        for (uint32_t k = 0; k < y->n; k++)
+            slot = move_leaves(L, c, xop, member_type(L, y, k), base, off + y->offsets[k], slot);
+        return slot;
+    }
+    if (y->kind == T_ARRAY) {
+        uint64_t stride = type_of(L, y->elem)->size;
+        for (uint32_t k = 0; k < y->n; k++)
+            slot = move_leaves(L, c, xop, y->elem, base, off + k * stride, slot);
+        return slot;
+    }
+    ty *s = scalar(L, t);
+    if (s->kind == T_BOOL)
+        UNSUPPORTED("booleans cannot be loaded from or stored to memory");
+    uint32_t n = comps(L, t), at = addr_at(L, base, off);
+    uint32_t align = aligned_operand(L, c, xop == X_LOAD ? 4 : 3, (uint32_t)s->size);
+    if (xop == X_LOAD)
+        spvl_emit(L, X_LOAD, (uint8_t)n, (uint8_t)s->size, slot, at, 0, align, 0);
+    else
+        spvl_emit(L, X_STORE, (uint8_t)n, (uint8_t)s->size, 0, at, slot, align, 0);
+    return slot + n;
+}
+
 void spvl_c_load(loader *L, fnctx *c)
 {
     uint32_t ptr = word(L, c->at, 3), d = c->d, n = c->n;
@@ -105,6 +135,10 @@ void spvl_c_load(loader *L, fnctx *c)
     ty *s = scalar(L, c->rt);
     if (pr->builtin) {
         spvl_builtin_load(L, c);
+        return;
+    }
+    if (is_aggregate(L, c->rt)) {
+        move_leaves(L, c, X_LOAD, c->rt, spvl_slot(L, ptr), 0, d);
         return;
     }
     if (s->kind == T_BOOL)
@@ -123,9 +157,12 @@ void spvl_c_store(loader *L, fnctx *c)
     uint32_t ptr = word(L, c->at, 1), obj = word(L, c->at, 2);
     uint32_t ot = value_type(L, obj);
     if (is_aggregate(L, ot)) {
-        if (id(L, obj)->kind != K_CONST && id(L, obj)->kind != K_UNDEF)
-            UNSUPPORTED("stores of whole structs or arrays that are not constants");
-        store_const(L, spvl_slot(L, ptr), 0, obj);
+        if (id(L, ptr)->builtin)
+            spvl_builtin_escapes(L, ptr);
+        if (id(L, obj)->kind == K_CONST || id(L, obj)->kind == K_UNDEF)
+            store_const(L, spvl_slot(L, ptr), 0, obj);
+        else
+            move_leaves(L, c, X_STORE, ot, spvl_slot(L, ptr), 0, spvl_slot(L, obj));
         return;
     }
     ty *s = scalar(L, ot);

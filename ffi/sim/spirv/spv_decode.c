@@ -166,6 +166,24 @@ static uint32_t push_cvals(loader *L, uint32_t n)
 }
 
 
+uint32_t spvl_aggregate_slots(loader *L, uint32_t t)
+{
+    ty *y = type_of(L, t);
+    uint64_t n = 0;
+    if (y->kind == T_ARRAY) {
+        uint32_t e = spvl_aggregate_slots(L, y->elem);
+        n = e == SPV_NONE ? UINT64_MAX : (uint64_t)e * y->n;
+    } else if (y->kind == T_STRUCT) {
+        for (uint32_t k = 0; k < y->n && n <= SPV_MAX_AGGREGATE_SLOTS; k++) {
+            uint32_t m = spvl_aggregate_slots(L, member_type(L, y, k));
+            n = m == SPV_NONE ? UINT64_MAX : n + m;
+        }
+    } else {
+        n = y->kind == T_VEC ? y->n : y->kind == T_VOID ? 0 : 1;
+    }
+    return n > SPV_MAX_AGGREGATE_SLOTS ? SPV_NONE : (uint32_t)n;
+}
+
 void spvl_define_constant(loader *L, uint32_t pos, unsigned op)
 {
     uint32_t rt = word(L, pos, 1), rid = word(L, pos, 2);
@@ -174,12 +192,12 @@ void spvl_define_constant(loader *L, uint32_t pos, unsigned op)
     r->type = rt;
     r->pos = pos;
     ty *y = type_of(L, rt);
-    if (y->kind == T_ARRAY || y->kind == T_STRUCT) {
-        /* Aggregates only initialize variables (written by write_const). */
+    uint32_t n = spvl_aggregate_slots(L, rt);
+    if (n == SPV_NONE) {
+        /* A large aggregate only initializes variables (write_const). */
         r->cidx = SPV_NONE;
         return;
     }
-    uint32_t n = comps(L, rt);
     r->cidx = push_cvals(L, n ? n : 1);
     uint64_t *v = &L->cvals[r->cidx];
     switch (op) {

@@ -69,6 +69,9 @@ uint32_t spvl_slot(loader *L, uint32_t v)
     switch (r->kind) {
     case K_CONST:
     case K_UNDEF: {
+        if (r->kind == K_CONST && r->cidx == SPV_NONE)
+            UNSUPPORTED("constant %u has more than %u components to be a value", v,
+                        SPV_MAX_AGGREGATE_SLOTS);
         uint32_t n = comps(L, r->type);
         uint32_t s = 0;
         for (uint32_t i = 0; i < n; i++) {

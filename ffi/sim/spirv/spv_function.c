@@ -221,7 +221,9 @@ static void compile_body(loader *L, fnctx *c, uint32_t body)
             c->r = id(L, L->w[at + 2]);
             c->d = c->r->slot;
             ty *t = type_of(L, c->rt);
-            c->n = (t->kind == T_VEC) ? t->n : 1;
+            c->n = t->kind == T_ARRAY || t->kind == T_STRUCT ? comps(L, c->rt)
+                   : t->kind == T_VEC                      ? t->n
+                                                           : 1;
         }
         c->info = spv_opinfo_of(op);
         spvl_compile_fn *handler = c->info ? k_compile[c->info->fn] : NULL;

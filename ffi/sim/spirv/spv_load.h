@@ -127,7 +127,15 @@ static inline ty *type_of(loader *L, uint32_t t)
     return &L->types[t];
 }
 
-/* Components of a value of type t (vectors: one slot each). */
+/* The most slots an aggregate value (a struct or array) may take. */
+#define SPV_MAX_AGGREGATE_SLOTS 255u
+
+/* Slots of a value of aggregate type t, or SPV_NONE past
+ * SPV_MAX_AGGREGATE_SLOTS (spv_decode.c). */
+SPVL_API uint32_t spvl_aggregate_slots(loader *L, uint32_t t);
+
+/* Components of a value of type t: one slot per scalar, per vector
+ * component, and per leaf of a struct or array, members in order. */
 static inline uint32_t comps(loader *L, uint32_t t)
 {
     ty *y = type_of(L, t);
@@ -135,11 +143,21 @@ static inline uint32_t comps(loader *L, uint32_t t)
     case T_BOOL: case T_INT: case T_FLOAT: case T_PTR: return 1;
     case T_VEC: return y->n;
     case T_VOID: return 0;
+    case T_ARRAY: case T_STRUCT: {
+        uint32_t n = spvl_aggregate_slots(L, t);
+        if (n == SPV_NONE)
+            UNSUPPORTED("values of aggregate type (id %u) with more than %u components are not "
+                        "supported", t, SPV_MAX_AGGREGATE_SLOTS);
+        return n;
+    }
     default:
-        UNSUPPORTED("values of aggregate type (id %u) are not supported; only scalars, vectors "
-                    "and pointers", t);
+        UNSUPPORTED("values of type %u are not supported; only scalars, vectors, pointers, "
+                    "structs and arrays", t);
     }
 }
+
+/* The type of member k of struct type y. */
+static inline uint32_t member_type(loader *L, const ty *y, uint32_t k) { return L->w[y->pos + 2 + k]; }
 
 /* The scalar type of t (t itself, or a vector's element). */
 static inline ty *scalar(loader *L, uint32_t t)

@@ -125,7 +125,7 @@ void spvl_promote_variables(loader *L, uint32_t body)
         r->pos = at;
         r->slot_fn = L->cur_fn;
         ty *t = type_of(L, rt);
-        uint32_t n = t->kind == T_VEC ? t->n : 1;
+        uint32_t n = t->kind == T_ARRAY || t->kind == T_STRUCT ? comps(L, rt) : t->kind == T_VEC ? t->n : 1;
         if (op == SPV_OpVariable && r->promoted) {
             r->slot = spvl_new_slots(L, comps(L, t->elem));
             continue;

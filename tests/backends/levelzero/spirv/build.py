@@ -50,6 +50,8 @@ ASM_BUILDS = {
     "func_init.spv": ("func_init.spvasm", "spv1.0"),
     "optnone.spv": ("optnone.spvasm", "spv1.0"),
     "conversions.spv": ("conversions.spvasm", "spv1.0"),
+    "aggregates.spv": ("aggregates.spvasm", "spv1.0"),
+    "refused_big_aggregate.spv": ("refused_big_aggregate.spvasm", "spv1.0"),
     "builtin_chain.spv": ("builtin_chain.spvasm", "spv1.0"),
     "builtin_ptrs.spv": ("builtin_ptrs.spvasm", "spv1.0"),
     "refused_builtin_store.spv": ("refused_builtin_store.spvasm", "spv1.0"),
