@@ -43,9 +43,9 @@ i8, u8, i16, u16, i32, u32, i64, f16, f32, f64 = (
 )
 LIBM = ctypes.CDLL(ctypes.util.find_library("m"))
 
-# Modules the executor refuses, and what the refusal names (none now:
-# refused_i2f_rtz became round_conv).
-REFUSED: dict[str, str] = {}
+# Modules the executor refuses, and what the refusal names (refused_i2f_rtz,
+# the last round's, runs now as round_conv; images stay refused).
+REFUSED: dict[str, str] = {"refused_image": "capability ImageBasic (13) is not supported"}
 
 
 _modules: dict[str, ar.Module] = {}
