@@ -11,7 +11,8 @@ reports (setup, call, teardown: outcome and text) to a file, which the
 parent replays as the test's own.  A child that dies before reporting (a
 crash, ``os._exit``, a timeout) fails the test with its exit status and the
 end of its output.  Options given to the parent (``-m``, ``-k``, ``-p``) are
-not passed on; the child reads the same configuration files.
+not passed on; the child reads the same configuration files, and runs the
+test itself even where they say ``-n`` (pytest-xdist).
 """
 
 from __future__ import annotations
@@ -82,6 +83,10 @@ def _run_in_child(item: pytest.Item, timeout: float) -> list[pytest.TestReport]:
     env = {**os.environ, _REPORTS_ENV: reports_path}
     # Every test of the child is this one: no -m or -k of the parent's may deselect it.
     cmd = [sys.executable, "-m", "pytest", item.nodeid, "-q", "-p", "no:cacheprovider", "-m", ""]
+    if item.config.pluginmanager.hasplugin("xdist"):
+        # A -n of the configuration's would make the child an xdist controller:
+        # the test would run in a worker of its, and both would write reports.
+        cmd += ["-n", "0"]
     try:
         try:
             run = subprocess.run(
