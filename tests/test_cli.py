@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -158,7 +159,13 @@ def test_overlap_cannot_exceed_one_when_ops_of_one_engine_overlap() -> None:
     assert RunTimes(1, 1.0, None, True, 0.0, {}).overlap is None
 
 
-def test_demo_under_trio_with_a_progress_bar(capsys: pytest.CaptureFixture[str]) -> None:
+def test_demo_under_trio_with_a_progress_bar(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The trace goes to the temporary folder's aruntime-demo-trace.json by
+    # default: this test's own folder, not the /tmp that other runs (and the
+    # other xdist worker) share.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     args = ["demo", "--backend", "mock", "--loop", "trio", "--chunks", "2", "--chunk-mb", "0.01"]
     assert main(args) == 0
     out = capsys.readouterr().out
