@@ -35,8 +35,31 @@ def _sim_devices_recovered() -> Iterator[None]:
         recover_lost_sim(backend)
 
 
+#: addopts' own -m (pyproject.toml): the one selection that -n auto spreads over workers.
+DEFAULT_MARKEXPR = "not slow"
+
+
+def auto_workers(markexpr: str) -> int | None:
+    """How many workers ``-n auto`` starts for ``-m markexpr``: None, xdist's own count.
+
+    The slow tests measure what another worker's load would change (the loop
+    stall probe's 10 ms target, thread censuses, CPU-bound close races, the
+    sanitizer builds' own threads), and print tables from
+    pytest_terminal_summary below, which an xdist controller never collects
+    the modules for.  So any selection but the default one, which leaves them
+    out (``-m slow``, ``-m ray``, ``-m ""``), runs in this process: 0 workers.
+    """
+    return None if markexpr.strip() == DEFAULT_MARKEXPR else 0
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's; the suite runs without it
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    return auto_workers(config.option.markexpr)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     # Tables that tests measured (the loop-stall probe's call x backend gaps).
+    # Serial runs only: under xdist the test modules are imported by the workers.
     stall = sys.modules.get("tests.test_loop_stall")
     if stall is not None:
         stall.write_table(terminalreporter)

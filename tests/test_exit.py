@@ -17,6 +17,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
+# On one xdist worker: split over two, each would start every scenario (the
+# module fixture runs once a worker), paying twice for ten interpreters.
+pytestmark = pytest.mark.xdist_group("test_exit")
+
 PRELUDE = """
 import asyncio, sys, threading, time
 import numpy as np

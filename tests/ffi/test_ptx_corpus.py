@@ -83,6 +83,9 @@ extern "C" __global__ void mixed(long long *out, long long base, short step, uns
 }
 """
 
+# On one xdist worker: the corpus fixture compiles every variant once a worker.
+pytestmark = pytest.mark.xdist_group("ptx_corpus")
+
 NVCC_VARIANTS = [(arch, flag) for arch in ("sm_80", "sm_90") for flag in ("-O3", "-lineinfo", "-G")]
 
 
