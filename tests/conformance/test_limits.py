@@ -22,27 +22,6 @@ pytestmark = pytest.mark.anyio
 N = 16
 
 
-#: A kernel with 4 KiB of static shared memory that stores %dynamic_smem_size.
-STATIC_SHARED_PTX = """\
-.version 7.0
-.target sm_80
-.address_size 64
-.shared .align 4 .b8 static_buf[4096];
-.visible .entry static_shared(.param .u64 out)
-{
-    .reg .b32 %r<3>;
-    .reg .b64 %rd<3>;
-    ld.param.u64 %rd1, [out];
-    cvta.to.global.u64 %rd2, %rd1;
-    mov.u32 %r1, %dynamic_smem_size;
-    st.shared.u32 [static_buf], %r1;
-    ld.shared.u32 %r2, [static_buf];
-    st.global.u32 [%rd2], %r2;
-    ret;
-}
-"""
-
-
 def _scale(gpu: ar.Backend) -> ar.Kernel:
     return gpu.kernel(gpu.builtin_module(), "scale_f32")
 
@@ -148,30 +127,6 @@ async def test_shared_mem_up_to_the_limit_runs_and_one_past_it_is_refused(
         elif limits.max_shared_mem_optin > limits.max_shared_mem:
             assert "MAX_DYNAMIC_SHARED_SIZE_BYTES" in text, text
             assert f"more than {limits.max_shared_mem} bytes" in text, text
-    finally:
-        backend.free(ptr)
-
-
-async def test_the_opt_in_counts_a_kernel_s_static_shared_memory(backend: ar.Backend) -> None:
-    """A launch whose dynamic shared memory fits the opt-in limit only without the
-    kernel's static shared memory is refused naming both, and the kernel still runs."""
-    if not backend.name.startswith("cuda"):
-        pytest.skip("static shared memory is declared in PTX: the CUDA backends")
-    limits = backend.limits
-    module = backend.load_module("static_shared", STATIC_SHARED_PTX)
-    kern = backend.kernel(module, "static_shared")
-    ptr = backend.alloc(4)
-    try:
-        with pytest.raises(ar.InvalidArgumentError) as caught:
-            backend.launch(kern, 1, 1, [ptr], shared_mem=limits.max_shared_mem_optin)
-        text = str(caught.value)
-        assert f"shared_mem {limits.max_shared_mem_optin} bytes" in text, text
-        assert "'static_shared''s 4096 bytes of static shared memory" in text, text
-        fits = limits.max_shared_mem_optin - 4096
-        await backend.launch(kern, 1, 1, [ptr], shared_mem=fits)
-        out = np.zeros(1, np.uint32)
-        await backend.copy_d2h_async(ptr, out)
-        assert out[0] == fits  # %dynamic_smem_size
     finally:
         backend.free(ptr)
 
