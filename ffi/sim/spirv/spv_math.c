@@ -146,7 +146,9 @@ static double fsign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0 * x; }
         case SPV_CL_log2: case SPV_CL_half_log2: case SPV_CL_native_log2: return log2##S(a);       \
         case SPV_CL_log10: case SPV_CL_half_log10: case SPV_CL_native_log10: return log10##S(a);   \
         case SPV_CL_log1p: return log1p##S(a);                                                     \
+        case SPV_CL_logb: return logb##S(a);                                                       \
         case SPV_CL_mad: return a * b + c; /* mad: two roundings, as the host build */             \
+        case SPV_CL_nextafter: return nextafter##S(a, b);                                          \
         case SPV_CL_pow: case SPV_CL_powr: case SPV_CL_half_powr: case SPV_CL_native_powr: return pow##S(a, b); \
         case SPV_CL_pown: return pow##S(a, (T)(int32_t)(uint32_t)ub);                              \
         case SPV_CL_remainder: return remainder##S(a, b);                                          \
