@@ -39,6 +39,7 @@ BUILDS = {
     "local_arg_O2.spv": ("local_arg.cl", "-O2"),
     "misaligned.spv": ("misaligned.cl", "-O2"),
     "cl_exact.spv": ("cl_exact.cl", "-O2"),
+    "half_groups.spv": ("half_groups.cl", "-O2"),
 }
 # Modules clang does not write (capabilities it never declares), from SPIR-V assembly.
 ASM_BUILDS = {
