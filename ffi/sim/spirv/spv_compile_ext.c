@@ -9,7 +9,7 @@ static int ext_supported(uint32_t e)
         SPV_CL_atanh, SPV_CL_cbrt, SPV_CL_ceil, SPV_CL_copysign, SPV_CL_cos, SPV_CL_cosh,
         SPV_CL_erfc, SPV_CL_erf, SPV_CL_exp, SPV_CL_exp2, SPV_CL_exp10, SPV_CL_expm1, SPV_CL_fabs,
         SPV_CL_fdim, SPV_CL_floor, SPV_CL_fma, SPV_CL_fmax, SPV_CL_fmin, SPV_CL_fmod,
-        SPV_CL_hypot, SPV_CL_log, SPV_CL_log2, SPV_CL_log10, SPV_CL_log1p, SPV_CL_logb,
+        SPV_CL_hypot, SPV_CL_ldexp, SPV_CL_log, SPV_CL_log2, SPV_CL_log10, SPV_CL_log1p, SPV_CL_logb,
         SPV_CL_mad, SPV_CL_nextafter, SPV_CL_pow,
         SPV_CL_pown, SPV_CL_powr, SPV_CL_remainder, SPV_CL_rint, SPV_CL_round, SPV_CL_rsqrt,
         SPV_CL_sin, SPV_CL_sinh, SPV_CL_sqrt, SPV_CL_tan, SPV_CL_tanh, SPV_CL_trunc,

@@ -142,6 +142,7 @@ static double fsign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0 * x; }
         case SPV_CL_fmin: case SPV_CL_fmin_common: return fmin##S(a, b);                           \
         case SPV_CL_fmod: return fmod##S(a, b);                                                    \
         case SPV_CL_hypot: return hypot##S(a, b);                                                  \
+        case SPV_CL_ldexp: return ldexp##S(a, (int)(int32_t)(uint32_t)ub); /* k: an int */        \
         case SPV_CL_log: case SPV_CL_half_log: case SPV_CL_native_log: return log##S(a);           \
         case SPV_CL_log2: case SPV_CL_half_log2: case SPV_CL_native_log2: return log2##S(a);       \
         case SPV_CL_log10: case SPV_CL_half_log10: case SPV_CL_native_log10: return log10##S(a);   \

@@ -1,12 +1,13 @@
 """OpenCL.std functions with exact results, on levelzero-sim's executor.
 
-dpnp's ``nextafter`` and ``logb``-based kernels (issue 31) were refused at
-module creation because the sim lacked OpenCL.std ``nextafter`` (47) and
-``logb`` (41).  Both are exact (no rounding), so the sim computes them with
-the host's C functions of the operand's width; ``spirv/cl_exact.cl`` (built
-by ``spirv/build.py``) is checked bit for bit against numpy on the edge
-cases: zeros of both signs, subnormals, the largest finite values,
-infinities and NaN.
+dpnp's ``nextafter`` and ``ldexp`` kernels (issue 31) were refused at
+module creation because the sim lacked OpenCL.std ``nextafter`` (47),
+``logb`` (41) and ``ldexp`` (34).  Their results are exact (ldexp's
+subnormals correctly rounded), so the sim computes them with the host's C
+functions of the operand's width; ``spirv/cl_exact.cl`` (built by
+``spirv/build.py``) is checked bit for bit against numpy on the edge cases:
+zeros of both signs, subnormals, the largest finite values, infinities, NaN,
+and exponents that overflow or underflow.
 """
 
 from __future__ import annotations
@@ -49,9 +50,14 @@ def _check(gpu: ar.Backend, dtype: Any) -> None:
     b = np.concatenate([np.roll(edges, 3), rng.standard_normal(64 - len(edges)).astype(dtype)])
     b[:4] = [np.inf, -np.inf, 0.0, np.nan]
     kernel = "exact_f32" if dtype == np.float32 else "exact_f64"
-    *_, out = run(gpu, "cl_exact.spv", kernel, 1, 64, [a, b, np.zeros(128, dtype)])
+    # Exponents that overflow, underflow to subnormals (rounded) and to zero.
+    k = rng.integers(-1100, 1100, 64).astype(np.int32)
+    k[:8] = [0, 1, -1, 200, -200, 1100, -1100, -1074]
+    *_, out = run(gpu, "cl_exact.spv", kernel, 1, 64, [a, b, k, np.zeros(192, dtype)])
     bits = np.uint32 if dtype == np.float32 else np.uint64
-    want = np.stack([np.nextafter(a, b), _logb(a)], axis=1).reshape(-1)
+    with np.errstate(over="ignore"):
+        scaled = np.ldexp(a, k)
+    want = np.stack([np.nextafter(a, b), _logb(a), scaled], axis=1).reshape(-1)
     # Bit for bit, NaNs compared as NaNs (their payload is the host's).
     nan = np.isnan(want)
     np.testing.assert_array_equal(np.isnan(out), nan)
