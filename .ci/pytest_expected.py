@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 Outcomes = dict[str, dict[str, str]]
+# How the sim's refusals begin in a build log ("levelzero-sim: cannot build ...").
+SIM_LINE = "levelzero-sim: "
 
 
 def levelzero_environment(lib_dir: Path) -> dict[str, str]:
@@ -37,12 +39,15 @@ def levelzero_environment(lib_dir: Path) -> dict[str, str]:
 
 
 def _outcome(case: ET.Element) -> tuple[str, str]:
-    """A junit testcase's outcome and the first line of its message."""
+    """A junit testcase's outcome and the first line of its message, followed
+    by the sim's own line where the message has one (a build log's refusal
+    comes lines below the client's exception)."""
     for tag, outcome in (("failure", "failed"), ("error", "error"), ("skipped", "skipped")):
         found = case.find(tag)
         if found is not None:
             lines = (found.get("message") or "").splitlines()
-            return outcome, lines[0] if lines else ""
+            sim = [line.strip() for line in lines[1:] if SIM_LINE in line]
+            return outcome, " | ".join(lines[:1] + sim[:1])
     return "passed", ""
 
 
@@ -114,13 +119,20 @@ def compare(suite: str, expected: dict[str, Any], outcomes: Outcomes) -> list[st
     return problems
 
 
+def _listed(message: str) -> str:
+    """What a new refusal lists of its message: the sim's line where there is
+    one, without its word offset; else the message's start."""
+    sim = message.partition(" | ")[2] or message
+    return sim.split(" (Op")[0].split(" at word ")[0][:160] if SIM_LINE in sim else message[:120]
+
+
 def update(path: Path, expected: dict[str, Any], outcomes: Outcomes) -> None:
     """Records this run's counts in path; refusals keep their reason, new ones need one."""
     counts = Counter(entry["outcome"] for entry in outcomes.values())
     expected["counts"] = {k: counts.get(k, 0) for k in ("passed", "failed", "error", "skipped")}
     old: dict[str, dict[str, str]] = expected["known_refusals"]
     expected["known_refusals"] = {
-        nodeid: old.get(nodeid) or {"why": "TODO: why", "message": entry["message"][:120]}
+        nodeid: old.get(nodeid) or {"why": "TODO: why", "message": _listed(entry["message"])}
         for nodeid, entry in sorted(outcomes.items())
         if entry["outcome"] in ("failed", "error")
     }
