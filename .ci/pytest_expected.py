@@ -127,14 +127,19 @@ def _listed(message: str) -> str:
 
 
 def update(path: Path, expected: dict[str, Any], outcomes: Outcomes) -> None:
-    """Records this run's counts in path; refusals keep their reason, new ones need one."""
+    """Records this run's counts in path; a refusal that fails as listed keeps its
+    reason, a new one (or one that now fails otherwise) needs one."""
     counts = Counter(entry["outcome"] for entry in outcomes.values())
     expected["counts"] = {k: counts.get(k, 0) for k in ("passed", "failed", "error", "skipped")}
     old: dict[str, dict[str, str]] = expected["known_refusals"]
-    expected["known_refusals"] = {
-        nodeid: old.get(nodeid) or {"why": "TODO: why", "message": _listed(entry["message"])}
-        for nodeid, entry in sorted(outcomes.items())
-        if entry["outcome"] in ("failed", "error")
-    }
+    refusals = {}
+    for nodeid, entry in sorted(outcomes.items()):
+        if entry["outcome"] not in ("failed", "error"):
+            continue
+        listed = old.get(nodeid)
+        if listed is None or listed["message"] not in entry["message"]:
+            listed = {"why": "TODO: why", "message": _listed(entry["message"])}
+        refusals[nodeid] = listed
+    expected["known_refusals"] = refusals
     path.write_text(json.dumps(expected, indent=1) + "\n")
     print(f"wrote {path}")
