@@ -31,6 +31,39 @@ void spvl_c_copy(loader *L, fnctx *c) /* copies and address-space casts */
     spvl_emit(L, X_MOV, (uint8_t)c->n, 0, c->d, spvl_slot(L, word(L, c->at, 3)), 0, 0, 0);
 }
 
+/* A bitcast between vectors of other lane counts (the same bytes): the lanes
+ * are laid out lowest first, as in memory.  A wider result lane gathers the
+ * narrower source lanes (each masked to its width), a narrower one is its
+ * source lane shifted down and truncated. */
+static void bitcast_lanes(loader *L, fnctx *c, uint32_t s0, uint32_t sn, uint32_t ssz,
+                          uint32_t dsz)
+{
+    uint32_t d = c->d, n = c->n, t = spvl_new_slots(L, 1);
+    if (sn * ssz != n * dsz)
+        MALFORMED("a bitcast between values of different sizes");
+    if (dsz > ssz) {
+        uint32_t per = dsz / ssz;
+        for (uint32_t k = 0; k < n; k++)
+            for (uint32_t i = 0; i < per; i++) {
+                spvl_emit(L, X_UCONV, 1, (uint8_t)(ssz * 8), i ? t : d + k, s0 + k * per + i, 0, 64, 0);
+                if (!i)
+                    continue;
+                spvl_emit(L, X_SHL, 1, 64, t, t, spvl_const_slot(L, i * ssz * 8), 0, 0);
+                spvl_emit(L, X_OR, 1, 64, d + k, d + k, t, 0, 0);
+            }
+        return;
+    }
+    uint32_t per = ssz / dsz;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t from = s0 + k / per, shift = (k % per) * dsz * 8;
+        if (shift) {
+            spvl_emit(L, X_SHRL, 1, 64, t, from, spvl_const_slot(L, shift), 0, 0);
+            from = t;
+        }
+        spvl_emit(L, X_UCONV, 1, (uint8_t)(dsz * 8), d + k, from, 0, 64, 0);
+    }
+}
+
 void spvl_c_bitcast(loader *L, fnctx *c)
 {
     uint32_t src = word(L, c->at, 3), d = c->d, n = c->n;
@@ -41,22 +74,8 @@ void spvl_c_bitcast(loader *L, fnctx *c)
     uint32_t st = value_type(L, src);
     ty *a = scalar(L, c->rt), *b = scalar(L, st);
     if (comps(L, st) != n || a->size != b->size) {
-        if (n == 1 && comps(L, st) * b->size == a->size && a->size == 8 && b->size == 4) {
-            /* two 32-bit lanes into one 64-bit value */
-            uint32_t s0 = spvl_slot(L, src);
-            uint32_t sh = spvl_const_slot(L, 32);
-            spvl_emit(L, X_SHL, 1, 64, d, s0 + 1, sh, 0, 0);
-            spvl_emit(L, X_OR, 1, 64, d, d, s0, 0, 0);
-            return;
-        }
-        if (comps(L, st) == 1 && n * a->size == b->size && b->size == 8 && a->size == 4) {
-            uint32_t s0 = spvl_slot(L, src);
-            uint32_t sh = spvl_const_slot(L, 32);
-            spvl_emit(L, X_UCONV, 1, 32, d, s0, 0, 64, 0);
-            spvl_emit(L, X_SHRL, 1, 64, d + 1, s0, sh, 0, 0);
-            return;
-        }
-        UNSUPPORTED("bitcasts that regroup vector lanes are not supported");
+        bitcast_lanes(L, c, spvl_slot(L, src), comps(L, st), b->size, a->size);
+        return;
     }
     spvl_emit(L, X_MOV, (uint8_t)n, 0, d, spvl_slot(L, src), 0, 0, 0);
 }

@@ -160,6 +160,10 @@ static int half_exact(uint8_t fn)
     case F_FCLASS: case F_DOT: case F_SELECT: case F_VEXTRACT: case F_VINSERT: case F_VSHUFFLE:
     case F_CONSTRUCT: case F_EXTRACT: case F_INSERT: case F_BRANCH: case F_BRANCHCONDITIONAL:
     case F_SWITCH: case F_RETURN: case F_RETURNVALUE: case F_UNREACHABLE: case F_CALL:
+    /* Collectives: broadcasts and shuffles move bits, the float reductions
+     * and scans round each step to half (spv_group.c). */
+    case F_GROUPOP: case F_GROUPVALUE: case F_GROUPPAIR: case F_GROUPELECT:
+    case F_INTELSHUFFLE: case F_INTELSHUFFLEREL:
         return 1;
     default:
         return 0;

@@ -24,9 +24,9 @@ static uint64_t identity(uint32_t kind, uint32_t w)
 {
     switch (kind) {
     case C_IMUL: return 1;
-    case C_FMUL: return w == 64 ? sim_f64_bits(1.0) : sim_f32_bits(1.0f);
-    case C_FMIN: return w == 64 ? sim_f64_bits(INFINITY) : sim_f32_bits(INFINITY);
-    case C_FMAX: return w == 64 ? sim_f64_bits(-INFINITY) : sim_f32_bits(-INFINITY);
+    case C_FMUL: return w == 64 ? sim_f64_bits(1.0) : w == 16 ? 0x3C00u : sim_f32_bits(1.0f);
+    case C_FMIN: return w == 64 ? sim_f64_bits(INFINITY) : w == 16 ? 0x7C00u : sim_f32_bits(INFINITY);
+    case C_FMAX: return w == 64 ? sim_f64_bits(-INFINITY) : w == 16 ? 0xFC00u : sim_f32_bits(-INFINITY);
     case C_UMIN: case C_AND: return sim_mask(w);
     case C_SMIN: return sim_mask(w) >> 1;
     case C_SMAX: return (sim_mask(w) >> 1) + 1;
@@ -35,8 +35,23 @@ static uint64_t identity(uint32_t kind, uint32_t w)
     }
 }
 
+/* A half operation of two halves: in double, where their sum and product are
+ * exact, then rounded once to half (rte), as IEEE half arithmetic is. */
+static uint64_t half_op2(uint32_t kind, uint64_t a, uint64_t b)
+{
+    double x = fval(a, 16), y = fval(b, 16);
+    switch (kind) {
+    case C_FADD: return spvx_double_to_half(x + y);
+    case C_FMUL: return spvx_double_to_half(x * y);
+    case C_FMIN: return spvx_double_to_half(fmin(x, y));
+    default: return spvx_double_to_half(fmax(x, y));
+    }
+}
+
 static uint64_t op2(uint32_t kind, uint32_t w, uint64_t a, uint64_t b)
 {
+    if (w == 16 && (kind == C_FADD || kind == C_FMUL || kind == C_FMIN || kind == C_FMAX))
+        return half_op2(kind, a, b);
     switch (kind) {
     case C_IADD: return (a + b) & sim_mask(w);
     case C_IMUL: return (a * b) & sim_mask(w);

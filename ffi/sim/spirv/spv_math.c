@@ -142,11 +142,14 @@ static double fsign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0 * x; }
         case SPV_CL_fmin: case SPV_CL_fmin_common: return fmin##S(a, b);                           \
         case SPV_CL_fmod: return fmod##S(a, b);                                                    \
         case SPV_CL_hypot: return hypot##S(a, b);                                                  \
+        case SPV_CL_ldexp: return ldexp##S(a, (int)(int32_t)(uint32_t)ub); /* k: an int */        \
         case SPV_CL_log: case SPV_CL_half_log: case SPV_CL_native_log: return log##S(a);           \
         case SPV_CL_log2: case SPV_CL_half_log2: case SPV_CL_native_log2: return log2##S(a);       \
         case SPV_CL_log10: case SPV_CL_half_log10: case SPV_CL_native_log10: return log10##S(a);   \
         case SPV_CL_log1p: return log1p##S(a);                                                     \
+        case SPV_CL_logb: return logb##S(a);                                                       \
         case SPV_CL_mad: return a * b + c; /* mad: two roundings, as the host build */             \
+        case SPV_CL_nextafter: return nextafter##S(a, b);                                          \
         case SPV_CL_pow: case SPV_CL_powr: case SPV_CL_half_powr: case SPV_CL_native_powr: return pow##S(a, b); \
         case SPV_CL_pown: return pow##S(a, (T)(int32_t)(uint32_t)ub);                              \
         case SPV_CL_remainder: return remainder##S(a, b);                                          \

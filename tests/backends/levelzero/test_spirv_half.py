@@ -22,6 +22,8 @@ import pytest
 import aruntime as ar
 from aruntime._exceptions import DriverError
 
+from .test_spirv_hints import run as run_groups
+
 HERE = Path(__file__).resolve().parent / "spirv"
 HALF_BUILDS = ("half_O0.spv", "half_O2.spv")
 f16 = np.float16
@@ -153,3 +155,45 @@ def test_openclstd_on_halves_is_refused_naming_the_instruction(gpu: ar.Backend) 
     assert "OpExtInst" in message
     assert "half (16-bit float)" in message
     assert "at word" in message
+
+
+def _steps(values: np.ndarray, op: Any, identity: Any, inclusive: bool) -> np.ndarray:
+    """A scan in work-item order, each step rounded to half (numpy's float16)."""
+    out = np.empty_like(values)
+    acc = np.float16(identity)
+    for j, v in enumerate(values):
+        if not inclusive:
+            out[j] = acc
+        acc = np.float16(op(acc, v))
+        if inclusive:
+            out[j] = acc
+    return out
+
+
+def test_collectives_on_halves_round_each_step(gpu: ar.Backend) -> None:
+    """dpnp's f2 sums and cumulative sums were refused (OpGroupFAdd on half):
+    reductions and scans now round each step to half, in work-item order."""
+    groups, size, sub = 2, 64, 16
+    rng = np.random.default_rng(16)
+    # Values near 1 whose sums and products each round (a float32 result
+    # rounded to half would differ from these in the last bit often).
+    x = rng.uniform(0.8, 1.25, groups * size).astype(np.float16)
+    args = [x, np.zeros(8 * x.size, np.float16)]
+    _, out = run_groups(gpu, "half_groups.spv", "half_groups", groups, size, args)
+    out = out.reshape(-1, 8)
+    add, mul = np.add, np.multiply
+    want = np.zeros_like(out)
+    for g in range(groups):
+        wg = slice(g * size, (g + 1) * size)
+        want[wg, 0] = _steps(x[wg], add, 0, True)[-1]
+        want[wg, 1] = _steps(x[wg], add, 0, True)
+        want[wg, 5] = x[wg].max()
+        for s in range(size // sub):
+            sg = slice(g * size + s * sub, g * size + (s + 1) * sub)
+            want[sg, 2] = _steps(x[sg], add, 0, True)[-1]
+            want[sg, 3] = _steps(x[sg], add, 0, False)
+            want[sg, 4] = x[sg].min()
+            want[sg, 6] = _steps(x[sg], mul, 1, True)
+            want[sg, 7] = x[sg][3]
+    for k in range(8):
+        np.testing.assert_array_equal(out[:, k].view(np.uint16), want[:, k].view(np.uint16), f"{k}")

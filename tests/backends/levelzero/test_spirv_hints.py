@@ -24,7 +24,8 @@ def run(
     gpu: ar.Backend, image: str, kernel: str, groups: int, size: int, args: list[Any]
 ) -> list[np.ndarray]:
     """Launches groups x size work-items on device copies of the arrays; returns them."""
-    module = gpu.load_module(image, (HERE / image).read_bytes())
+    # Named by its kernel too: a test may run two kernels of one image.
+    module = gpu.load_module(f"{image}:{kernel}", (HERE / image).read_bytes())
     ptrs = []
     try:
         for a in args:

@@ -38,6 +38,9 @@ BUILDS = {
     "local_arg_O0.spv": ("local_arg.cl", "-O0"),
     "local_arg_O2.spv": ("local_arg.cl", "-O2"),
     "misaligned.spv": ("misaligned.cl", "-O2"),
+    "cl_exact.spv": ("cl_exact.cl", "-O2"),
+    "half_groups.spv": ("half_groups.cl", "-O2"),
+    "bitcast_lanes.spv": ("bitcast_lanes.cl", "-O0"),  # -O2 folds the casts into loads
 }
 # Modules clang does not write (capabilities it never declares), from SPIR-V assembly.
 ASM_BUILDS = {
