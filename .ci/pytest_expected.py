@@ -12,6 +12,7 @@ or when a test fails or errs that is not listed, or otherwise than listed.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -25,6 +26,21 @@ from typing import Any
 Outcomes = dict[str, dict[str, str]]
 # How the sim's refusals begin in a build log ("levelzero-sim: cannot build ...").
 SIM_LINE = "levelzero-sim: "
+
+
+def client_arguments(description: str) -> argparse.Namespace:
+    """A client run's command line: ``--lib-dir`` (checked to hold the loader), ``--update``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument(
+        "--lib-dir", type=Path, required=True, help="folder of levelzero-sim's libze_loader.so.1"
+    )
+    parser.add_argument("--update", action="store_true", help="record this run in expected.json")
+    parser.add_argument("pytest_args", nargs="*", help="passed on to pytest (after --)")
+    args = parser.parse_args()
+    args.lib_dir = args.lib_dir.resolve()
+    if not (args.lib_dir / "libze_loader.so.1").exists():
+        raise SystemExit(f"no libze_loader.so.1 in {args.lib_dir}")
+    return args
 
 
 def levelzero_environment(lib_dir: Path) -> dict[str, str]:

@@ -19,7 +19,6 @@ why.  More passes than recorded are reported, to be committed with --update.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import sys
@@ -28,20 +27,18 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 EXPECTED = HERE / "expected.json"
 sys.path.insert(0, str(HERE.parent))
-from pytest_expected import compare, levelzero_environment, run_pytest, update  # noqa: E402
+from pytest_expected import (  # noqa: E402
+    client_arguments,
+    compare,
+    levelzero_environment,
+    run_pytest,
+    update,
+)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--lib-dir", type=Path, required=True, help="folder of levelzero-sim's libze_loader.so.1"
-    )
-    parser.add_argument("--update", action="store_true", help="record this run in expected.json")
-    parser.add_argument("pytest_args", nargs="*", help="passed on to pytest (after --)")
-    args = parser.parse_args()
-    lib_dir = args.lib_dir.resolve()
-    if not (lib_dir / "libze_loader.so.1").exists():
-        raise SystemExit(f"no libze_loader.so.1 in {lib_dir}")
+    args = client_arguments(__doc__.split("\n")[0])
+    lib_dir = args.lib_dir
     expected = json.loads(EXPECTED.read_text())
     # The wheel's test files by path, from its tests folder as rootdir: the
     # node ids read tensor.<module>::<test>, and dpnp's conftests apply.

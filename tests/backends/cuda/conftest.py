@@ -11,7 +11,22 @@ from pathlib import Path
 
 import pytest
 
+import aruntime as ar
+
 HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(params=["cuda-sim", pytest.param("cuda", marks=pytest.mark.gpu)])
+def sim_or_gpu(request: pytest.FixtureRequest) -> Iterator[ar.Backend]:
+    """cuda-sim (which must open), then a real CUDA device where one is visible."""
+    try:
+        backend = ar.open_backend(request.param)
+    except ar.BackendUnavailableError as error:
+        if request.param == "cuda-sim":
+            raise
+        pytest.skip(f"no CUDA device here: {error}")
+    with backend:
+        yield backend
 
 
 def _compile(out: Path, *defines: str) -> Path:

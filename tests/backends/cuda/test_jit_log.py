@@ -8,8 +8,6 @@ and info log buffers, and a failed load's message ends with the error log:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 import aruntime as ar
@@ -27,16 +25,9 @@ def _kernel(body: str) -> str:
     )
 
 
-@pytest.fixture(params=["cuda-sim", pytest.param("cuda", marks=pytest.mark.gpu)])
-def gpu(request: pytest.FixtureRequest) -> Iterator[ar.Backend]:
-    try:
-        backend = ar.open_backend(request.param)
-    except exc.BackendUnavailableError as error:
-        if request.param == "cuda-sim":
-            raise
-        pytest.skip(f"no CUDA device here: {error}")
-    with backend:
-        yield backend
+@pytest.fixture
+def gpu(sim_or_gpu: ar.Backend) -> ar.Backend:
+    return sim_or_gpu
 
 
 def test_an_unknown_instruction_is_named_with_its_line(gpu: ar.Backend) -> None:

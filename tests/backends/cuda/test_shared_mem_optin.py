@@ -10,8 +10,6 @@ shared memory is declared in PTX, so this part is the CUDA backends'.)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 
@@ -40,16 +38,9 @@ STATIC_SHARED_PTX = """\
 """
 
 
-@pytest.fixture(params=["cuda-sim", pytest.param("cuda", marks=pytest.mark.gpu)])
-def gpu(request: pytest.FixtureRequest) -> Iterator[ar.Backend]:
-    try:
-        backend = ar.open_backend(request.param)
-    except ar.BackendUnavailableError as error:
-        if request.param == "cuda-sim":
-            raise
-        pytest.skip(f"no CUDA device here: {error}")
-    with backend:
-        yield backend
+@pytest.fixture
+def gpu(sim_or_gpu: ar.Backend) -> ar.Backend:
+    return sim_or_gpu
 
 
 async def test_the_opt_in_counts_a_kernel_s_static_shared_memory(gpu: ar.Backend) -> None:
