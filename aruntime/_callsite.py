@@ -6,9 +6,9 @@ import contextlib
 import sys
 import warnings
 from pathlib import Path
-from types import CodeType
+from types import CodeType, FrameType
 
-__all__ = ["PACKAGE_DIR", "caller_site", "line_at", "user_frame", "warn_at"]
+__all__ = ["PACKAGE_DIR", "EntryCaller", "caller_site", "line_at", "user_frame", "warn_at"]
 
 #: Where aruntime's own modules are: a frame whose file is under it is the core's.
 PACKAGE_DIR = _PACKAGE_DIR = str(Path(__file__).resolve().parent)
@@ -16,16 +16,18 @@ PACKAGE_DIR = _PACKAGE_DIR = str(Path(__file__).resolve().parent)
 _CONTEXTLIB = contextlib.__file__
 
 
-# Code objects already classified (inside aruntime or not): stream-race
-# checking asks for the user's frame on every op, so the test must be cheap.
-_inside: dict[CodeType, bool] = {}
+# Files already classified (inside aruntime or not): stream-race checking and
+# the sims' launch sites ask for the user's frame on every op, so the test
+# must be cheap.  Keyed by file name, whose hash a str caches: a code object
+# hashes its bytecode and constants again at every lookup (0.1-0.5 us each,
+# five or six frames a launch).
+_inside: dict[str, bool] = {}
 
 
-def _is_inside(code: CodeType) -> bool:
-    filename = code.co_filename
+def _is_inside(filename: str) -> bool:
     inside = filename.startswith(_PACKAGE_DIR) or filename == _CONTEXTLIB
-    if len(_inside) < 4096:  # code made at run time (exec) must not grow it forever
-        _inside[code] = inside
+    if len(_inside) < 4096:  # files made up at run time (exec) must not grow it forever
+        _inside[filename] = inside
     return inside
 
 
@@ -34,12 +36,72 @@ def user_frame() -> tuple[str, int]:
     frame = sys._getframe(1)
     inside = _inside.get
     while frame is not None:
-        code = frame.f_code
-        known = inside(code)
-        if not (_is_inside(code) if known is None else known):
-            return code.co_filename, frame.f_lineno
+        filename = frame.f_code.co_filename
+        known = inside(filename)
+        if not (_is_inside(filename) if known is None else known):
+            return filename, frame.f_lineno
         frame = frame.f_back  # type: ignore[assignment]
     return "<unknown>", 0
+
+
+def _outside_from(frame: FrameType | None) -> tuple[str, int]:
+    """``(filename, line)`` of ``frame`` or the first frame above it outside aruntime."""
+    inside = _inside.get
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        known = inside(filename)
+        if not (_is_inside(filename) if known is None else known):
+            return filename, frame.f_lineno
+        frame = frame.f_back
+    return "<unknown>", 0
+
+
+class EntryCaller:
+    """:func:`user_frame` for a hook called on every op, at a fixed depth below a public method.
+
+    Walking up with ``f_back`` makes a frame object for every level (five
+    or six per kernel launch, most of the cost of a sim's launch site).
+    Calls on the usual road reach the hook at the same depth below the
+    public method ``function`` of ``filename`` (``Backend.launch``), so the
+    first call finds that depth, and later calls jump there with one
+    ``sys._getframe`` and check, by identity, that the frame is that
+    method's; any other road (a traced op, an internal caller) walks as
+    :func:`user_frame` does and finds the depth again.  Call it directly
+    from the hook: the depth counts from the hook's caller.
+    """
+
+    def __init__(self, filename: str, function: str) -> None:
+        self._filename = str(Path(_PACKAGE_DIR, filename))
+        self._function = function
+        self._entry: CodeType | None = None
+        self._depth = 0
+        self.jumps = 0  # calls that took the one-step road (tests hold the road to it)
+
+    def __call__(self) -> tuple[str, int]:
+        depth = self._depth
+        if depth:
+            try:
+                frame = sys._getframe(depth)
+            except ValueError:  # a shallower stack than the usual road
+                pass
+            else:
+                if frame.f_code is self._entry:
+                    self.jumps += 1
+                    return _outside_from(frame.f_back)
+        return self._walk()
+
+    def _walk(self) -> tuple[str, int]:
+        # Counted as __call__ counts: its caller (the hook) is depth 1, ours is 2.
+        frame: FrameType | None = sys._getframe(2)
+        depth = 1
+        while frame is not None:
+            code = frame.f_code
+            if code.co_name == self._function and code.co_filename == self._filename:
+                self._entry, self._depth = code, depth
+                return _outside_from(frame.f_back)
+            frame = frame.f_back
+            depth += 1
+        return _outside_from(sys._getframe(2))
 
 
 def line_at(code: CodeType, offset: int) -> int:

@@ -60,7 +60,11 @@ def check_byte_value(value: object, fn: str) -> int:
 
 def as_host_view(obj: object, fn: str, *, writable: bool) -> memoryview:
     """A flat byte view of a C-contiguous host buffer, or a clear error."""
-    if type(obj) not in _PLAIN_BUFFERS:
+    kind = type(obj)
+    if kind is HostBuffer:  # pinned memory, the other hot path: only its liveness to check
+        if obj.freed:  # type: ignore[attr-defined]
+            raise InvalidArgumentError(f"{fn}: the HostBuffer was freed with free_host_pinned")
+    elif kind not in _PLAIN_BUFFERS:
         _check_host_object(obj, fn)
     try:
         view = memoryview(obj)  # type: ignore[arg-type]

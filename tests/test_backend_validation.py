@@ -330,6 +330,13 @@ def test_pinned_host_buffer_rules(gpu: ar.Backend, other: ar.Backend) -> None:
         gpu.host_ptr_to_device(buf)
     with pytest.raises(ar.InvalidArgumentError, match="freed"):
         gpu.memset_async(mapped, 0, 4)
+    dev = gpu.alloc(64)
+    for host in (buf, buf[4:]):  # the copies' fast path for pinned memory checks it too
+        with pytest.raises(ar.InvalidArgumentError, match="HostBuffer was freed"):
+            gpu.copy_h2d_async(host, dev[: host.nbytes])
+        with pytest.raises(ar.InvalidArgumentError, match="HostBuffer was freed"):
+            gpu.copy_d2h_async(dev[: host.nbytes], host)
+    gpu.free(dev)
 
 
 def test_module_checks(gpu: ar.Backend) -> None:

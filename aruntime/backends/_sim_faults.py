@@ -22,7 +22,7 @@ from typing import Any
 
 import cffi
 
-from .._callsite import user_frame
+from .._callsite import EntryCaller
 from .._exceptions import AruntimeError, StoreHazardError
 from .._native import native_library_looked_up, native_library_path
 
@@ -42,6 +42,10 @@ _LIBRARIES = {"cuda-sim": "libcuda.so.1", "levelzero-sim": "libze_aruntime_sim.s
 _SITES: dict[tuple[str, int], bytes] = {}
 _FFI = cffi.FFI()
 _MAX_SITES = 65536
+# Where each sim's launches come from: one per backend name, shared by its
+# backends (the road to the hook is the same), kept for the tests to ask
+# whether launches take the one-step road.
+_CALLERS: dict[str, EntryCaller] = {}
 _TOO_MANY = b"<a call site: more than 65536 launch sites seen>"
 
 
@@ -73,6 +77,9 @@ def launch_site_hook(backend: str) -> Callable[[], None] | None:
     address = ctypes.cast(found, ctypes.c_void_p).value
     setter = _FFI.cast("void (*)(const char *)", address)
     sites = _SITES
+    user_frame = _CALLERS.get(backend) or _CALLERS.setdefault(
+        backend, EntryCaller("_backend.py", "launch")
+    )
 
     def note_launch_site() -> None:
         where = user_frame()

@@ -73,6 +73,7 @@ async def _fault_then_download(gpu: ar.Backend, n: int) -> tuple[str, str]:
         "kernel_fault_outlives_the_backend",
         "injected_loss_behaves_the_same",
         "synchronize_raises_after_the_faulting_launch",
+        "a_fault_after_other_launches_names_its_own_line",
     ],
 )
 def test_sticky_fault(scenario: str, kind: str, loop: str) -> None:
@@ -125,6 +126,26 @@ async def injected_loss_behaves_the_same(kind: str) -> None:
     assert f"kernel scale_f32 (launched at {site}): injected" in str(info.value), info.value
     _recover(kind)
     ar.open_backend(kind).close()
+
+
+async def a_fault_after_other_launches_names_its_own_line(kind: str) -> None:
+    """Launches after the first find the user's frame in one step (EntryCaller), and a
+    fault still names its own launch's line, not an earlier one's."""
+    from aruntime.backends._sim_faults import _CALLERS
+
+    gpu = ar.open_backend(kind)
+    buf = gpu.alloc(16)
+    kern = gpu.kernel(gpu.builtin_module("vector_ops"), "scale_f32")
+    args = [np.uint32(4), np.float32(2), buf]
+    await gpu.launch(kern, 1, 256, args)
+    await gpu.launch(kern, 1, 256, args)
+    jumps = _CALLERS[kind].jumps
+    assert jumps >= 1, "the second launch walked the stack again"
+    message, site = await _fault_then_download(gpu, 64)
+    assert f"kernel scale_f32 (launched at {site})" in message, message
+    assert _CALLERS[kind].jumps > jumps, "the faulting launch walked the stack again"
+    _close_lost(gpu)
+    _recover(kind)
 
 
 async def synchronize_raises_after_the_faulting_launch(kind: str) -> None:
