@@ -33,31 +33,26 @@ def _is_inside(filename: str) -> bool:
 
 def user_frame() -> tuple[str, int]:
     """``(filename, line)`` of the innermost frame outside aruntime (and contextlib)."""
-    frame = sys._getframe(1)
+    frame = _outside_from(sys._getframe(1))
+    if frame is None:
+        return "<unknown>", 0
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+def _outside_from(frame: FrameType | None) -> FrameType | None:
+    """``frame`` or the first frame above it outside aruntime (None: none is)."""
     inside = _inside.get
     while frame is not None:
         filename = frame.f_code.co_filename
         known = inside(filename)
         if not (_is_inside(filename) if known is None else known):
-            return filename, frame.f_lineno
-        frame = frame.f_back  # type: ignore[assignment]
-    return "<unknown>", 0
-
-
-def _outside_from(frame: FrameType | None) -> tuple[str, int]:
-    """``(filename, line)`` of ``frame`` or the first frame above it outside aruntime."""
-    inside = _inside.get
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        known = inside(filename)
-        if not (_is_inside(filename) if known is None else known):
-            return filename, frame.f_lineno
+            return frame
         frame = frame.f_back
-    return "<unknown>", 0
+    return None
 
 
 class EntryCaller:
-    """:func:`user_frame` for a hook called on every op, at a fixed depth below a public method.
+    """The user's frame, for a hook called on every op at a fixed depth below a public method.
 
     Walking up with ``f_back`` makes a frame object for every level (five
     or six per kernel launch, most of the cost of a sim's launch site).
@@ -67,7 +62,9 @@ class EntryCaller:
     ``sys._getframe`` and check, by identity, that the frame is that
     method's; any other road (a traced op, an internal caller) walks as
     :func:`user_frame` does and finds the depth again.  Call it directly
-    from the hook: the depth counts from the hook's caller.
+    from the hook: the depth counts from the hook's caller.  It returns the
+    frame, not its line: ``f_lineno`` scans the code's line table, so a
+    caller that sees the same call sites again keys them by ``f_lasti``.
     """
 
     def __init__(self, filename: str, function: str) -> None:
@@ -77,7 +74,7 @@ class EntryCaller:
         self._depth = 0
         self.jumps = 0  # calls that took the one-step road (tests hold the road to it)
 
-    def __call__(self) -> tuple[str, int]:
+    def __call__(self) -> FrameType | None:
         depth = self._depth
         if depth:
             try:
@@ -90,7 +87,7 @@ class EntryCaller:
                     return _outside_from(frame.f_back)
         return self._walk()
 
-    def _walk(self) -> tuple[str, int]:
+    def _walk(self) -> FrameType | None:
         # Counted as __call__ counts: its caller (the hook) is depth 1, ours is 2.
         frame: FrameType | None = sys._getframe(2)
         depth = 1

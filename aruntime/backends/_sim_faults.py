@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import os
 from collections.abc import Callable, Sequence
+from types import CodeType, FrameType
 from typing import Any
 
 import cffi
@@ -40,13 +41,38 @@ _LIBRARIES = {"cuda-sim": "libcuda.so.1", "levelzero-sim": "libze_aruntime_sim.s
 # handed to it stays alive here for the life of the process: one entry per
 # distinct line of user code that launches kernels, capped all the same.
 _SITES: dict[tuple[str, int], bytes] = {}
+# The same bytes by call instruction, ``(id(code), f_lasti)``, with the code
+# object (held, so its id cannot be reused): the line of a call seen before
+# without ``f_lineno``, which scans the code's line table at every read.
+_BY_INSTRUCTION: dict[tuple[int, int], tuple[CodeType, bytes]] = {}
 _FFI = cffi.FFI()
 _MAX_SITES = 65536
+_TOO_MANY = b"<a call site: more than 65536 launch sites seen>"
+_UNKNOWN = b"<unknown>:0"
 # Where each sim's launches come from: one per backend name, shared by its
 # backends (the road to the hook is the same), kept for the tests to ask
 # whether launches take the one-step road.
 _CALLERS: dict[str, EntryCaller] = {}
-_TOO_MANY = b"<a call site: more than 65536 launch sites seen>"
+
+
+def _site_bytes(frame: FrameType | None) -> bytes:
+    """The ``"file:line"`` bytes of ``frame``, kept for good (see _SITES)."""
+    if frame is None:
+        return _UNKNOWN
+    code = frame.f_code
+    key = (id(code), frame.f_lasti)
+    known = _BY_INSTRUCTION.get(key)
+    if known is not None and known[0] is code:
+        return known[1]
+    where = (code.co_filename, frame.f_lineno)
+    data = _SITES.get(where)
+    if data is None:
+        if len(_SITES) >= _MAX_SITES:
+            return _TOO_MANY
+        data = _SITES.setdefault(where, f"{where[0]}:{where[1]}".encode(errors="replace"))
+    if len(_BY_INSTRUCTION) < _MAX_SITES:
+        _BY_INSTRUCTION[key] = (code, data)
+    return data
 
 
 def _sim_function(backend: str, name: str) -> Any:
@@ -76,20 +102,20 @@ def launch_site_hook(backend: str) -> Callable[[], None] | None:
     # (cffi hands the bytes' own buffer to the C pointer, without a copy).
     address = ctypes.cast(found, ctypes.c_void_p).value
     setter = _FFI.cast("void (*)(const char *)", address)
-    sites = _SITES
-    user_frame = _CALLERS.get(backend) or _CALLERS.setdefault(
+    find = _CALLERS.get(backend) or _CALLERS.setdefault(
         backend, EntryCaller("_backend.py", "launch")
     )
+    by_instruction = _BY_INSTRUCTION
 
     def note_launch_site() -> None:
-        where = user_frame()
-        data = sites.get(where)
-        if data is None:
-            data = _TOO_MANY
-            if len(sites) < _MAX_SITES:
-                filename, line = where
-                data = sites.setdefault(where, f"{filename}:{line}".encode(errors="replace"))
-        setter(data)
+        frame = find()
+        if frame is not None:
+            code = frame.f_code
+            known = by_instruction.get((id(code), frame.f_lasti))
+            if known is not None and known[0] is code:
+                setter(known[1])
+                return
+        setter(_site_bytes(frame))
 
     return note_launch_site
 
