@@ -180,3 +180,16 @@ def test_each_op_stays_within_its_call_budget(backend: str) -> None:
         if counts[op][0] > most
     }
     assert not over, f"{backend}: Python calls per op over budget {_CALL_BUDGET[backend]}: {over}"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sims run on Linux only")
+def test_bench_launch_site_quick_prints_each_sims_share() -> None:
+    out = _run_script(ROOT / "benchmarks" / "bench_launch_site.py", "--quick")
+    assert "failed" not in out, out
+    for backend in ("cuda-sim", "levelzero-sim"):
+        row = next(line for line in out.splitlines() if backend in line)
+        cells = [c.strip() for c in row.strip("│ ").split("│")]
+        assert len(cells) == 5, row
+        with_site, without = float(cells[1]), float(cells[2])
+        assert with_site > 0 and without > 0, row
+        assert cells[4].endswith("%"), row
