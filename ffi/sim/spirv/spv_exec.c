@@ -5,9 +5,11 @@
  * copy and atomic is checked against the work-item's private memory, the
  * group's local memory, the program's variables and the device's
  * allocations: anything else is an illegal address, which poisons the device
- * as on hardware. */
+ * as on hardware, except a load from the local memory's slack (the bytes a
+ * GPU's allocation step adds after it: local_slack_load). */
 #define _GNU_SOURCE
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "../engine.h"
@@ -31,8 +33,28 @@ static int addr_slow(group *g, uintptr_t a, uint64_t n)
     return 1;
 }
 
-/* 1 if [a, a+n) is memory a kernel may touch. */
-static inline int addr_ok(group *g, uintptr_t a, uint64_t n)
+/* A load of n bytes at byte off of the group's local memory that ends in its
+ * slack (past local_len, within local_pad): a GPU reads whatever its shared
+ * local memory holds there, the sim reads the slack's zeros.  Said on stderr
+ * once per kernel; not a fault, so not in arsim_fault_report. */
+static __attribute__((cold, noinline)) int local_slack_load(group *g, uint64_t off, uint64_t n)
+{
+    spv_kernel *k = (spv_kernel *)g->k; /* the program's kernels: writable memory */
+    if (!__atomic_exchange_n(&k->slack_reported, 1, __ATOMIC_RELAXED))
+        fprintf(stderr,
+                "levelzero-sim: kernel %s: a load of %llu bytes at byte %llu of the work-group's "
+                "local memory reads past its end (%zu bytes: the kernel's __local variables and "
+                "arguments); a GPU gives the work-group %zu bytes of shared local memory and "
+                "reads whatever is left there, the sim reads zeros (said once per kernel; "
+                "ARUNTIME_SIM_SANITIZE=1 makes it a fault)\n",
+                k->name, (unsigned long long)n, (unsigned long long)off, g->local_len,
+                g->local_pad);
+    return 1;
+}
+
+/* 1 if [a, a+n) is memory a kernel may touch; a load (load = 1) also the
+ * local memory's slack. */
+static inline int addr_ok(group *g, uintptr_t a, uint64_t n, int load)
 {
     uintptr_t pv = (uintptr_t)g->priv;
     if (a >= pv && a - pv <= g->priv_total && n <= g->priv_total - (a - pv))
@@ -46,6 +68,8 @@ static inline int addr_ok(group *g, uintptr_t a, uint64_t n)
     uintptr_t gl = (uintptr_t)g->p->globals;
     if (a >= gl && a - gl <= g->p->globals_size && n <= g->p->globals_size - (a - gl))
         return 1;
+    if (load && a >= lc && a - lc < g->local_pad && n <= g->local_pad - (a - lc))
+        return local_slack_load(g, a - lc, n);
     return a != 0 && addr_slow(g, a, n);
 }
 
@@ -214,7 +238,7 @@ static inline void exec_ext(const spv_ins *I, uint64_t *regs)
 static int private_or_local(const group *g, uintptr_t a)
 {
     uintptr_t pv = (uintptr_t)g->priv, lc = (uintptr_t)g->local;
-    return (a >= pv && a - pv < g->priv_total) || (a >= lc && a - lc < g->local_len);
+    return (a >= pv && a - pv < g->priv_total) || (a >= lc && a - lc < g->local_pad);
 }
 
 /* A misaligned access by insn: recorded with its address where that is device
@@ -234,7 +258,7 @@ static inline int exec_load(group *g, const spv_ins *I, uint64_t *regs)
     uintptr_t a = (uintptr_t)A_;
     if (a & (need_align(I) - 1))
         return misaligned(g, a, I->w, 0, I->e ? "vloadn" : "OpLoad");
-    if (!addr_ok(g, a, (uint64_t)I->w * I->n))
+    if (!addr_ok(g, a, (uint64_t)I->w * I->n, 1))
         return -ARSIM_ERR_ILLEGAL_ADDRESS;
     for (uint32_t k = 0; k < I->n; k++)
         R_(I->d + k) = sim_load_n((const void *)(a + k * I->w), I->w);
@@ -246,7 +270,7 @@ static inline int exec_store(group *g, const spv_ins *I, uint64_t *regs)
     uintptr_t a = (uintptr_t)A_;
     if (a & (need_align(I) - 1))
         return misaligned(g, a, I->w, 1, I->e ? "vstoren" : "OpStore");
-    if (!addr_ok(g, a, (uint64_t)I->w * I->n) ||
+    if (!addr_ok(g, a, (uint64_t)I->w * I->n, 0) ||
         arsim_readonly_hit(g->ro, a, (uint64_t)I->w * I->n))
         return -ARSIM_ERR_ILLEGAL_ADDRESS;
     for (uint32_t k = 0; k < I->n; k++)
@@ -260,7 +284,7 @@ static inline int exec_half(group *g, const spv_ins *I, uint64_t *regs)
     int load = I->op == X_LOADH;
     if (a % 2)
         return misaligned(g, a, 2, !load, load ? "vload_half" : "vstore_half");
-    if (!addr_ok(g, a, 2) || (!load && arsim_readonly_hit(g->ro, a, 2)))
+    if (!addr_ok(g, a, 2, load) || (!load && arsim_readonly_hit(g->ro, a, 2)))
         return -ARSIM_ERR_ILLEGAL_ADDRESS;
     if (I->op == X_LOADH) {
         float f = spv_half_value((uint16_t)sim_load_n((const void *)a, 2));
@@ -277,7 +301,7 @@ static inline int exec_memcpy(group *g, const spv_ins *I, uint64_t *regs)
 {
     uint64_t n = I->c == SPV_NONE ? I->e : R_(I->c) & sim_mask(I->w);
     uintptr_t d = (uintptr_t)A_, s = (uintptr_t)B_;
-    if (n && (!addr_ok(g, d, n) || !addr_ok(g, s, n) || arsim_readonly_hit(g->ro, d, n)))
+    if (n && (!addr_ok(g, d, n, 0) || !addr_ok(g, s, n, 0) || arsim_readonly_hit(g->ro, d, n)))
         return -ARSIM_ERR_ILLEGAL_ADDRESS;
     if (n)
         memmove((void *)d, (const void *)s, n);
@@ -301,7 +325,7 @@ static inline int exec_atomic(group *g, const spv_ins *I, uint64_t *regs)
     uint32_t bytes = I->w / 8u;
     if (a % bytes)
         return misaligned(g, a, bytes, I->c == A_LOAD ? 0 : 1, atomic_names[I->c]);
-    if (!addr_ok(g, a, bytes) || (I->c != A_LOAD && arsim_readonly_hit(g->ro, a, bytes)))
+    if (!addr_ok(g, a, bytes, 0) || (I->c != A_LOAD && arsim_readonly_hit(g->ro, a, bytes)))
         return -ARSIM_ERR_ILLEGAL_ADDRESS;
     uint64_t v = I->b == SPV_NONE ? 0 : B_;
     uint64_t c = I->e == SPV_NONE ? 0 : R_(I->e);

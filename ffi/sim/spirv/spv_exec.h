@@ -53,6 +53,11 @@ typedef struct group {
     frame *frames;
     uint8_t *local;
     size_t local_len;
+    /* The local memory a GPU would give the work-group (spv_group.c's
+     * local_granted): local_len rounded up to the allocation step, or
+     * local_len under the sanitizer.  The bytes past local_len are the
+     * slack: never written, so zero, and only loads reach them. */
+    size_t local_pad;
     range cache[CACHE_RANGES];
     unsigned ncache, next_cache;
     /* Ranges the launch declared read-only (engine.h), or NULL: every store

@@ -225,6 +225,23 @@ static void collective(group *g, const spv_ins *I, item **m, uint32_t size)
 
 /* ------------------------------------------------------------ work-groups */
 
+/* The shared local memory an Xe-LP GPU gives a work-group that needs `bytes`:
+ * none for none, else the next power of two, at least 1 KiB (up to 64 KiB):
+ * the sizes INTERFACE_DESCRIPTOR_DATA's Shared Local Memory Size field can
+ * encode on Gen9 and later (Intel's compute-runtime,
+ * shared/source/gen12lp/command_encoder_gen12lp.cpp, alignSlmSize and
+ * computeSlmValues; Mesa's src/intel/common/intel_compute_slm.c).  Under the
+ * sanitizer, exactly `bytes`. */
+static size_t local_granted(size_t bytes)
+{
+    if (bytes == 0 || arsim_mem_sanitizing())
+        return bytes;
+    size_t pad = 1024;
+    while (pad < bytes)
+        pad *= 2;
+    return pad;
+}
+
 /* Where a work-item's by-value argument copies start in its private memory,
  * and how much private memory each work-item has. */
 static size_t byval_base(const spv_func *f) { return (f->max_priv + 15u) & ~(size_t)15u; }
@@ -404,7 +421,9 @@ int spv_kernel_run(void *kernel_ctx, const ar_launch *l, void **params)
     g.frames = calloc((size_t)g.nitems * f->max_depth, sizeof *g.frames);
     g.local_len = spv_kernel_local_bytes(k, params);
     /* (More than SPV_MAX_LOCAL_BYTES: zeCommandListAppendLaunchKernel refuses it first.) */
-    g.local = g.local_len <= SPV_MAX_LOCAL_BYTES ? calloc(1, g.local_len ? g.local_len : 1) : NULL;
+    g.local_pad = g.local_len <= SPV_MAX_LOCAL_BYTES ? local_granted(g.local_len) : 0;
+    /* calloc'd once: run_group clears local_len bytes, as nothing writes the slack. */
+    g.local = g.local_len <= SPV_MAX_LOCAL_BYTES ? calloc(1, g.local_pad ? g.local_pad : 1) : NULL;
     int rc = 0;
     if (!g.items || !g.regs || !g.priv || !g.frames || !g.local) {
         rc = -1;

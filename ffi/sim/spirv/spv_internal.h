@@ -119,6 +119,7 @@ typedef struct spv_kernel {
     uint8_t param_kind[AR_KERNEL_MAX_PARAMS];  /* SPV_PARAM_* (spv.h) */
     uint32_t param_off[AR_KERNEL_MAX_PARAMS];  /* by-value: offset in the copies */
     uint32_t byval_bytes; /* each work-item's copies of the by-value arguments */
+    int slack_reported;   /* a load read its local memory's slack (spv_exec.c): said once */
 } spv_kernel;
 
 struct spv_program {

@@ -41,6 +41,8 @@ BUILDS = {
     "cl_exact.spv": ("cl_exact.cl", "-O2"),
     "half_groups.spv": ("half_groups.cl", "-O2"),
     "bitcast_lanes.spv": ("bitcast_lanes.cl", "-O0"),  # -O2 folds the casts into loads
+    "local_slack.spv": ("local_slack.cl", "-O0"),  # every access a load or store
+    "local_slack_big.spv": ("local_slack_big.cl", "-O0"),
 }
 # Modules clang does not write (capabilities it never declares), from SPIR-V assembly.
 ASM_BUILDS = {
