@@ -108,6 +108,14 @@ uint64_t spvx_atomic(void *p, uint32_t w, uint32_t kind, uint64_t v, uint64_t cm
 
 static double fsign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0 * x; }
 
+/* Where OpenCL C's powr is NaN (x < 0, 0^0, inf^0, 1^inf, a NaN operand);
+ * elsewhere it is pow of |x| (so +0 for either zero). */
+static int powr_nan(double x, double y)
+{
+    return x < 0 || isnan(x) || isnan(y) || (x == 0 && y == 0) || (isinf(x) && y == 0) ||
+           (x == 1 && isinf(y));
+}
+
 /* Float instructions of OpenCL.std, computed in the operand's own width so
  * that results match the host library's float functions: one body for both
  * widths, T the type, GET its bits-to-value, S its libm suffix (f or none). */
@@ -150,7 +158,8 @@ static double fsign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0 * x; }
         case SPV_CL_logb: return logb##S(a);                                                       \
         case SPV_CL_mad: return a * b + c; /* mad: two roundings, as the host build */             \
         case SPV_CL_nextafter: return nextafter##S(a, b);                                          \
-        case SPV_CL_pow: case SPV_CL_powr: case SPV_CL_half_powr: case SPV_CL_native_powr: return pow##S(a, b); \
+        case SPV_CL_pow: case SPV_CL_half_powr: case SPV_CL_native_powr: return pow##S(a, b);      \
+        case SPV_CL_powr: return powr_nan(a, b) ? (T)NAN : pow##S(fabs##S(a), b);                  \
         case SPV_CL_pown: return pow##S(a, (T)(int32_t)(uint32_t)ub);                              \
         case SPV_CL_remainder: return remainder##S(a, b);                                          \
         case SPV_CL_rint: return rint##S(a);                                                       \

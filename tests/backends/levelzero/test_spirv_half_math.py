@@ -28,6 +28,7 @@ import aruntime as ar
 
 from .test_spirv_half import assert_same_halves
 from .test_spirv_hints import run
+from .test_spirv_powr import powr
 
 f16, f64 = np.float16, np.float64
 ALL_HALVES = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(f16)
@@ -137,7 +138,7 @@ def test_binary_math_on_halves(gpu: ar.Backend) -> None:
             "atan2": np.arctan2(x, y), "copysign": np.copysign(x, y), "fdim": fdim,
             "fmax": np.fmax(x, y), "fmin": np.fmin(x, y), "fmod": np.fmod(x, y),
             "hypot": np.hypot(x, y), "nextafter": nextafter(a, b), "pow": np.power(x, y),
-            "powr": np.power(x, y), "remainder": remainder(x, y),
+            "powr": powr(a, b).astype(f64), "remainder": remainder(x, y),
             "step": np.where(y < x, 0.0, 1.0), "ldexp": np.ldexp(x, k),
             "pown": np.power(x, k.astype(f64)), "max": np.fmax(x, y), "min": np.fmin(x, y),
         }  # fmt: skip

@@ -34,6 +34,7 @@ BUILDS = {
     "half_O2.spv": ("half.cl", "-O2"),
     "refused_half_math.spv": ("refused_half_math.cl", "-O0"),
     "half_math.spv": ("half_math.cl", "-O2"),
+    "powr.spv": ("powr.cl", "-O2"),
     "byval_O0.spv": ("byval.cl", "-O0"),
     "byval_O2.spv": ("byval.cl", "-O2"),
     "local_arg_O0.spv": ("local_arg.cl", "-O0"),
