@@ -33,6 +33,33 @@ static int ext_supported(uint32_t e)
     return 0;
 }
 
+static const char *cl_name(uint32_t e)
+{
+    const char *n = spv_cl_name(e);
+    return n ? n : "instruction";
+}
+
+/* OpenCL.std on half values: the float math of ext_supported (numbers below
+ * s_abs) runs on halves through double, rounded once to half (spv_math.c),
+ * and the instructions that only move bits run as they do on any width;
+ * anything else is refused, naming it (check_half calls this for an
+ * OpExtInst with a half operand or result). */
+void spvl_ext_half(loader *L, const fnctx *c)
+{
+    uint32_t e = word(L, c->at, 4);
+    if (word(L, c->at, 3) != L->opencl_set)
+        return; /* spvl_c_extinst refuses it */
+    switch (e) {
+    case SPV_CL_vloadn: case SPV_CL_vstoren: case SPV_CL_select: case SPV_CL_bitselect:
+    case SPV_CL_shuffle: case SPV_CL_shuffle2:
+        return;
+    default:
+        if (e < SPV_CL_s_abs && ext_supported(e))
+            return;
+    }
+    UNSUPPORTED("OpenCL.std %s (%u) on half (16-bit float) values is not supported by "
+                "levelzero-sim", cl_name(e), e);
+}
 
 /* vloadn, vstoren, vload_half, vstore_half: pointer arithmetic, then a
  * checked load or store (halves converted, rte). */
@@ -84,12 +111,6 @@ static void ext_select(loader *L, fnctx *c, uint32_t e)
             spvl_emit(L, X_SELECT, 1, 0, d + k, sy + k, sx + k, 0, ck);
         }
     }
-}
-
-static const char *cl_name(uint32_t e)
-{
-    const char *n = spv_cl_name(e);
-    return n ? n : "instruction";
 }
 
 /* shuffle(x, mask), shuffle2(x, y, mask): each result lane picks a lane of x

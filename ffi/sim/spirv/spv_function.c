@@ -190,7 +190,8 @@ static int half_value(loader *L, uint32_t v)
 }
 
 /* Refuses an instruction on half values that its family would not compute
- * as IEEE half (it would run them as integers or as the wrong float). */
+ * as IEEE half (it would run them as integers or as the wrong float); an
+ * OpenCL.std instruction, by its number (spvl_ext_half). */
 static void check_half(loader *L, const fnctx *c)
 {
     if (half_exact(c->info->fn))
@@ -201,7 +202,9 @@ static void check_half(loader *L, const fnctx *c)
     uint32_t first = !has_result ? 1 : c->info->fn == F_EXTINST ? 5 : 3;
     for (uint32_t i = first; !half && i < c->cnt; i++)
         half = half_value(L, L->w[c->at + i]);
-    if (half)
+    if (half && c->info->fn == F_EXTINST)
+        spvl_ext_half(L, c);
+    else if (half)
         UNSUPPORTED("%s on half (16-bit float) values is not supported by levelzero-sim",
                     c->info->name);
 }

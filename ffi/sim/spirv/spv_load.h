@@ -255,6 +255,9 @@ SPVL_API spvl_compile_fn spvl_c_copy, spvl_c_bitcast, spvl_c_convert, spvl_c_iun
     spvl_c_fclass, spvl_c_bits, spvl_c_dot, spvl_c_anyall, spvl_c_select, spvl_c_vextract,
     spvl_c_vinsert, spvl_c_vshuffle, spvl_c_construct, spvl_c_extract, spvl_c_insert,
     spvl_c_undef;
+/* Refuses an OpenCL.std instruction on half values that does not run them
+ * (spv_compile_ext.c), naming it. */
+SPVL_API void spvl_ext_half(loader *L, const fnctx *c);
 SPVL_API spvl_compile_fn spvl_c_extinst, spvl_c_barrier, spvl_c_groupop, spvl_c_groupvalue,
     spvl_c_grouppair, spvl_c_groupelect, spvl_c_intelshuffle, spvl_c_intelshufflerel;
 

@@ -108,6 +108,14 @@ uint64_t spvx_atomic(void *p, uint32_t w, uint32_t kind, uint64_t v, uint64_t cm
 
 static double fsign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0 * x; }
 
+/* Where OpenCL C's powr is NaN (x < 0, 0^0, inf^0, 1^inf, a NaN operand);
+ * elsewhere it is pow of |x| (so +0 for either zero). */
+static int powr_nan(double x, double y)
+{
+    return x < 0 || isnan(x) || isnan(y) || (x == 0 && y == 0) || (isinf(x) && y == 0) ||
+           (x == 1 && isinf(y));
+}
+
 /* Float instructions of OpenCL.std, computed in the operand's own width so
  * that results match the host library's float functions: one body for both
  * widths, T the type, GET its bits-to-value, S its libm suffix (f or none). */
@@ -150,7 +158,8 @@ static double fsign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0 * x; }
         case SPV_CL_logb: return logb##S(a);                                                       \
         case SPV_CL_mad: return a * b + c; /* mad: two roundings, as the host build */             \
         case SPV_CL_nextafter: return nextafter##S(a, b);                                          \
-        case SPV_CL_pow: case SPV_CL_powr: case SPV_CL_half_powr: case SPV_CL_native_powr: return pow##S(a, b); \
+        case SPV_CL_pow: case SPV_CL_half_powr: case SPV_CL_native_powr: return pow##S(a, b);      \
+        case SPV_CL_powr: return powr_nan(a, b) ? (T)NAN : pow##S(fabs##S(a), b);                  \
         case SPV_CL_pown: return pow##S(a, (T)(int32_t)(uint32_t)ub);                              \
         case SPV_CL_remainder: return remainder##S(a, b);                                          \
         case SPV_CL_rint: return rint##S(a);                                                       \
@@ -177,8 +186,39 @@ static double fsign(double x) { return x > 0 ? 1.0 : x < 0 ? -1.0 : 0.0 * x; }
 EXT_FLOAT(ext_f32, float, sim_f32, f)
 EXT_FLOAT(ext_f64, double, sim_f64, )
 
+/* nextafter on halves: a's bits one step toward b (b where they are equal). */
+static uint64_t next16(uint16_t a, uint16_t b)
+{
+    float x = spv_half_value(a), y = spv_half_value(b);
+    if (isnan(x) || isnan(y))
+        return 0x7E00u;
+    if (x == y)
+        return b;
+    if (!(a & 0x7FFFu)) /* a zero: the smallest subnormal of b's side */
+        return (y < 0 ? 0x8000u : 0) | 1u;
+    return (x < y) == !(a & 0x8000u) ? a + 1u : a - 1u;
+}
+
+/* A half operand's exact double, as bits. */
+static uint64_t hd(uint64_t u) { return sim_f64_bits((double)spv_half_value((uint16_t)u)); }
+
+/* Halves: the f64 function of the operands' exact doubles (ldexp's and pown's
+ * second operand is an int), rounded once to half, to nearest even.  Within
+ * OpenCL's bounds for half, and what numpy's float16 gives from float64;
+ * exact wherever the double result is (fma and mad too: a * b is exact in
+ * double, and where a * b + c is not, it lies far from any half's tie). */
+static uint64_t ext_f16(uint32_t e, uint64_t ua, uint64_t ub, uint64_t uc)
+{
+    if (e == SPV_CL_nextafter)
+        return next16((uint16_t)ua, (uint16_t)ub);
+    int int_b = e == SPV_CL_ldexp || e == SPV_CL_pown;
+    return spvx_double_to_half(ext_f64(e, hd(ua), int_b ? ub : hd(ub), hd(uc)));
+}
+
 uint64_t spvx_ext_float(uint32_t e, uint32_t w, uint64_t ua, uint64_t ub, uint64_t uc)
 {
+    if (w == 16)
+        return ext_f16(e, ua, ub, uc);
     return w == 32 ? sim_f32_bits(ext_f32(e, ua, ub, uc)) : sim_f64_bits(ext_f64(e, ua, ub, uc));
 }
 

@@ -33,6 +33,8 @@ BUILDS = {
     "half_O0.spv": ("half.cl", "-O0"),
     "half_O2.spv": ("half.cl", "-O2"),
     "refused_half_math.spv": ("refused_half_math.cl", "-O0"),
+    "half_math.spv": ("half_math.cl", "-O2"),
+    "powr.spv": ("powr.cl", "-O2"),
     "byval_O0.spv": ("byval.cl", "-O0"),
     "byval_O2.spv": ("byval.cl", "-O2"),
     "local_arg_O0.spv": ("local_arg.cl", "-O0"),
@@ -47,6 +49,7 @@ BUILDS = {
 # Modules clang does not write (capabilities it never declares), from SPIR-V assembly.
 ASM_BUILDS = {
     "float16_cap.spv": ("float16_cap.spvasm", "spv1.0"),
+    "half_native.spv": ("half_native.spvasm", "spv1.0"),
     "vector16_cap.spv": ("vector16_cap.spvasm", "spv1.0"),
     "expect_assume.spv": ("expect_assume.spvasm", "spv1.0"),
     "aliasing.spv": ("aliasing.spvasm", "spv1.2"),  # OpDecorateId
