@@ -1371,12 +1371,16 @@ def sc_sycl_queries(env: Env) -> None:
     ck(ze.zeDeviceGetExternalMemoryProperties(env.device, ext), "external memory properties")
     assert ext.memoryAllocationImportTypes == ext.memoryAllocationExportTypes == 0
     assert ext.imageImportTypes == ext.imageExportTypes == 0
-    # The IP-version extension: listed by the driver, chained to the device's properties.
+    # The extensions: the IP version, chained to the device's properties, and
+    # the module program (lz_sim_link.py).
     ck(ze.zeDriverGetExtensionProperties(env.driver, n, ffi.NULL))
     exts = ffi.new("ze_driver_extension_properties_t[]", n[0])
     ck(ze.zeDriverGetExtensionProperties(env.driver, n, exts))
     names = {ffi.string(e.name).decode(): e.version for e in exts}
-    assert names == {"ZE_extension_device_ip_version": 1 << 16}, names
+    assert names == {
+        "ZE_extension_device_ip_version": 1 << 16,
+        "ZE_experimental_module_program": 1 << 16,
+    }, names
     ip = ffi.new(
         "ze_device_ip_version_ext_t *", {"stype": c("ZE_STRUCTURE_TYPE_DEVICE_IP_VERSION_EXT")}
     )

@@ -37,6 +37,8 @@ SOURCES = (
     "spv_compile_ext.c",
     "spv_math.c",
     "spv_group.c",
+    "spv_link.c",
+    "spv_link_ids.c",
 )
 
 
