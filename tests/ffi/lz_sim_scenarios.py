@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import cffi
+import lz_sim_link  # beside this script
 
 CDEF = """
 typedef int ze_result_t;
@@ -247,6 +248,7 @@ ffi.cdef(QUERIES_CDEF)
 ffi.cdef(HOOKS_CDEF)
 ffi.cdef(LOADER_CDEF)
 ffi.cdef(SHIM_CDEF)
+ffi.cdef(lz_sim_link.LINK_CDEF)
 
 MODE, DRIVER, KERNEL_SO = sys.argv[1], sys.argv[2], sys.argv[3]
 PORTABLE_SO = sys.argv[4] if len(sys.argv) > 4 else ""
@@ -1440,6 +1442,8 @@ SCENARIOS: dict[str, Callable[[Env], None]] = {
     "memory_hints": sc_memory_hints,
     "no_leaks": sc_no_leaks,
 }
+SCENARIOS.update(lz_sim_link.scenarios(sys.modules[__name__]))
+SCENARIOS["no_leaks"] = SCENARIOS.pop("no_leaks")  # after every other scenario
 
 
 def exit_with_work_in_flight() -> None:
