@@ -5,8 +5,9 @@ SYCL links a program's SPIR-V modules with the module program extension
 ``zeModuleCreate``'s ``pNext``, its modules linked statically by SPIR-V
 linkage), and sets specialization constants through ``pConstants``.  The
 modules are ``tests/backends/levelzero/spirv/link_*.cl`` (clang 15 and
-llvm-spirv 15: a kernel importing a function and a table from a library that
-imports from a second one) and ``spec_const.spvasm``.  Each scenario
+llvm-spirv 15: a kernel importing functions and a table from a library that
+imports from a second one, which writes a float* parameter as a uint*) and
+``spec_const.spvasm``.  Each scenario
 checks that the driver lists the extension before it uses it, so that a
 driver without it fails there rather than reading the descriptor's
 placeholder input.
@@ -102,17 +103,20 @@ def scenarios(s: types.ModuleType) -> dict[str, Callable[[Any], None]]:
         s.ck(r, "zeKernelCreate(linked)")
         a = (np.arange(n, dtype=np.float32) * np.float32(0.03) - np.float32(1)).astype(np.float32)
         b = (np.arange(n) % 9 - 4).astype(np.float32)
-        bufs = [env.alloc_device(n * 4) for _ in range(3)]
-        for buf, src in zip(bufs[1:], (a, b), strict=True):
+        bufs = [env.alloc_device(n * 4) for _ in range(4)]
+        for buf, src in zip(bufs[1:3], (a, b), strict=True):
             ffi.memmove(ffi.cast("float *", buf), src.tobytes(), n * 4)
         for i, buf in enumerate(bufs):
             s.ck(ze.zeKernelSetArgumentValue(k, i, 8, ffi.new("void **", buf)))
         s._launch(env, k, n // 16, 16)
-        got = np.frombuffer(ffi.buffer(ffi.cast("float *", bufs[0]), n * 4), np.float32)
-        want = (
-            np.sqrt(np.exp(a) * np.float32(2) + np.abs(b) * np.float32(3)) + BIAS[np.arange(n) % 4]
+        got, twice = (
+            np.frombuffer(ffi.buffer(ffi.cast("float *", bufs[i]), n * 4), np.float32)
+            for i in (0, 3)
         )
+        bias = BIAS[np.arange(n) % 4]
+        want = np.sqrt(np.exp(a) * np.float32(2) + np.abs(b) * np.float32(3)) + bias
         np.testing.assert_allclose(got, want, rtol=1e-6)
+        np.testing.assert_array_equal(twice, a * np.float32(2))
         s.ck(ze.zeKernelDestroy(k))
         for buf in bufs:
             s.ck(ze.zeMemFree(env.ctx, buf))
@@ -160,6 +164,9 @@ def scenarios(s: types.ModuleType) -> dict[str, Callable[[Any], None]]:
         # Two exports of one name; an export of another type than the import's.
         refused(env, [kernel, lib, LIB2, "link_dup.spv"], "lib_helper is exported twice")
         refused(env, [kernel, lib, "link_mismatch.spv"], "lib_helper is imported with another type")
+        # Pointers compare by storage class (store_twice's float* and uint*
+        # link): a __local one where a __global one is imported does not.
+        refused(env, [kernel, lib, "link_storage.spv"], "store_twice is imported with another type")
         # Inputs that are no SPIR-V, no inputs, and native binaries.
         refused(env, [kernel, b"\0" * 64], "input module 1 is not a SPIR-V module")
         r, _, _ = program(env, [])

@@ -13,7 +13,8 @@
  * Refused, naming the symbol: an import no module exports that the program
  * uses (an import nothing uses is dead, and left out), two exports of one
  * name, and an import whose kind or type is not its export's (types compare
- * by structure: each module has its own ids).  Before linking, each module's
+ * by structure, as each module has its own ids, and pointers by storage
+ * class: spv_link_ids.c).  Before linking, each module's
  * specialization constants (SpecId) take the values the caller gives. */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -246,16 +247,23 @@ static int by_name(const void *x, const void *y)
     return a->mod < b->mod ? -1 : a->mod > b->mod;
 }
 
-/* The type that must match between an import and its export: a function's
- * function type, a variable's pointer type. */
-static uint32_t linked_type(linker *K, lkmod *M, const lksym *s, int *is_function)
+/* What must match between an import and its export: a function's function
+ * type, a variable's type (its pointee) and storage class (*storage). */
+static uint32_t linked_type(linker *K, lkmod *M, const lksym *s, int *is_function,
+                            uint32_t *storage)
 {
     const uint32_t *d = lk_def_of(K, M, s->id);
     *is_function = opcode(d) == SPV_OpFunction;
+    *storage = 0;
     if (*is_function && count(d) >= 5)
         return d[4];
-    if (opcode(d) == SPV_OpVariable)
-        return d[1];
+    if (opcode(d) == SPV_OpVariable && count(d) >= 4) {
+        const uint32_t *p = lk_def_of(K, M, d[1]);
+        if (opcode(p) != SPV_OpTypePointer || count(p) != 4)
+            MALFORMED("variable %s is not of a pointer type", s->name);
+        *storage = d[3];
+        return p[3];
+    }
     MALFORMED("%s is decorated LinkageAttributes but is no function or variable", s->name);
 }
 
@@ -289,7 +297,8 @@ static void bind_import(linker *K, const lksym *imp, const lksym *exp)
 {
     lkmod *I = &K->m[imp->mod], *E = &K->m[exp->mod];
     int fi, fe;
-    uint32_t ti = linked_type(K, I, imp, &fi), te = linked_type(K, E, exp, &fe);
+    uint32_t si, se;
+    uint32_t ti = linked_type(K, I, imp, &fi, &si), te = linked_type(K, E, exp, &fe, &se);
     K->pos = imp->pos;
     K->cur_mod = imp->mod;
     if (fi != fe)
@@ -299,7 +308,7 @@ static void bind_import(linker *K, const lksym *imp, const lksym *exp)
         MALFORMED("imported function %s has a body", imp->name);
     if (fe && !has_body(E, E->def[exp->id]))
         MALFORMED("exported function %s has no body", exp->name);
-    if (!lk_same_def(K, I, ti, E, te))
+    if (si != se || !lk_same_def(K, I, ti, E, te))
         LINK_FAIL("%s is imported with another type than it is exported with (by module %u)",
                   imp->name, exp->mod);
     drop_import(I, imp->id);

@@ -234,11 +234,17 @@ static void mark_id(linker *K, lkmod *M, const uint32_t *ins, uint32_t i, char r
 }
 
 /* Instructions a (of A) and b (of B) say the same: one opcode, the same
- * literals, and ids that say the same, recursively (types and constants). */
+ * literals, and ids that say the same, recursively (types and constants).
+ * Pointers compare by storage class alone: LLVM's pointers are opaque, and
+ * llvm-spirv guesses each module's pointee types from its own uses (a
+ * function's double* out-parameter is a ulong* where the function stores
+ * the double's bits); a pointer is passed as its address whatever it says. */
 static int same_words(linker *K, lkmod *A, const uint32_t *a, lkmod *B, const uint32_t *b)
 {
     if (a[0] != b[0])
         return 0;
+    if (opcode(a) == SPV_OpTypePointer && count(a) == 4)
+        return a[2] == b[2];
     uint32_t cnt = count(a), depth = K->cmp.n - 1;
     K->cmp.marks[depth] = lk_grow(K, K->cmp.marks[depth], &K->cmp.capmarks[depth], cnt, 1);
     uint8_t *is_id = K->cmp.marks[depth];

@@ -51,6 +51,7 @@ BUILDS = {
     "link_lib2.spv": ("link_lib2.cl", "-O2"),
     "link_dup.spv": ("link_dup.cl", "-O2"),
     "link_mismatch.spv": ("link_mismatch.cl", "-O2"),
+    "link_storage.spv": ("link_storage.cl", "-O2"),
 }
 # Modules clang does not write (capabilities it never declares), from SPIR-V assembly.
 ASM_BUILDS = {
