@@ -31,6 +31,8 @@ _SIM = (
     "sim/spirv/spv_compile_alu.c",
     "sim/spirv/spv_compile_ext.c",
     "sim/spirv/spv_module.c",
+    "sim/spirv/spv_link.c",
+    "sim/spirv/spv_link_ids.c",
     "sim/spirv/spv_exec.c",
     "sim/spirv/spv_math.c",
     "sim/spirv/spv_group.c",
@@ -49,6 +51,8 @@ _HEADERS = (
     "sim/spirv/spv_opcodes.h",
     "sim/spirv/spv_opcodes.def",
     "sim/spirv/spv_grammar.h",
+    "sim/spirv/spv_operands.h",
+    "sim/spirv/spv_link.h",
     *ENGINE_HEADERS,
 )
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import cffi
+import lz_sim_link  # beside this script
 
 CDEF = """
 typedef int ze_result_t;
@@ -247,6 +248,7 @@ ffi.cdef(QUERIES_CDEF)
 ffi.cdef(HOOKS_CDEF)
 ffi.cdef(LOADER_CDEF)
 ffi.cdef(SHIM_CDEF)
+ffi.cdef(lz_sim_link.LINK_CDEF)
 
 MODE, DRIVER, KERNEL_SO = sys.argv[1], sys.argv[2], sys.argv[3]
 PORTABLE_SO = sys.argv[4] if len(sys.argv) > 4 else ""
@@ -1371,12 +1373,16 @@ def sc_sycl_queries(env: Env) -> None:
     ck(ze.zeDeviceGetExternalMemoryProperties(env.device, ext), "external memory properties")
     assert ext.memoryAllocationImportTypes == ext.memoryAllocationExportTypes == 0
     assert ext.imageImportTypes == ext.imageExportTypes == 0
-    # The IP-version extension: listed by the driver, chained to the device's properties.
+    # The extensions: the IP version, chained to the device's properties, and
+    # the module program (lz_sim_link.py).
     ck(ze.zeDriverGetExtensionProperties(env.driver, n, ffi.NULL))
     exts = ffi.new("ze_driver_extension_properties_t[]", n[0])
     ck(ze.zeDriverGetExtensionProperties(env.driver, n, exts))
     names = {ffi.string(e.name).decode(): e.version for e in exts}
-    assert names == {"ZE_extension_device_ip_version": 1 << 16}, names
+    assert names == {
+        "ZE_extension_device_ip_version": 1 << 16,
+        "ZE_experimental_module_program": 1 << 16,
+    }, names
     ip = ffi.new(
         "ze_device_ip_version_ext_t *", {"stype": c("ZE_STRUCTURE_TYPE_DEVICE_IP_VERSION_EXT")}
     )
@@ -1436,6 +1442,8 @@ SCENARIOS: dict[str, Callable[[Env], None]] = {
     "memory_hints": sc_memory_hints,
     "no_leaks": sc_no_leaks,
 }
+SCENARIOS.update(lz_sim_link.scenarios(sys.modules[__name__]))
+SCENARIOS["no_leaks"] = SCENARIOS.pop("no_leaks")  # after every other scenario
 
 
 def exit_with_work_in_flight() -> None:

@@ -58,6 +58,9 @@ SCENARIO_NAMES = (
     "sycl_queries",
     "memory_hints",
     "no_leaks",
+    "link_program",
+    "link_refusals",
+    "spec_constants",
 )
 NO_LOADER = f"{LOADER} is missing: install the Debian package libze1 (apt-get install libze1)"
 NO_LAYER = f"{LAYER} is missing: install the Debian package libze1 (apt-get install libze1)"

@@ -37,6 +37,8 @@ SOURCES = (
     "spv_compile_ext.c",
     "spv_math.c",
     "spv_group.c",
+    "spv_link.c",
+    "spv_link_ids.c",
 )
 
 
@@ -149,3 +151,40 @@ def test_the_header_is_what_the_generator_writes() -> None:
     if fresh != HEADER.read_text():
         # Another grammar release: its constants are still checked one by one above.
         pytest.skip("the installed grammar is another release than the header was written from")
+
+
+def _generator(name: str):  # type: ignore[no-untyped-def]
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, SPIRV / f"{name}.py")
+    assert spec and spec.loader
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    return gen
+
+
+@needs_grammar
+def test_the_operand_header_is_what_its_generator_writes() -> None:
+    # spv_operands.h says where the ids are in each instruction (the linker
+    # renumbers them); a hand edit, or a generator change not run, shows here.
+    fresh = _generator("gen_spv_operands").render(GRAMMAR_DIR)
+    ours = (SPIRV / "spv_operands.h").read_text()
+    if fresh != ours:
+        # Its first line names the grammar release it was written from.
+        same_release = fresh.splitlines()[0] == ours.splitlines()[0]
+        assert not same_release, "spv_operands.h is not what gen_spv_operands.py writes: run it"
+        pytest.skip("the installed grammar is another release than the header was written from")
+
+
+@needs_grammar
+def test_every_core_instruction_has_its_operands() -> None:
+    core = json.loads(CORE.read_text())
+    text = (SPIRV / "spv_operands.h").read_text()
+    rows = dict(re.findall(r'^    \{(\d+), "Op\w+", "([^"]*)"\},$', text, re.M))
+    assert {int(k) for k in rows} == {i["opcode"] for i in core["instructions"]}
+    # Spot checks: OpLoad's optional memory operands, OpSwitch's pairs,
+    # OpDecorateId's ids after its enumerant, OpExtInst's per-set operands.
+    assert rows["61"] == "TRIM?"
+    assert rows["251"] == "IIL*"
+    assert rows["332"] == "IWA"
+    assert rows["12"] == "TRIWE"

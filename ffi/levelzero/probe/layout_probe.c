@@ -63,6 +63,9 @@ static void print_layouts(void) {
     SZ(ze_module_desc_t); OFF(ze_module_desc_t, format); OFF(ze_module_desc_t, inputSize);
     OFF(ze_module_desc_t, pInputModule); OFF(ze_module_desc_t, pBuildFlags);
     OFF(ze_module_desc_t, pConstants);
+    SZ(ze_module_program_exp_desc_t); OFF(ze_module_program_exp_desc_t, count);
+    OFF(ze_module_program_exp_desc_t, inputSizes); OFF(ze_module_program_exp_desc_t, pInputModules);
+    OFF(ze_module_program_exp_desc_t, pBuildFlags); OFF(ze_module_program_exp_desc_t, pConstants);
     SZ(ze_kernel_desc_t); OFF(ze_kernel_desc_t, pKernelName);
     SZ(ze_group_count_t);
 }
@@ -94,6 +97,7 @@ static void print_values(void) {
     VAL(ZE_STRUCTURE_TYPE_FENCE_DESC); VAL(ZE_STRUCTURE_TYPE_DEVICE_MEM_ALLOC_DESC);
     VAL(ZE_STRUCTURE_TYPE_HOST_MEM_ALLOC_DESC);
     VAL(ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES); VAL(ZE_STRUCTURE_TYPE_MODULE_DESC);
+    VAL(ZE_STRUCTURE_TYPE_MODULE_PROGRAM_EXP_DESC); VAL(ZE_MODULE_PROGRAM_EXP_VERSION_1_0);
     VAL(ZE_STRUCTURE_TYPE_KERNEL_DESC);
     VAL(ZE_DEVICE_TYPE_GPU);
     VAL(ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COMPUTE); VAL(ZE_COMMAND_QUEUE_GROUP_PROPERTY_FLAG_COPY);
@@ -173,6 +177,7 @@ static void print_slots(void) {
     SL(ze_event_dditable_t, pfnQueryKernelTimestamp, SLOT_EVENT_QueryKernelTimestamp);
     SL(ze_module_dditable_t, pfnCreate, SLOT_MODULE_Create);
     SL(ze_module_dditable_t, pfnDestroy, SLOT_MODULE_Destroy);
+    SL(ze_module_dditable_t, pfnDynamicLink, SLOT_MODULE_DynamicLink);
     SL(ze_module_dditable_t, pfnGetKernelNames, SLOT_MODULE_GetKernelNames);
     SL(ze_module_dditable_t, pfnGetProperties, SLOT_MODULE_GetProperties);
     SL(ze_module_build_log_dditable_t, pfnDestroy, SLOT_MODULE_BUILD_LOG_Destroy);

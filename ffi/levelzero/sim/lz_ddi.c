@@ -205,6 +205,7 @@ ZE_APIEXPORT ze_result_t zeGetModuleProcAddrTable(ze_api_version_t version, void
     if (r != ZE_RESULT_SUCCESS) return r;
     FILL(MODULE_Create, zeModuleCreate);
     FILL(MODULE_Destroy, zeModuleDestroy);
+    FILL(MODULE_DynamicLink, zeModuleDynamicLink);
     FILL(MODULE_GetKernelNames, zeModuleGetKernelNames);
     FILL(MODULE_GetProperties, zeModuleGetProperties);
     return ZE_RESULT_SUCCESS;

@@ -81,18 +81,25 @@ ZE_APIEXPORT ze_result_t zeDeviceGetExternalMemoryProperties(ze_device_handle_t 
     return ZE_RESULT_SUCCESS;
 }
 
+/* The extensions the driver implements: the device IP version, and the
+ * module program extension (several SPIR-V modules linked into one at
+ * zeModuleCreate, lz_module.c). */
+static const ze_driver_extension_properties_t k_extensions[] = {
+    {ZE_DEVICE_IP_VERSION_EXT_NAME, ZE_DEVICE_IP_VERSION_VERSION_1_0},
+    {ZE_MODULE_PROGRAM_EXP_NAME, ZE_MODULE_PROGRAM_EXP_VERSION_1_0},
+};
+#define N_EXTENSIONS ((uint32_t)(sizeof k_extensions / sizeof k_extensions[0]))
+
 ZE_APIEXPORT ze_result_t zeDriverGetExtensionProperties(ze_driver_handle_t hDriver, uint32_t *pCount,
                                                         ze_driver_extension_properties_t *pExtensionProperties) {
     LZ_CHECK(hDriver, LZ_T_DRIVER);
     if (!pCount) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (*pCount == 0 || !pExtensionProperties) {
-        *pCount = 1;
+        *pCount = N_EXTENSIONS;
         return ZE_RESULT_SUCCESS;
     }
-    *pCount = 1;
-    memset(pExtensionProperties[0].name, 0, sizeof pExtensionProperties[0].name);
-    strcpy(pExtensionProperties[0].name, ZE_DEVICE_IP_VERSION_EXT_NAME);
-    pExtensionProperties[0].version = ZE_DEVICE_IP_VERSION_VERSION_1_0;
+    if (*pCount > N_EXTENSIONS) *pCount = N_EXTENSIONS;
+    memcpy(pExtensionProperties, k_extensions, *pCount * sizeof k_extensions[0]);
     return ZE_RESULT_SUCCESS;
 }
 

@@ -1,10 +1,13 @@
 /* Modules, build logs and kernels.
  *
  * A SPIR-V module (ZE_MODULE_FORMAT_IL_SPIRV) runs on the SPIR-V executor
- * (ffi/sim/spirv): decoded and checked here, at creation, so that anything
+ * (ffi/sim/spirv): linked (spv_link: its specialization constants set, its
+ * imports resolved), decoded and checked here, at creation, so that anything
  * it does not support fails with ZE_RESULT_ERROR_MODULE_BUILD_FAILURE (bytes
  * that are not valid SPIR-V: ZE_RESULT_ERROR_INVALID_NATIVE_BINARY) and a
- * build log naming the instruction.  A native module
+ * build log naming the instruction.  With the program extension
+ * (ZE_experimental_module_program: a ze_module_program_exp_desc_t in pNext)
+ * several SPIR-V modules are linked into one module.  A native module
  * (ZE_MODULE_FORMAT_NATIVE) is the bytes of a host shared object built from
  * the portable kernel sources (ffi/kernels/ar_host_abi.h). */
 #define _GNU_SOURCE
@@ -45,6 +48,20 @@ static void module_finalize(lz_obj *o) {
     free(m);
 }
 
+/* A build failure of the SPIR-V: the log says why, and the result what
+ * kind of failure it is. */
+static ze_result_t spirv_failure(spv_load_status ls, const char *what, const char *err,
+                                 ze_module_build_log_handle_t *phBuildLog)
+{
+    char msg[640];
+    snprintf(msg, sizeof msg, "levelzero-sim: %s: %s", what, err);
+    make_log(msg, phBuildLog);
+    if (ls == SPV_LOAD_NO_MEMORY)
+        return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+    return ls == SPV_LOAD_MALFORMED ? ZE_RESULT_ERROR_INVALID_NATIVE_BINARY
+                                    : ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
+}
+
 /* Compiles a SPIR-V module for the executor; on failure, the build log says
  * why (the executor's message names the instruction and its word offset). */
 static ze_result_t load_spirv(const void *image, size_t size, arsim_module **out,
@@ -53,15 +70,8 @@ static ze_result_t load_spirv(const void *image, size_t size, arsim_module **out
     char err[512];
     spv_load_status ls = SPV_LOAD_OK;
     spv_program *prog = spv_program_load(image, size, &ls, err, sizeof err);
-    if (!prog) {
-        char msg[640];
-        snprintf(msg, sizeof msg, "levelzero-sim: cannot build the SPIR-V module: %s", err);
-        make_log(msg, phBuildLog);
-        if (ls == SPV_LOAD_NO_MEMORY)
-            return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
-        return ls == SPV_LOAD_MALFORMED ? ZE_RESULT_ERROR_INVALID_NATIVE_BINARY
-                                        : ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
-    }
+    if (!prog)
+        return spirv_failure(ls, "cannot build the SPIR-V module", err, phBuildLog);
     arsim_module *am = NULL;
     if (arsim_module_create_foreign(prog, spv_program_free, &am) != ARSIM_OK) {
         spv_program_free(prog);
@@ -82,46 +92,143 @@ static ze_result_t load_spirv(const void *image, size_t size, arsim_module **out
     return ZE_RESULT_SUCCESS;
 }
 
+/* Links the inputs into one program (one input too: its specialization
+ * constants, its imports) and compiles it. */
+static ze_result_t link_spirv(const spv_input *in, uint32_t n, arsim_module **out,
+                              ze_module_build_log_handle_t *phBuildLog)
+{
+    char err[512];
+    spv_load_status ls = SPV_LOAD_OK;
+    size_t size = 0;
+    uint32_t *words = spv_link(in, n, &size, &ls, err, sizeof err);
+    if (!words)
+        return spirv_failure(ls, n > 1 ? "cannot link the SPIR-V modules" : "cannot build the SPIR-V module",
+                             err, phBuildLog);
+    ze_result_t r = load_spirv(words, size, out, phBuildLog);
+    free(words);
+    return r;
+}
+
+typedef struct {
+    ze_structure_type_t stype;
+    const void *pNext;
+} lz_chain;
+
+/* The program extension's descriptor chained to desc, or NULL. */
+static const ze_module_program_exp_desc_t *program_desc(const ze_module_desc_t *desc)
+{
+    for (const lz_chain *h = desc->pNext; h; h = h->pNext)
+        if (h->stype == ZE_STRUCTURE_TYPE_MODULE_PROGRAM_EXP_DESC)
+            return (const ze_module_program_exp_desc_t *)h;
+    return NULL;
+}
+
+static int is_spirv(const void *bytes, size_t size)
+{
+    uint32_t magic = 0;
+    if (size >= 4) memcpy(&magic, bytes, 4);
+    return magic == SPIRV_MAGIC;
+}
+
+/* Specialization constants given without their ids or values. */
+static int constants_missing(const ze_module_constants_t *c)
+{
+    if (!c || !c->numConstants) return 0;
+    if (!c->pConstantIds || !c->pConstantValues) return 1;
+    for (uint32_t i = 0; i < c->numConstants; i++)
+        if (!c->pConstantValues[i]) return 1;
+    return 0;
+}
+
+static spv_input spirv_input(const void *bytes, size_t size, const ze_module_constants_t *c)
+{
+    spv_input in = {bytes, size, 0, NULL, NULL};
+    if (c) {
+        in.nconst = c->numConstants;
+        in.const_ids = c->pConstantIds;
+        in.const_values = (const void *const *)c->pConstantValues;
+    }
+    return in;
+}
+
+/* Input i of the program extension, checked. */
+static ze_result_t program_input(const ze_module_program_exp_desc_t *pd, uint32_t i, spv_input *in,
+                                 ze_module_build_log_handle_t *phBuildLog)
+{
+    const ze_module_constants_t *c = pd->pConstants ? pd->pConstants[i] : NULL;
+    *in = spirv_input(pd->pInputModules[i], pd->inputSizes[i], c);
+    if (!in->bytes || constants_missing(c)) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (!in->size) return ZE_RESULT_ERROR_INVALID_SIZE;
+    if (is_spirv(in->bytes, in->size)) return ZE_RESULT_SUCCESS;
+    char msg[128];
+    snprintf(msg, sizeof msg, "levelzero-sim: input module %u is not a SPIR-V module (bad magic number)", i);
+    make_log(msg, phBuildLog);
+    return ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
+}
+
+/* The program extension: its modules (desc's own input, flags and constants
+ * are ignored, as the extension says), each checked, then linked. */
+static ze_result_t build_program(const ze_module_desc_t *desc, const ze_module_program_exp_desc_t *pd,
+                                 arsim_module **out, ze_module_build_log_handle_t *phBuildLog)
+{
+    if (desc->format != ZE_MODULE_FORMAT_IL_SPIRV) {
+        make_log("levelzero-sim: the module program extension links SPIR-V modules only", phBuildLog);
+        return ZE_RESULT_ERROR_INVALID_ARGUMENT;
+    }
+    if (!pd->inputSizes || !pd->pInputModules) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (pd->count == 0) return ZE_RESULT_ERROR_INVALID_SIZE;
+    spv_input *in = calloc(pd->count, sizeof *in);
+    if (!in) return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+    ze_result_t r = ZE_RESULT_SUCCESS;
+    for (uint32_t i = 0; i < pd->count && r == ZE_RESULT_SUCCESS; i++)
+        r = program_input(pd, i, &in[i], phBuildLog);
+    if (r == ZE_RESULT_SUCCESS) r = link_spirv(in, pd->count, out, phBuildLog);
+    free(in);
+    return r;
+}
+
+/* A module from desc alone: SPIR-V (with its specialization constants) or
+ * a native binary. */
+static ze_result_t build_module(const ze_module_desc_t *desc, arsim_module **out,
+                                ze_module_build_log_handle_t *phBuildLog)
+{
+    if (desc->format == ZE_MODULE_FORMAT_IL_SPIRV) {
+        if (!is_spirv(desc->pInputModule, desc->inputSize)) {
+            make_log("levelzero-sim: the input is not a SPIR-V module (bad magic number)", phBuildLog);
+            return ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
+        }
+        if (constants_missing(desc->pConstants)) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+        spv_input in = spirv_input(desc->pInputModule, desc->inputSize, desc->pConstants);
+        return link_spirv(&in, 1, out, phBuildLog);
+    }
+    /* The engine's loader keeps the image's memfd open for the module's
+     * life, so two live modules never share a /proc/self/fd path. */
+    arsim_status st = arsim_module_load(desc->pInputModule, desc->inputSize, out);
+    if (st == ARSIM_OK) return ZE_RESULT_SUCCESS;
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "levelzero-sim: the native binary (%zu bytes) is not a loadable host shared object "
+             "built for the host-kernel ABI v%u (%s)",
+             desc->inputSize, AR_HOST_ABI_VERSION, arsim_status_name(st));
+    make_log(msg, phBuildLog);
+    return st == ARSIM_ERR_OUT_OF_MEMORY ? ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY : ZE_RESULT_ERROR_INVALID_NATIVE_BINARY;
+}
+
 ZE_APIEXPORT ze_result_t zeModuleCreate(ze_context_handle_t hContext, ze_device_handle_t hDevice,
                                         const ze_module_desc_t *desc, ze_module_handle_t *phModule,
                                         ze_module_build_log_handle_t *phBuildLog) {
     LZ_CHECK(hContext, LZ_T_CONTEXT);
     LZ_CHECK(hDevice, LZ_T_DEVICE);
     if (phBuildLog) *phBuildLog = NULL;
-    if (!desc || !phModule || !desc->pInputModule) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (!desc || !phModule) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
     if (desc->stype != ZE_STRUCTURE_TYPE_MODULE_DESC) return ZE_RESULT_ERROR_INVALID_ARGUMENT;
     if (desc->format > ZE_MODULE_FORMAT_NATIVE) return ZE_RESULT_ERROR_INVALID_ENUMERATION;
-    if (desc->inputSize == 0) return ZE_RESULT_ERROR_INVALID_SIZE;
-    if (desc->format == ZE_MODULE_FORMAT_IL_SPIRV) {
-        uint32_t magic = 0;
-        if (desc->inputSize >= 4) memcpy(&magic, desc->pInputModule, 4);
-        if (magic != SPIRV_MAGIC) {
-            make_log("levelzero-sim: the input is not a SPIR-V module (bad magic number)", phBuildLog);
-            return ZE_RESULT_ERROR_MODULE_BUILD_FAILURE;
-        }
-    }
+    const ze_module_program_exp_desc_t *pd = program_desc(desc);
+    if (!pd && !desc->pInputModule) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    if (!pd && desc->inputSize == 0) return ZE_RESULT_ERROR_INVALID_SIZE;
     arsim_module *am = NULL;
-    arsim_status st;
-    if (desc->format == ZE_MODULE_FORMAT_IL_SPIRV) {
-        ze_result_t r = load_spirv(desc->pInputModule, desc->inputSize, &am, phBuildLog);
-        if (r != ZE_RESULT_SUCCESS)
-            return r;
-        st = ARSIM_OK;
-    } else {
-        /* The engine's loader keeps the image's memfd open for the module's
-         * life, so two live modules never share a /proc/self/fd path. */
-        st = arsim_module_load(desc->pInputModule, desc->inputSize, &am);
-    }
-    if (st != ARSIM_OK) {
-        char msg[256];
-        snprintf(msg, sizeof msg,
-                 "levelzero-sim: the native binary (%zu bytes) is not a loadable host shared object "
-                 "built for the host-kernel ABI v%u (%s)",
-                 desc->inputSize, AR_HOST_ABI_VERSION, arsim_status_name(st));
-        make_log(msg, phBuildLog);
-        return st == ARSIM_ERR_OUT_OF_MEMORY ? ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY
-                                             : ZE_RESULT_ERROR_INVALID_NATIVE_BINARY;
-    }
+    ze_result_t r = pd ? build_program(desc, pd, &am, phBuildLog) : build_module(desc, &am, phBuildLog);
+    if (r != ZE_RESULT_SUCCESS) return r;
     lz_module *m = calloc(1, sizeof *m);
     if (!m) {
         arsim_module_unload(am);
@@ -134,7 +241,7 @@ ZE_APIEXPORT ze_result_t zeModuleCreate(ze_context_handle_t hContext, ze_device_
         module_finalize(&m->base);
         return ZE_RESULT_ERROR_OUT_OF_HOST_MEMORY;
     }
-    ze_result_t r = make_log("", phBuildLog);
+    r = make_log("", phBuildLog);
     if (r != ZE_RESULT_SUCCESS) {
         lz_unregister(&m->base);
         return r;
@@ -205,10 +312,23 @@ ZE_APIEXPORT ze_result_t zeModuleGetProperties(ze_module_handle_t hModule, ze_mo
     LZ_GET(m, lz_module, hModule, LZ_T_MODULE);
     lz_unref(&m->base);
     if (!pModuleProperties) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
-    /* No imports: a module calling what it does not define is refused at
-     * creation (ffi/sim/spirv/README.md), so there is nothing to link. */
+    /* No imports: every module is linked at creation (spv_link: an import
+     * the module uses and no input exports is refused there). */
     pModuleProperties->flags = 0;
     return ZE_RESULT_SUCCESS;
+}
+
+/* Each module is linked when it is created (the program extension links
+ * several), so none has imports left to resolve here: linking any set of
+ * them succeeds, with an empty log.  (A SYCL build that allows unresolved
+ * symbols, to link them here, is refused at zeModuleCreate, naming them.) */
+ZE_APIEXPORT ze_result_t zeModuleDynamicLink(uint32_t numModules, ze_module_handle_t *phModules,
+                                             ze_module_build_log_handle_t *phLinkLog) {
+    if (phLinkLog) *phLinkLog = NULL;
+    if (!phModules) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+    for (uint32_t i = 0; i < numModules; i++)
+        LZ_CHECK(phModules[i], LZ_T_MODULE);
+    return make_log("", phLinkLog);
 }
 
 /* ----------------------------------------------------------------- kernel */

@@ -105,6 +105,7 @@ typedef enum _ze_structure_type_t {
     ZE_STRUCTURE_TYPE_MODULE_PROPERTIES = 0x1c,
     ZE_STRUCTURE_TYPE_KERNEL_DESC = 0x1d,
     ZE_STRUCTURE_TYPE_KERNEL_PROPERTIES = 0x1e,
+    ZE_STRUCTURE_TYPE_MODULE_PROGRAM_EXP_DESC = 0x00020002,
     ZE_STRUCTURE_TYPE_FORCE_UINT32 = 0x7fffffff
 } ze_structure_type_t;
 
@@ -484,6 +485,22 @@ typedef struct _ze_module_desc_t {
     const ze_module_constants_t *pConstants;
 } ze_module_desc_t;
 
+/* The module program extension: several SPIR-V modules linked into one. */
+#define ZE_MODULE_PROGRAM_EXP_NAME "ZE_experimental_module_program"
+typedef enum _ze_module_program_exp_version_t {
+    ZE_MODULE_PROGRAM_EXP_VERSION_1_0 = ZE_MAKE_VERSION(1, 0),
+} ze_module_program_exp_version_t;
+
+typedef struct _ze_module_program_exp_desc_t {
+    ze_structure_type_t stype;
+    const void *pNext;
+    uint32_t count;
+    const size_t *inputSizes;
+    const uint8_t **pInputModules;
+    const char **pBuildFlags;
+    const ze_module_constants_t **pConstants;
+} ze_module_program_exp_desc_t;
+
 typedef struct _ze_kernel_desc_t {
     ze_structure_type_t stype;
     const void *pNext;
@@ -595,6 +612,7 @@ enum arze_slot_event {
 enum arze_slot_module {
     SLOT_MODULE_Create = 0,
     SLOT_MODULE_Destroy = 1,
+    SLOT_MODULE_DynamicLink = 2,
     SLOT_MODULE_GetKernelNames = 5,
     SLOT_MODULE_GetProperties = 6,
 };

@@ -37,7 +37,31 @@ typedef enum spv_load_status {
     SPV_LOAD_MALFORMED = 1,   /* not valid SPIR-V (bad header, truncated, bad ids) */
     SPV_LOAD_UNSUPPORTED = 2, /* valid, but uses something the executor refuses */
     SPV_LOAD_NO_MEMORY = 3,
+    SPV_LOAD_LINK = 4,        /* the modules do not link (spv_link) */
 } spv_load_status;
+
+/* One module of a program (spv_link), and its specialization constants:
+ * nconst ids (SpecId) and pointers to their values (as many bytes as the
+ * constant's type; a bool's is one byte). */
+typedef struct spv_input {
+    const void *bytes;
+    size_t size;
+    uint32_t nconst;
+    const uint32_t *const_ids;
+    const void *const *const_values;
+} spv_input;
+
+/* Links n modules into one (SPIR-V linkage: each import becomes the one
+ * export of its name, of the same kind and type), after giving each its
+ * specialization constants.  Returns the program's words (malloc'd) and sets
+ * *out_bytes, or returns NULL, sets *status (SPV_LOAD_LINK for imports,
+ * exports and specialization constants that do not match) and writes the
+ * reason, naming the symbol, into err.  The program still goes to
+ * spv_program_load.  One module is checked the same way (an import it
+ * uses is refused by name), and comes back as it was but for its
+ * specialization constants, so that the loader's word offsets are its own. */
+SPV_API uint32_t *spv_link(const spv_input *in, uint32_t n, size_t *out_bytes,
+                           spv_load_status *status, char *err, size_t errlen);
 
 /* Decodes and compiles a module.  On failure returns NULL, sets *status and
  * writes a one-line reason (naming the instruction and its word offset)

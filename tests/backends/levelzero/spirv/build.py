@@ -45,6 +45,15 @@ BUILDS = {
     "bitcast_lanes.spv": ("bitcast_lanes.cl", "-O0"),  # -O2 folds the casts into loads
     "local_slack.spv": ("local_slack.cl", "-O0"),  # every access a load or store
     "local_slack_big.spv": ("local_slack_big.cl", "-O0"),
+    # Modules linked into one program (the module program extension).
+    "link_kernel_O0.spv": ("link_kernel.cl", "-O0"),
+    "link_kernel_O2.spv": ("link_kernel.cl", "-O2"),
+    "link_lib_O0.spv": ("link_lib.cl", "-O0"),
+    "link_lib_O2.spv": ("link_lib.cl", "-O2"),
+    "link_lib2.spv": ("link_lib2.cl", "-O2"),
+    "link_dup.spv": ("link_dup.cl", "-O2"),
+    "link_mismatch.spv": ("link_mismatch.cl", "-O2"),
+    "link_storage.spv": ("link_storage.cl", "-O2"),
 }
 # Modules clang does not write (capabilities it never declares), from SPIR-V assembly.
 ASM_BUILDS = {
@@ -64,6 +73,7 @@ ASM_BUILDS = {
     "builtin_ptrs.spv": ("builtin_ptrs.spvasm", "spv1.0"),
     "refused_builtin_store.spv": ("refused_builtin_store.spvasm", "spv1.0"),
     "refused_builtin_call.spv": ("refused_builtin_call.spvasm", "spv1.0"),
+    "spec_const.spv": ("spec_const.spvasm", "spv1.0"),
 }
 
 
