@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import sys
 import warnings
 from pathlib import Path
+from sys import _getframe  # bound once: the walk runs on every sim launch
 from types import CodeType, FrameType
 
 __all__ = ["PACKAGE_DIR", "EntryCaller", "caller_site", "line_at", "user_frame", "warn_at"]
@@ -33,7 +33,7 @@ def _is_inside(filename: str) -> bool:
 
 def user_frame() -> tuple[str, int]:
     """``(filename, line)`` of the innermost frame outside aruntime (and contextlib)."""
-    frame = _outside_from(sys._getframe(1))
+    frame = _outside_from(_getframe(1))
     if frame is None:
         return "<unknown>", 0
     return frame.f_code.co_filename, frame.f_lineno
@@ -78,7 +78,7 @@ class EntryCaller:
         depth = self._depth
         if depth:
             try:
-                frame = sys._getframe(depth)
+                frame = _getframe(depth)
             except ValueError:  # a shallower stack than the usual road
                 pass
             else:
@@ -89,7 +89,7 @@ class EntryCaller:
 
     def _walk(self) -> FrameType | None:
         # Counted as __call__ counts: its caller (the hook) is depth 1, ours is 2.
-        frame: FrameType | None = sys._getframe(2)
+        frame: FrameType | None = _getframe(2)
         depth = 1
         while frame is not None:
             code = frame.f_code
@@ -98,7 +98,7 @@ class EntryCaller:
                 return _outside_from(frame.f_back)
             frame = frame.f_back
             depth += 1
-        return _outside_from(sys._getframe(2))
+        return _outside_from(_getframe(2))
 
 
 def line_at(code: CodeType, offset: int) -> int:
