@@ -732,8 +732,11 @@ def sc_kernel(env: Env) -> None:
         INVALID_KERNEL_ARGUMENT_INDEX,
         "arg index",
     )
+    # Fewer bytes than a value argument has: refused.  More: its size from
+    # their start, as Intel's compute-runtime takes them (oneMKL's
+    # sgemm_kernel passes 8 bytes for a uint); argument 1 below gets 7 so.
     expect(
-        ze.zeKernelSetArgumentValue(iota, 0, 8, ffi.new("uint64_t *")),
+        ze.zeKernelSetArgumentValue(iota, 0, 2, ffi.new("uint16_t *")),
         INVALID_KERNEL_ARGUMENT_SIZE,
         "arg size",
     )
@@ -755,7 +758,7 @@ def sc_kernel(env: Env) -> None:
         INVALID_ARGUMENT,
         "unset argument",
     )
-    ck(ze.zeKernelSetArgumentValue(iota, 1, 4, ffi.new("uint32_t *", 7)))
+    ck(ze.zeKernelSetArgumentValue(iota, 1, 8, ffi.new("uint64_t *", 7 | 0xDEAD << 32)))
     ck(ze.zeCommandListAppendLaunchKernel(lst, iota, groups, done, 0, ffi.NULL))
     ck(ze.zeEventHostSynchronize(done, FOREVER))
     vals = ffi.cast("uint32_t *", y)

@@ -414,12 +414,20 @@ ZE_APIEXPORT ze_result_t zeKernelSetArgumentValue(ze_kernel_handle_t hKernel, ui
     const ar_kernel_info *info = k->k->info;
     if (argIndex >= info->num_params) r = ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX;
     else if (param_kind(k, argIndex) == SPV_PARAM_LOCAL) r = set_local_arg(k, argIndex, argSize);
-    else if (argSize != info->param_sizes[argIndex]) r = ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
+    else if (argSize < info->param_sizes[argIndex] ||
+             (argSize > info->param_sizes[argIndex] && param_kind(k, argIndex) != SPV_PARAM_VALUE))
+        r = ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
     else {
+        /* More bytes than a plain value parameter has: its size from their
+         * start (the low bytes), as Intel's compute-runtime copies an
+         * immediate argument (KernelImp::setArgImmediate); oneMKL's
+         * sgemm_kernel gets 8-byte values for its uint offsets.  By-value
+         * structs take exactly their size. */
+        size_t size = info->param_sizes[argIndex];
         pthread_mutex_lock(&k->lock);
         /* A NULL value sets the argument to zero (a null pointer). */
-        if (pArgValue) memcpy(k->args + k->offsets[argIndex], pArgValue, argSize);
-        else memset(k->args + k->offsets[argIndex], 0, argSize);
+        if (pArgValue) memcpy(k->args + k->offsets[argIndex], pArgValue, size);
+        else memset(k->args + k->offsets[argIndex], 0, size);
         k->set_mask[argIndex / 64] |= 1ull << (argIndex % 64);
         pthread_mutex_unlock(&k->lock);
     }

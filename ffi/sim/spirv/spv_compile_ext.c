@@ -217,7 +217,8 @@ static uint32_t group_begin(loader *L, fnctx *c, int scoped, uint32_t *flags)
 {
     uint32_t rt = word(L, c->at, 1), rid = word(L, c->at, 2);
     uint32_t d = spvl_slot(L, rid);
-    if (comps(L, rt) != 1 && c->info->code != C_BALLOT)
+    int intel = c->info->fn == F_INTELSHUFFLE || c->info->fn == F_INTELSHUFFLEREL;
+    if (comps(L, rt) != 1 && c->info->code != C_BALLOT && !intel)
         UNSUPPORTED("vector operands of group operations are not supported");
     *flags = scoped ? group_scope(L, word(L, c->at, 3)) : 0;
     if (c->info->flags & OPF_NU) {
@@ -281,13 +282,15 @@ void spvl_c_groupelect(loader *L, fnctx *c)
     group_emit(L, c, d, SPV_NONE, SPV_NONE, 1, flags);
 }
 
-/* Intel sub-group shuffles (always sub-group scope, no scope operand). */
+/* Intel sub-group shuffles (always sub-group scope, no scope operand).  A
+ * vector (SPV_INTEL_subgroups: Data a scalar or vector) shuffles each of its
+ * components by the one index, so X_COLL's n is its components. */
 void spvl_c_intelshuffle(loader *L, fnctx *c)
 {
     uint32_t flags;
     uint32_t d = group_begin(L, c, 0, &flags);
     uint32_t a = spvl_slot(L, word(L, c->at, 3));
-    group_emit(L, c, d, a, spvl_slot(L, word(L, c->at, 4)), 1, flags);
+    group_emit(L, c, d, a, spvl_slot(L, word(L, c->at, 4)), comps(L, word(L, c->at, 1)), flags);
 }
 
 /* The Intel shuffles up and down: the second data operand and the delta go
@@ -299,5 +302,5 @@ void spvl_c_intelshufflerel(loader *L, fnctx *c)
     uint32_t a = spvl_slot(L, word(L, c->at, 3));
     uint32_t b = spvl_aux_push(L, spvl_slot(L, word(L, c->at, 4)));
     spvl_aux_push(L, spvl_slot(L, word(L, c->at, 5)));
-    group_emit(L, c, d, a, b, 1, flags);
+    group_emit(L, c, d, a, b, comps(L, word(L, c->at, 1)), flags);
 }

@@ -73,8 +73,12 @@ static uint64_t op2(uint32_t kind, uint32_t w, uint64_t a, uint64_t b)
     }
 }
 
-/* Broadcasts and shuffles: each work-item's value from another's. */
-static void exchange(group *g, const spv_ins *I, item **m, uint32_t size, const uint64_t *v)
+/* Broadcasts and shuffles: each work-item's value from another's.  k: the
+ * component (an Intel shuffle of a vector moves each component as the scalar
+ * shuffle does, every one from the same work-item; its other operand's
+ * component k too). */
+static void exchange(group *g, const spv_ins *I, item **m, uint32_t size, const uint64_t *v,
+                     uint32_t k)
 {
     const spv_program *p = g->p;
     uint32_t kind = I->c;
@@ -102,7 +106,7 @@ static void exchange(group *g, const spv_ins *I, item **m, uint32_t size, const 
         case C_SHUFFLE_UP: src = (int64_t)i - (int64_t)(r[I->b] & 0xFFFFFFFFu); break;
         case C_SHUFFLE_DOWN: src = (int64_t)i + (int64_t)(r[I->b] & 0xFFFFFFFFu); break;
         default: {
-            uint32_t other = p->aux[I->b], delta = (uint32_t)r[p->aux[I->b + 1]];
+            uint32_t other = p->aux[I->b] + k, delta = (uint32_t)r[p->aux[I->b + 1]];
             if (kind == C_INTEL_SHUFFLE_DOWN) {
                 src = (int64_t)i + delta; /* current, then next */
                 if (src >= (int64_t)size) {
@@ -131,7 +135,7 @@ static void exchange(group *g, const spv_ins *I, item **m, uint32_t size, const 
         out[i] = src >= 0 && src < (int64_t)size && m[src] ? v[src] : 0;
     }
     for (uint32_t i = 0; i < size; i++)
-        if (m[i]) m[i]->regs[I->d] = out[i];
+        if (m[i]) m[i]->regs[I->d + k] = out[i];
     if (size > LZ_VALS_MAX)
         free(out);
 }
@@ -212,9 +216,17 @@ static void collective(group *g, const spv_ins *I, item **m, uint32_t size)
         break;
     }
     case C_BROADCAST: case C_SHUFFLE: case C_SHUFFLE_XOR: case C_SHUFFLE_UP: case C_SHUFFLE_DOWN:
-    case C_INTEL_SHUFFLE_DOWN: case C_INTEL_SHUFFLE_UP:
-        exchange(g, I, m, size, v);
+    case C_INTEL_SHUFFLE_DOWN: case C_INTEL_SHUFFLE_UP: {
+        /* n: the lanes of a broadcast's local id; of a shuffle's value. */
+        uint32_t comps = kind == C_BROADCAST ? 1 : I->n;
+        for (uint32_t k = 0; k < comps; k++) {
+            if (k)
+                for (uint32_t i = 0; i < size; i++)
+                    v[i] = m[i] ? m[i]->regs[I->a + k] : 0;
+            exchange(g, I, m, size, v, k);
+        }
         break;
+    }
     default:
         reduce_scan(I, m, size, v);
         break;

@@ -54,6 +54,11 @@ BUILDS = {
     "link_dup.spv": ("link_dup.cl", "-O2"),
     "link_mismatch.spv": ("link_mismatch.cl", "-O2"),
     "link_storage.spv": ("link_storage.cl", "-O2"),
+    "intel_shuffle_vec.spv": ("intel_shuffle_vec.cl", "-O2"),
+}
+# llvm-spirv's extensions for the modules that need one.
+TRANSLATOR_FLAGS = {
+    "intel_shuffle_vec.spv": ("--spirv-ext=+SPV_INTEL_subgroups",),
 }
 # Modules clang does not write (capabilities it never declares), from SPIR-V assembly.
 ASM_BUILDS = {
@@ -88,7 +93,8 @@ def main() -> int:
         for out, (source, opt) in BUILDS.items():
             bitcode = Path(tmp) / (out + ".bc")
             subprocess.run([clang, *FLAGS, opt, str(HERE / source), "-o", str(bitcode)], check=True)
-            subprocess.run([translator, str(bitcode), "-o", str(HERE / out)], check=True)
+            flags = TRANSLATOR_FLAGS.get(out, ())
+            subprocess.run([translator, *flags, str(bitcode), "-o", str(HERE / out)], check=True)
             print(HERE / out)
     for out, (source, env) in ASM_BUILDS.items():
         cmd = [assembler, "--target-env", env, str(HERE / source), "-o", str(HERE / out)]
