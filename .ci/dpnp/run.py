@@ -1,4 +1,6 @@
-"""Runs a pinned slice of dpnp's tensor suite on levelzero-sim; compares with expected.json.
+"""Runs the dpnp smoke and a pinned slice of dpnp's tensor suite on levelzero-sim.
+
+The slice's outcomes are compared with expected.json.
 
 Run it with the Python of a venv that has .ci/dpnp/requirements.txt, from
 anywhere:
@@ -6,7 +8,8 @@ anywhere:
     python .ci/dpnp/run.py --lib-dir aruntime/_lib/ze_loader [--update] [-- PYTEST_ARGS]
 
 --lib-dir is the folder of levelzero-sim's libze_loader.so.1 (what
-``aruntime env levelzero-sim`` puts on LD_LIBRARY_PATH).  The slice is the
+``aruntime env levelzero-sim`` puts on LD_LIBRARY_PATH).  smoke.py runs
+first: each of its operations must give numpy's answer.  The slice is the
 modules expected.json lists, of ``dpnp.tests.tensor`` (shipped in dpnp's
 wheel), chosen to take two or three minutes on two cores; the whole suite
 runs by hand (docs/levelzero.md).  Each test has a time limit.  The run fails
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -39,6 +43,9 @@ from pytest_expected import (  # noqa: E402
 def main() -> int:
     args = client_arguments(__doc__.split("\n")[0])
     lib_dir = args.lib_dir
+    smoke = subprocess.run(
+        [sys.executable, str(HERE / "smoke.py")], env=levelzero_environment(lib_dir), check=False
+    )
     expected = json.loads(EXPECTED.read_text())
     # The wheel's test files by path, from its tests folder as rootdir: the
     # node ids read tensor.<module>::<test>, and dpnp's conftests apply.
@@ -65,8 +72,10 @@ def main() -> int:
     )
     if args.update:
         update(EXPECTED, expected, outcomes)
-        return 0
+        return smoke.returncode
     problems = compare("dpnp.tests.tensor (slice) on levelzero-sim", expected, outcomes)
+    if smoke.returncode != 0:
+        problems.append("the smoke failed (above)")
     for line in problems:
         print("FAIL:", line)
     return 1 if problems else 0
