@@ -86,8 +86,9 @@ def run_suites(
             "-o",
             "consider_namespace_packages=true",
             # Node ids then name the module (numba/cuda/tests/.../test_x.py::...);
-            # from the scratch folder they would read ::Class::test, the same in
-            # two modules, and xdist tells tests apart by node id.
+            # from the scratch folder they read ::Class::test, which xdist's
+            # loadfile would group as one file (one worker), and two modules
+            # could share.
             f"--rootdir={root}",
             # Modules keep their order and share state (compiled kernels, a
             # module's setUpModule): each runs whole on one worker.
