@@ -8,7 +8,9 @@ nvJitLink (see docs/numba.md), from anywhere:
 The suites are the modules expected.json lists, from the wheel's
 ``numba.cuda.tests.cudadrv`` and ``numba.cuda.tests.cudapy``.  They run under
 pytest with ``plugin.py`` (the fixture numba's source-tree conftest gives),
-numba's simulator off, and libcuda.so.1 taken from --lib-dir.  The run fails
+numba's simulator off, and libcuda.so.1 taken from --lib-dir, on pytest-xdist
+workers (one a core, four at most; each a process with its own cuda-sim), a
+test module to a worker: ``-- -n 0`` runs them in this one process.  The run fails
 when fewer tests pass than expected.json records, or when a test fails that
 its ``known_refusals`` does not list (each entry says why the sim refuses
 it).  The tests in ``left_out`` do not run at all: each faults the device,
@@ -43,19 +45,25 @@ def _environment(lib_dir: Path) -> dict[str, str]:
     return env
 
 
-def _targets(modules: list[str]) -> list[str]:
-    """Dotted module names: each listed module of either package that exists."""
+def _targets(modules: list[str]) -> tuple[list[str], Path]:
+    """Dotted module names: each listed module of either package that exists;
+    and the folder the top package (``numba``) is in."""
     import importlib.util
 
     found = []
+    root = None
     for name in modules:
         for package in PACKAGES:
-            if importlib.util.find_spec(f"{package}.{name}") is not None:
-                found.append(f"{package}.{name}")
+            spec = importlib.util.find_spec(f"{package}.{name}")
+            if spec is not None and spec.origin is not None:
+                found.append(spec.name)
+                root = Path(spec.origin).parents[spec.name.count(".")]
                 break
         else:
             raise SystemExit(f"expected.json lists {name}, which neither suite has")
-    return found
+    if root is None:
+        raise SystemExit("expected.json lists no modules")
+    return found, root
 
 
 def run_suites(
@@ -65,6 +73,7 @@ def run_suites(
         outcomes = keep or Path(tmp) / "outcomes.json"
         leave_out = Path(tmp) / "leave_out.json"
         leave_out.write_text(json.dumps(sorted(left_out)))
+        targets, root = _targets(modules)
         command = [
             sys.executable,
             "-m",
@@ -76,10 +85,21 @@ def run_suites(
             "plugin",
             "-o",
             "consider_namespace_packages=true",
+            # Node ids then name the module (numba/cuda/tests/.../test_x.py::...);
+            # from the scratch folder they read ::Class::test, which xdist's
+            # loadfile would group as one file (one worker), and two modules
+            # could share.
+            f"--rootdir={root}",
+            # Modules keep their order and share state (compiled kernels, a
+            # module's setUpModule): each runs whole on one worker.
+            "-n",
+            "auto",
+            "--maxprocesses=4",
+            "--dist=loadfile",
             f"--numba-sim-outcomes={outcomes}",
             f"--numba-sim-leave-out={leave_out}",
             "--pyargs",
-            *_targets(modules),
+            *targets,
             *extra,
         ]
         # From a scratch folder: nothing of this checkout may shadow the wheel.
