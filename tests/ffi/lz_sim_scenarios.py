@@ -734,7 +734,19 @@ def sc_kernel(env: Env) -> None:
     )
     # Fewer bytes than a value argument has: refused.  More: its size from
     # their start, as Intel's compute-runtime takes them (oneMKL's
-    # sgemm_kernel passes 8 bytes for a uint); argument 1 below gets 7 so.
+    # sgemm_kernel passes 8 bytes for a uint), but only where the extra bytes
+    # extend the kept ones: a value the cut would change is refused, never
+    # truncated.  Argument 1 below gets 7 in 8 bytes.
+    expect(
+        ze.zeKernelSetArgumentValue(iota, 1, 8, ffi.new("uint64_t *", 7 | 0xDEAD << 32)),
+        INVALID_KERNEL_ARGUMENT_SIZE,
+        "arg size: high bytes that the cut would lose",
+    )
+    expect(
+        ze.zeKernelSetArgumentValue(iota, 1, 8, ffi.new("double *", 2.0)),
+        INVALID_KERNEL_ARGUMENT_SIZE,
+        "arg size: a double for a 4-byte parameter",
+    )
     expect(
         ze.zeKernelSetArgumentValue(iota, 0, 2, ffi.new("uint16_t *")),
         INVALID_KERNEL_ARGUMENT_SIZE,
@@ -758,7 +770,7 @@ def sc_kernel(env: Env) -> None:
         INVALID_ARGUMENT,
         "unset argument",
     )
-    ck(ze.zeKernelSetArgumentValue(iota, 1, 8, ffi.new("uint64_t *", 7 | 0xDEAD << 32)))
+    ck(ze.zeKernelSetArgumentValue(iota, 1, 8, ffi.new("uint64_t *", 7)))
     ck(ze.zeCommandListAppendLaunchKernel(lst, iota, groups, done, 0, ffi.NULL))
     ck(ze.zeEventHostSynchronize(done, FOREVER))
     vals = ffi.cast("uint32_t *", y)

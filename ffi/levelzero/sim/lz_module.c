@@ -407,6 +407,24 @@ static ze_result_t set_local_arg(lz_kernel *k, uint32_t i, size_t argSize) {
     return ZE_RESULT_SUCCESS;
 }
 
+/* Whether argSize bytes at value set a parameter of size bytes: exactly its
+ * size, or, for a plain value, more bytes whose extra ones only extend the
+ * kept ones (zero or sign extension), so that the low bytes hold the same
+ * integer.  Intel's compute-runtime keeps the low bytes of any longer
+ * immediate (KernelImp::setArgImmediate), and oneMKL's sgemm_kernel passes
+ * its uint offsets in 8 bytes; a value the cut would change (a double for a
+ * float parameter) is refused, never truncated. */
+static int arg_size_fits(int plain_value, const void *value, size_t argSize, size_t size) {
+    if (argSize == size) return 1;
+    if (argSize < size || size == 0 || !plain_value) return 0;
+    if (!value) return 1;
+    const unsigned char *bytes = value;
+    unsigned char fill = (bytes[size - 1] & 0x80) ? 0xFF : 0x00;
+    for (size_t i = size; i < argSize; i++)
+        if (bytes[i] != fill) return 0;
+    return 1;
+}
+
 ZE_APIEXPORT ze_result_t zeKernelSetArgumentValue(ze_kernel_handle_t hKernel, uint32_t argIndex, size_t argSize,
                                                   const void *pArgValue) {
     LZ_GET(k, lz_kernel, hKernel, LZ_T_KERNEL);
@@ -414,15 +432,10 @@ ZE_APIEXPORT ze_result_t zeKernelSetArgumentValue(ze_kernel_handle_t hKernel, ui
     const ar_kernel_info *info = k->k->info;
     if (argIndex >= info->num_params) r = ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_INDEX;
     else if (param_kind(k, argIndex) == SPV_PARAM_LOCAL) r = set_local_arg(k, argIndex, argSize);
-    else if (argSize < info->param_sizes[argIndex] ||
-             (argSize > info->param_sizes[argIndex] && param_kind(k, argIndex) != SPV_PARAM_VALUE))
+    else if (!arg_size_fits(param_kind(k, argIndex) == SPV_PARAM_VALUE, pArgValue, argSize,
+                            info->param_sizes[argIndex]))
         r = ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE;
     else {
-        /* More bytes than a plain value parameter has: its size from their
-         * start (the low bytes), as Intel's compute-runtime copies an
-         * immediate argument (KernelImp::setArgImmediate); oneMKL's
-         * sgemm_kernel gets 8-byte values for its uint offsets.  By-value
-         * structs take exactly their size. */
         size_t size = info->param_sizes[argIndex];
         pthread_mutex_lock(&k->lock);
         /* A NULL value sets the argument to zero (a null pointer). */
