@@ -13,6 +13,7 @@ static int ext_supported(uint32_t e)
         SPV_CL_mad, SPV_CL_nextafter, SPV_CL_pow,
         SPV_CL_pown, SPV_CL_powr, SPV_CL_remainder, SPV_CL_rint, SPV_CL_round, SPV_CL_rsqrt,
         SPV_CL_sin, SPV_CL_sinh, SPV_CL_sqrt, SPV_CL_tan, SPV_CL_tanh, SPV_CL_trunc,
+        SPV_CL_tgamma, SPV_CL_lgamma, SPV_CL_sinpi, SPV_CL_cospi, SPV_CL_tanpi,
         SPV_CL_half_cos, SPV_CL_half_exp, SPV_CL_half_exp2, SPV_CL_half_exp10, SPV_CL_half_log,
         SPV_CL_half_log2, SPV_CL_half_powr, SPV_CL_half_recip, SPV_CL_half_rsqrt, SPV_CL_half_sin,
         SPV_CL_native_cos, SPV_CL_native_divide, SPV_CL_native_exp, SPV_CL_native_exp2,
@@ -31,6 +32,13 @@ static int ext_supported(uint32_t e)
         if (ok[i] == e)
             return 1;
     return 0;
+}
+
+/* The ones that also store through a pointer, their last operand (ext_out). */
+static int ext_stores(uint32_t e)
+{
+    return e == SPV_CL_frexp || e == SPV_CL_modf || e == SPV_CL_fract || e == SPV_CL_sincos ||
+           e == SPV_CL_remquo || e == SPV_CL_lgamma_r;
 }
 
 static const char *cl_name(uint32_t e)
@@ -54,7 +62,7 @@ void spvl_ext_half(loader *L, const fnctx *c)
     case SPV_CL_shuffle: case SPV_CL_shuffle2:
         return;
     default:
-        if (e < SPV_CL_s_abs && ext_supported(e))
+        if (e < SPV_CL_s_abs && (ext_supported(e) || ext_stores(e)))
             return;
     }
     UNSUPPORTED("OpenCL.std %s (%u) on half (16-bit float) values is not supported by "
@@ -135,6 +143,38 @@ static void ext_shuffle(loader *L, fnctx *c, uint32_t e)
     }
 }
 
+/* frexp, modf, fract, sincos (x, ptr) and remquo (x, y, ptr), lgamma_r (x,
+ * ptr): one X_EXTOUT per component, its result to the result's slots and
+ * what it stores to new ones, then one checked X_STORE of those through the
+ * pointer (private, local, global or generic: a host address like any
+ * other).  What is stored is OpenCL.std's type for the function, whatever
+ * the pointer's pointee type says (llvm-spirv types pointers by their uses):
+ * a 32-bit int per component for frexp, remquo and lgamma_r, a value of the
+ * result's width for modf, fract and sincos. */
+static void ext_out(loader *L, fnctx *c, uint32_t e)
+{
+    uint32_t two = e == SPV_CL_remquo;
+    if (c->cnt - 5 != 2 + two)
+        MALFORMED("OpenCL.std %s (%u) takes %u operands", cl_name(e), e, 2 + two);
+    uint32_t x = word(L, c->at, 5), y = two ? word(L, c->at, 6) : SPV_NONE;
+    uint32_t ptr = word(L, c->at, 6 + two);
+    if (type_of(L, value_type(L, ptr))->kind != T_PTR)
+        MALFORMED("OpenCL.std %s (%u): its last operand is not a pointer", cl_name(e), e);
+    ty *rs = scalar(L, c->rt);
+    if (rs->kind != T_FLOAT)
+        MALFORMED("OpenCL.std %s (%u) of a non-float type", cl_name(e), e);
+    uint8_t w = (uint8_t)rs->width;
+    int int_out = e == SPV_CL_frexp || e == SPV_CL_remquo || e == SPV_CL_lgamma_r;
+    uint32_t sx = spvl_slot(L, x), sy = two ? spvl_slot(L, y) : SPV_NONE;
+    int xv = is_vec(L, x), yv = two && is_vec(L, y);
+    uint32_t o = spvl_new_slots(L, c->n);
+    for (uint32_t k = 0; k < c->n; k++)
+        spvl_emit(L, X_EXTOUT, 1, w, c->d + k, sx + (xv ? k : 0),
+                  sy == SPV_NONE ? sy : sy + (yv ? k : 0), e, o + k);
+    spvl_emit(L, X_STORE, (uint8_t)c->n, (uint8_t)(int_out ? 4 : w / 8), 0, spvl_slot(L, ptr), o,
+              0, 0);
+}
+
 /* The rest: component-wise, one X_EXT per component (a, b, e: operands;
  * c: the instruction; w: the width it computes in). */
 static void ext_map(loader *L, fnctx *c, uint32_t e)
@@ -180,6 +220,8 @@ void spvl_c_extinst(loader *L, fnctx *c)
         ext_select(L, c, e);
     else if (e == SPV_CL_shuffle || e == SPV_CL_shuffle2)
         ext_shuffle(L, c, e);
+    else if (ext_stores(e))
+        ext_out(L, c, e);
     else if (!ext_supported(e))
         UNSUPPORTED("OpenCL.std %s (%u) is not supported", cl_name(e), e);
     else

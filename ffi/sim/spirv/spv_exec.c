@@ -507,6 +507,9 @@ int spvx_run_item(group *g, item *it)
         case X_BARRIER: return stop(it, pc, regs, R_BARRIER);
         case X_COLL: return stop(it, pc - 1, regs, R_COLL);
         case X_EXT: exec_ext(I, regs); break;
+        case X_EXTOUT:
+            R_(I->d) = spvx_ext_out(I->c, I->w, A_, I->b == SPV_NONE ? 0 : B_, &R_(I->e));
+            break;
         default: return stop(it, pc - 1, it->regs, -1);
         }
     }

@@ -86,6 +86,9 @@ SPVX_API uint16_t spvx_double_to_half(double v);
 SPVX_API uint64_t spvx_atomic(void *p, uint32_t w, uint32_t kind, uint64_t v, uint64_t cmp);
 /* OpenCL.std instruction e at width w. */
 SPVX_API uint64_t spvx_ext_float(uint32_t e, uint32_t w, uint64_t ua, uint64_t ub, uint64_t uc);
+/* frexp, modf, fract, sincos, remquo, lgamma_r at width w: the result, and in
+ * *out the bits they store (an int, or a value of width w). */
+SPVX_API uint64_t spvx_ext_out(uint32_t e, uint32_t w, uint64_t ua, uint64_t ub, uint64_t *out);
 SPVX_API uint64_t spvx_ext_int(uint32_t e, uint32_t w, uint64_t a, uint64_t b, uint64_t c);
 /* Float comparison op (the SPIR-V opcode), and OpIsNan ... OpSignBitSet. */
 SPVX_API int spvx_fcmp(uint32_t op, double a, double b);

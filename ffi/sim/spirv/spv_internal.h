@@ -46,6 +46,10 @@ enum {
     X_JMP, X_BR, X_SWITCH, X_CALL, X_RET, X_UNREACHABLE,
     X_BARRIER, X_COLL,
     X_EXT,
+    /* OpenCL.std functions with a second result, stored by an X_STORE after
+     * them: d = result, a and b = operands (b SPV_NONE for one), c = the
+     * instruction, e = the slot of the value to store. */
+    X_EXTOUT,
     X_COUNT,
     /* The ranges the interpreter hands to one helper each (spv_exec.c). */
     X_INT_FIRST = X_IADD, X_INT_LAST = X_LNE,

@@ -116,6 +116,63 @@ static int powr_nan(double x, double y)
            (x == 1 && isinf(y));
 }
 
+/* sinpi, cospi, tanpi in double: x reduced exactly (fmod by 2, and the
+ * reflections 1 - r, 2 - r, 0.5 - r are exact), then sin, cos or tan of pi
+ * times a reduced argument in [0, 0.25]; OpenCL C's special values: sinpi(n)
+ * is +0 for positive integers n and -0 for negative, cospi(n + 0.5) is +0,
+ * tanpi(n) is copysign(0, n) for even n and copysign(0, -n) for odd n,
+ * tanpi(n + 0.5) +inf for even n and -inf for odd n; NaN for infinities. */
+static double sinpi_d(double x)
+{
+    if (!isfinite(x))
+        return x - x;
+    double r = fmod(fabs(x), 2.0), s;
+    int neg = r >= 1.0;
+    if (neg)
+        r -= 1.0;
+    if (r > 0.5)
+        r = 1.0 - r;
+    s = r <= 0.25 ? sin(PI_D * r) : cos(PI_D * (0.5 - r));
+    if (s == 0)
+        return copysign(0.0, x);
+    s = neg ? -s : s;
+    return x < 0 ? -s : s;
+}
+
+static double cospi_d(double x)
+{
+    if (!isfinite(x))
+        return x - x;
+    double r = fmod(fabs(x), 2.0), c;
+    if (r > 1.0)
+        r = 2.0 - r;
+    int neg = r > 0.5;
+    if (neg)
+        r = 1.0 - r;
+    c = r <= 0.25 ? cos(PI_D * r) : sin(PI_D * (0.5 - r));
+    return neg ? -c : c;
+}
+
+static double tanpi_d(double x)
+{
+    if (!isfinite(x))
+        return x - x;
+    double ax = fabs(x), r = fmod(ax, 1.0), t;
+    int odd = fmod(ax, 2.0) >= 1.0;
+    if (r == 0)
+        t = odd ? -0.0 : 0.0;
+    else if (r == 0.5)
+        t = odd ? -INFINITY : INFINITY;
+    else {
+        int neg = r > 0.5;
+        if (neg)
+            r = 1.0 - r;
+        t = r <= 0.25 ? tan(PI_D * r) : 1.0 / tan(PI_D * (0.5 - r));
+        t = neg ? -t : t;
+    }
+    return signbit(x) ? -t : t;
+}
+
 /* Float instructions of OpenCL.std, computed in the operand's own width so
  * that results match the host library's float functions: one body for both
  * widths, T the type, GET its bits-to-value, S its libm suffix (f or none). */
@@ -171,6 +228,11 @@ static int powr_nan(double x, double y)
         case SPV_CL_tan: case SPV_CL_half_tan: case SPV_CL_native_tan: return tan##S(a);           \
         case SPV_CL_tanh: return tanh##S(a);                                                       \
         case SPV_CL_trunc: return trunc##S(a);                                                     \
+        case SPV_CL_tgamma: return tgamma##S(a);                                                   \
+        case SPV_CL_lgamma: { int sg; return lgamma##S##_r(a, &sg); } /* not signgam: threads */  \
+        case SPV_CL_sinpi: return (T)sinpi_d(a); /* the double routine, rounded once */            \
+        case SPV_CL_cospi: return (T)cospi_d(a);                                                   \
+        case SPV_CL_tanpi: return (T)tanpi_d(a);                                                   \
         case SPV_CL_half_divide: case SPV_CL_native_divide: return a / b;                          \
         case SPV_CL_half_recip: case SPV_CL_native_recip: return (T)1 / a;                         \
         case SPV_CL_fclamp: return fmin##S(fmax##S(a, b), c);                                      \
@@ -220,6 +282,91 @@ uint64_t spvx_ext_float(uint32_t e, uint32_t w, uint64_t ua, uint64_t ub, uint64
     if (w == 16)
         return ext_f16(e, ua, ub, uc);
     return w == 32 ? sim_f32_bits(ext_f32(e, ua, ub, uc)) : sim_f64_bits(ext_f64(e, ua, ub, uc));
+}
+
+/* remquo's quotient bits: the sign of x / y and the low 7 bits of the
+ * integral quotient n that remainder rounds to (x - n * y = r), as OpenCL C
+ * asks (C's remquo keeps at least 3: glibc's exactly 3).  |x| modulo 128|y|
+ * (exact; |x| itself where 128|y| overflows) keeps n's low 7 bits and its
+ * parity, so remainder's tie rounds alike; the quotient left is at most 128,
+ * found by rounding |x'|/|y| - r/|y| (each division within 2^-45 of exact).
+ * 0 where the result is NaN. */
+static uint32_t quo7(double x, double y, double r)
+{
+    if (isnan(r))
+        return 0;
+    double ax = fabs(x), ay = fabs(y), m = 128.0 * ay;
+    if (isfinite(m))
+        ax = fmod(ax, m);
+    double rr = remainder(ax, ay);
+    int32_t n = (int32_t)nearbyint(ax / ay - rr / ay) & 127;
+    return (uint32_t)((signbit(x) != signbit(y)) ? -n : n);
+}
+
+/* The OpenCL.std functions that also write through a pointer: the result,
+ * and in *out what they store (an int for frexp, remquo, lgamma_r; a value
+ * of T for modf, fract, sincos).  fract is fmin(x - floor(x), the largest T
+ * below 1) with OpenCL C's zeros, infinities and NaN; frexp's exponent is 0
+ * for zeros, infinities and NaN. */
+#define EXT_OUT(name, T, S, BELOW_ONE)                                                             \
+    static T name(uint32_t e, T a, T b, T *of, int32_t *oi)                                       \
+    {                                                                                              \
+        T r = 0;                                                                                   \
+        int i = 0;                                                                                 \
+        switch (e) {                                                                               \
+        case SPV_CL_frexp:                                                                         \
+            r = frexp##S(a, &i);                                                                   \
+            *oi = isfinite(a) ? i : 0;                                                             \
+            return r;                                                                              \
+        case SPV_CL_modf: return modf##S(a, of);                                                   \
+        case SPV_CL_fract:                                                                         \
+            *of = floor##S(a);                                                                     \
+            if (a == 0 || isnan(a))                                                                \
+                return a;                                                                          \
+            if (isinf(a))                                                                          \
+                return copysign##S(0, a);                                                          \
+            return fmin##S(a - *of, BELOW_ONE);                                                    \
+        case SPV_CL_sincos: *of = cos##S(a); return sin##S(a);                                     \
+        case SPV_CL_remquo:                                                                        \
+            r = remainder##S(a, b);                                                                \
+            *oi = (int32_t)quo7(a, b, r);                                                          \
+            return r;                                                                              \
+        default: /* lgamma_r */                                                                    \
+            r = lgamma##S##_r(a, &i);                                                              \
+            *oi = i;                                                                               \
+            return r;                                                                              \
+        }                                                                                          \
+    }
+
+EXT_OUT(out_f32, float, f, 0x1.fffffep-1f)
+EXT_OUT(out_f64, double, , 0x1.fffffffffffffp-1)
+
+static int out_is_int(uint32_t e)
+{
+    return e == SPV_CL_frexp || e == SPV_CL_remquo || e == SPV_CL_lgamma_r;
+}
+
+uint64_t spvx_ext_out(uint32_t e, uint32_t w, uint64_t ua, uint64_t ub, uint64_t *out)
+{
+    int32_t oi = 0;
+    if (w == 32) {
+        float of = 0, r = out_f32(e, sim_f32(ua), sim_f32(ub), &of, &oi);
+        *out = out_is_int(e) ? (uint32_t)oi : sim_f32_bits(of);
+        return sim_f32_bits(r);
+    }
+    double of = 0, r;
+    if (w == 64) {
+        r = out_f64(e, sim_f64(ua), sim_f64(ub), &of, &oi);
+        *out = out_is_int(e) ? (uint32_t)oi : sim_f64_bits(of);
+        return sim_f64_bits(r);
+    }
+    /* Halves: the double function of the exact doubles, rounded once (frexp,
+     * modf, remquo exact; fract's x - floor(x) exact in double, its bound
+     * applied in half after rounding). */
+    r = out_f64(e, sim_f64(hd(ua)), sim_f64(hd(ub)), &of, &oi);
+    *out = out_is_int(e) ? (uint32_t)oi : spvx_double_to_half(of);
+    uint64_t h = spvx_double_to_half(r);
+    return e == SPV_CL_fract && h == 0x3C00u ? 0x3BFFu : h;
 }
 
 /* Integer instructions of OpenCL.std at width w. */

@@ -150,12 +150,12 @@ def test_a_module_declaring_vector16_loads(gpu: ar.Backend) -> None:
 
 
 def test_openclstd_unsupported_on_halves_is_refused_naming_it(gpu: ar.Backend) -> None:
-    """sinpi, which the sim runs on no width: refused naming it and the type
+    """rootn, which the sim runs on no width: refused naming it and the type
     (the message once named only OpExtInst, for any OpenCL.std on halves)."""
     with pytest.raises(DriverError, match="MODULE_BUILD_FAILURE") as info:
         gpu.load_module("refused_half_math", (HERE / "refused_half_math.spv").read_bytes())
     message = str(info.value)
-    assert "OpenCL.std sinpi (60) on half (16-bit float) values is not supported" in message
+    assert "OpenCL.std rootn (54) on half (16-bit float) values is not supported" in message
     assert "at word" in message
 
 

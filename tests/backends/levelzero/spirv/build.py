@@ -55,6 +55,7 @@ BUILDS = {
     "link_mismatch.spv": ("link_mismatch.cl", "-O2"),
     "link_storage.spv": ("link_storage.cl", "-O2"),
     "intel_shuffle_vec.spv": ("intel_shuffle_vec.cl", "-O2"),
+    "cl_ptr_out.spv": ("cl_ptr_out.cl", "-O2"),
 }
 # llvm-spirv's extensions for the modules that need one.
 TRANSLATOR_FLAGS = {

@@ -1,9 +1,9 @@
-/* sinpi on half: an OpenCL.std instruction the sim runs on no width, which
+/* rootn on half: an OpenCL.std instruction the sim runs on no width, which
  * levelzero-sim refuses at module creation, naming it and the half type. */
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
 
-kernel void half_sinpi(global const half *a, global half *out)
+kernel void half_rootn(global const half *a, global const int *n, global half *out)
 {
     size_t i = get_global_id(0);
-    out[i] = sinpi(a[i]);
+    out[i] = rootn(a[i], n[i]);
 }
