@@ -158,6 +158,9 @@ class Completion:
 
     def done(self) -> bool:
         """True once the device has finished the op (or it failed).  Never blocks."""
+        hooks = self._hooks
+        if hooks is not None and hooks.tail is self:
+            hooks.mark_tail(self)
         state = self._state
         if state == _PENDING:
             self._kick_waiter()  # someone is watching: its waiter must not sleep on it
@@ -215,6 +218,9 @@ class Completion:
         awaiting one), so it must be quick, must not block and must not
         raise.  Tracing and the core's deferred releases use this hook.
         """
+        hooks = self._hooks
+        if hooks is not None and hooks.tail is self:
+            hooks.mark_tail(self)
         with self._lock:
             if self._state != _PENDING:
                 return False
@@ -257,7 +263,11 @@ class Completion:
 
     def __await__(self) -> Generator[Any, None, Any]:
         if self._state == _PENDING:
-            self._finish_if_ready()
+            hooks = self._hooks
+            if hooks is not None:
+                if hooks.tail is self:
+                    hooks.mark_tail(self)
+                hooks.finish_ready(self)
         if self._state == _DONE:
             # Finished already (always, on the mock): still a checkpoint, and
             # one made without a generator of our own around it.

@@ -174,6 +174,11 @@ class Driver(abc.ABC):
     backend_name: str
     #: True when ops complete before the enqueueing call returns.
     synchronous: bool = False
+    #: True when an op's failure reaches the next marker recorded on its stream
+    #: (a sticky error, or one the driver holds for the stream's next event), so
+    #: an op nobody can wait for needs no marker of its own (_submit.py).  A
+    #: driver whose internal events could take such an error first says False.
+    errors_reach_next_marker: bool = True
     #: Whether event_create(timing=True) events can be timed.
     supports_timing: bool = True
     #: The device's index among its backend's devices.

@@ -45,6 +45,7 @@ class Graphs:
         with state.lock:
             if state.capturing:
                 raise CaptureError(f"{fn}: {st!r} is already capturing")
+            state.flush_tail()  # a marker recorded during the capture would be captured
             self._driver.capture_begin(st.handle)
             state.begin_capture()
 

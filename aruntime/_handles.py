@@ -71,6 +71,9 @@ class SubmitPolicy(Protocol):
     def run(self, op: Op, stream: Stream) -> Completion:
         """Enqueue ``op`` (the stream's lock is held, it is not capturing); its Completion."""
 
+    def bind_marks(self, state: StreamState, handle: DriverStream) -> None:
+        """Let ``state`` record its last op's marker on ``handle`` when asked (``state.mark``)."""
+
 
 class HazardHook(Protocol):
     """Stream-race checking, as a stream sees it (aruntime._racecheck.RaceCheck)."""
@@ -208,6 +211,7 @@ class Stream(_Handle):
         self._driver = driver
         #: The backend's completion policy's ``run`` (see :meth:`submit`).
         self._run = policy.run
+        policy.bind_marks(state, handle)
         self._defer = defer
         # The core's stream-race checking (None when off) and this stream's number in it.
         self.hazards = hazards
@@ -280,6 +284,7 @@ class Stream(_Handle):
         with self.state.lock:  # after every submit under way, before any other
             if not self._claim():
                 return
+            self.state.flush_tail()  # the last op's marker reports what failed before it
             self.state.refusing = True
         # A closed stream has no next synchronize(): its backend's close() reports these.
         self.state.mark_closed()
@@ -288,6 +293,8 @@ class Stream(_Handle):
     def shut(self) -> None:
         """The backend is closing: refuse further ops, after every submit under way."""
         with self.state.lock:
+            if not self.state.refusing:
+                self.state.flush_tail()
             self.state.refusing = True
 
     def release(self) -> None:

@@ -124,6 +124,7 @@ class Objects:
             raise CaptureError(f"{fn}: recording events inside a capture is not supported")
         with st.state.lock:
             st.check_accepting(fn)
+            st.state.flush_tail()  # the event stands behind an op it can name (order_point)
             self._driver.event_record(event.handle, st.handle)
             event.note_recorded(st)
             if self._state.hazards is not None:
@@ -144,6 +145,7 @@ class Objects:
             raise CaptureError(f"{fn}: cross-stream waits inside a capture are not supported")
         with st.state.lock:
             st.check_accepting(fn)
+            st.state.flush_tail()  # its marker must not wait for the other stream too
             if peer is None:
                 self._driver.stream_wait_event(st.handle, event.handle)
             else:

@@ -35,6 +35,9 @@ class CompletionHooks(Protocol[_C_contra]):
     #: True while an op finishing here may owe its outcome to an earlier one
     #: (a failure upstream on the stream, or behind an event it waited for).
     ordering: bool
+    @property
+    def tail(self) -> object:
+        """The stream's last op while it has no marker yet (see ``mark_tail``)."""
 
     def ordered_error(
         self, completion: _C_contra, error: BaseException | None
@@ -52,6 +55,9 @@ class CompletionHooks(Protocol[_C_contra]):
 
     def kick(self) -> None:
         """Someone started waiting: the stream's waiter must not sleep on a deferred wake-up."""
+
+    def mark_tail(self, completion: _C_contra) -> None:
+        """Someone will wait for ``completion``: record its marker now if it has none."""
 
     def finish_ready(self, completion: _C_contra) -> None:
         """Finish ``completion`` here, now, if the device is already done with it."""

@@ -216,8 +216,8 @@ class Shutdown:
         if pending:
             warn_at(
                 self._site,
-                f"unclosed backend {state.name!r} at exit, with {pending} ops still "
-                "pending: their results and errors are lost; close it (or use 'with' / "
+                f"unclosed backend {state.name!r} at exit, with work still pending: "
+                "its results and errors are lost; close it (or use 'with' / "
                 "'async with') so its work is awaited",
             )
 

@@ -157,15 +157,49 @@ class StreamState:
         # (the marker failed): they stay alive until a later op's Completion
         # finishes, which the stream reaches only after them.  Guarded by lock.
         self.stranded: list[Any] = []
+        #: The last op queued, while it has no marker behind it (the policy's
+        #: ``run``, in _submit.py); guarded by ``lock``.
+        self.tail: Completion | None = None
+        #: What the tail's op holds (its keepalive, its views): a later marker's,
+        #: if nobody can wait for the tail.
+        self.tail_held: tuple[tuple[Any, ...], tuple[memoryview, ...]] = ((), ())
+        #: Records the tail's marker and hands it to the waiter: the policy's
+        #: ``mark``, bound to this stream by the Stream (None: no driver markers).
+        self.mark: Callable[[Completion], None] | None = None
 
     # -- waiter --------------------------------------------------------------------
     def started_waiter(self) -> StreamWaiter:
         """The stream's waiter, started on first use (call with ``lock`` held)."""
         waiter = self.waiter
         if waiter is None:
-            waiter = self.waiter = StreamWaiter(self._driver, self._label)
+            waiter = self.waiter = StreamWaiter(self._driver, self._label, self)
             self._on_new_waiter(waiter)
         return waiter
+
+    # -- the tail: the last op, while it has no marker --------------------------------------
+    def flush_tail(self) -> None:
+        """Give the last op its marker now, if it has none (call with ``lock`` held).
+
+        Before anything that must see every op queued so far as pending:
+        an event record, a cross-stream wait, a capture, a close, a
+        backend-wide wait.  Nothing is queued after the tail yet, so its
+        marker is exact.
+        """
+        tail = self.tail
+        if tail is not None:
+            self.tail = None
+            self.tail_held = ((), ())  # the Completion holds them till its marker passes
+            mark = self.mark
+            assert mark is not None
+            mark(tail)
+
+    def mark_tail(self, completion: Completion) -> None:
+        """``completion`` is about to be waited for: its marker now, if it is still the tail."""
+        if self.tail is not completion:
+            return  # marked already (a later op saw it referenced), or never a tail
+        with self.lock:
+            if self.tail is completion:
+                self.flush_tail()
 
     def pending(self) -> int:
         waiter = self.waiter
@@ -173,7 +207,7 @@ class StreamState:
 
     def last_pending(self) -> Completion | None:
         waiter = self.waiter
-        return None if waiter is None else waiter.last_pending()
+        return None if waiter is None else waiter.last_pending()  # flushes the tail
 
     # -- capture (call with ``lock`` held) ---------------------------------------------
     def begin_capture(self) -> None:

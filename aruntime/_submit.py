@@ -22,7 +22,10 @@ tracing is on.  The life of an op end to end is in docs/design.md.
 
 from __future__ import annotations
 
+import functools
 import logging
+import sys
+from collections.abc import Callable
 from typing import Any
 
 from . import _sites as sites
@@ -35,7 +38,7 @@ from ._completion import (
     finish,
     release_views,
 )
-from ._driver import DriverEvent, DriverStream
+from ._driver import Driver, DriverEvent, DriverStream
 from ._exceptions import DriverError
 from ._handles import Event, Stream
 from ._ledger import Entry
@@ -47,6 +50,7 @@ from ._waiter import QUEUED
 
 __all__ = [
     "MARKERS_KEPT",
+    "STRANDED_KEPT",
     "AsyncCompletion",
     "Markers",
     "SyncCompletion",
@@ -67,6 +71,16 @@ def _nothing(stream: DriverStream) -> None:
 #: reuses its markers rather than creating and destroying one per op: at 64,
 #: a block of 200 created 136 events and destroyed as many, 8% of a launch.
 MARKERS_KEPT = 256
+
+#: How many buffers of unmarked ops a stream holds before its next op gets a
+#: marker anyway, so that they are let go (a long run of copies nobody awaits).
+STRANDED_KEPT = 256
+
+#: References to an object; where the interpreter keeps no counts, every op
+#: looks referenced and so gets its marker.
+_refcount = getattr(sys, "getrefcount", lambda obj: 1 << 30)
+
+_NOTHING_HELD: tuple[tuple[Any, ...], tuple[memoryview, ...]] = ((), ())
 
 
 class Markers:
@@ -188,108 +202,217 @@ class SyncCompletion(_Policy):
     def event_synchronize(self, name: str, event: Event) -> Completion:
         return born_done(name)
 
+    def bind_marks(self, state: StreamState, handle: DriverStream) -> None:
+        """Nothing to bind: no op here is left without a finished Completion."""
+
+
+class Marking:
+    """Records an op's marker and hands it to the stream's waiter (or settles it at once)."""
+
+    __slots__ = ("_driver", "_markers", "pop_free")
+
+    def __init__(self, driver: Driver, markers: Markers) -> None:
+        self._driver = driver
+        self._markers = markers
+        # The pool's list is never replaced: its pop, bound once, is the hot path's acquire.
+        self.pop_free = markers.free.pop
+
+    def mark(self, state: StreamState, handle: DriverStream, completion: Completion) -> None:
+        """Record the marker of ``completion``'s op, the last queued on ``handle`` (lock held).
+
+        It settles at once if the device is past it, else goes to the
+        stream's waiter.  If the record fails, the op fails in stream order
+        and its buffers wait for the stream's next op.
+        """
+        self.record(state, handle, completion, None)
+
+    def record(
+        self, state: StreamState, handle: DriverStream, completion: Completion, span: Any
+    ) -> None:
+        markers = self._markers
+        try:
+            try:
+                marker = self.pop_free()
+            except IndexError:
+                marker = markers.acquire()  # may raise: a sticky error surfacing at event creation
+            try:
+                self._driver.event_record(marker, handle)
+            except BaseException:
+                markers.give_back(marker)
+                raise
+        except DriverError as exc:
+            if span is not None:
+                span.abandon()
+            state.stranded.extend(failed_queued(completion, exc))
+            return
+        except BaseException:
+            # An interrupt: the op is queued and still the stream's last, so it
+            # stays the tail, to be marked by whoever comes next.
+            if span is not None:
+                span.abandon()
+            state.tail = completion
+            raise
+        release = markers.give_back
+        stranded = state.stranded
+        if stranded:
+            # What earlier ops without a marker left: the stream is past them
+            # once it is past this marker, which is given back after that.
+            release = functools.partial(_give_back_holding, release, tuple(stranded))
+            stranded.clear()
+        if span is not None:
+            span.follow(completion, handle)
+        waiter = state.waiter or state.started_waiter()
+        outcome = waiter.settle_if_passed(marker, release, completion.op)
+        if outcome is QUEUED:
+            waiter.enqueue(marker, completion, release)
+        elif not waiter.abandoned:
+            finish(completion, outcome)  # stream order may fail it: an earlier op failed
+
+
+def _give_back_holding(
+    give_back: Callable[[DriverEvent], None], held: tuple[Any, ...], marker: DriverEvent
+) -> None:
+    """Return ``marker`` to its pool; ``held`` (earlier ops' buffers) goes with the partial."""
+    give_back(marker)
+
 
 class AsyncCompletion(_Policy):
-    """For drivers that run ops later: a marker after each op, a waiter per stream."""
+    """For drivers that run ops later: a marker where a wait needs one, a waiter per stream."""
 
     def __init__(self, state: BackendState, markers: Markers) -> None:
         super().__init__(state, markers)
-        # done_none's shared finished Completions, for an op passed at submit.
+        #: What records markers; a stream's state holds it (through ``state.mark``),
+        #: so it holds nothing that leads back to the backend.
+        self.marking = Marking(state.driver, markers)
+        self._defer_markers = state.driver.errors_reach_next_marker
+        # done_none's shared finished Completions, for an op passed at submit (_mark_now).
         self._done = {kind.public: done_none(kind.public) for kind in OpKind.ALL}
-        # The pool's list is never replaced: its pop, bound once, is the hot path's acquire.
-        self._pop_free_marker = markers.free.pop
 
     def run(self, op: Op, stream: Stream) -> Completion:
-        """Queue ``op`` on ``stream`` (its lock held) and follow it with a marker.
+        """Queue ``op`` on ``stream`` (its lock held); it becomes the stream's unmarked tail.
 
-        The one completion path of a driver that runs ops later.  Its
-        Completion is built only when somebody will wait for it: an op the
-        device has passed by the time its marker is recorded (a small op
-        run in place by a sim) returns a finished one, as the mock's does,
-        unless call sites are recorded or the op is traced, which need the
-        Completion before the call.  Whatever fails after the driver took
-        the op leaves its buffers to the stream's next op (``stranded``).
+        The one completion path of a driver that runs ops later.  A marker
+        costs an event record, a query and a wait: it is recorded only for
+        an op somebody can still wait for.  The op queued last keeps no
+        marker (``state.tail``) until either
+
+        * the next op comes: if the tail's Completion is referenced outside
+          the core (the caller kept it), it gets its marker now, before the
+          next op, so its completion stays exact; if not, nobody can ever
+          wait for it, and what it holds passes to a later marker
+          (``stranded``), which stream order makes cover it; or
+        * somebody starts to wait (``await``, ``done()``, ``wait()``, a
+          subscription, an event record, a close): ``StreamState.mark_tail``
+          or ``flush_tail`` records it then, still exact, since nothing was
+          queued after it.
+
+        An error of an op that got no marker surfaces at the next marker on
+        the stream, as a GPU's sticky error does at the next synchronize.
+        When call sites are recorded or the op is traced, each op is marked
+        at once, as both need its Completion before the call.  Whatever fails
+        after the driver took the op leaves its buffers to the stream's next
+        op (``stranded``).
         """
         state = stream.state
         handle = stream.handle
-        completion = keepalive = span = None
+        tail = state.tail
+        if tail is not None:
+            state.tail = None
+            # Two references are this frame's and getrefcount's own argument.
+            if _refcount(tail) > 2 or len(state.stranded) >= STRANDED_KEPT:
+                self.marking.mark(state, handle, tail)
+            else:
+                held, views = state.tail_held
+                if held:
+                    state.stranded.extend(held)
+                if views:
+                    state.stranded.extend(views)
+            state.tail_held = _NOTHING_HELD
+            del tail
         if sites.recording or self._tracing.recorder is not None:
-            keepalive = _keepalive(op, state)
-            completion = Completion(op.kind.public, state, op.result, keepalive, op.views)
-            if sites.recording:
-                sites.note(completion)
-            recorder = self._tracing.recorder
-            if recorder is not None:
-                span = recorder.span(op.kind.public, stream, op.nbytes, op.kernel)
+            return self._run_marked(op, stream, state, handle)
+        try:
+            op.call(*op.args, handle)
+        except DriverError as exc:
+            # A staged copy may have queued some of its pieces before failing.
+            return self._failed(op, state, None, exc)
+        if not self._defer_markers:
+            return self._mark_now(op, state, handle)
+        keepalive = op.keepalive
+        if keepalive:
+            keepalive = _without_entries(keepalive)
+        views = op.views
+        completion = Completion(op.kind.public, state, op.result, keepalive, views)
+        state.tail = completion
+        state.tail_held = (keepalive, views)
+        if state.waiter is None:  # a backend-wide wait finds the stream through its waiter
+            state.started_waiter()
+        return completion
+
+    def _mark_now(self, op: Op, state: StreamState, handle: DriverStream) -> Completion:
+        """A marker right behind ``op``, for a driver whose errors may miss a later one.
+
+        An op the device is past already, with nothing before it failed or
+        left to finish, gets a shared finished Completion, as on the mock.
+        """
+        markers = self._markers
+        try:
+            try:
+                marker = self.marking.pop_free()
+            except IndexError:
+                marker = markers.acquire()
+            try:
+                self._driver.event_record(marker, handle)
+            except BaseException:
+                markers.give_back(marker)
+                raise
+        except DriverError as exc:
+            return self._failed(op, state, None, exc)
+        except BaseException:
+            state.stranded.extend((*_keepalive(op, state), *op.views))
+            raise
+        waiter = state.waiter or state.started_waiter()
+        name = op.kind.public
+        outcome = waiter.settle_if_passed(marker, markers.give_back, name)
+        if outcome is None and not state.ordering:
+            if state.stranded:
+                state.stranded.clear()  # the device is past this op and all before it
+            if op.views:
+                release_views(op.views)
+            result = op.result
+            return self._done[name] if result is None else born_done(name, result)
+        completion = Completion(name, state, op.result, _keepalive(op, state), op.views)
+        if outcome is QUEUED:
+            waiter.enqueue(marker, completion, markers.give_back)
+        elif not waiter.abandoned:
+            finish(completion, outcome)
+        return completion
+
+    def _run_marked(
+        self, op: Op, stream: Stream, state: StreamState, handle: DriverStream
+    ) -> Completion:
+        """``op`` with its Completion made before the call and its marker right after it."""
+        keepalive = _keepalive(op, state)
+        completion = Completion(op.kind.public, state, op.result, keepalive, op.views)
+        if sites.recording:
+            sites.note(completion)
+        span = None
+        recorder = self._tracing.recorder
+        if recorder is not None:
+            span = recorder.span(op.kind.public, stream, op.nbytes, op.kernel)
         try:
             if span is None:
                 op.call(*op.args, handle)
             else:
                 span.enqueue(op.call, op.args, handle)  # drops the span if the op raises
         except DriverError as exc:
-            # A staged copy may have queued some of its pieces before failing.
             return self._failed(op, state, completion, exc)
-        # From here the op is queued: its buffers must outlive it even if no
-        # marker can follow it (say, the backend closing under another
-        # thread), so on any failure they wait for the stream's next op.
-        try:
-            return self._mark(op, state, handle, completion, span)
-        except DriverError as exc:
-            if span is not None:
-                span.abandon()
-            return self._failed(op, state, completion, exc)
-        except BaseException:
-            if span is not None:
-                span.abandon()
-            state.stranded.extend(
-                (*(_keepalive(op, state) if keepalive is None else keepalive), *op.views)
-            )
-            raise
-
-    def _mark(
-        self,
-        op: Op,
-        state: StreamState,
-        handle: DriverStream,
-        completion: Completion | None,
-        span: Any,
-    ) -> Completion:
-        """Record a marker behind the op just queued; settle it now if the device is past it,
-        else hand it with the op's Completion (made here if there is none yet) to the waiter."""
-        markers = self._markers
-        try:
-            marker = self._pop_free_marker()
-        except IndexError:
-            marker = markers.acquire()  # may raise: a sticky error surfacing at event creation
-        try:
-            self._driver.event_record(marker, handle)
-        except BaseException:
-            markers.give_back(marker)
-            raise
-        if span is not None:
-            span.follow(completion, handle)
-        waiter = state.waiter or state.started_waiter()
-        name = op.kind.public
-        outcome = waiter.settle_if_passed(marker, markers.give_back, name)
-        if outcome is QUEUED:
-            if completion is None:
-                completion = Completion(name, state, op.result, _keepalive(op, state), op.views)
-            waiter.enqueue(marker, completion, markers.give_back)
-            return completion
-        if completion is None:
-            if outcome is None and not state.ordering:
-                # The device is past this op and all before it: what earlier
-                # failed ops stranded may go now too.
-                if state.stranded:
-                    state.stranded.clear()
-                if op.views:
-                    release_views(op.views)
-                result = op.result
-                return self._done[name] if result is None else born_done(name, result)
-            completion = Completion(name, state, op.result, _keepalive(op, state), op.views)
-        if not waiter.abandoned:
-            finish(completion, outcome)  # stream order may fail it: an earlier op failed
+        self.marking.record(state, handle, completion, span)
         return completion
+
+    def bind_marks(self, state: StreamState, handle: DriverStream) -> None:
+        """Let ``state`` mark its tail on ``handle`` (``StreamState.flush_tail``)."""
+        state.mark = functools.partial(self.marking.mark, state, handle)
 
     @staticmethod
     def _failed(
@@ -326,6 +449,7 @@ class AsyncCompletion(_Policy):
         with state.lock:
             if state.refusing:  # closed since: it drains on its own
                 return self.event_synchronize(name, event) if stream.closed else born_done(name)
+            state.flush_tail()  # it finishes after the ops queued before it
             state.started_waiter().submit(event.handle, completion, None)
         return completion
 

@@ -65,8 +65,9 @@ import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
-from typing import Final, Literal
+from typing import Final, Literal, Protocol
 
 from ._completion import Completion, fail_forked, finish, seconds_from_env_us
 from ._driver import Driver, DriverEvent
@@ -86,6 +87,15 @@ _AWAIT_QUERY = os.environ.get("ARUNTIME_AWAIT_QUERY", "1").strip() != "0"
 _Item = tuple[DriverEvent, Completion, "Callable[[DriverEvent], None] | None"]
 
 
+class _TailOwner(Protocol):
+    """The stream state a waiter asks for the stream's last, unmarked op (_streamstate)."""
+
+    lock: threading.RLock
+    tail: Completion | None
+
+    def flush_tail(self) -> None: ...
+
+
 class _Queued(enum.Enum):
     QUEUED = "queued"
 
@@ -97,9 +107,12 @@ QUEUED: Final = _Queued.QUEUED
 class StreamWaiter:
     """Finishes a stream's Completions in order, on one lazily started thread."""
 
-    def __init__(self, driver: Driver, label: str) -> None:
+    def __init__(self, driver: Driver, label: str, tail_owner: _TailOwner | None = None) -> None:
         self._driver = driver
         self._label = label
+        # The stream's state, weakly (it holds this waiter): its last op may
+        # have no marker yet, and whoever asks what is pending needs it to.
+        self._tail_owner = None if tail_owner is None else weakref.ref(tail_owner)
         self._queue: collections.deque[_Item] = collections.deque()
         # Reentrant: a garbage-collection finalizer that closes this waiter may
         # run on this very thread while it holds the lock.
@@ -261,17 +274,32 @@ class StreamWaiter:
         """The Completion of the latest op not yet finished (None when drained).
 
         The stream runs in order, so once it finishes, everything queued on the
-        stream before it has finished too.
+        stream before it has finished too.  The stream's last op gets its
+        marker first, if it has none (see _submit.py).
         """
+        self._flush_tail()
         with self._lock:
             if self._queue:
                 return self._queue[-1][1]
             return self._current
 
+    def _owner(self) -> _TailOwner | None:
+        ref = self._tail_owner
+        return None if ref is None else ref()
+
+    def _flush_tail(self) -> None:
+        """Give the stream's last op its marker, if it has none (see _submit.py)."""
+        owner = self._owner()
+        if owner is not None and owner.tail is not None:
+            with owner.lock:
+                owner.flush_tail()
+
     def pending(self) -> int:
         """Ops queued or being waited on whose Completion has not finished."""
         # Ask the Completion, not the busy flag: a woken awaiter may run (and
-        # check for leaks) before this thread has cleared the flag.
+        # check for leaks) before this thread has cleared the flag.  The ops
+        # behind the stream's unmarked last one count as one, once it is marked.
+        self._flush_tail()
         with self._lock:
             current = self._current
             return len(self._queue) + (current is not None and not current.done())
@@ -333,6 +361,10 @@ class StreamWaiter:
         held = [item[1] for item in self._queue]
         if self._current is not None:
             held.append(self._current)
+        owner = self._owner()
+        if owner is not None and owner.tail is not None:  # no lock: see above
+            held.append(owner.tail)
+            owner.tail = None
         self._queue.clear()
         self._current = None
         for completion in held:

@@ -196,6 +196,6 @@ def test_a_backend_left_open_at_exit_with_pending_work_warns() -> None:
         timeout=120,
     )
     assert run.returncode == 0, run.stderr
-    assert "unclosed backend 'mock' at exit, with 2 ops still pending" in run.stderr, run.stderr
+    assert "unclosed backend 'mock' at exit, with work still pending" in run.stderr, run.stderr
     assert "<string>:6: ResourceWarning" in run.stderr, run.stderr  # the line that opened it
     assert "Traceback" not in run.stderr, run.stderr

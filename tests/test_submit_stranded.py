@@ -56,8 +56,9 @@ async def test_buffers_of_an_op_without_a_marker_wait_for_the_next_op(
                 with pytest.raises(ar.DriverError, match="record failed"):
                     await gpu.copy_h2d_async(src, ptr, stream=stream)
             else:
+                # The marker is recorded when somebody waits: the await raises.
                 with pytest.raises(ar.ClosedResourceError):
-                    gpu.copy_h2d_async(src, ptr, stream=stream)
+                    await gpu.copy_h2d_async(src, ptr, stream=stream)
         finally:
             driver.event_record = record
         del src

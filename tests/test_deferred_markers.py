@@ -1,0 +1,212 @@
+"""A marker only where a wait needs one (aruntime/_submit.py, AsyncCompletion.run).
+
+The op queued last on a stream keeps no marker until the next op comes or
+somebody starts to wait.  An op whose Completion nobody holds by then never
+gets one: a later marker covers it, in stream order.  These tests count the
+driver's marker records, and check what must not change: a kept op's
+completion stays exact, a dropped op's buffers live until the stream is past
+it, and its error still reaches the next awaited op and ``close()``.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import aruntime as ar
+from aruntime._submit import STRANDED_KEPT
+from aruntime.testing import open_test_backend
+
+from .helpers import build_host_kernel
+
+pytestmark = pytest.mark.anyio
+
+# Backends whose errors reach the next marker (Driver.errors_reach_next_marker).
+DEFERRING = ["mock-async", "cuda-sim"]
+
+
+class _Records:
+    """Counts the driver's event records (every marker is one)."""
+
+    def __init__(self, gpu: ar.Backend) -> None:
+        self.count = 0
+        self._driver: Any = gpu.driver
+        self._record = self._driver.event_record
+
+        def counting(*args: Any) -> None:
+            self.count += 1
+            self._record(*args)
+
+        self._driver.event_record = counting
+
+    def restore(self) -> None:
+        self._driver.event_record = self._record
+
+
+@pytest.fixture(params=DEFERRING)
+def gpu(request: pytest.FixtureRequest) -> Iterator[ar.Backend]:
+    try:
+        backend = open_test_backend(request.param, check_hazards=False)
+    except ar.BackendUnavailableError as exc:
+        pytest.skip(f"{request.param} unavailable: {exc}")
+    try:
+        yield backend
+    finally:
+        backend.close()
+
+
+@pytest.fixture
+def records(gpu: ar.Backend) -> Iterator[_Records]:
+    counter = _Records(gpu)
+    try:
+        yield counter
+    finally:
+        counter.restore()
+
+
+async def test_ops_nobody_keeps_get_no_marker(gpu: ar.Backend, records: _Records) -> None:
+    dev = gpu.alloc(64)
+    with gpu.create_stream() as stream:
+        for value in range(50):
+            gpu.memset_async(dev, value, 64, stream=stream)
+        assert records.count == 0
+        await stream.synchronize()  # its own op is the one marked
+        assert records.count == 1
+        out = await gpu.copy_d2h_async(dev, np.zeros(64, np.uint8), stream=stream)
+    assert (out == 49).all()
+    gpu.free(dev)
+
+
+async def test_a_kept_op_is_marked_before_the_next_op(gpu: ar.Backend, records: _Records) -> None:
+    dev = gpu.alloc(64)
+    with gpu.create_stream() as stream:
+        kept = [gpu.memset_async(dev, 1, 64, stream=stream)]  # referenced from a list
+        assert records.count == 0
+        gpu.memset_async(dev, 2, 64, stream=stream)
+        assert records.count == 1  # kept's marker, recorded before the next op
+        await kept[0]
+        assert records.count == 1
+        await stream.synchronize()
+    gpu.free(dev)
+
+
+def test_waiting_for_the_last_op_marks_it(gpu: ar.Backend, records: _Records) -> None:
+    dev = gpu.alloc(64)
+    with gpu.create_stream() as stream:
+        op = gpu.memset_async(dev, 3, 64, stream=stream)
+        assert records.count == 0
+        op.wait(30)
+        assert records.count == 1 and op.done()
+        second = gpu.memset_async(dev, 4, 64, stream=stream)
+        second.done()  # asks for the marker too
+        assert records.count == 2
+        second.wait(30)
+        assert records.count == 2
+    gpu.free(dev)
+
+
+@pytest.fixture(scope="module")
+def hold_image(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    return build_host_kernel("hold_kernel", Path(tmp_path_factory.mktemp("hold")))
+
+
+async def test_a_kept_op_is_not_held_back_by_the_ops_after_it(hold_image: bytes) -> None:
+    """Exact, not over-waited: the kept op finishes while a held kernel queued after it waits."""
+    try:
+        gpu = ar.open_backend("cuda-sim")
+    except ar.BackendUnavailableError as exc:
+        pytest.skip(f"cuda-sim unavailable: {exc}")
+    try:
+        hold = gpu.kernel(gpu.load_module("hold", hold_image), "hold_until")
+        flag, dev = gpu.alloc(4), gpu.alloc(64)
+        await gpu.memset_async(flag, 0, 4)
+        with gpu.create_stream() as stream, gpu.create_stream() as other:
+            kept = gpu.memset_async(dev, 1, 64, stream=stream)
+            held = gpu.launch(hold, 1, 1, [flag], stream=stream)  # ends once flag is set
+            await kept
+            assert not held.done()
+            await gpu.copy_h2d_async(np.ones(1, np.uint32), flag, stream=other)
+            await held
+        gpu.free(flag)
+        gpu.free(dev)
+    finally:
+        gpu.close()
+
+
+async def test_a_dropped_ops_buffers_live_until_a_later_marker(gpu: ar.Backend) -> None:
+    dev = gpu.alloc(4096)
+    with gpu.create_stream() as stream:
+        src = np.ones(4096, np.uint8)
+        alive = weakref.ref(src)
+        gpu.copy_h2d_async(src, dev, stream=stream)  # nobody keeps it
+        gpu.memset_async(dev, 0, 16, stream=stream)  # the copy is dropped here, unmarked
+        del src
+        gc.collect()
+        assert alive() is not None  # the copy may still read it
+        await gpu.memset_async(dev, 0, 16, stream=stream)
+        gc.collect()
+        assert alive() is None  # the stream is past the copy now
+    gpu.free(dev)
+
+
+async def test_a_long_run_of_dropped_copies_is_bounded(gpu: ar.Backend, records: _Records) -> None:
+    dev = gpu.alloc(64)
+    src = np.ones(64, np.uint8)
+    with gpu.create_stream() as stream:
+        for _ in range(2 * STRANDED_KEPT + 2):
+            gpu.copy_h2d_async(src, dev, stream=stream)
+        assert 1 <= records.count <= 3
+        assert len(stream.state.stranded) <= STRANDED_KEPT
+        await stream.synchronize()
+    gpu.free(dev)
+
+
+async def test_a_dropped_ops_error_fails_the_next_awaited_op(backend_name: str) -> None:
+    gpu = open_test_backend(backend_name)
+    try:
+        dev = gpu.alloc(64)
+        stream = gpu.create_stream()
+        _queue_a_failing_op(gpu, dev, stream)  # its Completion is dropped at once
+        with pytest.raises(ar.DriverError):
+            await gpu.copy_d2h_async(dev, np.zeros(64, np.uint8), stream=stream)
+        stream.close()
+        gpu.free(dev)
+    finally:
+        gpu.close()  # seen through the download: nothing more to raise
+
+
+async def test_close_raises_a_dropped_ops_error_nobody_saw(backend_name: str) -> None:
+    gpu = open_test_backend(backend_name)
+    dev = gpu.alloc(64)
+    stream = gpu.create_stream()
+    _queue_a_failing_op(gpu, dev, stream)
+    gpu.memset_async(dev, 0, 16, stream=stream)
+    stream.close()
+    gpu.free(dev)
+    with pytest.raises(ar.DriverError):
+        gpu.close()
+
+
+def _queue_a_failing_op(gpu: ar.Backend, dev: ar.DevicePtr, stream: ar.Stream) -> None:
+    driver: Any = gpu.driver
+    if driver.checks_stores:  # a store into memory the launch declared read-only
+        scale = gpu.kernel(gpu.builtin_module("vector_ops"), "scale_f32")
+        gpu.launch(scale, 1, 16, [np.uint32(16), np.float32(2), dev], reads=[dev], stream=stream)
+    else:
+        driver.inject_fault("copy_h2d", ar.DriverError)
+        gpu.copy_h2d_async(np.ones(64, np.uint8), dev, stream=stream)
+
+
+@pytest.fixture(params=DEFERRING)
+def backend_name(request: pytest.FixtureRequest) -> str:
+    try:
+        open_test_backend(request.param).close()
+    except ar.BackendUnavailableError as exc:
+        pytest.skip(f"{request.param} unavailable: {exc}")
+    return str(request.param)
