@@ -128,6 +128,9 @@ class _Handle(abc.ABC):
         """
         self._backend = backend
         self._closed = False
+        #: The backend while the handle is open, None once closed: one load,
+        #: no call, for the check every op makes of its stream.
+        self.open_for: HandleOwner | None = backend
         self._resources = resources
         self._serial = serial = resources.add(self)
         self._finalizer: weakref.finalize[Any, Any] | None = None
@@ -160,6 +163,7 @@ class _Handle(abc.ABC):
         if self._closed or not self._resources.claim(self._serial):
             return False
         self._closed = True
+        self.open_for = None
         if self._finalizer is not None:
             self._finalizer.detach()
         return True

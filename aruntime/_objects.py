@@ -40,7 +40,7 @@ class Objects:
         if stream is None:
             default = self._state.default
             return default if default is not None else self.default_stream()
-        if type(stream) is Stream and stream.usable_by(self._owner):
+        if type(stream) is Stream and stream.open_for is self._owner:
             return stream  # the common case, on every op's path
         if not isinstance(stream, Stream):
             raise TypeError(f"{fn}: stream must be a Stream or None, got {type(stream).__name__}")

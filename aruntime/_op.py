@@ -144,7 +144,9 @@ class Op:
     ``call(*args, stream_handle)`` enqueues it.  ``keepalive`` are objects the
     op needs until the device is done (ledger entries, the caller's buffers);
     ``views`` are memoryviews the core made of host buffers, released when
-    the op finishes; ``result`` is what awaiting the op returns.  ``reads``
+    the op finishes; ``held`` is the part of ``keepalive`` its Completion
+    holds while it runs, its host buffers without the ledger entries (None:
+    found from ``keepalive``); ``result`` is what awaiting the op returns.  ``reads``
     and ``writes`` are its byte ranges: given by the op where its kind cannot
     tell (a launch's pointer arguments, a replay's captured ops), else found
     from the arguments by the kind when first asked.
@@ -155,6 +157,7 @@ class Op:
         "_writes",
         "args",
         "call",
+        "held",
         "keepalive",
         "kernel",
         "kind",
@@ -175,8 +178,10 @@ class Op:
         kernel: Any = None,
         reads: tuple[Range, ...] | None = None,
         writes: tuple[Range, ...] | None = None,
+        held: tuple[Any, ...] | None = None,
     ) -> None:
         self.kind = kind
+        self.held = held
         self.call = call
         self.args = args
         self.keepalive = keepalive

@@ -124,7 +124,9 @@ class Ops:
         if n == 0:
             return st.no_op(fn, None)
         call = self._driver.memcpy_h2d
-        return st.submit(Op(OpKind.COPY_H2D, call, (view, dst._address), (src, entry), (view,), n))
+        return st.submit(
+            Op(OpKind.COPY_H2D, call, (view, dst._address), (src, entry), (view,), n, held=(src,))
+        )
 
     def copy_d2h_async(self, src: DeviceMem, dst: Any, stream: Stream | None) -> Completion:
         fn = "copy_d2h_async"
@@ -140,7 +142,16 @@ class Ops:
             return st.no_op(fn, dst)
         call = self._driver.memcpy_d2h
         return st.submit(
-            Op(OpKind.COPY_D2H, call, (src._address, view), (dst, entry), (view,), n, dst)
+            Op(
+                OpKind.COPY_D2H,
+                call,
+                (src._address, view),
+                (dst, entry),
+                (view,),
+                n,
+                dst,
+                held=(dst,),
+            )
         )
 
     def copy_d2d_async(
@@ -165,7 +176,7 @@ class Ops:
             )
         args = (s_addr, d_addr, n)
         call = self._driver.memcpy_d2d
-        return st.submit(Op(OpKind.COPY_D2D, call, args, (src_entry, dst_entry), (), n))
+        return st.submit(Op(OpKind.COPY_D2D, call, args, (src_entry, dst_entry), (), n, held=()))
 
     def copy_d2d_2d_async(
         self,
@@ -207,15 +218,20 @@ class Ops:
         state = self._state
         if state.closed:
             state.check_open(fn)
-        v = check_byte_value(value, fn)
-        n = check_count(nbytes, fn, "nbytes")
+        # The checks' common case inline: a call each costs more than the check.
+        v = value if type(value) is int and 0 <= value <= 255 else check_byte_value(value, fn)
+        n = (
+            nbytes
+            if type(nbytes) is int and 0 <= nbytes < 1 << 63
+            else check_count(nbytes, fn, "nbytes")
+        )
         ptr = ptr if type(ptr) is DevicePtr else device_operand(ptr, fn, "ptr")
         entry = self._ledger.check_range(ptr, n, fn)
         st = self._objects.resolve(stream, fn)
         if n == 0:
             return st.no_op(fn, None)
         call = self._driver.memset_d8
-        return st.submit(Op(OpKind.MEMSET, call, (ptr._address, v, n), (entry,), (), n))
+        return st.submit(Op(OpKind.MEMSET, call, (ptr._address, v, n), (entry,), (), n, held=()))
 
     def launch(
         self,

@@ -338,9 +338,9 @@ class AsyncCompletion(_Policy):
             return self._failed(op, state, None, exc)
         if not self._defer_markers:
             return self._mark_now(op, state, handle)
-        keepalive = op.keepalive
-        if keepalive:
-            keepalive = _without_entries(keepalive)
+        keepalive = op.held
+        if keepalive is None:
+            keepalive = _without_entries(op.keepalive)
         views = op.views
         completion = Completion(op.kind.public, state, op.result, keepalive, views)
         state.tail = completion
@@ -460,9 +460,9 @@ def _keepalive(op: Op, state: StreamState) -> tuple[Any, ...]:
     Takes the stream's stranded buffers (call with the stream's lock held):
     they finish only once the stream is past this op.
     """
-    keepalive = op.keepalive
-    if keepalive:
-        keepalive = _without_entries(keepalive)
+    keepalive = op.held
+    if keepalive is None:
+        keepalive = _without_entries(op.keepalive)
     if state.stranded:
         keepalive = (*keepalive, *state.stranded)
         state.stranded.clear()
