@@ -10,6 +10,7 @@ without knowing what a stream is.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -61,6 +62,33 @@ def _ordered_failure(first: Completion, completion: Completion, how: str) -> Dri
     else:
         error = DriverError(message, function=completion.op)
     error.first_failure = first  # type: ignore[attr-defined]
+    error.__cause__ = root
+    return error
+
+
+def _covered_failure(
+    completion: Completion, covered: tuple[str, int], root: BaseException
+) -> BaseException:
+    """The error of an op whose marker failed and also covered ops nobody kept.
+
+    Those ops had no marker, so which of them (or this op) failed is not
+    known; the message says so, and names the first of them.
+    """
+    if not isinstance(root, DriverError):
+        return root
+    first, count = covered
+    ops = "the op" if count == 1 else f"one of the {count} ops"
+    message = (
+        f"{completion.op}: not done: it, or {ops} queued before it whose Completion "
+        f"nobody kept (the first a {first}), failed: {root}"
+    )
+    kind: type[DriverError] = type(root)
+    try:
+        error = kind(
+            message, backend=root.backend, code=root.code, name=root.name, function=completion.op
+        )
+    except TypeError:  # pragma: no cover - a subclass with its own constructor
+        error = DriverError(message, backend=root.backend, code=root.code, name=root.name)
     error.__cause__ = root
     return error
 
@@ -163,6 +191,13 @@ class StreamState:
         #: What the tail's op holds (its keepalive, its views): a later marker's,
         #: if nobody can wait for the tail.
         self.tail_held: tuple[tuple[Any, ...], tuple[memoryview, ...]] = ((), ())
+        #: Ops dropped unmarked since the stream's last marker, and the first's
+        #: name: the next marker covers them (``covers``), and its error says so.
+        self.dropped = 0
+        self.dropped_first = ""
+        self._covers: weakref.WeakKeyDictionary[Completion, tuple[str, int]] = (
+            weakref.WeakKeyDictionary()
+        )
         #: Records the tail's marker and hands it to the waiter: the policy's
         #: ``mark``, bound to this stream by the Stream (None: no driver markers).
         self.mark: Callable[[Completion], None] | None = None
@@ -192,6 +227,11 @@ class StreamState:
             mark = self.mark
             assert mark is not None
             mark(tail)
+
+    def note_covers(self, completion: Completion) -> None:
+        """``completion``'s marker, being recorded, also covers the ops dropped before it."""
+        self._covers[completion] = (self.dropped_first, self.dropped)
+        self.dropped = 0
 
     def mark_tail(self, completion: Completion) -> None:
         """``completion`` is about to be waited for: its marker now, if it is still the tail."""
@@ -268,6 +308,10 @@ class StreamState:
         finish in queue order, so the poison set here covers what follows.
         """
         seq = completion.order
+        if error is not None and self._covers:
+            covered = self._covers.pop(completion, None)
+            if covered is not None and _inherited_from(error) is None:
+                error = _covered_failure(completion, covered, error)
         if self._upstream:
             self._settle_upstream(seq)
         with self._order_lock:

@@ -252,6 +252,8 @@ class Marking:
                 span.abandon()
             state.tail = completion
             raise
+        if state.dropped:
+            state.note_covers(completion)
         release = markers.give_back
         stranded = state.stranded
         if stranded:
@@ -322,6 +324,9 @@ class AsyncCompletion(_Policy):
             if _refcount(tail) > 2 or len(state.stranded) >= STRANDED_KEPT:
                 self.marking.mark(state, handle, tail)
             else:
+                if not state.dropped:
+                    state.dropped_first = tail.op
+                state.dropped += 1
                 held, views = state.tail_held
                 if held:
                     state.stranded.extend(held)

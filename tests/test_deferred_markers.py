@@ -172,9 +172,14 @@ async def test_a_dropped_ops_error_fails_the_next_awaited_op(backend_name: str) 
     try:
         dev = gpu.alloc(64)
         stream = gpu.create_stream()
-        _queue_a_failing_op(gpu, dev, stream)  # its Completion is dropped at once
-        with pytest.raises(ar.DriverError):
+        name = _queue_a_failing_op(gpu, dev, stream)  # its Completion is dropped at once
+        with pytest.raises(ar.DriverError) as info:
             await gpu.copy_d2h_async(dev, np.zeros(64, np.uint8), stream=stream)
+        message = str(info.value)
+        assert message.startswith("copy_d2h_async: not done: it, or the op queued before it"), (
+            message
+        )
+        assert f"nobody kept (the first a {name})" in message, message
         stream.close()
         gpu.free(dev)
     finally:
@@ -193,14 +198,16 @@ async def test_close_raises_a_dropped_ops_error_nobody_saw(backend_name: str) ->
         gpu.close()
 
 
-def _queue_a_failing_op(gpu: ar.Backend, dev: ar.DevicePtr, stream: ar.Stream) -> None:
+def _queue_a_failing_op(gpu: ar.Backend, dev: ar.DevicePtr, stream: ar.Stream) -> str:
+    """Queue an op that fails on the device, dropping its Completion; the op's name."""
     driver: Any = gpu.driver
     if driver.checks_stores:  # a store into memory the launch declared read-only
         scale = gpu.kernel(gpu.builtin_module("vector_ops"), "scale_f32")
         gpu.launch(scale, 1, 16, [np.uint32(16), np.float32(2), dev], reads=[dev], stream=stream)
-    else:
-        driver.inject_fault("copy_h2d", ar.DriverError)
-        gpu.copy_h2d_async(np.ones(64, np.uint8), dev, stream=stream)
+        return "launch"
+    driver.inject_fault("copy_h2d", ar.DriverError)
+    gpu.copy_h2d_async(np.ones(64, np.uint8), dev, stream=stream)
+    return "copy_h2d_async"
 
 
 @pytest.fixture(params=DEFERRING)
