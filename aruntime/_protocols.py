@@ -35,6 +35,7 @@ class CompletionHooks(Protocol[_C_contra]):
     #: True while an op finishing here may owe its outcome to an earlier one
     #: (a failure upstream on the stream, or behind an event it waited for).
     ordering: bool
+
     @property
     def tail(self) -> object:
         """The stream's last op while it has no marker yet (see ``mark_tail``)."""
