@@ -124,9 +124,7 @@ class Ops:
         if n == 0:
             return st.no_op(fn, None)
         call = self._driver.memcpy_h2d
-        return st.submit(
-            Op(OpKind.COPY_H2D, call, (view, dst._address), (src, entry), (view,), n, held=(src,))
-        )
+        return st.submit(Op(OpKind.COPY_H2D, call, (view, dst._address), (src, entry), (view,), n))
 
     def copy_d2h_async(self, src: DeviceMem, dst: Any, stream: Stream | None) -> Completion:
         fn = "copy_d2h_async"
