@@ -221,10 +221,14 @@ class Completion:
         hooks = self._hooks
         if hooks is not None and hooks.tail is self:
             hooks.mark_tail(self)
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             if self._state != _PENDING:
                 return False
             self._callbacks.append(fn)
+        finally:
+            lock.release()
         self._kick_waiter()
         return True
 
@@ -266,8 +270,9 @@ class Completion:
             hooks = self._hooks
             if hooks is not None:
                 if hooks.tail is self:
-                    hooks.mark_tail(self)
-                hooks.finish_ready(self)
+                    hooks.mark_tail(self)  # often finishes it: the device is past it
+                if self._state == _PENDING:
+                    hooks.finish_ready(self)
         if self._state == _DONE:
             # Finished already (always, on the mock): still a checkpoint, and
             # one made without a generator of our own around it.
@@ -367,7 +372,9 @@ class Completion:
         hooks = self._hooks
         if hooks is not None and (error is not None or hooks.ordering):
             error = hooks.ordered_error(self, error)
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # not ``with``: every op that finishes comes here, and it costs twice
+        try:
             if self._state != _PENDING:
                 return
             if error is None:
@@ -375,12 +382,15 @@ class Completion:
             else:
                 self._error = error
                 self._state = _FAILED
-            callbacks, self._callbacks = self._callbacks, []
+            callbacks, self._callbacks = self._callbacks, _NO_CALLBACKS
             views, self._views = self._views, ()
             self._keepalive = ()
+        finally:
+            lock.release()
         if error is not None and hooks is not None:
             hooks.note_failure(self)
-        release_views(views)
+        if views:
+            release_views(views)
         for fn in callbacks:
             try:
                 fn()
@@ -453,6 +463,17 @@ class _NoLock:
     def __exit__(self, *exc: object) -> None:
         return None
 
+    def acquire(self) -> bool:
+        return True
+
+    def release(self) -> None:
+        return None
+
+
+#: The callbacks of a finished Completion: none, and none can be added (subscribe
+#: checks the state first), so every finished one shares this empty list.
+_NO_CALLBACKS: list[_Callback] = []
+
 
 _NO_LOCK: Any = _NoLock()
 _new_object = object.__new__
@@ -488,9 +509,10 @@ def done_none(op: str) -> Completion:
     return done
 
 
-def finish(completion: Completion, error: BaseException | None = None) -> None:
-    """Finish ``completion`` (on any thread), with ``error`` if its op failed."""
-    completion._finish(error)
+#: Finish a Completion (on any thread), with the error if its op failed:
+#: ``finish(completion, error=None)``.  The method itself, not a function
+#: around it: every op that finishes passes here, and a call costs.
+finish: Callable[..., None] = Completion._finish
 
 
 def failed(completion: Completion, error: BaseException) -> Completion:

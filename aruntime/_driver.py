@@ -426,6 +426,17 @@ class Driver(abc.ABC):
         if declarer is not None:
             declarer(ranges)
 
+    def stream_finished(self, stream: DriverStream) -> bool | None:
+        """Whether the device is past everything queued on ``stream``, without a marker.
+
+        True: it is, and an error of that work was raised here (as
+        :meth:`event_wait` raises it behind a marker); False: not yet; None:
+        this driver cannot tell (the default), and the core records a marker.
+        Never blocks for work still running.
+        """
+        del stream
+        return None
+
     def stream_handle_int(self, stream: DriverStream) -> int:
         """The raw native stream handle as an int (``CUstream`` on CUDA)."""
         from ._exceptions import NotSupportedError

@@ -71,8 +71,13 @@ class SubmitPolicy(Protocol):
     def run(self, op: Op, stream: Stream) -> Completion:
         """Enqueue ``op`` (the stream's lock is held, it is not capturing); its Completion."""
 
-    def bind_marks(self, state: StreamState, handle: DriverStream) -> None:
-        """Let ``state`` record its last op's marker on ``handle`` when asked (``state.mark``)."""
+    def bind_marks(self, state: StreamState, handle: DriverStream, *, shared: bool) -> None:
+        """Let ``state`` record its last op's marker on ``handle`` when asked (``state.mark``).
+
+        ``shared``: other libraries queue work on the stream too (an adopted
+        stream), so a marker recorded later could also cover theirs: each op
+        gets its own, right after it.
+        """
 
 
 class HazardHook(Protocol):
@@ -215,7 +220,7 @@ class Stream(_Handle):
         self._driver = driver
         #: The backend's completion policy's ``run`` (see :meth:`submit`).
         self._run = policy.run
-        policy.bind_marks(state, handle)
+        policy.bind_marks(state, handle, shared=foreign)
         self._defer = defer
         # The core's stream-race checking (None when off) and this stream's number in it.
         self.hazards = hazards

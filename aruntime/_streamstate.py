@@ -201,6 +201,8 @@ class StreamState:
         #: Records the tail's marker and hands it to the waiter: the policy's
         #: ``mark``, bound to this stream by the Stream (None: no driver markers).
         self.mark: Callable[[Completion], None] | None = None
+        #: Whether the stream's last op may wait for its marker (bound with ``mark``).
+        self.defer_markers = False
 
     # -- waiter --------------------------------------------------------------------
     def started_waiter(self) -> StreamWaiter:
@@ -237,9 +239,16 @@ class StreamState:
         """``completion`` is about to be waited for: its marker now, if it is still the tail."""
         if self.tail is not completion:
             return  # marked already (a later op saw it referenced), or never a tail
-        with self.lock:
-            if self.tail is completion:
-                self.flush_tail()
+        self.acquire()  # not ``with``: an await of a fresh op comes here, and it costs twice
+        try:
+            if self.tail is completion:  # flush_tail, inline
+                self.tail = None
+                self.tail_held = ((), ())
+                mark = self.mark
+                assert mark is not None
+                mark(completion)
+        finally:
+            self.release()
 
     def pending(self) -> int:
         waiter = self.waiter

@@ -46,7 +46,7 @@ from ._op import Op, OpKind
 from ._state import BackendState
 from ._streamstate import StreamState
 from ._trace import Tracing
-from ._waiter import QUEUED
+from ._waiter import AWAIT_QUERY, QUEUED
 
 __all__ = [
     "MARKERS_KEPT",
@@ -202,33 +202,66 @@ class SyncCompletion(_Policy):
     def event_synchronize(self, name: str, event: Event) -> Completion:
         return born_done(name)
 
-    def bind_marks(self, state: StreamState, handle: DriverStream) -> None:
+    def bind_marks(self, state: StreamState, handle: DriverStream, *, shared: bool) -> None:
         """Nothing to bind: no op here is left without a finished Completion."""
 
 
 class Marking:
     """Records an op's marker and hands it to the stream's waiter (or settles it at once)."""
 
-    __slots__ = ("_driver", "_markers", "pop_free")
+    __slots__ = ("_driver", "_markers", "_stream_finished", "pop_free")
 
     def __init__(self, driver: Driver, markers: Markers) -> None:
         self._driver = driver
         self._markers = markers
+        # A driver that can tell a stream is done settles an idle stream's
+        # last op with no marker at all (mark); None where it cannot.
+        finished = driver.stream_finished
+        self._stream_finished = (
+            finished
+            if AWAIT_QUERY and type(driver).stream_finished is not Driver.stream_finished
+            else None
+        )
         # The pool's list is never replaced: its pop, bound once, is the hot path's acquire.
         self.pop_free = markers.free.pop
 
     def mark(self, state: StreamState, handle: DriverStream, completion: Completion) -> None:
+        """Settle ``completion``'s op, the last queued on ``handle``, or record its marker.
+
+        The caller holds the stream's lock.  Where every op handed to the
+        stream's waiter has finished and the driver can tell that the
+        stream is done (``Driver.stream_finished``), the op is finished
+        here, with the stream's error if it has one: one query and one wait
+        that returns at once, where a marker is a record, a query and a
+        wait.  Otherwise its marker is recorded (:meth:`record`).
+        """
+        finished = self._stream_finished
+        if finished is not None:
+            waiter = state.waiter
+            if waiter is None or waiter.idle:
+                error: DriverError | None = None
+                try:
+                    done = finished(handle)
+                except DriverError as exc:
+                    done, error = True, exc
+                if done:  # the stream is past this op and every op before it
+                    if state.dropped:
+                        state.note_covers(completion)
+                    if state.stranded:
+                        state.stranded.clear()
+                    finish(completion, error)
+                    return
+        self.record(state, handle, completion)
+
+    def record(
+        self, state: StreamState, handle: DriverStream, completion: Completion, span: Any = None
+    ) -> None:
         """Record the marker of ``completion``'s op, the last queued on ``handle`` (lock held).
 
         It settles at once if the device is past it, else goes to the
         stream's waiter.  If the record fails, the op fails in stream order
         and its buffers wait for the stream's next op.
         """
-        self.record(state, handle, completion, None)
-
-    def record(
-        self, state: StreamState, handle: DriverStream, completion: Completion, span: Any
-    ) -> None:
         markers = self._markers
         try:
             try:
@@ -263,12 +296,9 @@ class Marking:
             stranded.clear()
         if span is not None:
             span.follow(completion, handle)
-        waiter = state.waiter or state.started_waiter()
-        outcome = waiter.settle_if_passed(marker, release, completion.op)
-        if outcome is QUEUED:
-            waiter.enqueue(marker, completion, release)
-        elif not waiter.abandoned:
-            finish(completion, outcome)  # stream order may fail it: an earlier op failed
+        # Settled here if the device is past it (stream order may still fail
+        # it: an earlier op failed), else queued for the waiter's thread.
+        (state.waiter or state.started_waiter()).submit(marker, completion, release)
 
 
 def _give_back_holding(
@@ -341,7 +371,7 @@ class AsyncCompletion(_Policy):
         except DriverError as exc:
             # A staged copy may have queued some of its pieces before failing.
             return self._failed(op, state, None, exc)
-        if not self._defer_markers:
+        if not state.defer_markers:
             return self._mark_now(op, state, handle)
         keepalive = op.held
         if keepalive is None:
@@ -415,9 +445,13 @@ class AsyncCompletion(_Policy):
         self.marking.record(state, handle, completion, span)
         return completion
 
-    def bind_marks(self, state: StreamState, handle: DriverStream) -> None:
-        """Let ``state`` mark its tail on ``handle`` (``StreamState.flush_tail``)."""
+    def bind_marks(self, state: StreamState, handle: DriverStream, *, shared: bool) -> None:
+        """Let ``state`` mark its tail on ``handle`` (``StreamState.flush_tail``).
+
+        On a stream other libraries share, every op is marked right after it.
+        """
         state.mark = functools.partial(self.marking.mark, state, handle)
+        state.defer_markers = self._defer_markers and not shared
 
     @staticmethod
     def _failed(

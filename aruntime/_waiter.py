@@ -74,7 +74,7 @@ from ._driver import Driver, DriverEvent
 from ._exceptions import AruntimeError, DriverError
 from ._loop import defer_to_loop
 
-__all__ = ["QUEUED", "StreamWaiter"]
+__all__ = ["AWAIT_QUERY", "QUEUED", "StreamWaiter"]
 
 _log = logging.getLogger("aruntime")
 
@@ -82,7 +82,7 @@ _log = logging.getLogger("aruntime")
 #: How long a waiter thread polls ``event_query`` before parking in ``event_wait``.
 _SPIN_S = seconds_from_env_us("ARUNTIME_WAITER_SPIN_US", 50.0)
 #: Whether ``await`` first asks (once, without blocking) whether the op is already done.
-_AWAIT_QUERY = os.environ.get("ARUNTIME_AWAIT_QUERY", "1").strip() != "0"
+AWAIT_QUERY = _AWAIT_QUERY = os.environ.get("ARUNTIME_AWAIT_QUERY", "1").strip() != "0"
 
 _Item = tuple[DriverEvent, Completion, "Callable[[DriverEvent], None] | None"]
 
@@ -146,10 +146,21 @@ class StreamWaiter:
         needs to run for it, and no thread is woken or started (see 0. in
         the module's docstring).
         """
-        outcome = self.settle_if_passed(event, release, completion.op)
-        if outcome is QUEUED:
+        # settle_if_passed, inline: an await of a fresh op comes here.
+        if self._closing:
+            raise AruntimeError(f"{self._label}: stream is closing")
+        if self._queue or self._current is not None or not _AWAIT_QUERY:
             self.enqueue(event, completion, release)
-        elif not self._abandon:
+            return
+        try:
+            passed = self._driver.event_query(event)
+        except DriverError:
+            passed = True  # an error: settle's event_wait raises it, as the thread's would
+        if not passed:
+            self.enqueue(event, completion, release)
+            return
+        outcome = self.settle(event, release, completion)
+        if not self._abandon:
             finish(completion, outcome)
 
     def settle_if_passed(
@@ -166,6 +177,11 @@ class StreamWaiter:
         if not self.passed(event):
             return QUEUED
         return self.settle(event, release, op)
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued here, nothing being waited on: every op handed over has finished."""
+        return not self._queue and self._current is None
 
     @property
     def abandoned(self) -> bool:
@@ -193,7 +209,10 @@ class StreamWaiter:
             return True  # an error: settle's event_wait raises it, as the thread's would
 
     def settle(
-        self, event: DriverEvent, release: Callable[[DriverEvent], None] | None, op: str
+        self,
+        event: DriverEvent,
+        release: Callable[[DriverEvent], None] | None,
+        op: str | Completion,
     ) -> BaseException | None:
         """The error of the op behind ``event``, which it is past; then return the marker.
 
@@ -213,9 +232,14 @@ class StreamWaiter:
             _return_marker(release, event)
             raise
         except BaseException as exc:  # never leave an awaiter hanging
-            error = AruntimeError(f"{op}: waiting for the device failed: {exc!r}")
+            name = op if isinstance(op, str) else op.op
+            error = AruntimeError(f"{name}: waiting for the device failed: {exc!r}")
             error.__cause__ = exc
-        _return_marker(release, event)
+        if release is not None:  # _return_marker, inline: every settled op comes here
+            try:
+                release(event)
+            except Exception:
+                _log.exception("returning a marker event failed")
         return error
 
     def enqueue(
@@ -398,7 +422,7 @@ class StreamWaiter:
                     self._current = head
                     self._queue.popleft()
                 try:
-                    error = self.settle(event, None, head.op)
+                    error = self.settle(event, None, head)
                 except BaseException:
                     # An interrupt on this (the awaiting) thread: the op stays
                     # queued, first, with its marker, for the waiter thread.
@@ -467,7 +491,7 @@ class StreamWaiter:
                 caught = False
         # Also after a spin that saw the op done: settle's event_wait is what
         # raises the op's error.
-        error = self.settle(event, release, completion.op)
+        error = self.settle(event, release, completion)
         if spin_s > 0.0 and error is None:
             # Spin for the next op only while this stream's ops end soon
             # after we reach them: a stream of long ops parks at once.

@@ -32,21 +32,39 @@ DEFERRING = ["mock-async", "cuda-sim"]
 
 
 class _Records:
-    """Counts the driver's event records (every marker is one)."""
+    """Counts the core's asks of the device about a stream's progress.
+
+    A marker (an event record) or, where the driver can tell a stream is
+    done, a settle of the whole stream (``stream_finished``): what an op
+    that somebody waits for costs, and what one that nobody waits for must
+    not.  Patched on the driver object, which the policy looks up per call.
+    """
 
     def __init__(self, gpu: ar.Backend) -> None:
         self.count = 0
         self._driver: Any = gpu.driver
-        self._record = self._driver.event_record
+        self._saved = {name: getattr(self._driver, name) for name in ("event_record",)}
+        marking = gpu._policy.marking  # type: ignore[attr-defined]
+        self._marking = marking
+        self._finished = marking._stream_finished
 
         def counting(*args: Any) -> None:
             self.count += 1
-            self._record(*args)
+            self._saved["event_record"](*args)
 
         self._driver.event_record = counting
+        if self._finished is not None:
+            finished = self._finished
+
+            def counting_finished(*args: Any) -> Any:
+                self.count += 1
+                return finished(*args)
+
+            marking._stream_finished = counting_finished
 
     def restore(self) -> None:
-        self._driver.event_record = self._record
+        self._driver.event_record = self._saved["event_record"]
+        self._marking._stream_finished = self._finished
 
 
 @pytest.fixture(params=DEFERRING)
@@ -217,3 +235,60 @@ def backend_name(request: pytest.FixtureRequest) -> str:
     except ar.BackendUnavailableError as exc:
         pytest.skip(f"{request.param} unavailable: {exc}")
     return str(request.param)
+
+
+def _cuda_sim() -> ar.Backend:
+    try:
+        return ar.open_backend("cuda-sim")
+    except ar.BackendUnavailableError as exc:
+        pytest.skip(f"cuda-sim unavailable: {exc}")
+
+
+async def test_an_idle_streams_last_op_is_settled_without_a_marker() -> None:
+    """cuda-sim can tell a stream is done (cuStreamQuery, then cuStreamSynchronize)."""
+    gpu = _cuda_sim()
+    try:
+        records = _Records(gpu)
+        markers = records.count
+        record = records._saved["event_record"]
+        marked = []
+        records._driver.event_record = lambda *args: (marked.append(args), record(*args))
+        dev = gpu.alloc(64)
+        with gpu.create_stream() as stream:
+            await gpu.memset_async(dev, 7, 64, stream=stream)  # a small op: done in place
+            assert records.count - markers == 1 and not marked  # one settle, no marker
+            out = await gpu.copy_d2h_async(dev, np.zeros(64, np.uint8), stream=stream)
+            assert (out == 7).all()
+        records.restore()
+        gpu.free(dev)
+    finally:
+        gpu.close()
+
+
+class _SharedStream:
+    def __init__(self, handle: int) -> None:
+        self._handle = handle
+
+    def __cuda_stream__(self) -> tuple[int, int]:
+        return (0, self._handle)
+
+
+def test_a_stream_shared_with_other_libraries_marks_every_op() -> None:
+    """Their work may follow ours on it: a marker recorded later would cover theirs too."""
+    gpu = _cuda_sim()
+    try:
+        dev = gpu.alloc(64)
+        with gpu.create_stream() as own:
+            wrapped = gpu.wrap_stream(_SharedStream(own.__cuda_stream__()[1]))
+            records = _Records(gpu)
+            try:
+                for value in range(5):
+                    gpu.memset_async(dev, value, 64, stream=wrapped)
+                assert records.count == 5
+            finally:
+                records.restore()
+            gpu.synchronize(wrapped).wait(30)
+            wrapped.close()
+        gpu.free(dev)
+    finally:
+        gpu.close()

@@ -106,6 +106,8 @@ class _CudaBase(Driver):
         self._cuEventRecord = lib.cuEventRecord
         self._cuEventQuery = lib.cuEventQuery
         self._cuEventSynchronize = lib.cuEventSynchronize
+        self._cuStreamQuery = lib.cuStreamQuery
+        self._cuStreamSynchronize = lib.cuStreamSynchronize
         self._helpers: Any = None
         self._hostfn: CData = None
         self._priority_range: tuple[int, int] | None = None

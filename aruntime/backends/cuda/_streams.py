@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import cast
 
 from ..._driver import DriverEvent, DriverStream
-from ._base import _CudaBase
+from ._base import _CudaBase, _current
 from ._constants import (
     _CU_EVENT_BLOCKING_SYNC,
     _CU_EVENT_DISABLE_TIMING,
@@ -124,6 +124,26 @@ class _StreamOps(_CudaBase):
         code = self._cuEventRecord(event, stream.handle)  # type: ignore[attr-defined]
         if code != 0:
             raise self._fail(code, "cuEventRecord")
+
+    def stream_finished(self, stream: DriverStream) -> bool:
+        """``cuStreamQuery``; once it says done, ``cuStreamSynchronize`` too.
+
+        The synchronize returns at once on a stream that is done, and it is
+        what reports an error of the work on it and flushes kernels'
+        ``printf`` output, as ``event_wait`` does behind a marker.
+        """
+        if self._dead is not None or getattr(_current, "ctx", None) is not self._ctx:
+            self._enter_slow("cuStreamQuery")
+        handle = stream.handle  # type: ignore[attr-defined]
+        code = self._cuStreamQuery(handle)
+        if code == _NOT_READY:
+            return False
+        if code != 0:
+            raise self._fail(code, "cuStreamQuery")
+        code = self._cuStreamSynchronize(handle)
+        if code != 0:
+            raise self._fail(code, "cuStreamSynchronize")
+        return True
 
     def event_query(self, event: DriverEvent) -> bool:
         dead = self._dead
