@@ -58,6 +58,9 @@ class _ArgNames(dict[int, str]):
         return name
 
 
+#: How many launch geometries a backend keeps checked.
+_CONFIGS = 64
+
 #: How a message names each pointer argument (built once, not per launch).
 _ARG_NAMES = _ArgNames()
 
@@ -110,6 +113,8 @@ class Ops:
         self._driver: Driver = state.driver
         self._objects = objects
         self._peers = peers
+        #: Checked launch geometries by (grid, block), for int ones without shared memory.
+        self._configs: dict[tuple[int, int], LaunchConfig] = {}
 
     def copy_h2d_async(self, src: Any, dst: DeviceMem, stream: Stream | None) -> Completion:
         fn = "copy_h2d_async"
@@ -260,7 +265,25 @@ class Ops:
                 )
             if kernel.owner is not self._owner:
                 raise InvalidArgumentError(f"{fn}: {kernel!r} belongs to another backend")
-        config = launch_config(grid, block, shared_mem, state.limits)
+        # The usual geometries, each checked once: an int grid and block, no
+        # shared memory (a bool is an int subclass, not an int: it is checked).
+        config = (
+            self._configs.get((grid, block))
+            if type(grid) is int
+            and type(block) is int
+            and type(shared_mem) is int
+            and not shared_mem
+            else None
+        )
+        if config is None:
+            config = launch_config(grid, block, shared_mem, state.limits)
+            if (
+                len(self._configs) < _CONFIGS
+                and type(grid) is int
+                and type(block) is int
+                and config.shared_mem == 0
+            ):
+                self._configs[(grid, block)] = config
         st = self._objects.resolve(stream, fn)
         kind = type(args)
         signature = tuple(map(type, args)) if kind is list or kind is tuple else None

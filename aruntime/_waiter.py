@@ -249,7 +249,9 @@ class StreamWaiter:
         release: Callable[[DriverEvent], None] | None,
     ) -> None:
         """Queue an op's marker and Completion for the thread (the stream's lock is held)."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             if self._closing:
                 raise AruntimeError(f"{self._label}: stream is closing")
             self._queue.append((event, completion, release))
@@ -264,6 +266,8 @@ class StreamWaiter:
             self._kick_pending = _AWAIT_QUERY and defer_to_loop(self._deferred_kick)
             if not self._kick_pending:
                 self._cond.notify()
+        finally:
+            lock.release()
 
     def _deferred_kick(self) -> None:
         """The wake-up deferred to the end of a loop step: held back while a task polls."""
@@ -271,18 +275,26 @@ class StreamWaiter:
             self.kick()
 
     def poll_begin(self) -> None:
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             self._pollers += 1
+        finally:
+            lock.release()
 
     def poll_end(self) -> None:
         """A polling task stopped: a wake-up held back for it goes out now (deferred again)."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             self._pollers -= 1
             if self._pollers or not self._kick_pending or not self._queue:
                 return
             if not defer_to_loop(self._deferred_kick):
                 self._kick_pending = False
                 self._cond.notify()
+        finally:
+            lock.release()
 
     def kick(self) -> None:
         """Wake the thread now if a deferred wake-up is pending (cheap if none is)."""
@@ -407,37 +419,53 @@ class StreamWaiter:
         try:
             query = self._driver.event_query
             while True:
-                with self._lock:
+                lock = self._lock
+                lock.acquire()
+                try:
                     if self._abandon or not self._queue:
                         return
                     event, head, release = self._queue[0]
+                finally:
+                    lock.release()
                 # Only the holder of _turn pops, so the head cannot change under us.
                 try:
                     if not query(event):
                         return
                 except DriverError:
                     return
-                with self._lock:
+                lock = self._lock
+                lock.acquire()
+                try:
                     # _current first: passed() reads both without _cond.
                     self._current = head
                     self._queue.popleft()
+                finally:
+                    lock.release()
                 try:
                     error = self.settle(event, None, head)
                 except BaseException:
                     # An interrupt on this (the awaiting) thread: the op stays
                     # queued, first, with its marker, for the waiter thread.
-                    with self._lock:
+                    lock = self._lock
+                    lock.acquire()
+                    try:
                         self._queue.appendleft((event, head, release))
                         self._current = None
                         self._cond.notify()
+                    finally:
+                        lock.release()
                     raise
                 try:
                     _return_marker(release, event)
                 finally:  # settled: finished whatever happens next
                     if not self._abandon:
                         finish(head, error)
-                with self._lock:
+                lock = self._lock
+                lock.acquire()
+                try:
                     self._current = None
+                finally:
+                    lock.release()
                 if head is completion:
                     return
         finally:

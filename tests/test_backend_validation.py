@@ -443,3 +443,24 @@ def test_errors_from_a_mock_fault_carry_driver_attributes(gpu: ar.Backend) -> No
         gpu.alloc(8)
     err = info.value
     assert (err.backend, err.function, err.name) == ("mock", "alloc", "MOCK_INJECTED_FAULT")
+
+
+@pytest.mark.parametrize("grid", [1.0, True, np.int64(1)])
+def test_a_checked_geometry_is_no_pass_for_equal_values_of_other_types(
+    gpu: ar.Backend, grid: object
+) -> None:
+    """A launch's (grid, block) is checked once and kept: 1.0, True and np.int64(1) equal 1
+    and hash alike, but each still goes through the full check."""
+    kern = gpu.kernel(gpu.builtin_module(), "fill_f32")
+    y = gpu.alloc(64)
+    args = [np.uint32(16), np.float32(2), y]
+    gpu.launch(kern, 1, 16, args).wait()  # (1, 16): checked, and kept
+    try:
+        gpu.launch(kern, grid, 16, args).wait()  # type: ignore[arg-type]
+    except TypeError:
+        assert not isinstance(grid, np.integer), "a numpy int is a valid grid"
+    else:
+        assert isinstance(grid, np.integer), f"grid={grid!r} was let through"
+    with pytest.raises(ar.InvalidArgumentError, match="shared_mem"):
+        gpu.launch(kern, 1, 16, args, shared_mem=1 << 30)
+    gpu.free(y)

@@ -94,7 +94,7 @@ class ParamBlock:
         if slots:
             values = list(args)
             for i in slots:
-                values[i] = values[i].address
+                values[i] = values[i]._address  # not the property: a call per pointer
             self._pack_into(self._buffer, 0, *values)
         else:
             self._pack_into(self._buffer, 0, *args)
