@@ -333,12 +333,15 @@ class StreamWaiter:
     def pending(self) -> int:
         """Ops queued or being waited on whose Completion has not finished."""
         # Ask the Completion, not the busy flag: a woken awaiter may run (and
-        # check for leaks) before this thread has cleared the flag.  The ops
-        # behind the stream's unmarked last one count as one, once it is marked.
-        self._flush_tail()
+        # check for leaks) before this thread has cleared the flag.  The
+        # stream's last op without a marker counts too, and is not marked
+        # here: this also runs at interpreter exit, where no driver call may.
+        owner = self._owner()
+        tail = None if owner is None else owner.tail
+        unmarked = tail is not None and not tail.finished
         with self._lock:
             current = self._current
-            return len(self._queue) + (current is not None and not current.done())
+            return len(self._queue) + (current is not None and not current.done()) + unmarked
 
     @property
     def started(self) -> bool:
@@ -348,8 +351,12 @@ class StreamWaiter:
         """Stop after the queued work: never blocks.  ``on_exit`` runs once drained.
 
         It may be called again (by another owner) with another ``on_exit``;
-        each runs once, right away if the thread has already ended.
+        each runs once, right away if the thread has already ended.  The
+        stream's last op gets its marker first, if it has none, so that the
+        work drained includes it.
         """
+        if not self._closing:
+            self._flush_tail()
         run_now = False
         with self._lock:
             if on_exit is not None:
