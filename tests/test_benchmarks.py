@@ -157,11 +157,14 @@ def test_bench_op_calls_quick_prints_every_backend() -> None:
 #: to 26 and levelzero-sim's from 81 to 51; markers only where a wait needs
 #: one, the checks' common case inline and checked geometries kept cut
 #: cuda-sim's to 15 (copy 12, memset 9).  A change that adds calls to every
-#: op shows here first.
+#: op shows here first.  levelzero-sim's budget keeps its margin: each op
+#: there records its marker, and one the device has not passed yet is handed
+#: to the waiter, which takes more calls, as often as a busy machine makes it
+#: (30 calls a launch here idle, 40 on a loaded CI worker).
 _CALL_BUDGET = {
     "mock": {"launch": 37, "4 KiB H2D copy": 12, "64 B memset": 12},
     "cuda-sim": {"launch": 18, "4 KiB H2D copy": 14, "64 B memset": 12},
-    "levelzero-sim": {"launch": 34, "4 KiB H2D copy": 33, "64 B memset": 22},
+    "levelzero-sim": {"launch": 51, "4 KiB H2D copy": 36, "64 B memset": 26},
 }
 
 
