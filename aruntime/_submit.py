@@ -209,7 +209,7 @@ class SyncCompletion(_Policy):
 class Marking:
     """Records an op's marker and hands it to the stream's waiter (or settles it at once)."""
 
-    __slots__ = ("_driver", "_markers", "_stream_finished", "pop_free")
+    __slots__ = ("_driver", "_markers", "_pop_free", "_stream_finished")
 
     def __init__(self, driver: Driver, markers: Markers) -> None:
         self._driver = driver
@@ -223,7 +223,7 @@ class Marking:
             else None
         )
         # The pool's list is never replaced: its pop, bound once, is the hot path's acquire.
-        self.pop_free = markers.free.pop
+        self._pop_free = markers.free.pop
 
     def mark(self, state: StreamState, handle: DriverStream, completion: Completion) -> None:
         """Settle ``completion``'s op, the last queued on ``handle``, or record its marker.
@@ -253,6 +253,19 @@ class Marking:
                     return
         self.record(state, handle, completion)
 
+    def recorded(self, handle: DriverStream) -> DriverEvent:
+        """A marker from the pool, recorded on ``handle`` now; on any failure it goes back."""
+        try:
+            marker = self._pop_free()
+        except IndexError:
+            marker = self._markers.acquire()  # may raise: a sticky error surfacing at creation
+        try:
+            self._driver.event_record(marker, handle)
+        except BaseException:
+            self._markers.give_back(marker)
+            raise
+        return marker
+
     def record(
         self, state: StreamState, handle: DriverStream, completion: Completion, span: Any = None
     ) -> None:
@@ -264,15 +277,7 @@ class Marking:
         """
         markers = self._markers
         try:
-            try:
-                marker = self.pop_free()
-            except IndexError:
-                marker = markers.acquire()  # may raise: a sticky error surfacing at event creation
-            try:
-                self._driver.event_record(marker, handle)
-            except BaseException:
-                markers.give_back(marker)
-                raise
+            marker = self.recorded(handle)
         except DriverError as exc:
             if span is not None:
                 span.abandon()
@@ -392,15 +397,7 @@ class AsyncCompletion(_Policy):
         """
         markers = self._markers
         try:
-            try:
-                marker = self.marking.pop_free()
-            except IndexError:
-                marker = markers.acquire()
-            try:
-                self._driver.event_record(marker, handle)
-            except BaseException:
-                markers.give_back(marker)
-                raise
+            marker = self.marking.recorded(handle)
         except DriverError as exc:
             return self._failed(op, state, None, exc)
         except BaseException:
