@@ -26,7 +26,7 @@ from ._completion import Completion, born_captured, born_done
 from ._driver import Driver, DriverEvent, DriverFunction, DriverGraph, DriverModule, DriverStream
 from ._exceptions import ClosedResourceError, DriverError, InvalidArgumentError, NotSupportedError
 from ._ledger import Entry, unpin
-from ._op import Op, Range
+from ._op import Op, OpKind, Range
 from ._resources import Resources, run_all
 from ._streamstate import StreamState
 
@@ -70,6 +70,10 @@ class SubmitPolicy(Protocol):
 
     def run(self, op: Op, stream: Stream) -> Completion:
         """Enqueue ``op`` (the stream's lock is held, it is not capturing); its Completion."""
+
+    @property
+    def queue(self) -> Callable[..., Completion]:
+        """:meth:`run` of an op given by its parts, in ``Op``'s order (``Stream.enqueue``)."""
 
     def bind_marks(self, state: StreamState, handle: DriverStream, *, shared: bool) -> None:
         """Let ``state`` record its last op's marker on ``handle`` when asked (``state.mark``).
@@ -218,8 +222,7 @@ class Stream(_Handle):
         #: The core's bookkeeping for this stream (lock, waiter, capture, errors).
         self.state = state
         self._driver = driver
-        #: The backend's completion policy's ``run`` (see :meth:`submit`).
-        self._run = policy.run
+        self._run, self._queue = policy.run, policy.queue  # the policy's, bound once
         policy.bind_marks(state, handle, shared=foreign)
         self._defer = defer
         # The core's stream-race checking (None when off) and this stream's number in it.
@@ -243,27 +246,61 @@ class Stream(_Handle):
     def submit(self, op: Op) -> Completion:
         """Enqueue ``op`` (validated by the backend) on this stream; its Completion.
 
-        The core's one way onto a stream: a capturing stream records the op
-        into its graph, any other hands it to the backend's completion policy.
-        Cancelling an await of the result abandons the wait only.
+        For an op that states its ranges (else :meth:`enqueue`).  Cancelling
+        an await of the result abandons the wait only.
         """
         state = self.state
-        state.acquire()  # the hot path: cheaper than ``with``
+        state.acquire()  # cheaper than ``with``
         try:
-            if state.refusing:
-                # Set under this lock by close() and the backend's close: an
-                # op is either queued before the stream closes, or refused.
+            if state.refusing:  # set under this lock by the closes: queued before, or refused
                 raise ClosedResourceError(f"{op.kind.public}: {self!r} is closed")
             for held in op.keepalive:
                 if type(held) is Entry and held.freed:  # freed by another thread since its check
                     raise InvalidArgumentError(f"{op.kind.public}: {held.handle!r} was freed")
-            if state.capturing:
-                if self.hazards is not None:  # a replay is held to the launch's reads=
-                    return self.hazards.record(op, self.handle, state.capture)
-                return state.capture(op, self.handle)
-            if self.hazards is not None:
-                return self.hazards.run(op, self, self._run)
-            return self._run(op, self)
+            return self._dispatch(op, state)
+        finally:
+            state.release()
+
+    def _dispatch(self, op: Op, state: StreamState) -> Completion:
+        """``op`` into the graph being captured, through the race checker, or to the policy."""
+        if state.capturing:
+            if self.hazards is not None:  # a replay is held to the launch's reads=
+                return self.hazards.record(op, self.handle, state.capture)
+            return state.capture(op, self.handle)
+        if self.hazards is not None:
+            return self.hazards.run(op, self, self._run)
+        return self._run(op, self)
+
+    def enqueue(
+        self,
+        kind: OpKind,
+        call: Callable[..., None],
+        args: tuple[Any, ...],
+        entries: tuple[Entry, ...],
+        held: tuple[Any, ...],
+        views: tuple[memoryview, ...] = (),
+        nbytes: int = 0,
+        result: Any = None,
+        kernel: Any = None,
+    ) -> Completion:
+        """:meth:`submit` of ``Op(kind, call, args, (*held, *entries), views, ...)``, unbuilt.
+
+        Only a capture and the race checker read an :class:`Op`, so only they
+        get one.  Cancelling an await of the result abandons the wait only.
+        """
+        state = self.state
+        state.acquire()
+        try:
+            if state.refusing:
+                raise ClosedResourceError(f"{kind.public}: {self!r} is closed")
+            for entry in entries:
+                if entry.freed:  # freed by another thread since its check
+                    raise InvalidArgumentError(f"{kind.public}: {entry.handle!r} was freed")
+            if state.capturing or self.hazards is not None:
+                keepalive = (*held, *entries)
+                op = Op(kind, call, args, keepalive, views, nbytes, result, kernel, held=held)
+                return self._dispatch(op, state)
+            return self._queue(self, kind, call, args, held, views, nbytes, result, kernel)
         finally:
             state.release()
 

@@ -129,7 +129,7 @@ class Ops:
         if n == 0:
             return st.no_op(fn, None)
         call = self._driver.memcpy_h2d
-        return st.submit(Op(OpKind.COPY_H2D, call, (view, dst._address), (src, entry), (view,), n))
+        return st.enqueue(OpKind.COPY_H2D, call, (view, dst._address), (entry,), (src,), (view,), n)
 
     def copy_d2h_async(self, src: DeviceMem, dst: Any, stream: Stream | None) -> Completion:
         fn = "copy_d2h_async"
@@ -144,18 +144,8 @@ class Ops:
         if n == 0:
             return st.no_op(fn, dst)
         call = self._driver.memcpy_d2h
-        return st.submit(
-            Op(
-                OpKind.COPY_D2H,
-                call,
-                (src._address, view),
-                (dst, entry),
-                (view,),
-                n,
-                dst,
-                held=(dst,),
-            )
-        )
+        args = (src._address, view)
+        return st.enqueue(OpKind.COPY_D2H, call, args, (entry,), (dst,), (view,), n, dst)
 
     def copy_d2d_async(
         self, src: DeviceMem, dst: DeviceMem, nbytes: int, stream: Stream | None
@@ -179,7 +169,7 @@ class Ops:
             )
         args = (s_addr, d_addr, n)
         call = self._driver.memcpy_d2d
-        return st.submit(Op(OpKind.COPY_D2D, call, args, (src_entry, dst_entry), (), n, held=()))
+        return st.enqueue(OpKind.COPY_D2D, call, args, (src_entry, dst_entry), (), (), n)
 
     def copy_d2d_2d_async(
         self,
@@ -212,7 +202,7 @@ class Ops:
             return st.no_op(fn, None)
         args = (src.address, sp, dst.address, dp, width, rows)
         call = self._driver.memcpy_2d
-        return st.submit(Op(OpKind.COPY_2D, call, args, entries, (), width * rows))
+        return st.enqueue(OpKind.COPY_2D, call, args, entries, (), (), width * rows)
 
     def memset_async(
         self, ptr: DeviceMem, value: int, nbytes: int, stream: Stream | None
@@ -234,7 +224,7 @@ class Ops:
         if n == 0:
             return st.no_op(fn, None)
         call = self._driver.memset_d8
-        return st.submit(Op(OpKind.MEMSET, call, (ptr._address, v, n), (entry,), (), n, held=()))
+        return st.enqueue(OpKind.MEMSET, call, (ptr._address, v, n), (entry,), (), (), n)
 
     def launch(
         self,
@@ -296,20 +286,23 @@ class Ops:
         else:
             checked = tuple(args)  # the types were checked at this signature's first launch
         check = self._ledger.check_range
-        held = []  # a loop, not a comprehension: that would be a call of its own (3.11)
+        entries = []  # a loop, not a comprehension: that would be a call of its own (3.11)
         for i in pointers:
-            held.append(check(checked[i], 0, fn, _ARG_NAMES[i]))
-        read_ranges = write_ranges = None  # every pointer, read and written: found when asked
-        if reads is not None or writes is not None:
-            read_ranges, write_ranges = launch_ranges(checked, reads, writes, fn)
-        return st.submit(
-            Op(
-                OpKind.LAUNCH,
-                self._driver.launch,
-                (kernel.handle, config, checked),
-                tuple(held),
-                kernel=kernel,
-                reads=read_ranges,
-                writes=write_ranges,
+            entries.append(check(checked[i], 0, fn, _ARG_NAMES[i]))
+        call_args = (kernel.handle, config, checked)
+        if reads is None and writes is None:
+            # Every pointer, read and written: the race checker finds them when asked.
+            return st.enqueue(
+                OpKind.LAUNCH, self._driver.launch, call_args, tuple(entries), (), kernel=kernel
             )
+        read_ranges, write_ranges = launch_ranges(checked, reads, writes, fn)
+        op = Op(
+            OpKind.LAUNCH,
+            self._driver.launch,
+            call_args,
+            tuple(entries),
+            kernel=kernel,
+            reads=read_ranges,
+            writes=write_ranges,
         )
+        return st.submit(op)

@@ -154,22 +154,43 @@ class SyncCompletion(_Policy):
         self._done = {kind: done_none(kind.public) for kind in OpKind.ALL}
 
     def run(self, op: Op, stream: Stream) -> Completion:
+        return self.queue(
+            stream, op.kind, op.call, op.args, (), op.views, op.nbytes, op.result, op.kernel
+        )
+
+    def queue(
+        self,
+        stream: Stream,
+        kind: OpKind,
+        call: Callable[..., None],
+        args: tuple[Any, ...],
+        held: tuple[Any, ...],
+        views: tuple[memoryview, ...] = (),
+        nbytes: int = 0,
+        result: Any = None,
+        kernel: Any = None,
+    ) -> Completion:
+        """:meth:`run` of an op given by its parts (``Stream.enqueue``: no Op is built).
+
+        The op has finished when ``call`` returns, so nothing is held.
+        """
         try:
             if self._tracing.recorder is None:
-                op.call(*op.args, stream.handle)
+                call(*args, stream.handle)
             else:
-                self._traced(op, stream)
+                self._traced(
+                    Op(kind, call, args, views=views, nbytes=nbytes, kernel=kernel), stream
+                )
         except DriverError as exc:
-            completion = failed(Completion(op.kind.public, stream.state), exc)
+            completion = failed(Completion(kind.public, stream.state), exc)
             sites.note(completion)  # the user's call is on the stack: it costs only here
             return completion
-        result = op.result
         state = stream.state
         if state.ordering:  # an earlier op on the stream (or upstream) failed
-            completion = Completion(op.kind.public, state, result)
+            completion = Completion(kind.public, state, result)
             finish(completion)
             return completion
-        return self._done[op.kind] if result is None else born_done(op.kind.public, result)
+        return self._done[kind] if result is None else born_done(kind.public, result)
 
     def _traced(self, op: Op, stream: Stream) -> None:
         recorder = self._tracing.recorder
@@ -326,7 +347,31 @@ class AsyncCompletion(_Policy):
         self._done = {kind.public: done_none(kind.public) for kind in OpKind.ALL}
 
     def run(self, op: Op, stream: Stream) -> Completion:
-        """Queue ``op`` on ``stream`` (its lock held); it becomes the stream's unmarked tail.
+        held = op.held
+        if held is None:
+            held = _without_entries(op.keepalive)
+        return self.queue(
+            stream, op.kind, op.call, op.args, held, op.views, op.nbytes, op.result, op.kernel
+        )
+
+    def queue(
+        self,
+        stream: Stream,
+        kind: OpKind,
+        call: Callable[..., None],
+        args: tuple[Any, ...],
+        held: tuple[Any, ...],
+        views: tuple[memoryview, ...] = (),
+        nbytes: int = 0,
+        result: Any = None,
+        kernel: Any = None,
+    ) -> Completion:
+        """Queue an op on ``stream`` (its lock held); it becomes the stream's unmarked tail.
+
+        The op comes as its parts (``call(*args, handle)`` enqueues it;
+        ``held`` are the host objects its Completion keeps while it runs):
+        ``Stream.enqueue`` builds no :class:`Op` for a plain stream, and
+        :meth:`run` unpacks one.
 
         The one completion path of a driver that runs ops later.  A marker
         costs an event record, a query and a wait: it is recorded only for
@@ -362,35 +407,40 @@ class AsyncCompletion(_Policy):
                 if not state.dropped:
                     state.dropped_first = tail.op
                 state.dropped += 1
-                held, views = state.tail_held
-                if held:
-                    state.stranded.extend(held)
-                if views:
-                    state.stranded.extend(views)
+                tail_held, tail_views = state.tail_held
+                if tail_held:
+                    state.stranded.extend(tail_held)
+                if tail_views:
+                    state.stranded.extend(tail_views)
             state.tail_held = _NOTHING_HELD
             del tail
         if sites.recording or self._tracing.recorder is not None:
+            op = Op(kind, call, args, held, views, nbytes, result, kernel, held=held)
             return self._run_marked(op, stream, state, handle)
         try:
-            op.call(*op.args, handle)
+            call(*args, handle)
         except DriverError as exc:
             # A staged copy may have queued some of its pieces before failing.
-            return self._failed(op, state, None, exc)
+            return self._failed(kind, result, held, views, state, exc)
         if not state.defer_markers:
-            return self._mark_now(op, state, handle)
-        keepalive = op.held
-        if keepalive is None:
-            keepalive = _without_entries(op.keepalive)
-        views = op.views
-        completion = Completion(op.kind.public, state, op.result, keepalive, views)
+            return self._mark_now(kind, result, held, views, state, handle)
+        completion = Completion(kind.public, state, result, held, views)
         state.tail = completion
-        state.tail_held = (keepalive, views)
+        state.tail_held = (held, views)
         if state.waiter is None:  # a backend-wide wait finds the stream through its waiter
             state.started_waiter()
         return completion
 
-    def _mark_now(self, op: Op, state: StreamState, handle: DriverStream) -> Completion:
-        """A marker right behind ``op``, for a driver whose errors may miss a later one.
+    def _mark_now(
+        self,
+        kind: OpKind,
+        result: Any,
+        held: tuple[Any, ...],
+        views: tuple[memoryview, ...],
+        state: StreamState,
+        handle: DriverStream,
+    ) -> Completion:
+        """A marker right behind the op just queued, for a driver whose errors may miss a later one.
 
         An op the device is past already, with nothing before it failed or
         left to finish, gets a shared finished Completion, as on the mock.
@@ -399,21 +449,20 @@ class AsyncCompletion(_Policy):
         try:
             marker = self.marking.recorded(handle)
         except DriverError as exc:
-            return self._failed(op, state, None, exc)
+            return self._failed(kind, result, held, views, state, exc)
         except BaseException:
-            state.stranded.extend((*_keepalive(op, state), *op.views))
+            state.stranded.extend((*_with_stranded(held, state), *views))
             raise
         waiter = state.waiter or state.started_waiter()
-        name = op.kind.public
+        name = kind.public
         outcome = waiter.settle_if_passed(marker, markers.give_back, name)
         if outcome is None and not state.ordering:
             if state.stranded:
                 state.stranded.clear()  # the device is past this op and all before it
-            if op.views:
-                release_views(op.views)
-            result = op.result
+            if views:
+                release_views(views)
             return self._done[name] if result is None else born_done(name, result)
-        completion = Completion(name, state, op.result, _keepalive(op, state), op.views)
+        completion = Completion(name, state, result, _with_stranded(held, state), views)
         if outcome is QUEUED:
             waiter.enqueue(marker, completion, markers.give_back)
         elif not waiter.abandoned:
@@ -424,7 +473,10 @@ class AsyncCompletion(_Policy):
         self, op: Op, stream: Stream, state: StreamState, handle: DriverStream
     ) -> Completion:
         """``op`` with its Completion made before the call and its marker right after it."""
-        keepalive = _keepalive(op, state)
+        held = op.held
+        if held is None:
+            held = _without_entries(op.keepalive)
+        keepalive = _with_stranded(held, state)
         completion = Completion(op.kind.public, state, op.result, keepalive, op.views)
         if sites.recording:
             sites.note(completion)
@@ -438,7 +490,8 @@ class AsyncCompletion(_Policy):
             else:
                 span.enqueue(op.call, op.args, handle)  # drops the span if the op raises
         except DriverError as exc:
-            return self._failed(op, state, completion, exc)
+            state.stranded.extend(failed_queued(completion, exc))
+            return completion
         self.marking.record(state, handle, completion, span)
         return completion
 
@@ -452,13 +505,15 @@ class AsyncCompletion(_Policy):
 
     @staticmethod
     def _failed(
-        op: Op, state: StreamState, completion: Completion | None, exc: DriverError
+        kind: OpKind,
+        result: Any,
+        held: tuple[Any, ...],
+        views: tuple[memoryview, ...],
+        state: StreamState,
+        exc: DriverError,
     ) -> Completion:
         """The Completion of an op whose enqueue or marker raised: it fails in stream order."""
-        if completion is None:
-            completion = Completion(
-                op.kind.public, state, op.result, _keepalive(op, state), op.views
-            )
+        completion = Completion(kind.public, state, result, _with_stranded(held, state), views)
         state.stranded.extend(failed_queued(completion, exc))
         return completion
 
@@ -490,19 +545,16 @@ class AsyncCompletion(_Policy):
         return completion
 
 
-def _keepalive(op: Op, state: StreamState) -> tuple[Any, ...]:
-    """What ``op``'s Completion holds while it runs: its buffers, and what earlier ops stranded.
+def _with_stranded(held: tuple[Any, ...], state: StreamState) -> tuple[Any, ...]:
+    """What an op's Completion holds while it runs: its buffers, and what earlier ops stranded.
 
     Takes the stream's stranded buffers (call with the stream's lock held):
     they finish only once the stream is past this op.
     """
-    keepalive = op.held
-    if keepalive is None:
-        keepalive = _without_entries(op.keepalive)
     if state.stranded:
-        keepalive = (*keepalive, *state.stranded)
+        held = (*held, *state.stranded)
         state.stranded.clear()
-    return keepalive
+    return held
 
 
 def _without_entries(keepalive: tuple[Any, ...]) -> tuple[Any, ...]:

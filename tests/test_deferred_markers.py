@@ -169,6 +169,26 @@ async def test_a_dropped_ops_buffers_live_until_a_later_marker(gpu: ar.Backend) 
     gpu.free(dev)
 
 
+async def test_dropped_copies_in_a_row_each_keep_their_own_source(gpu: ar.Backend) -> None:
+    """Each unkept copy's source is held until the stream is past it, and lands whole."""
+    first, second = gpu.alloc(1 << 16), gpu.alloc(1 << 16)
+    with gpu.create_stream() as stream:
+        sources = [np.full(1 << 16, 3, np.uint8), np.full(1 << 16, 7, np.uint8)]
+        alive = [weakref.ref(src) for src in sources]
+        gpu.copy_h2d_async(sources[0], first, stream=stream)  # nobody keeps either
+        gpu.copy_h2d_async(sources[1], second, stream=stream)
+        gpu.memset_async(first, 3, 1, stream=stream)  # drops the second copy too
+        del sources
+        gc.collect()
+        assert [ref() is not None for ref in alive] == [True, True]
+        got = await gpu.copy_d2h_async(second, np.zeros(1 << 16, np.uint8), stream=stream)
+        assert (got == 7).all()
+        got = await gpu.copy_d2h_async(first, np.zeros(1 << 16, np.uint8), stream=stream)
+        assert (got == 3).all()
+    gpu.free(first)
+    gpu.free(second)
+
+
 async def test_a_long_run_of_dropped_copies_is_bounded(gpu: ar.Backend, records: _Records) -> None:
     dev = gpu.alloc(64)
     src = np.ones(64, np.uint8)

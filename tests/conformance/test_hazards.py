@@ -10,6 +10,7 @@ fixture turns checking on, as ``aruntime.testing`` does for every user.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -20,7 +21,13 @@ import pytest
 
 import aruntime as ar
 
-pytestmark = pytest.mark.anyio
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(
+        os.environ.get("ARUNTIME_CHECK_HAZARDS") == "0",
+        reason="the fixtures check no races under ARUNTIME_CHECK_HAZARDS=0",
+    ),
+]
 
 N = 64  # float32 elements per buffer
 NBYTES = 4 * N
