@@ -28,7 +28,7 @@ from ._exceptions import ClosedResourceError, DriverError, InvalidArgumentError,
 from ._ledger import Entry, unpin
 from ._op import Op, OpKind, Range
 from ._resources import Resources, run_all
-from ._streamstate import StreamState
+from ._streamstate import StreamState, release_stream
 
 __all__ = [
     "Defer",
@@ -41,7 +41,6 @@ __all__ = [
     "Module",
     "Stream",
     "SubmitPolicy",
-    "release_stream",
 ]
 
 
@@ -257,19 +256,19 @@ class Stream(_Handle):
             for held in op.keepalive:
                 if type(held) is Entry and held.freed:  # freed by another thread since its check
                     raise InvalidArgumentError(f"{op.kind.public}: {held.handle!r} was freed")
-            return self._dispatch(op, state)
+            if state.capturing:
+                return self._capture(op, state)
+            if self.hazards is not None:
+                return self.hazards.run(op, self, self._run)
+            return self._run(op, self)
         finally:
             state.release()
 
-    def _dispatch(self, op: Op, state: StreamState) -> Completion:
-        """``op`` into the graph being captured, through the race checker, or to the policy."""
-        if state.capturing:
-            if self.hazards is not None:  # a replay is held to the launch's reads=
-                return self.hazards.record(op, self.handle, state.capture)
-            return state.capture(op, self.handle)
+    def _capture(self, op: Op, state: StreamState) -> Completion:
+        """``op`` into the graph being captured (a replay is held to a launch's reads=)."""
         if self.hazards is not None:
-            return self.hazards.run(op, self, self._run)
-        return self._run(op, self)
+            return self.hazards.record(op, self.handle, state.capture)
+        return state.capture(op, self.handle)
 
     def enqueue(
         self,
@@ -285,8 +284,8 @@ class Stream(_Handle):
     ) -> Completion:
         """:meth:`submit` of ``Op(kind, call, args, (*held, *entries), views, ...)``, unbuilt.
 
-        Only a capture and the race checker read an :class:`Op`, so only they
-        get one.  Cancelling an await of the result abandons the wait only.
+        Only a capture or the race checker gets an :class:`Op`.  Cancelling an
+        await of the result abandons the wait only.
         """
         state = self.state
         state.acquire()
@@ -296,10 +295,13 @@ class Stream(_Handle):
             for entry in entries:
                 if entry.freed:  # freed by another thread since its check
                     raise InvalidArgumentError(f"{kind.public}: {entry.handle!r} was freed")
-            if state.capturing or self.hazards is not None:
-                keepalive = (*held, *entries)
-                op = Op(kind, call, args, keepalive, views, nbytes, result, kernel, held=held)
-                return self._dispatch(op, state)
+            hazards = self.hazards
+            if state.capturing or hazards is not None:
+                op = Op(kind, call, args, (*held, *entries), views, nbytes, result, kernel)
+                op.held = held  # an attribute, not a keyword: keywords cost a dict here
+                if state.capturing or hazards is None:
+                    return self._capture(op, state)
+                return hazards.run(op, self, self._run)
             return self._queue(self, kind, call, args, held, views, nbytes, result, kernel)
         finally:
             state.release()
@@ -408,15 +410,6 @@ class Stream(_Handle):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def release_stream(driver: Driver, handle: DriverStream, state: StreamState) -> None:
-    """Destroy a driver stream once its waiter has drained (or right away if it has none)."""
-    waiter = state.waiter
-    if waiter is None:
-        driver.stream_destroy(handle)
-    else:
-        waiter.close(on_exit=functools.partial(driver.stream_destroy, handle))
 
 
 class Event(_Handle):

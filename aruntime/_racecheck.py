@@ -195,17 +195,17 @@ def _readonly_ranges(op: Op) -> list[tuple[int, int]]:
 def _user_site() -> tuple[CodeType, int] | tuple[str, int]:
     """Where the user's call that made the op being checked is: ``(code, f_lasti)``.
 
-    From :meth:`RaceCheck.run`, a public async op's caller is six frames up
-    (this function, the check, ``Stream._dispatch``, ``Stream.enqueue`` or
-    ``Stream.submit``, ``_ops.Ops``'s method and the Backend's): jumping
-    there makes one frame object, where
+    From :meth:`RaceCheck.run`, a public async op's caller is five frames up
+    (this function, the check, ``Stream.enqueue`` or ``Stream.submit``,
+    ``_ops.Ops``'s method and the Backend's): jumping there makes one frame
+    object, where
     walking up from here would make one per frame (Python 3.11 makes them
     lazily).  Wrappers (blocking copies, compute ops) walk on from there
     (``(file, line)``).  The line of an offset is looked up only if a message
     needs it: reading ``f_lineno`` scans the code's line table every time.
     """
     try:
-        frame = sys._getframe(6)
+        frame = sys._getframe(5)
     except ValueError:
         return user_frame()
     code = frame.f_code

@@ -9,6 +9,7 @@ without knowing what a stream is.
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from ._ledger import pin
 from ._op import Op, Range
 from ._waiter import StreamWaiter
 
-__all__ = ["CaptureRecord", "FailureList", "StreamState", "first_failure_of"]
+__all__ = ["CaptureRecord", "FailureList", "StreamState", "first_failure_of", "release_stream"]
 
 #: How long finishing an op waits for the host to learn the outcome of the op
 #: behind an event it waited on (the device is past that op already, so only
@@ -447,3 +448,12 @@ class StreamState:
         for c in {completion, first}:
             if not self._failures.forget(c):
                 self._orphans.forget(c)
+
+
+def release_stream(driver: Driver, handle: DriverStream, state: StreamState) -> None:
+    """Destroy a driver stream once its waiter has drained (or right away if it has none)."""
+    waiter = state.waiter
+    if waiter is None:
+        driver.stream_destroy(handle)
+    else:
+        waiter.close(on_exit=functools.partial(driver.stream_destroy, handle))
