@@ -374,9 +374,11 @@ class DeviceArray:
         backend = self.backend
         stream = self.stream if self.stream is not None else backend.default_stream()
         try:
-            return backend.driver.stream_handle_int(stream.handle)
+            handle = backend.driver.stream_handle_int(stream.handle)
         except NotSupportedError:
             return None
+        stream.state.share()  # the consumer may queue work on it (an event to wait for)
+        return handle
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:

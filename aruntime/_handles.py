@@ -399,6 +399,7 @@ class Stream(_Handle):
             raise AttributeError(
                 f"__cuda_stream__: {self._backend.name} streams are not CUDA streams"
             ) from None
+        self.state.share()
         return lambda: (0, handle)
 
     def __await__(self) -> Generator[Any, None, None]:

@@ -231,6 +231,23 @@ class StreamState:
             assert mark is not None
             mark(tail)
 
+    def share(self) -> None:
+        """Other libraries may queue work on this stream from now on: each op gets a marker.
+
+        Called where the native stream is handed out (``__cuda_stream__``,
+        an array's interchange protocols).  A marker recorded later would
+        cover their work too, and a whole-stream settle
+        (``Driver.stream_finished``) could block on it, so the stream marks
+        every op from now on, as an adopted one does.
+        """
+        if self.defer_markers:
+            self.acquire()
+            try:
+                self.flush_tail()
+                self.defer_markers = False
+            finally:
+                self.release()
+
     def note_covers(self, completion: Completion) -> None:
         """``completion``'s marker, being recorded, also covers the ops dropped before it."""
         self._covers[completion] = (self.dropped_first, self.dropped)

@@ -304,3 +304,34 @@ def test_a_stream_shared_with_other_libraries_marks_every_op() -> None:
         gpu.free(dev)
     finally:
         gpu.close()
+
+
+@pytest.mark.parametrize("export", ["__cuda_stream__", "__cuda_array_interface__"])
+def test_a_stream_handed_out_marks_every_op_from_then_on(export: str) -> None:
+    """Once another library holds the native stream, its work may follow ours on it."""
+    gpu = _cuda_sim()
+    try:
+        dev = gpu.alloc(64)
+        with gpu.create_stream() as stream:
+            records = _Records(gpu)
+            try:
+                gpu.memset_async(dev, 1, 64, stream=stream)
+                gpu.memset_async(dev, 2, 64, stream=stream)
+                assert records.count == 0  # unkept ops, deferred
+                assert stream.state.tail is not None
+                if export == "__cuda_stream__":
+                    stream.__cuda_stream__()
+                else:
+                    array = gpu.array(dev, (64,), np.uint8, stream=stream)
+                    assert array.__cuda_array_interface__["stream"] is not None
+                assert stream.state.tail is None  # the op queued last got its marker then
+                asked = records.count
+                for value in range(3):
+                    gpu.memset_async(dev, value, 64, stream=stream)
+                assert records.count == asked + 3
+            finally:
+                records.restore()
+            gpu.synchronize(stream).wait(30)
+        gpu.free(dev)
+    finally:
+        gpu.close()
