@@ -1,4 +1,4 @@
-"""aruntime beside NVIDIA's own Python bindings, on the same driver and the same stream.
+"""aruntime beside NVIDIA's own Python bindings, on the same driver and context.
 
 What a user pays in host time for one small op, measured in one process per
 backend and loop, against the cheapest way to issue the same op from Python:
@@ -6,8 +6,12 @@ backend and loop, against the cheapest way to issue the same op from Python:
 * ``cuda-sim`` (and ``cuda`` on a GPU, unchanged): aruntime against cuda.core
   and raw cuda-bindings calls.  cuda.core and cuda-bindings are imported
   after ``open_backend``, so that they bind the libcuda that aruntime loaded
-  (the sim), and cuda.core's stream wraps aruntime's stream, as
-  ``examples/custom_kernel_nvrtc.py`` does.  Rows:
+  (the sim), and their ops go to a second aruntime stream, which cuda.core's
+  stream wraps, as ``examples/custom_kernel_nvrtc.py`` does.  aruntime's own
+  ops run on a stream it keeps: one whose native handle is handed out marks
+  every op, since the other library's work may follow aruntime's on it
+  (``StreamState.share``), and a user who does not share a stream does not
+  pay that.  Rows:
 
   - enqueue only: a kernel launch (``iota_u32`` from aruntime's committed
     ``vector_ops`` PTX, one block of 32 threads), a 4 KiB host-to-device copy
@@ -210,7 +214,9 @@ async def _measure_cuda(
         AR: lambda: gpu.launch(kernel, 1, THREADS, args, stream=stream)
     }
     cleanup: list[Callable[[], object]] = []
-    handle = stream.__cuda_stream__()[1]
+    shared = gpu.create_stream()  # the peers' (handed out: it marks every aruntime op)
+    cleanup.append(shared.close)
+    handle = shared.__cuda_stream__()[1]
 
     # After open_backend: on cuda-sim they find the sim aruntime loaded.
     try:
@@ -220,7 +226,7 @@ async def _measure_cuda(
             f"no {BINDINGS} column: it is not installed ({exc}); pip install cuda-bindings"
         )
     else:
-        await _bindings_peers(cb, gpu, stream, handle, out, dev, pinned, enqueue, cleanup, notes)
+        await _bindings_peers(cb, gpu, shared, handle, out, dev, pinned, enqueue, cleanup, notes)
     try:
         from cuda.core import (  # type: ignore[import-untyped]
             Buffer,
@@ -234,7 +240,7 @@ async def _measure_cuda(
     else:
         device = Device(gpu.driver.ordinal)
         device.set_current()  # the primary context, which aruntime uses too
-        cstream = device.create_stream(stream)  # wraps aruntime's stream
+        cstream = device.create_stream(shared)  # wraps the aruntime stream handed out
         cleanup.append(cstream.close)
         ckernel = ObjectCode.from_ptx(_ptx()).get_kernel(KERNEL)
         config = LaunchConfig(grid=1, block=THREADS)
@@ -256,9 +262,9 @@ async def _measure_cuda(
             launch(cstream, config, ckernel, *cargs)
             await anyio.to_thread.run_sync(cstream.sync)
 
-        await gpu.memset_async(out, 0, THREADS * 4, stream=stream)
+        await gpu.memset_async(out, 0, THREADS * 4, stream=shared)
         core_launch()
-        await _check_iota(gpu, stream, out, CORE)
+        await _check_iota(gpu, shared, out, CORE)
         enqueue[LAUNCH][CORE] = core_launch
         awaited[POLL] = core_poll
         awaited[TO_THREAD] = core_to_thread
@@ -272,7 +278,7 @@ async def _measure_cuda(
         for row, op in ((COPY, core_copy), (MEMSET, core_fill)):
             try:
                 op()
-                await stream.synchronize()
+                await shared.synchronize()
             except Exception as exc:
                 notes.append(f"{row}: no {CORE} figure: {reason(exc)}")
             else:
@@ -285,9 +291,9 @@ async def _measure_cuda(
             launch(builder, config, ckernel, *cargs)
             core_graph = builder.end_building().complete()
             cleanup.append(core_graph.close)
-            await gpu.memset_async(out, 0, THREADS * 4, stream=stream)
+            await gpu.memset_async(out, 0, THREADS * 4, stream=shared)
             core_graph.launch(cstream)
-            await _check_iota(gpu, stream, out, f"{CORE} graph")
+            await _check_iota(gpu, shared, out, f"{CORE} graph")
         except Exception as exc:
             notes.append(f"{GRAPH}: no {CORE} figure: {reason(exc)}")
         else:
@@ -299,14 +305,16 @@ async def _measure_cuda(
             ar_op = contenders[AR]
 
             async def drain(ar_op: Op = ar_op) -> None:
-                ar_op()  # aruntime's own op last, so that its marker follows every peer's
+                ar_op()
                 await stream.synchronize()
+                await shared.synchronize()
 
             figures = await _enqueue_rounds(contenders, drain, rounds, block)
             rows.append({"section": "enqueue", "op": op_name, **figures})
         figures = await _await_rounds(awaited, rounds, block)
         rows.append({"section": "awaited", "op": AWAITED, **figures})
         await stream.synchronize()
+        await shared.synchronize()
     finally:
         for release in reversed(cleanup):
             release()
@@ -330,7 +338,7 @@ async def _bindings_peers(
     cleanup: list[Callable[[], object]],
     notes: list[str],
 ) -> None:
-    """cuda-bindings' raw calls for each enqueue row, on aruntime's stream."""
+    """cuda-bindings' raw calls for each enqueue row, on the aruntime stream handed out."""
     success = cb.CUresult.CUDA_SUCCESS
 
     def check(result: tuple[Any, ...], what: str) -> Any:
