@@ -370,14 +370,16 @@ class DeviceArray:
     def _device(self) -> tuple[int, int]:
         return self.backend.driver.dlpack_device()
 
-    def _stream_handle(self) -> int | None:
+    def _stream_handle(self, *, handed_out: bool = False) -> int | None:
+        """Our stream's native handle; ``handed_out``: a consumer gets it, and may queue on it."""
         backend = self.backend
         stream = self.stream if self.stream is not None else backend.default_stream()
         try:
             handle = backend.driver.stream_handle_int(stream.handle)
         except NotSupportedError:
             return None
-        stream.state.share()  # the consumer may queue work on it (an event to wait for)
+        if handed_out:
+            stream.state.share()
         return handle
 
     @property
@@ -399,7 +401,7 @@ class DeviceArray:
             "data": (self.ptr.address, False),
             "strides": None if self.is_c_contiguous else self.strides,
             "version": 3,
-            "stream": self._stream_handle(),
+            "stream": self._stream_handle(handed_out=True),
         }
 
     def __dlpack_device__(self) -> tuple[int, int]:

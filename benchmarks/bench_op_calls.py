@@ -1,6 +1,7 @@
-"""How many calls one op makes on the host: Python functions and C functions, per backend.
+"""How much host work one op is: Python calls, C calls and Python bytecodes, per backend.
 
-Counted with ``sys.setprofile`` over a block of ops enqueued on one stream
+Calls are counted with ``sys.setprofile``, bytecodes with ``sys.settrace``'s
+opcode events (a second pass), over a block of ops enqueued on one stream
 (a kernel launch of one 32-thread block, a 4 KiB copy from pinned memory, a
 64-byte memset), each backend in its own process.  A count, unlike a time,
 does not move with the machine's load, so it shows what a change to the op
@@ -49,6 +50,26 @@ def count_calls(fn: Callable[[], object], n: int) -> tuple[float, float]:
     return (counts["call"] - n) / n, (counts["c_call"] - 1) / n
 
 
+def count_bytecodes(fn: Callable[[], object], n: int) -> float:
+    """Python bytecodes executed per ``fn()``, over ``n`` calls (the lambda's own included)."""
+    executed = 0
+
+    def trace(frame: FrameType, event: str, arg: Any) -> Any:
+        nonlocal executed
+        frame.f_trace_opcodes = True
+        if event == "opcode":
+            executed += 1
+        return trace
+
+    sys.settrace(trace)
+    try:
+        for _ in range(n):
+            fn()
+    finally:
+        sys.settrace(None)
+    return executed / n
+
+
 async def _measure(backend: str, n: int) -> dict[str, list[float]]:
     async with ar.open_backend(backend) as gpu:
         kernel = gpu.kernel(gpu.builtin_module("vector_ops"), "fill_f32")
@@ -68,6 +89,8 @@ async def _measure(backend: str, n: int) -> dict[str, list[float]]:
             out = {}
             for name, op in ops.items():
                 out[name] = list(count_calls(op, n))
+                await stream
+                out[name].append(count_bytecodes(op, n))
                 await stream
         gpu.free_host_pinned(pinned)
         gpu.free(dev)
@@ -89,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     n = 20 if args.quick else 200
     out = table(
-        "Host calls per op (Python functions / C functions), one stream",
+        "Host work per op (Python calls / C calls / Python bytecodes), one stream",
         ["backend", *OPS],
     )
     for backend in args.backends.split(","):
@@ -97,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(result, str):
             out.add_row(backend, *([f"- ({result[:40]})"] + ["-"] * (len(OPS) - 1)))
             continue
-        out.add_row(backend, *(f"{py:.0f} / {c:.0f}" for py, c in (result[op] for op in OPS)))
+        cells = (f"{py:.0f} / {c:.0f} / {codes:.0f}" for py, c, codes in (result[op] for op in OPS))
+        out.add_row(backend, *cells)
     console.print(out)
     return 0
 

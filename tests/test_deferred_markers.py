@@ -28,7 +28,7 @@ from .helpers import build_host_kernel
 pytestmark = pytest.mark.anyio
 
 # Backends whose errors reach the next marker (Driver.errors_reach_next_marker).
-DEFERRING = ["mock-async", "cuda-sim"]
+DEFERRING = ["mock-async", "cuda-sim", "levelzero-sim"]
 
 
 class _Records:
@@ -331,6 +331,22 @@ def test_a_stream_handed_out_marks_every_op_from_then_on(export: str) -> None:
                 assert records.count == asked + 3
             finally:
                 records.restore()
+            gpu.synchronize(stream).wait(30)
+        gpu.free(dev)
+    finally:
+        gpu.close()
+
+
+def test_a_dlpack_export_keeps_deferring() -> None:
+    """DLPack orders the consumer's stream by an event on ours: nothing foreign joins ours."""
+    gpu = _cuda_sim()
+    try:
+        dev = gpu.alloc(64)
+        with gpu.create_stream() as stream:
+            array = gpu.array(dev, (64,), np.uint8, stream=stream)
+            capsule = array.__dlpack__(stream=None)
+            assert capsule is not None
+            assert stream.state.defer_markers
             gpu.synchronize(stream).wait(30)
         gpu.free(dev)
     finally:

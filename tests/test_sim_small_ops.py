@@ -146,13 +146,13 @@ async def test_an_op_done_at_submit_gets_a_finished_completion_and_no_pending_on
     """Nobody will wait for it, so no pending Completion is made and finished around it:
     ops that return nothing share one finished Completion, as on the mock.
 
-    This is the path of a driver whose every op keeps its marker
-    (levelzero-sim); cuda-sim records a marker only where a wait needs one
-    (tests/test_deferred_markers.py)."""
-    if gpu.driver.errors_reach_next_marker:
-        pytest.skip(f"{gpu.name} defers markers: tests/test_deferred_markers.py")
+    This is the path of a stream whose every op keeps its marker: one
+    shared with another library (``StreamState.share``, as a handed-out or
+    adopted stream is).  Elsewhere a marker is recorded only where a wait
+    needs one (tests/test_deferred_markers.py)."""
     dev = gpu.alloc(64)
     with gpu.create_stream() as stream:
+        stream.state.share()
         first = gpu.memset_async(dev, 1, 64, stream=stream)
         second = gpu.memset_async(dev, 2, 64, stream=stream)
         assert first is second and first.done()
