@@ -156,15 +156,16 @@ def test_bench_op_calls_quick_prints_every_backend() -> None:
 #: so they hold on a loaded machine.  Issue 29 cut cuda-sim's launch from 51
 #: to 26 and levelzero-sim's from 81 to 51; markers only where a wait needs
 #: one, the checks' common case inline, checked geometries kept and no Op
-#: object on the plain path cut cuda-sim's to 13 (copy 10, memset 8) and,
-#: once levelzero-sim's errors flowed through its list hand-over so that it
-#: defers markers too, levelzero-sim's to 23 (copy 22, memset 12).  A change
-#: that adds calls to every op shows here first.  The margin covers the
-#: marker a stream records anyway once it holds STRANDED_KEPT buffers.
+#: object on the plain path cut cuda-sim's to 13 (copy 10, memset 8).  A
+#: change that adds calls to every op shows here first.  levelzero-sim's
+#: budget keeps its margin: each op there records its marker, and one the
+#: device has not passed yet is handed to the waiter, which takes more calls,
+#: as often as a busy machine makes it (30 calls a launch here idle, 40 on a
+#: loaded CI worker).
 _CALL_BUDGET = {
     "mock": {"launch": 37, "4 KiB H2D copy": 12, "64 B memset": 12},
     "cuda-sim": {"launch": 16, "4 KiB H2D copy": 13, "64 B memset": 11},
-    "levelzero-sim": {"launch": 27, "4 KiB H2D copy": 26, "64 B memset": 16},
+    "levelzero-sim": {"launch": 51, "4 KiB H2D copy": 36, "64 B memset": 26},
 }
 
 

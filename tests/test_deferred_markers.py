@@ -28,7 +28,7 @@ from .helpers import build_host_kernel
 pytestmark = pytest.mark.anyio
 
 # Backends whose errors reach the next marker (Driver.errors_reach_next_marker).
-DEFERRING = ["mock-async", "cuda-sim", "levelzero-sim"]
+DEFERRING = ["mock-async", "cuda-sim"]
 
 
 class _Records:

@@ -206,11 +206,6 @@ arsim_status arsim_event_timestamp(const arsim_event *e, uint64_t *ns)
     return ARSIM_OK;
 }
 
-int eng_event_signal_status(arsim_event *e)
-{
-    return atomic_load_explicit(&e->sig_status, memory_order_acquire);
-}
-
 int arsim_event_is_signaled(const arsim_event *e)
 {
     return atomic_load_explicit(&e->signaled, memory_order_acquire) != 0;

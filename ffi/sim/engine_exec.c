@@ -187,14 +187,6 @@ static int run_on_engine(arsim_queue *q, const arsim_op *op, sim_device *d, int 
     return st;
 }
 
-/* Keep `err` as q's pending error unless it already has one (the first wins). */
-static void adopt_error(arsim_queue *q, int err)
-{
-    int none = 0;
-    if (err)
-        atomic_compare_exchange_strong(&q->pending_err, &none, err);
-}
-
 int eng_execute(arsim_queue *q, arsim_op *op)
 {
     sim_device *d = &eng_dev[q->device];
@@ -241,13 +233,8 @@ int eng_execute(arsim_queue *q, arsim_op *op)
         return ARSIM_OK;
     /* Waits run once wait_satisfied() held (the queue was parked until
      * then): never block here, the thread is shared by every queue. */
-    case OP_EVENT_WAIT_SIGNALED:
-        /* Level Zero: a failure that a signal took flows on to the waiting
-         * queue, whose next signal reports it.  A stream that moves between
-         * lists through an event would otherwise lose it at the hand-over. */
-        adopt_error(q, eng_event_signal_status(op->event));
-        /* fall through */
     case OP_EVENT_WAIT:
+    case OP_EVENT_WAIT_SIGNALED:
         advance(q, ready_time(q, op));
         advance(q, eng_event_model_ts(op->event));
         return ARSIM_OK;

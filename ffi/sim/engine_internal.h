@@ -181,8 +181,6 @@ ENG_HIDDEN uint64_t eng_event_model_ts(const arsim_event *e);
 ENG_HIDDEN void eng_event_complete_record(arsim_event *e, uint64_t seq, int status,
                                           uint64_t when);
 ENG_HIDDEN void eng_event_set_signaled(arsim_event *e, int status, uint64_t when);
-/* The status its latest signal carried (0: none, or not signalled). */
-ENG_HIDDEN int eng_event_signal_status(arsim_event *e);
 /* While on, wake-ups of host threads blocked on events signalled by this
  * thread wait for eng_flush_wakes (see engine_events.c). */
 ENG_HIDDEN void eng_defer_wakes(int on);

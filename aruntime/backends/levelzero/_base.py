@@ -34,10 +34,11 @@ class _LevelZeroBase(Driver):
 
     synchronous = False
     supports_timing = True
-    # A stream moves between its compute and copy lists through an event that
-    # the first list signals.  levelzero-sim hands a failed op's error to the
-    # next event its queue signals, and a wait on that event passes it on to
-    # the waiting queue, so it still reaches the stream's next marker.
+    # A stream moves between its compute and copy lists through an event
+    # that the first list signals: levelzero-sim hands a failed op's error to
+    # the next event its queue signals, and that hand-over event would take
+    # it, unreported.  Every op keeps a marker of its own.
+    errors_reach_next_marker = False
 
     def __init__(self, zl: ZeLibrary, driver: Any, device: Any, *, backend_name: str) -> None:
         self.backend_name = backend_name
