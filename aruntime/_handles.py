@@ -74,6 +74,9 @@ class SubmitPolicy(Protocol):
     def queue(self) -> Callable[..., Completion]:
         """:meth:`run` of an op given by its parts, in ``Op``'s order (``Stream.enqueue``)."""
 
+    def compiled_enqueue(self, stream: Stream) -> Callable[..., Completion] | None:
+        """:meth:`Stream.enqueue` for ``stream`` in C, or None (then the Python one runs)."""
+
     def bind_marks(self, state: StreamState, handle: DriverStream, *, shared: bool) -> None:
         """Let ``state`` record its last op's marker on ``handle`` when asked (``state.mark``).
 
@@ -227,6 +230,9 @@ class Stream(_Handle):
         # The core's stream-race checking (None when off) and this stream's number in it.
         self.hazards = hazards
         self.hazard_id = hazard_id
+        compiled = None if hazards is not None else policy.compiled_enqueue(self)
+        if compiled is not None:
+            vars(self)["enqueue"] = compiled  # the same path in C (_enqueue.py)
         drop = None if default else functools.partial(release_stream, driver, handle, state)
         super().__init__(backend, resources, drop)
 
@@ -281,11 +287,12 @@ class Stream(_Handle):
         nbytes: int = 0,
         result: Any = None,
         kernel: Any = None,
+        /,
     ) -> Completion:
         """:meth:`submit` of ``Op(kind, call, args, (*held, *entries), views, ...)``, unbuilt.
 
-        Only a capture or the race checker gets an :class:`Op`.  Cancelling an
-        await of the result abandons the wait only.
+        Only a capture or the race checker gets an :class:`Op`; a plain stream's
+        is in C where built (_enqueue.py).  Cancelling an await abandons the wait only.
         """
         state = self.state
         state.acquire()

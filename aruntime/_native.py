@@ -21,6 +21,7 @@ from ._exceptions import BackendUnavailableError
 
 __all__ = [
     "SIM_LIBRARIES",
+    "load_core_extension",
     "load_extension",
     "native_library_looked_up",
     "native_library_path",
@@ -118,6 +119,42 @@ def load_extension(module: str, abi_switch: str) -> ModuleType | None:
         path = native_library_path(f"{module}{suffix}")
     except BackendUnavailableError:
         return None
+    return _import_from(module, path)
+
+
+def load_core_extension(module: str) -> ModuleType | None:
+    """The core's own compiled extension ``module`` (no driver in it), or None if not built.
+
+    Unlike :func:`native_library_path`, it does not count as looking up a
+    native library: a mock-only process still loads no driver.  A source
+    checkout brings ``_lib`` up to date first, as for every native library.
+    """
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    if not suffix:
+        return None
+    filename = f"{module}{suffix}"
+    with _lock:
+        if os.environ.get("ARUNTIME_NO_NATIVE_BUILD") != "1" and _SOURCE_FFI.exists():
+            try:
+                _build_one(filename)
+            except Exception:  # the Python path does the same work
+                return None
+    path = _LIB_DIR / filename
+    return _import_from(module, path) if path.exists() else None
+
+
+def _build_one(filename: str) -> None:
+    """In a source checkout, bring just ``_lib/filename`` up to date."""
+    _LIB_DIR.mkdir(exist_ok=True)
+    with open(_LIB_DIR / ".build.lock", "w") as lockfile:
+        fcntl.flock(lockfile, fcntl.LOCK_EX)
+        try:
+            _load_builder().build(_LIB_DIR, only=(filename,))
+        finally:
+            fcntl.flock(lockfile, fcntl.LOCK_UN)
+
+
+def _import_from(module: str, path: Path) -> ModuleType | None:
     spec = importlib.util.spec_from_file_location(module, path)
     if spec is None or spec.loader is None:
         return None

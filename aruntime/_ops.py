@@ -292,8 +292,9 @@ class Ops:
         call_args = (kernel.handle, config, checked)
         if reads is None and writes is None:
             # Every pointer, read and written: the race checker finds them when asked.
+            launch = self._driver.launch
             return st.enqueue(
-                OpKind.LAUNCH, self._driver.launch, call_args, tuple(entries), (), kernel=kernel
+                OpKind.LAUNCH, launch, call_args, tuple(entries), (), (), 0, None, kernel
             )
         read_ranges, write_ranges = launch_ranges(checked, reads, writes, fn)
         op = Op(

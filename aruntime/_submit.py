@@ -39,6 +39,7 @@ from ._completion import (
     release_views,
 )
 from ._driver import Driver, DriverEvent, DriverStream
+from ._enqueue import NOTHING_HELD, STRANDED_KEPT, compiled_enqueuer
 from ._exceptions import DriverError
 from ._handles import Event, Stream
 from ._ledger import Entry
@@ -72,15 +73,9 @@ def _nothing(stream: DriverStream) -> None:
 #: a block of 200 created 136 events and destroyed as many, 8% of a launch.
 MARKERS_KEPT = 256
 
-#: How many buffers of unmarked ops a stream holds before its next op gets a
-#: marker anyway, so that they are let go (a long run of copies nobody awaits).
-STRANDED_KEPT = 256
-
 #: References to an object; where the interpreter keeps no counts, every op
 #: looks referenced and so gets its marker.
 _refcount = getattr(sys, "getrefcount", lambda obj: 1 << 30)
-
-_NOTHING_HELD: tuple[tuple[Any, ...], tuple[memoryview, ...]] = ((), ())
 
 
 class Markers:
@@ -182,15 +177,40 @@ class SyncCompletion(_Policy):
                     Op(kind, call, args, views=views, nbytes=nbytes, kernel=kernel), stream
                 )
         except DriverError as exc:
-            completion = failed(Completion(kind.public, stream.state), exc)
-            sites.note(completion)  # the user's call is on the stack: it costs only here
-            return completion
+            return self._call_failed(kind, stream.state, exc)
         state = stream.state
+        if state.ordering or result is not None:
+            return self._settled(kind, state, result)
+        return self._done[kind]
+
+    @staticmethod
+    def _call_failed(kind: OpKind, state: StreamState, exc: DriverError) -> Completion:
+        """The Completion of an op whose call raised ``exc``."""
+        completion = failed(Completion(kind.public, state), exc)
+        sites.note(completion)  # the user's call is on the stack: it costs only here
+        return completion
+
+    @staticmethod
+    def _settled(kind: OpKind, state: StreamState, result: Any) -> Completion:
+        """The finished Completion of an op that returned ``result``, in stream order."""
         if state.ordering:  # an earlier op on the stream (or upstream) failed
             completion = Completion(kind.public, state, result)
             finish(completion)
             return completion
-        return self._done[kind] if result is None else born_done(kind.public, result)
+        return born_done(kind.public, result)
+
+    def compiled_enqueue(self, stream: Stream) -> Callable[..., Completion] | None:
+        """``stream``'s enqueue in C (see _enqueue.py), or None where it was not built."""
+        return compiled_enqueuer(
+            stream,
+            Stream.enqueue,
+            stream.state,
+            tracing=self._tracing,
+            failed=self._call_failed,
+            mark=None,
+            mark_now=self._settled,
+            done=self._done,
+        )
 
     def _traced(self, op: Op, stream: Stream) -> None:
         recorder = self._tracing.recorder
@@ -412,7 +432,7 @@ class AsyncCompletion(_Policy):
                     state.stranded.extend(tail_held)
                 if tail_views:
                     state.stranded.extend(tail_views)
-            state.tail_held = _NOTHING_HELD
+            state.tail_held = NOTHING_HELD
             del tail
         if sites.recording or self._tracing.recorder is not None:
             op = Op(kind, call, args, held, views, nbytes, result, kernel, held=held)
@@ -494,6 +514,19 @@ class AsyncCompletion(_Policy):
             return completion
         self.marking.record(state, handle, completion, span)
         return completion
+
+    def compiled_enqueue(self, stream: Stream) -> Callable[..., Completion] | None:
+        """``stream``'s enqueue in C (see _enqueue.py), or None where it was not built."""
+        return compiled_enqueuer(
+            stream,
+            Stream.enqueue,
+            stream.state,
+            tracing=self._tracing,
+            failed=self._failed,
+            mark=self.marking.mark,
+            mark_now=self._mark_now,
+            done=None,
+        )
 
     def bind_marks(self, state: StreamState, handle: DriverStream, *, shared: bool) -> None:
         """Let ``state`` mark its tail on ``handle`` (``StreamState.flush_tail``).

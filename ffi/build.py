@@ -126,8 +126,17 @@ def _stale(lib: NativeLibrary, target: Path, out_dir: Path) -> bool:
     return any(p.stat().st_mtime > built for p in inputs if p.exists())
 
 
-def build(out_dir: Path | str, *, force: bool = False, verbose: bool = False) -> list[Path]:
+def build(
+    out_dir: Path | str,
+    *,
+    force: bool = False,
+    verbose: bool = False,
+    only: tuple[str, ...] | None = None,
+) -> list[Path]:
     """Compile every stale library (all of them with ``force``) into ``out_dir``.
+
+    ``only``: just the libraries of these file names (the core's own
+    extension, without building the drivers).
 
     Also copies the cffi declarations (``ffi/<api>/decl/*.h``) to
     ``out_dir/decl/<api>/``.  Returns the paths of all libraries; raises
@@ -142,6 +151,8 @@ def build(out_dir: Path | str, *, force: bool = False, verbose: bool = False) ->
     out_dir.mkdir(parents=True, exist_ok=True)
     built: list[Path] = []
     for lib in discover():
+        if only is not None and lib.filename not in only:
+            continue
         target = out_dir / lib.filename
         if force or _stale(lib, target, out_dir):
             target.parent.mkdir(parents=True, exist_ok=True)

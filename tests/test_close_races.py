@@ -47,12 +47,15 @@ def busy_neighbour() -> Iterator[None]:
         spinner.wait()
 
 
+@pytest.mark.parametrize("path", ["race-checked", "plain"])
 @pytest.mark.parametrize("target", ["stream", "backend"])
 @pytest.mark.parametrize("kind", ["mock", "mock-async", "cuda-sim", "levelzero-sim"])
 @pytest.mark.usefixtures("busy_neighbour")
-def test_close_against_enqueues_many_rounds(kind: str, target: str) -> None:
+def test_close_against_enqueues_many_rounds(kind: str, target: str, path: str) -> None:
+    """Both roads onto a stream: an Op for the race checker, and the plain
+    enqueue (compiled where built), which refuses under the same lock."""
     for _ in range(150):
-        _close_race_round(kind, target)
+        _close_race_round(kind, target, check_hazards=path == "race-checked")
 
 
 def _free_against_launches(gpu: ar.Backend, stream: ar.Stream, after: int) -> None:

@@ -19,14 +19,29 @@ import aruntime as ar
 import aruntime._handles as handles_module
 import aruntime._ops as ops_module
 import aruntime._submit as submit_module
+from aruntime._enqueue import enabled as compiled_enabled
 from aruntime._op import Op, OpKind
 from aruntime.testing import open_test_backend
 
 pytestmark = pytest.mark.anyio
 
 
+@pytest.fixture(params=["compiled", "python"])
+def path(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Each test on both enqueues: the compiled one (_enqueue.py) and the Python one.
+
+    Its own MonkeyPatch: a test's ``monkeypatch.undo()`` must not switch paths.
+    """
+    with pytest.MonkeyPatch.context() as patch:
+        if request.param == "python":
+            patch.setenv("ARUNTIME_COMPILED_ENQUEUE", "0")
+        elif not compiled_enabled():
+            pytest.skip("the compiled enqueue is not built or is switched off")
+        yield str(request.param)
+
+
 @pytest.fixture(params=["mock", "mock-async", "cuda-sim", "levelzero-sim"])
-def gpu(request: pytest.FixtureRequest) -> Iterator[ar.Backend]:
+def gpu(request: pytest.FixtureRequest, path: str) -> Iterator[ar.Backend]:
     try:
         backend = open_test_backend(request.param, check_hazards=False)
     except ar.BackendUnavailableError as exc:

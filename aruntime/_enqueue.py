@@ -1,0 +1,123 @@
+"""The compiled enqueue: ``Stream.enqueue``'s plain case in C, where it was built.
+
+Every copy, memset and launch of a plain stream passes through
+``Stream.enqueue`` and its policy's ``queue`` (``_submit.py``).  In Python
+their two frames, the lock calls and the Completion's constructor cost more
+than the driver call they wrap (docs/performance.md, "The compiled
+enqueue").  ``ffi/core/enqueue.c`` is the same path as one C call: an
+``Enqueuer`` per stream keeps the stream's state, handle, lock and policy
+hooks, and becomes that stream's ``enqueue``.
+
+Why a plain CPython extension and not cffi's API mode: the path handles
+Python objects (the Completion, the stream's bookkeeping), which cffi cannot
+pass to C.  The C decides nothing of its own.  It hands every case but the
+plain one back to the Python path (a refusing or capturing stream, a freed
+operand, a recorded call site, a trace), and every outcome but success to
+the policy's Python methods (a failed call, a marker right behind the op,
+the mock's ordered errors).  So the rules stay written once, in Python, and
+``tests/test_enqueue_compiled.py`` runs the same ops both ways.
+
+``ARUNTIME_COMPILED_ENQUEUE=0`` keeps every stream on the Python path; so
+does an install without Python's headers (the extension is not built).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from . import _sites
+from ._completion import _PENDING, Completion, next_seq
+from ._exceptions import DriverError
+from ._native import load_core_extension
+
+__all__ = ["compiled_enqueuer", "enabled"]
+
+_MODULE = "_aruntime_enqueue"
+_lock = threading.Lock()
+_loaded: list[ModuleType | None] = []
+
+
+#: What a stream's tail holds once it holds nothing (the policies' own value).
+NOTHING_HELD: tuple[tuple[Any, ...], tuple[memoryview, ...]] = ((), ())
+
+#: How many buffers of unmarked ops a stream holds before its next op gets a
+#: marker anyway, so that they are let go (a long run of copies nobody awaits).
+STRANDED_KEPT = 256
+
+
+def enabled() -> bool:
+    """Whether new streams get the compiled enqueue (built, and not switched off)."""
+    return _module() is not None
+
+
+def _module() -> ModuleType | None:
+    if os.environ.get("ARUNTIME_COMPILED_ENQUEUE") == "0":
+        return None
+    if not _loaded:
+        with _lock:
+            if not _loaded:
+                _loaded.append(_configured())
+    return _loaded[0]
+
+
+def _configured() -> ModuleType | None:
+    module = load_core_extension(_MODULE)
+    if module is None:
+        return None
+    # It refuses (TypeError) a Completion with a slot it would leave unset.
+    module.configure(
+        Completion,
+        Completion.__slots__,
+        _PENDING,
+        threading.Lock,
+        next_seq,
+        NOTHING_HELD,
+        DriverError,
+        _sites,
+        STRANDED_KEPT,
+    )
+    return module
+
+
+def compiled_enqueuer(
+    stream: Any,
+    slow: Callable[..., Any],
+    state: Any,
+    *,
+    tracing: Any,
+    failed: Callable[..., Any],
+    mark: Callable[..., Any] | None,
+    mark_now: Callable[..., Any],
+    done: dict[Any, Any] | None,
+) -> Callable[..., Any] | None:
+    """``stream``'s compiled ``enqueue``, or None where there is none.
+
+    ``slow`` is the Python ``Stream.enqueue`` (unbound), which every case
+    but the plain one goes to; the rest are the policy's: ``mark`` marks a
+    kept tail (None: the policy finishes every op at its call, as the
+    mock's does), ``failed`` makes a failed call's Completion, ``mark_now``
+    the Completion of an op that is not left as the stream's tail, and
+    ``done`` holds the synchronous policy's shared finished Completions.
+    """
+    module = _module()
+    if module is None:
+        return None
+    enqueuer: Callable[..., Any] = module.Enqueuer(
+        stream=stream,
+        slow=slow,
+        state=state,
+        handle=stream.handle,
+        acquire=state.acquire,
+        release=state.release,
+        tracing=tracing,
+        failed=failed,
+        mark=mark,
+        mark_now=mark_now,
+        done=done,
+        synchronous=mark is None,
+    )
+    return enqueuer

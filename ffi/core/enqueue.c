@@ -1,0 +1,648 @@
+/* The compiled enqueue: Stream.enqueue's plain case in C (aruntime/_enqueue.py).
+ *
+ * Every copy, memset and launch passes through Stream.enqueue, and in Python
+ * its two frames (the stream's, then the completion policy's queue), the
+ * Completion's constructor and the lock calls cost more than the driver call
+ * itself.  An Enqueuer is one stream's copy of that path: it holds what the
+ * stream would look up on every op (its state, handle, lock and policy
+ * hooks) and does exactly what the Python path does for a plain stream:
+ *
+ *   take the stream's lock; refuse nothing itself: a closing stream, a
+ *   capture, a freed operand, a recorded call site or a trace goes to the
+ *   Python path (``slow``), which owns every refusal and every message;
+ *   give the previous op (the tail) its marker if somebody kept its
+ *   Completion, else strand its buffers for the next marker; make the
+ *   driver call; then build the op's Completion and make it the new tail.
+ *
+ * Anything else the Python path does (a failed call, a driver that marks
+ * every op, the synchronous mock's ordered errors) is handed back to the
+ * policy's own Python methods, so the rules live in one place.  Nothing here
+ * decides an outcome: tests/test_enqueue_compiled.py runs the same ops both
+ * ways and compares.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include <stdint.h>
+
+/* The Completion slots this file writes, in the order of COMPLETION_SLOTS. */
+enum {
+    SLOT_OP,
+    SLOT_HOOKS,
+    SLOT_RESULT,
+    SLOT_ERROR,
+    SLOT_STATE,
+    SLOT_KEEPALIVE,
+    SLOT_VIEWS,
+    SLOT_CALLBACKS,
+    SLOT_LOCK,
+    SLOT_SEEN,
+    SLOT_SEQ,
+    SLOT_COUNT
+};
+
+static const char *const COMPLETION_SLOTS[SLOT_COUNT] = {
+    "_op", "_hooks", "_result", "_error", "_state", "_keepalive",
+    "_views", "_callbacks", "_lock", "_seen", "_seq",
+};
+
+/* Set once by configure(): what every Enqueuer shares. */
+static struct {
+    PyTypeObject *completion;
+    Py_ssize_t offset[SLOT_COUNT];
+    PyObject *pending;       /* the Completion state "pending" */
+    PyObject *allocate_lock; /* threading.Lock */
+    PyObject *next_seq;      /* _completion.next_seq */
+    PyObject *nothing_held;  /* _submit._NOTHING_HELD */
+    PyObject *driver_error;  /* aruntime.DriverError */
+    PyObject *sites;         /* aruntime._sites (its ``recording`` flag) */
+    PyObject *one;
+    Py_ssize_t stranded_kept;
+} shared;
+
+static struct {
+    PyObject *refusing, *capturing, *freed, *recording, *recorder, *tail, *tail_held,
+        *stranded, *dropped, *dropped_first, *defer_markers, *waiter, *started_waiter,
+        *ordering, *public;
+} name;
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *stream_ref;  /* weakref to the Stream: the slow path's ``self`` */
+    PyObject *slow;        /* the Python Stream.enqueue, unbound */
+    PyObject *state;       /* the StreamState */
+    PyObject *handle;      /* the driver stream */
+    PyObject *acquire;     /* state.lock.acquire */
+    PyObject *release;     /* state.lock.release */
+    PyObject *tracing;     /* the policy's Tracing (its ``recorder``) */
+    PyObject *failed;      /* the policy's Completion of a failed call */
+    PyObject *mark;        /* async: Marking.mark; sync: NULL */
+    PyObject *mark_now;    /* async: the policy's _mark_now; sync: its _settled */
+    PyObject *done;        /* sync: the shared finished Completion per kind */
+    int synchronous;
+} Enqueuer;
+
+enum { ARG_KIND, ARG_CALL, ARG_ARGS, ARG_ENTRIES, ARG_HELD, ARG_VIEWS, ARG_NBYTES,
+       ARG_RESULT, ARG_KERNEL, ARG_COUNT };
+
+/* -- small helpers ---------------------------------------------------------- */
+
+static int attr_true(PyObject *obj, PyObject *attr)
+{
+    PyObject *value = PyObject_GetAttr(obj, attr);
+    if (value == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return truth;
+}
+
+static int call_noargs_ok(PyObject *fn)
+{
+    PyObject *r = PyObject_CallNoArgs(fn);
+    if (r == NULL)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+static void set_slot(PyObject *obj, int slot, PyObject *value)
+{
+    PyObject **field = (PyObject **)((char *)obj + shared.offset[slot]);
+    PyObject *old = *field;
+    Py_INCREF(value);
+    *field = value;
+    Py_XDECREF(old);
+}
+
+/* A pending Completion, as Completion(name, state, result, held, views) makes it. */
+static PyObject *new_completion(PyObject *op, PyObject *hooks, PyObject *result, PyObject *held,
+                                PyObject *views)
+{
+    PyObject *callbacks = PyList_New(0);
+    PyObject *lock = callbacks ? PyObject_CallNoArgs(shared.allocate_lock) : NULL;
+    PyObject *seq = lock ? PyObject_CallNoArgs(shared.next_seq) : NULL;
+    PyObject *obj = seq ? shared.completion->tp_alloc(shared.completion, 0) : NULL;
+    if (obj != NULL) {
+        set_slot(obj, SLOT_OP, op);
+        set_slot(obj, SLOT_HOOKS, hooks);
+        set_slot(obj, SLOT_RESULT, result);
+        set_slot(obj, SLOT_ERROR, Py_None);
+        set_slot(obj, SLOT_STATE, shared.pending);
+        set_slot(obj, SLOT_KEEPALIVE, held);
+        set_slot(obj, SLOT_VIEWS, views);
+        set_slot(obj, SLOT_CALLBACKS, callbacks);
+        set_slot(obj, SLOT_LOCK, lock);
+        set_slot(obj, SLOT_SEEN, Py_None);
+        set_slot(obj, SLOT_SEQ, seq);
+    }
+    Py_XDECREF(callbacks);
+    Py_XDECREF(lock);
+    Py_XDECREF(seq);
+    return obj;
+}
+
+/* The exception being raised, normalized and with its traceback, as ``except ... as exc``. */
+static PyObject *take_exception(void)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    if (tb != NULL && value != NULL)
+        PyException_SetTraceback(value, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    return value;
+#endif
+}
+
+/* -- the tail: the previous op, which has no marker yet --------------------- */
+
+/* Mark the tail if its Completion is kept, else strand what it holds (lock held). */
+static int settle_tail(Enqueuer *self, PyObject *state)
+{
+    PyObject *tail = PyObject_GetAttr(state, name.tail);
+    if (tail == NULL)
+        return -1;
+    if (tail == Py_None) {
+        Py_DECREF(tail);
+        return 0;
+    }
+    int rc = -1;
+    PyObject *stranded = NULL, *held = NULL;
+    if (PyObject_SetAttr(state, name.tail, Py_None) < 0)
+        goto out;
+    stranded = PyObject_GetAttr(state, name.stranded);
+    if (stranded == NULL || !PyList_Check(stranded)) {
+        if (stranded != NULL)
+            PyErr_SetString(PyExc_TypeError, "enqueue: StreamState.stranded is not a list");
+        goto out;
+    }
+    /* Our reference is the only one left unless the caller kept the Completion. */
+    if (Py_REFCNT(tail) > 1 || PyList_GET_SIZE(stranded) >= shared.stranded_kept) {
+        PyObject *r = PyObject_CallFunctionObjArgs(self->mark, state, self->handle, tail, NULL);
+        if (r == NULL)
+            goto out;
+        Py_DECREF(r);
+    } else {
+        PyObject *dropped = PyObject_GetAttr(state, name.dropped);
+        if (dropped == NULL)
+            goto out;
+        int none_yet = PyObject_Not(dropped);
+        PyObject *more = none_yet < 0 ? NULL : PyNumber_Add(dropped, shared.one);
+        Py_DECREF(dropped);
+        if (more == NULL)
+            goto out;
+        if (none_yet) {
+            PyObject *op = *(PyObject **)((char *)tail + shared.offset[SLOT_OP]);
+            if (op == NULL || PyObject_SetAttr(state, name.dropped_first, op) < 0) {
+                if (op == NULL)
+                    PyErr_SetString(PyExc_TypeError, "enqueue: the tail is not a Completion");
+                Py_DECREF(more);
+                goto out;
+            }
+        }
+        int set = PyObject_SetAttr(state, name.dropped, more);
+        Py_DECREF(more);
+        if (set < 0)
+            goto out;
+        held = PyObject_GetAttr(state, name.tail_held);
+        if (held == NULL)
+            goto out;
+        if (!PyTuple_Check(held) || PyTuple_GET_SIZE(held) != 2) {
+            PyErr_SetString(PyExc_TypeError, "enqueue: StreamState.tail_held is not a pair");
+            goto out;
+        }
+        for (Py_ssize_t i = 0; i < 2; i++) {
+            PyObject *part = PyTuple_GET_ITEM(held, i);
+            Py_ssize_t n = PyList_GET_SIZE(stranded);
+            if (PyObject_IsTrue(part) && PyList_SetSlice(stranded, n, n, part) < 0)
+                goto out;
+        }
+    }
+    rc = PyObject_SetAttr(state, name.tail_held, shared.nothing_held);
+out:
+    Py_XDECREF(held);
+    Py_XDECREF(stranded);
+    Py_DECREF(tail);
+    return rc;
+}
+
+/* -- the call --------------------------------------------------------------- */
+
+/* ``call(*args, handle)``; NULL with the exception set if it raised. */
+static PyObject *driver_call(PyObject *call, PyObject *args, PyObject *handle)
+{
+    PyObject *stack[16];
+    Py_ssize_t n = PyTuple_GET_SIZE(args);
+    if (n >= 16) {
+        PyObject *with = PyTuple_New(n + 1);
+        if (with == NULL)
+            return NULL;
+        for (Py_ssize_t i = 0; i < n; i++)
+            PyTuple_SET_ITEM(with, i, Py_NewRef(PyTuple_GET_ITEM(args, i)));
+        PyTuple_SET_ITEM(with, n, Py_NewRef(handle));
+        PyObject *r = PyObject_Call(call, with, NULL);
+        Py_DECREF(with);
+        return r;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        stack[i] = PyTuple_GET_ITEM(args, i);
+    stack[n] = handle;
+    return PyObject_Vectorcall(call, stack, (size_t)(n + 1), NULL);
+}
+
+/* After the call: the op's Completion, as the policy's ``queue`` makes it (lock held). */
+static PyObject *queued(Enqueuer *self, PyObject *state, PyObject *const *a)
+{
+    PyObject *kind = a[ARG_KIND], *held = a[ARG_HELD], *views = a[ARG_VIEWS],
+             *result = a[ARG_RESULT];
+    if (self->synchronous) {
+        int ordering = attr_true(state, name.ordering);
+        if (ordering < 0)
+            return NULL;
+        if (!ordering && result == Py_None) {
+            PyObject *done = PyDict_GetItemWithError(self->done, kind);
+            if (done != NULL)
+                return Py_NewRef(done);
+            if (PyErr_Occurred())
+                return NULL;
+        }
+        return PyObject_CallFunctionObjArgs(self->mark_now, kind, state, result, NULL);
+    }
+    int defer = attr_true(state, name.defer_markers);
+    if (defer < 0)
+        return NULL;
+    if (!defer)
+        return PyObject_CallFunctionObjArgs(self->mark_now, kind, result, held, views, state,
+                                            self->handle, NULL);
+    PyObject *public = PyObject_GetAttr(kind, name.public);
+    if (public == NULL)
+        return NULL;
+    PyObject *completion = new_completion(public, state, result, held, views);
+    Py_DECREF(public);
+    if (completion == NULL)
+        return NULL;
+    PyObject *pair = PyTuple_Pack(2, held, views);
+    if (pair == NULL || PyObject_SetAttr(state, name.tail, completion) < 0 ||
+        PyObject_SetAttr(state, name.tail_held, pair) < 0)
+        goto fail;
+    Py_CLEAR(pair);
+    PyObject *waiter = PyObject_GetAttr(state, name.waiter);
+    if (waiter == NULL)
+        goto fail;
+    int none = waiter == Py_None;
+    Py_DECREF(waiter);
+    if (none) { /* a backend-wide wait finds the stream through its waiter */
+        PyObject *started = PyObject_CallMethodNoArgs(state, name.started_waiter);
+        if (started == NULL)
+            goto fail;
+        Py_DECREF(started);
+    }
+    return completion;
+fail:
+    Py_XDECREF(pair);
+    Py_DECREF(completion);
+    return NULL;
+}
+
+/* 1: the op is for the Python path; 0: the plain path may take it; -1: error (lock held). */
+static int needs_python(Enqueuer *self, PyObject *state, PyObject *entries)
+{
+    int r = attr_true(state, name.refusing);
+    if (r != 0)
+        return r;
+    if ((r = attr_true(state, name.capturing)) != 0)
+        return r;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(entries); i++) {
+        if ((r = attr_true(PyTuple_GET_ITEM(entries, i), name.freed)) != 0)
+            return r;
+    }
+    if ((r = attr_true(self->tracing, name.recorder)) != 0)
+        return r;
+    return self->synchronous ? 0 : attr_true(shared.sites, name.recording);
+}
+
+static PyObject *slow_path(Enqueuer *self, PyObject *const *a)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *stream;
+    if (PyWeakref_GetRef(self->stream_ref, &stream) <= 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ReferenceError, "enqueue: the stream is gone");
+        return NULL;
+    }
+#else
+    PyObject *stream = PyWeakref_GetObject(self->stream_ref);
+    if (stream == NULL)
+        return NULL;
+    if (stream == Py_None) {
+        PyErr_SetString(PyExc_ReferenceError, "enqueue: the stream is gone");
+        return NULL;
+    }
+    Py_INCREF(stream);
+#endif
+    PyObject *stack[ARG_COUNT + 1];
+    stack[0] = stream;
+    for (int i = 0; i < ARG_COUNT; i++)
+        stack[i + 1] = a[i];
+    PyObject *r = PyObject_Vectorcall(self->slow, stack, ARG_COUNT + 1, NULL);
+    Py_DECREF(stream);
+    return r;
+}
+
+/* Enqueuer(kind, call, args, entries, held, views=(), nbytes=0, result=None, kernel=None) */
+static PyObject *enqueue(PyObject *callable, PyObject *const *args, size_t nargsf,
+                         PyObject *kwnames)
+{
+    Enqueuer *self = (Enqueuer *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0) {
+        PyErr_SetString(PyExc_TypeError, "Stream.enqueue takes positional arguments only");
+        return NULL;
+    }
+    if (nargs < ARG_VIEWS || nargs > ARG_COUNT) {
+        PyErr_Format(PyExc_TypeError, "Stream.enqueue takes 5 to 9 arguments, got %zd", nargs);
+        return NULL;
+    }
+    PyObject *a[ARG_COUNT] = {NULL};
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        a[i] = args[i];
+    if (a[ARG_VIEWS] == NULL)
+        a[ARG_VIEWS] = PyTuple_Pack(0);  /* the empty tuple is a singleton */
+    else
+        Py_INCREF(a[ARG_VIEWS]);
+    if (a[ARG_VIEWS] == NULL)
+        return NULL;
+    PyObject *zero = NULL;
+    if (a[ARG_NBYTES] == NULL)
+        a[ARG_NBYTES] = zero = PyLong_FromLong(0);
+    if (a[ARG_RESULT] == NULL)
+        a[ARG_RESULT] = Py_None;
+    if (a[ARG_KERNEL] == NULL)
+        a[ARG_KERNEL] = Py_None;
+    PyObject *out = NULL;
+    if (a[ARG_NBYTES] == NULL)
+        goto done;
+    if (!PyTuple_Check(a[ARG_ARGS]) || !PyTuple_Check(a[ARG_ENTRIES]) ||
+        !PyTuple_Check(a[ARG_HELD]) || !PyTuple_Check(a[ARG_VIEWS])) {
+        out = slow_path(self, a);  /* the Python path takes what it takes */
+        goto done;
+    }
+    PyObject *state = self->state;
+    if (call_noargs_ok(self->acquire) < 0)
+        goto done;
+    int python = needs_python(self, state, a[ARG_ENTRIES]);
+    if (python != 0) {
+        if (call_noargs_ok(self->release) == 0 && python > 0)
+            out = slow_path(self, a);
+        goto done;
+    }
+    if (!self->synchronous && settle_tail(self, state) < 0)
+        goto unlock;
+    PyObject *r = driver_call(a[ARG_CALL], a[ARG_ARGS], self->handle);
+    if (r != NULL) {
+        Py_DECREF(r);
+        out = queued(self, state, a);
+    } else if (PyErr_ExceptionMatches(shared.driver_error)) {
+        PyObject *exc = take_exception();
+        if (exc != NULL) {
+            out = self->synchronous
+                      ? PyObject_CallFunctionObjArgs(self->failed, a[ARG_KIND], state, exc, NULL)
+                      : PyObject_CallFunctionObjArgs(self->failed, a[ARG_KIND], a[ARG_RESULT],
+                                                     a[ARG_HELD], a[ARG_VIEWS], state, exc, NULL);
+            Py_DECREF(exc);
+        }
+    }
+unlock:
+    if (out == NULL) {
+        /* Release whatever was raised: the lock must not stay held. */
+        PyObject *exc = take_exception();
+        if (call_noargs_ok(self->release) < 0)
+            Py_XDECREF(exc);
+        else if (exc != NULL)
+#if PY_VERSION_HEX >= 0x030C0000
+            PyErr_SetRaisedException(exc);
+#else
+            PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(exc)), exc,
+                          PyException_GetTraceback(exc));
+#endif
+    } else if (call_noargs_ok(self->release) < 0) {
+        Py_CLEAR(out);
+    }
+done:
+    Py_DECREF(a[ARG_VIEWS]);
+    Py_XDECREF(zero);
+    return out;
+}
+
+/* -- the type --------------------------------------------------------------- */
+
+static int enqueuer_traverse(Enqueuer *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->stream_ref);
+    Py_VISIT(self->slow);
+    Py_VISIT(self->state);
+    Py_VISIT(self->handle);
+    Py_VISIT(self->acquire);
+    Py_VISIT(self->release);
+    Py_VISIT(self->tracing);
+    Py_VISIT(self->failed);
+    Py_VISIT(self->mark);
+    Py_VISIT(self->mark_now);
+    Py_VISIT(self->done);
+    return 0;
+}
+
+static int enqueuer_clear(Enqueuer *self)
+{
+    Py_CLEAR(self->stream_ref);
+    Py_CLEAR(self->slow);
+    Py_CLEAR(self->state);
+    Py_CLEAR(self->handle);
+    Py_CLEAR(self->acquire);
+    Py_CLEAR(self->release);
+    Py_CLEAR(self->tracing);
+    Py_CLEAR(self->failed);
+    Py_CLEAR(self->mark);
+    Py_CLEAR(self->mark_now);
+    Py_CLEAR(self->done);
+    return 0;
+}
+
+static void enqueuer_dealloc(Enqueuer *self)
+{
+    PyObject_GC_UnTrack(self);
+    enqueuer_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *enqueuer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"stream", "slow", "state", "handle", "acquire", "release",
+                               "tracing", "failed", "mark", "mark_now", "done", "synchronous",
+                               NULL};
+    PyObject *stream, *slow, *state, *handle, *acquire, *release, *tracing, *failed, *mark,
+        *mark_now, *done;
+    int synchronous;
+    if (shared.completion == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Enqueuer: configure() was not called");
+        return NULL;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOp:Enqueuer", keywords, &stream,
+                                     &slow, &state, &handle, &acquire, &release, &tracing, &failed,
+                                     &mark, &mark_now, &done, &synchronous))
+        return NULL;
+    if (synchronous ? !PyDict_Check(done) : !PyCallable_Check(mark)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "Enqueuer: a synchronous one needs done (a dict), an async one mark");
+        return NULL;
+    }
+    Enqueuer *self = (Enqueuer *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = enqueue;
+    self->stream_ref = PyWeakref_NewRef(stream, NULL);
+    if (self->stream_ref == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    self->slow = Py_NewRef(slow);
+    self->state = Py_NewRef(state);
+    self->handle = Py_NewRef(handle);
+    self->acquire = Py_NewRef(acquire);
+    self->release = Py_NewRef(release);
+    self->tracing = Py_NewRef(tracing);
+    self->failed = Py_NewRef(failed);
+    self->mark = Py_NewRef(mark);
+    self->mark_now = Py_NewRef(mark_now);
+    self->done = Py_NewRef(done);
+    self->synchronous = synchronous;
+    return (PyObject *)self;
+}
+
+static PyTypeObject EnqueuerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "aruntime._enqueue_compiled.Enqueuer",
+    .tp_doc = "One stream's compiled Stream.enqueue (see aruntime/_enqueue.py).",
+    .tp_basicsize = sizeof(Enqueuer),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(Enqueuer, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = enqueuer_new,
+    .tp_traverse = (traverseproc)enqueuer_traverse,
+    .tp_clear = (inquiry)enqueuer_clear,
+    .tp_dealloc = (destructor)enqueuer_dealloc,
+};
+
+/* -- configure() ------------------------------------------------------------ */
+
+/* The byte offset of ``cls``'s slot ``slot``, or -1 with an error set. */
+static Py_ssize_t slot_offset(PyTypeObject *cls, const char *slot)
+{
+    PyObject *descr = PyObject_GetAttrString((PyObject *)cls, slot);
+    if (descr == NULL)
+        return -1;
+    Py_ssize_t offset = -1;
+    if (Py_IS_TYPE(descr, &PyMemberDescr_Type) &&
+        ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX)
+        offset = ((PyMemberDescrObject *)descr)->d_member->offset;
+    else
+        PyErr_Format(PyExc_TypeError, "configure: %s.%s is not a slot", cls->tp_name, slot);
+    Py_DECREF(descr);
+    return offset;
+}
+
+static PyObject *configure(PyObject *module, PyObject *args)
+{
+    PyObject *completion, *slots, *pending, *allocate_lock, *next_seq, *nothing_held,
+        *driver_error, *sites;
+    Py_ssize_t stranded_kept;
+    if (!PyArg_ParseTuple(args, "O!O!OOOOOOn:configure", &PyType_Type, &completion, &PyTuple_Type,
+                          &slots, &pending, &allocate_lock, &next_seq, &nothing_held,
+                          &driver_error, &sites, &stranded_kept))
+        return NULL;
+    /* Every slot must be one this file writes: a new one would be left unset. */
+    if (PyTuple_GET_SIZE(slots) != SLOT_COUNT + 1) {
+        PyErr_Format(PyExc_TypeError, "configure: Completion has %zd slots, this file writes %d",
+                     PyTuple_GET_SIZE(slots), SLOT_COUNT + 1);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(slots); i++) {
+        const char *slot = PyUnicode_AsUTF8(PyTuple_GET_ITEM(slots, i));
+        if (slot == NULL)
+            return NULL;
+        int known = strcmp(slot, "__weakref__") == 0;
+        for (int k = 0; k < SLOT_COUNT && !known; k++)
+            known = strcmp(slot, COMPLETION_SLOTS[k]) == 0;
+        if (!known) {
+            PyErr_Format(PyExc_TypeError, "configure: Completion slot %s is not one this file "
+                         "writes", slot);
+            return NULL;
+        }
+    }
+    PyTypeObject *cls = (PyTypeObject *)completion;
+    for (int k = 0; k < SLOT_COUNT; k++) {
+        Py_ssize_t offset = slot_offset(cls, COMPLETION_SLOTS[k]);
+        if (offset < 0)
+            return NULL;
+        shared.offset[k] = offset;
+    }
+    Py_XSETREF(shared.completion, (PyTypeObject *)Py_NewRef(completion));
+    Py_XSETREF(shared.pending, Py_NewRef(pending));
+    Py_XSETREF(shared.allocate_lock, Py_NewRef(allocate_lock));
+    Py_XSETREF(shared.next_seq, Py_NewRef(next_seq));
+    Py_XSETREF(shared.nothing_held, Py_NewRef(nothing_held));
+    Py_XSETREF(shared.driver_error, Py_NewRef(driver_error));
+    Py_XSETREF(shared.sites, Py_NewRef(sites));
+    shared.stranded_kept = stranded_kept;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"configure", configure, METH_VARARGS,
+     "configure(Completion, slots, pending, allocate_lock, next_seq, nothing_held, "
+     "DriverError, sites, stranded_kept): what every Enqueuer shares."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_aruntime_enqueue",
+    .m_doc = "Stream.enqueue's plain case, compiled (see aruntime/_enqueue.py).",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+static int intern_names(void)
+{
+    if ((shared.one = PyLong_FromLong(1)) == NULL)
+        return -1;
+#define INTERN(field)                                              \
+    if ((name.field = PyUnicode_InternFromString(#field)) == NULL) \
+        return -1;
+    INTERN(refusing) INTERN(capturing) INTERN(freed) INTERN(recording) INTERN(recorder)
+    INTERN(tail) INTERN(tail_held) INTERN(stranded) INTERN(dropped) INTERN(dropped_first)
+    INTERN(defer_markers) INTERN(waiter) INTERN(started_waiter) INTERN(ordering) INTERN(public)
+#undef INTERN
+    return 0;
+}
+
+PyMODINIT_FUNC PyInit__aruntime_enqueue(void)
+{
+    if (intern_names() < 0 || PyType_Ready(&EnqueuerType) < 0)
+        return NULL;
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(module, "Enqueuer", (PyObject *)&EnqueuerType) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

@@ -1,0 +1,214 @@
+"""The compiled enqueue (aruntime/_enqueue.py, ffi/core/enqueue.c) against the Python one.
+
+The C path must be the Python path, only cheaper: the same Completion, the
+same tail bookkeeping, every other case handed back to Python, and the
+stream's lock released however the call ends.  tests/test_stream_enqueue.py
+runs its cases on both paths; these are the ones only C can get wrong.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+import aruntime as ar
+from aruntime import _enqueue
+from aruntime._completion import Completion
+from aruntime._op import OpKind
+from aruntime.testing import inject_fault
+
+pytestmark = pytest.mark.anyio
+
+BACKENDS = ["mock", "cuda-sim", "levelzero-sim"]
+
+
+@pytest.fixture(params=BACKENDS)
+def gpu(request: pytest.FixtureRequest) -> Iterator[ar.Backend]:
+    if not _enqueue.enabled():
+        pytest.skip("the compiled enqueue is not built or is switched off")
+    try:
+        backend = ar.open_backend(request.param)
+    except ar.BackendUnavailableError as exc:
+        pytest.skip(f"{request.param} unavailable: {exc}")
+    try:
+        yield backend
+    finally:
+        backend.close()
+
+
+def _python_stream(gpu: ar.Backend, monkeypatch: pytest.MonkeyPatch) -> ar.Stream:
+    with monkeypatch.context() as patch:
+        patch.setenv("ARUNTIME_COMPILED_ENQUEUE", "0")
+        return gpu.create_stream()
+
+
+def _slots(completion: Completion) -> dict[str, Any]:
+    return {name: getattr(completion, name) for name in Completion.__slots__ if name[0] == "_"}
+
+
+def test_a_plain_stream_gets_it_and_a_race_checked_one_does_not(gpu: ar.Backend) -> None:
+    with gpu.create_stream() as stream:
+        assert type(stream.enqueue).__name__ == "Enqueuer"
+    with ar.open_backend(gpu.name, check_hazards=True) as checked, checked.create_stream() as s:
+        # The race checker needs the Op that only the Python path builds.
+        assert type(s.enqueue).__name__ == "method"
+
+
+def test_the_switch_keeps_new_streams_on_python(
+    gpu: ar.Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with _python_stream(gpu, monkeypatch) as stream:
+        assert type(stream.enqueue).__name__ == "method"
+
+
+@pytest.mark.parametrize("backend", ["cuda-sim", "levelzero-sim"])
+async def test_its_completion_is_the_one_python_builds(
+    backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slot by slot, for a kept copy left pending as the stream's tail."""
+    if not _enqueue.enabled():
+        pytest.skip("the compiled enqueue is not built or is switched off")
+    try:
+        gpu = ar.open_backend(backend)
+    except ar.BackendUnavailableError as exc:
+        pytest.skip(f"{backend} unavailable: {exc}")
+    async with gpu:
+        host = np.arange(256, dtype=np.uint8)
+        dst = gpu.alloc(256)
+        made: dict[str, dict[str, Any]] = {}
+        with gpu.create_stream() as c_stream, _python_stream(gpu, monkeypatch) as py_stream:
+            for label, stream in (("c", c_stream), ("py", py_stream)):
+                stream.state.defer_markers = True  # levelzero-sim marks every op otherwise
+                done = gpu.copy_d2h_async(dst, np.empty(256, np.uint8), stream=stream)
+                completion = gpu.copy_h2d_async(host, dst, stream=stream)
+                assert stream.state.tail is completion
+                made[label] = _slots(completion)
+                held, views = stream.state.tail_held
+                made[label]["tail_held"] = (held, tuple(map(type, views)))
+                made[label]["hooks_is_state"] = completion.hooks is stream.state
+                assert await done is not None
+                await completion
+        c, py = made["c"], made["py"]
+        assert c.keys() == py.keys()
+        for name in c:
+            if name == "_seq":
+                assert type(c[name]) is int and c[name] > 0
+            elif name in ("_lock", "_callbacks"):
+                assert type(c[name]) is type(py[name])
+            elif name == "_keepalive":
+                assert len(c[name]) == len(py[name]) == 1 and c[name][0] is py[name][0] is host
+            elif name == "tail_held":
+                assert c[name][0][0] is py[name][0][0] is host and c[name][1] == py[name][1]
+            elif name == "_hooks":
+                assert c["hooks_is_state"] and py["hooks_is_state"]
+            elif name == "_views":
+                assert len(c[name]) == len(py[name]) == 1
+            else:
+                assert c[name] == py[name], name
+        gpu.free(dst)
+
+
+async def test_dropped_ops_strand_and_a_kept_one_is_marked(gpu: ar.Backend) -> None:
+    """The tail rule: a dropped op's buffers wait for a later marker; a kept op gets its own."""
+    host = bytearray(64)
+    dst = gpu.alloc(64)
+    with gpu.create_stream() as stream:
+        state = stream.state
+        deferred = getattr(state, "defer_markers", False)
+        for _ in range(3):
+            gpu.copy_h2d_async(host, dst, stream=stream)
+        if deferred:
+            assert state.dropped == 2 and state.dropped_first == "copy_h2d_async"
+            assert host in state.stranded
+        kept = gpu.memset_async(dst, 7, 64, stream=stream)
+        later = gpu.memset_async(dst, 9, 64, stream=stream)
+        if deferred:
+            assert state.tail is later
+            assert not state.stranded  # the kept memset's marker took them
+        await kept
+        await later
+        out = await gpu.copy_d2h_async(dst, np.empty(64, np.uint8), stream=stream)
+    assert (out == 9).all()
+    gpu.free(dst)
+
+
+def test_keywords_and_wrong_counts_are_refused(gpu: ar.Backend) -> None:
+    with gpu.create_stream() as stream:
+        with pytest.raises(TypeError, match="positional arguments only"):
+            stream.enqueue(OpKind.MEMSET, print, (), (), (), kernel=None)
+        with pytest.raises(TypeError, match="5 to 9 arguments, got 3"):
+            stream.enqueue(OpKind.MEMSET, print, ())
+
+
+def test_a_raising_call_leaves_the_lock_free(gpu: ar.Backend) -> None:
+    """Not a DriverError (an interrupt, a bug): it propagates, and the lock is released."""
+
+    def boom(*args: Any) -> None:
+        raise RuntimeError("boom")
+
+    with gpu.create_stream() as stream:
+        with pytest.raises(RuntimeError, match="boom"):
+            stream.enqueue(OpKind.MEMSET, boom, (), (), ())
+        taken: list[bool] = []
+
+        def take() -> None:
+            lock = stream.state.lock
+            taken.append(lock.acquire(timeout=5))
+            if taken[-1]:
+                lock.release()
+
+        thread = threading.Thread(target=take)
+        thread.start()
+        thread.join()
+        assert taken == [True]
+
+
+async def test_a_failed_call_fails_its_op_in_stream_order() -> None:
+    """Faults are injected into the mock only: its policy's failure and ordering hooks."""
+    if not _enqueue.enabled():
+        pytest.skip("the compiled enqueue is not built or is switched off")
+    gpu = ar.open_backend("mock")
+    ptr = gpu.alloc(64)
+    async with gpu:
+        stream = gpu.create_stream()
+        assert type(stream.enqueue).__name__ == "Enqueuer"
+        inject_fault(gpu, "memset_async", ar.DriverError)
+        failed = gpu.memset_async(ptr, 1, 64, stream=stream)
+        after = gpu.memset_async(ptr, 2, 64, stream=stream)
+        with pytest.raises(ar.DriverError):
+            await failed
+        with pytest.raises(ar.DriverError, match=r"memset_async.*failed before it"):
+            await after
+        stream.close()
+        gpu.free(ptr)
+
+
+def test_configure_refuses_a_completion_with_a_slot_it_would_leave_unset() -> None:
+    module = _enqueue._module()
+    if module is None:
+        pytest.skip("the compiled enqueue is not built or is switched off")
+
+    class Wider:
+        __slots__ = (*Completion.__slots__, "_extra")
+
+    with pytest.raises(TypeError, match="slot"):
+        module.configure(
+            Wider,
+            Wider.__slots__,
+            0,
+            threading.Lock,
+            iter(()).__next__,
+            ((), ()),
+            ar.DriverError,
+            _enqueue._sites,
+            256,
+        )
+    with ar.open_backend("mock") as gpu, gpu.create_stream() as stream:
+        ptr = gpu.alloc(16)
+        assert type(stream.enqueue).__name__ == "Enqueuer"
+        assert gpu.memset_async(ptr, 1, 16, stream=stream).done()
+        gpu.free(ptr)
