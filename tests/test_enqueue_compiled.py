@@ -8,15 +8,17 @@ runs its cases on both paths; these are the ones only C can get wrong.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 import aruntime as ar
-from aruntime import _enqueue
+from aruntime import _enqueue, _sites
 from aruntime._completion import Completion
 from aruntime._op import OpKind
 from aruntime.testing import inject_fault
@@ -212,3 +214,39 @@ def test_configure_refuses_a_completion_with_a_slot_it_would_leave_unset() -> No
         assert type(stream.enqueue).__name__ == "Enqueuer"
         assert gpu.memset_async(ptr, 1, 16, stream=stream).done()
         gpu.free(ptr)
+
+
+async def test_a_recorded_call_site_goes_the_python_way(gpu: ar.Backend) -> None:
+    """Recording sites needs the Completion before the call: the Python path does that."""
+    ptr = gpu.alloc(64)
+    with gpu.create_stream() as stream:
+        assert type(stream.enqueue).__name__ == "Enqueuer"
+        with _sites.record():
+            completion = gpu.memset_async(ptr, 1, 64, stream=stream)  # this line
+        plain = gpu.memset_async(ptr, 2, 64, stream=stream)
+        site = _sites.site_of(completion)
+        if gpu.name != "mock":  # the mock's finished ops share one Completion
+            assert site is not None and site.endswith(f"{__file__}:{_line_of('# this line')}")
+            assert _sites.site_of(plain) is None
+        await plain
+    gpu.free(ptr)
+
+
+async def test_a_traced_op_goes_the_python_way(gpu: ar.Backend, tmp_path: Path) -> None:
+    ptr = gpu.alloc(64)
+    with gpu.create_stream() as stream:
+        with gpu.trace(tmp_path / "trace.json"):
+            await gpu.memset_async(ptr, 1, 64, stream=stream)
+        await gpu.memset_async(ptr, 2, 64, stream=stream)
+    spans = [
+        e
+        for e in json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+        if e.get("name") == "memset_async"
+    ]
+    assert len(spans) == 1, spans
+    gpu.free(ptr)
+
+
+def _line_of(marker: str) -> int:
+    lines = Path(__file__).read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if line.endswith(marker) and "=" in line)

@@ -23,8 +23,8 @@ import ffi.build
 from aruntime import _native
 
 ROOT = Path(__file__).resolve().parent.parent
-#: The compiled (cffi API-mode) extensions every wheel built here carries.
-_COMPILED = ("_aruntime_cuda_api", "_aruntime_ze_api")
+#: The compiled extensions every wheel built here carries (cffi API mode; the core's enqueue).
+_COMPILED = ("_aruntime_cuda_api", "_aruntime_ze_api", "_aruntime_enqueue")
 
 
 def test_every_spec_uses_the_one_builder() -> None:
@@ -169,7 +169,8 @@ def test_sdist_and_wheel_from_a_clean_tree(tmp_path: Path) -> None:
         "import aruntime, numpy as np\n"
         "print(aruntime.__file__)\n"
         "for name in ('cuda-sim', 'levelzero-sim'):\n"
-        "    with aruntime.open_backend(name) as gpu:\n"
+        "    with aruntime.open_backend(name) as gpu, gpu.create_stream() as s:\n"
+        "        assert type(s.enqueue).__name__ == 'Enqueuer', s.enqueue\n"
         "        a = np.arange(256, dtype=np.float32)\n"
         "        d = gpu.alloc(a.nbytes)\n"
         "        gpu.copy_h2d(a, d)\n"

@@ -56,7 +56,7 @@ static struct {
     PyObject *next_seq;      /* _completion.next_seq */
     PyObject *nothing_held;  /* _submit._NOTHING_HELD */
     PyObject *driver_error;  /* aruntime.DriverError */
-    PyObject *sites;         /* aruntime._sites (its ``recording`` flag) */
+    PyObject *sites;         /* aruntime._sites's dict (its ``recording`` flag) */
     PyObject *one;
     Py_ssize_t stranded_kept;
 } shared;
@@ -73,6 +73,7 @@ typedef struct {
     PyObject *stream_ref;  /* weakref to the Stream: the slow path's ``self`` */
     PyObject *slow;        /* the Python Stream.enqueue, unbound */
     PyObject *state;       /* the StreamState */
+    PyObject *fields;      /* its instance dict: its plain attributes, without a type lookup */
     PyObject *handle;      /* the driver stream */
     PyObject *acquire;     /* state.lock.acquire */
     PyObject *release;     /* state.lock.release */
@@ -97,6 +98,30 @@ static int attr_true(PyObject *obj, PyObject *attr)
     int truth = PyObject_IsTrue(value);
     Py_DECREF(value);
     return truth;
+}
+
+/* The state's attribute ``attr`` (a new reference), read from its dict. */
+static PyObject *field_get(Enqueuer *self, PyObject *attr)
+{
+    PyObject *value = PyDict_GetItemWithError(self->fields, attr);
+    if (value != NULL)
+        return Py_NewRef(value);
+    return PyErr_Occurred() ? NULL : PyObject_GetAttr(self->state, attr);
+}
+
+static int field_true(Enqueuer *self, PyObject *attr)
+{
+    PyObject *value = field_get(self, attr);
+    if (value == NULL)
+        return -1;
+    int truth = PyObject_IsTrue(value);
+    Py_DECREF(value);
+    return truth;
+}
+
+static int field_set(Enqueuer *self, PyObject *attr, PyObject *value)
+{
+    return PyDict_SetItem(self->fields, attr, value);
 }
 
 static int call_noargs_ok(PyObject *fn)
@@ -166,7 +191,7 @@ static PyObject *take_exception(void)
 /* Mark the tail if its Completion is kept, else strand what it holds (lock held). */
 static int settle_tail(Enqueuer *self, PyObject *state)
 {
-    PyObject *tail = PyObject_GetAttr(state, name.tail);
+    PyObject *tail = field_get(self, name.tail);
     if (tail == NULL)
         return -1;
     if (tail == Py_None) {
@@ -175,9 +200,9 @@ static int settle_tail(Enqueuer *self, PyObject *state)
     }
     int rc = -1;
     PyObject *stranded = NULL, *held = NULL;
-    if (PyObject_SetAttr(state, name.tail, Py_None) < 0)
+    if (field_set(self, name.tail, Py_None) < 0)
         goto out;
-    stranded = PyObject_GetAttr(state, name.stranded);
+    stranded = field_get(self, name.stranded);
     if (stranded == NULL || !PyList_Check(stranded)) {
         if (stranded != NULL)
             PyErr_SetString(PyExc_TypeError, "enqueue: StreamState.stranded is not a list");
@@ -190,7 +215,7 @@ static int settle_tail(Enqueuer *self, PyObject *state)
             goto out;
         Py_DECREF(r);
     } else {
-        PyObject *dropped = PyObject_GetAttr(state, name.dropped);
+        PyObject *dropped = field_get(self, name.dropped);
         if (dropped == NULL)
             goto out;
         int none_yet = PyObject_Not(dropped);
@@ -200,18 +225,18 @@ static int settle_tail(Enqueuer *self, PyObject *state)
             goto out;
         if (none_yet) {
             PyObject *op = *(PyObject **)((char *)tail + shared.offset[SLOT_OP]);
-            if (op == NULL || PyObject_SetAttr(state, name.dropped_first, op) < 0) {
+            if (op == NULL || field_set(self, name.dropped_first, op) < 0) {
                 if (op == NULL)
                     PyErr_SetString(PyExc_TypeError, "enqueue: the tail is not a Completion");
                 Py_DECREF(more);
                 goto out;
             }
         }
-        int set = PyObject_SetAttr(state, name.dropped, more);
+        int set = field_set(self, name.dropped, more);
         Py_DECREF(more);
         if (set < 0)
             goto out;
-        held = PyObject_GetAttr(state, name.tail_held);
+        held = field_get(self, name.tail_held);
         if (held == NULL)
             goto out;
         if (!PyTuple_Check(held) || PyTuple_GET_SIZE(held) != 2) {
@@ -225,7 +250,7 @@ static int settle_tail(Enqueuer *self, PyObject *state)
                 goto out;
         }
     }
-    rc = PyObject_SetAttr(state, name.tail_held, shared.nothing_held);
+    rc = field_set(self, name.tail_held, shared.nothing_held);
 out:
     Py_XDECREF(held);
     Py_XDECREF(stranded);
@@ -263,7 +288,7 @@ static PyObject *queued(Enqueuer *self, PyObject *state, PyObject *const *a)
     PyObject *kind = a[ARG_KIND], *held = a[ARG_HELD], *views = a[ARG_VIEWS],
              *result = a[ARG_RESULT];
     if (self->synchronous) {
-        int ordering = attr_true(state, name.ordering);
+        int ordering = field_true(self, name.ordering);
         if (ordering < 0)
             return NULL;
         if (!ordering && result == Py_None) {
@@ -275,7 +300,7 @@ static PyObject *queued(Enqueuer *self, PyObject *state, PyObject *const *a)
         }
         return PyObject_CallFunctionObjArgs(self->mark_now, kind, state, result, NULL);
     }
-    int defer = attr_true(state, name.defer_markers);
+    int defer = field_true(self, name.defer_markers);
     if (defer < 0)
         return NULL;
     if (!defer)
@@ -289,11 +314,11 @@ static PyObject *queued(Enqueuer *self, PyObject *state, PyObject *const *a)
     if (completion == NULL)
         return NULL;
     PyObject *pair = PyTuple_Pack(2, held, views);
-    if (pair == NULL || PyObject_SetAttr(state, name.tail, completion) < 0 ||
-        PyObject_SetAttr(state, name.tail_held, pair) < 0)
+    if (pair == NULL || field_set(self, name.tail, completion) < 0 ||
+        field_set(self, name.tail_held, pair) < 0)
         goto fail;
     Py_CLEAR(pair);
-    PyObject *waiter = PyObject_GetAttr(state, name.waiter);
+    PyObject *waiter = field_get(self, name.waiter);
     if (waiter == NULL)
         goto fail;
     int none = waiter == Py_None;
@@ -314,10 +339,10 @@ fail:
 /* 1: the op is for the Python path; 0: the plain path may take it; -1: error (lock held). */
 static int needs_python(Enqueuer *self, PyObject *state, PyObject *entries)
 {
-    int r = attr_true(state, name.refusing);
+    int r = field_true(self, name.refusing);
     if (r != 0)
         return r;
-    if ((r = attr_true(state, name.capturing)) != 0)
+    if ((r = field_true(self, name.capturing)) != 0)
         return r;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(entries); i++) {
         if ((r = attr_true(PyTuple_GET_ITEM(entries, i), name.freed)) != 0)
@@ -325,7 +350,13 @@ static int needs_python(Enqueuer *self, PyObject *state, PyObject *entries)
     }
     if ((r = attr_true(self->tracing, name.recorder)) != 0)
         return r;
-    return self->synchronous ? 0 : attr_true(shared.sites, name.recording);
+    if (self->synchronous)
+        return 0;
+    /* A module global, read from the module's dict (a module getattr costs twice that). */
+    PyObject *recording = PyDict_GetItemWithError(shared.sites, name.recording);
+    if (recording == NULL)
+        return PyErr_Occurred() ? -1 : 1; /* unknown: the Python path decides */
+    return PyObject_IsTrue(recording);
 }
 
 static PyObject *slow_path(Enqueuer *self, PyObject *const *a)
@@ -448,6 +479,7 @@ static int enqueuer_traverse(Enqueuer *self, visitproc visit, void *arg)
     Py_VISIT(self->stream_ref);
     Py_VISIT(self->slow);
     Py_VISIT(self->state);
+    Py_VISIT(self->fields);
     Py_VISIT(self->handle);
     Py_VISIT(self->acquire);
     Py_VISIT(self->release);
@@ -464,6 +496,7 @@ static int enqueuer_clear(Enqueuer *self)
     Py_CLEAR(self->stream_ref);
     Py_CLEAR(self->slow);
     Py_CLEAR(self->state);
+    Py_CLEAR(self->fields);
     Py_CLEAR(self->handle);
     Py_CLEAR(self->acquire);
     Py_CLEAR(self->release);
@@ -480,6 +513,31 @@ static void enqueuer_dealloc(Enqueuer *self)
     PyObject_GC_UnTrack(self);
     enqueuer_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* ``state``'s instance dict, once no name this file reads there is its class's too. */
+static PyObject *plain_fields(PyObject *state)
+{
+    PyObject *const names[] = {
+        name.refusing, name.capturing, name.tail, name.tail_held, name.stranded, name.dropped,
+        name.dropped_first, name.defer_markers, name.waiter, name.ordering,
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        /* A class attribute could be a property the dict would bypass. */
+        PyObject *found = _PyType_Lookup(Py_TYPE(state), names[i]);
+        if (found != NULL) {
+            PyErr_Format(PyExc_TypeError, "Enqueuer: %R is a class attribute of %s", names[i],
+                         Py_TYPE(state)->tp_name);
+            return NULL;
+        }
+    }
+    PyObject *fields = PyObject_GenericGetDict(state, NULL);
+    if (fields != NULL && !PyDict_Check(fields)) {
+        Py_DECREF(fields);
+        PyErr_SetString(PyExc_TypeError, "Enqueuer: the stream state has no instance dict");
+        return NULL;
+    }
+    return fields;
 }
 
 static PyObject *enqueuer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
@@ -514,6 +572,11 @@ static PyObject *enqueuer_new(PyTypeObject *type, PyObject *args, PyObject *kwar
     }
     self->slow = Py_NewRef(slow);
     self->state = Py_NewRef(state);
+    self->fields = plain_fields(state);
+    if (self->fields == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
     self->handle = Py_NewRef(handle);
     self->acquire = Py_NewRef(acquire);
     self->release = Py_NewRef(release);
@@ -599,7 +662,11 @@ static PyObject *configure(PyObject *module, PyObject *args)
     Py_XSETREF(shared.next_seq, Py_NewRef(next_seq));
     Py_XSETREF(shared.nothing_held, Py_NewRef(nothing_held));
     Py_XSETREF(shared.driver_error, Py_NewRef(driver_error));
-    Py_XSETREF(shared.sites, Py_NewRef(sites));
+    if (!PyModule_Check(sites)) {
+        PyErr_SetString(PyExc_TypeError, "configure: sites must be the aruntime._sites module");
+        return NULL;
+    }
+    Py_XSETREF(shared.sites, Py_NewRef(PyModule_GetDict(sites)));
     shared.stranded_kept = stranded_kept;
     Py_RETURN_NONE;
 }
