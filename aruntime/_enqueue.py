@@ -1,12 +1,12 @@
-"""The compiled enqueue: ``Stream.enqueue``'s plain case in C, where it was built.
+"""The compiled enqueue: ``Stream.enqueue`` in C, where it was built.
 
-Every copy, memset and launch of a plain stream passes through
-``Stream.enqueue`` and its policy's ``queue`` (``_submit.py``).  In Python
-their two frames, the lock calls and the Completion's constructor cost more
-than the driver call they wrap (docs/performance.md, "The compiled
-enqueue").  ``ffi/core/enqueue.c`` is the same path as one C call: an
-``Enqueuer`` per stream keeps the stream's state, handle, lock and policy
-hooks, and becomes that stream's ``enqueue``.
+Every copy, memset and launch passes through ``Stream.enqueue`` and its
+policy's ``queue`` (``_submit.py``).  In Python their two frames, the lock
+calls and the Completion's constructor cost more than the driver call they
+wrap (docs/performance.md, "The compiled enqueue").  ``ffi/core/enqueue.c``
+is the same path as one C call: an ``Enqueuer`` per stream keeps the
+stream's state, handle, lock and policy hooks, and becomes that stream's
+``enqueue``.
 
 Why a plain CPython extension and not cffi's API mode: the path handles
 Python objects (the Completion, the stream's bookkeeping), which cffi cannot
@@ -14,15 +14,19 @@ pass to C.  The C decides nothing of its own.  It hands every case but the
 plain one back to the Python path (a refusing or capturing stream, a freed
 operand, a recorded call site, a trace), and every outcome but success to
 the policy's Python methods (a failed call, a marker right behind the op,
-the mock's ordered errors).  So the rules stay written once, in Python, and
+the mock's ordered errors).  On a stream with race checking on, it builds
+the :class:`Op` the checker reads and hands it to the checker, as the
+Python path does.  So the rules stay written once, in Python, and
 ``tests/test_enqueue_compiled.py`` runs the same ops both ways.
 
-``ARUNTIME_COMPILED_ENQUEUE=0`` keeps every stream on the Python path; so
-does an install without Python's headers (the extension is not built).
+``ARUNTIME_COMPILED_ENQUEUE=0`` keeps every stream made from then on on the
+Python path; so does an install without Python's headers (the extension is
+not built).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -33,10 +37,12 @@ from . import _sites
 from ._completion import _PENDING, Completion, next_seq
 from ._exceptions import DriverError
 from ._native import load_core_extension
+from ._op import Op
 
 __all__ = ["compiled_enqueuer", "enabled"]
 
 _MODULE = "_aruntime_enqueue"
+_log = logging.getLogger("aruntime")
 _lock = threading.Lock()
 _loaded: list[ModuleType | None] = []
 
@@ -68,18 +74,25 @@ def _configured() -> ModuleType | None:
     module = load_core_extension(_MODULE)
     if module is None:
         return None
-    # It refuses (TypeError) a Completion with a slot it would leave unset.
-    module.configure(
-        Completion,
-        Completion.__slots__,
-        _PENDING,
-        threading.Lock,
-        next_seq,
-        NOTHING_HELD,
-        DriverError,
-        _sites,
-        STRANDED_KEPT,
-    )
+    try:
+        module.configure(
+            Completion,
+            Completion.__slots__,
+            _PENDING,
+            threading.Lock,
+            next_seq,
+            NOTHING_HELD,
+            DriverError,
+            _sites,
+            STRANDED_KEPT,
+            Op,
+            Op.__slots__,
+        )
+    except TypeError as exc:
+        # It builds Completions and Ops without __init__, so it refuses a slot
+        # it would leave unset (or an extension older than this Python code).
+        _log.warning("the compiled enqueue is off: %s", exc)
+        return None
     return module
 
 
@@ -93,6 +106,7 @@ def compiled_enqueuer(
     mark: Callable[..., Any] | None,
     mark_now: Callable[..., Any],
     done: dict[Any, Any] | None,
+    run: Callable[..., Any],
 ) -> Callable[..., Any] | None:
     """``stream``'s compiled ``enqueue``, or None where there is none.
 
@@ -102,6 +116,8 @@ def compiled_enqueuer(
     mock's does), ``failed`` makes a failed call's Completion, ``mark_now``
     the Completion of an op that is not left as the stream's tail, and
     ``done`` holds the synchronous policy's shared finished Completions.
+    On a stream with race checking on, every op goes to the checker as an
+    :class:`Op`, with the policy's ``run``.
     """
     module = _module()
     if module is None:
@@ -118,6 +134,8 @@ def compiled_enqueuer(
         mark=mark,
         mark_now=mark_now,
         done=done,
+        hazards=None if stream.hazards is None else stream.hazards.run,
+        run=run,
         synchronous=mark is None,
     )
     return enqueuer

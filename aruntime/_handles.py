@@ -230,7 +230,7 @@ class Stream(_Handle):
         # The core's stream-race checking (None when off) and this stream's number in it.
         self.hazards = hazards
         self.hazard_id = hazard_id
-        compiled = None if hazards is not None else policy.compiled_enqueue(self)
+        compiled = policy.compiled_enqueue(self)
         if compiled is not None:
             vars(self)["enqueue"] = compiled  # the same path in C (_enqueue.py)
         drop = None if default else functools.partial(release_stream, driver, handle, state)

@@ -195,23 +195,24 @@ def _readonly_ranges(op: Op) -> list[tuple[int, int]]:
 def _user_site() -> tuple[CodeType, int] | tuple[str, int]:
     """Where the user's call that made the op being checked is: ``(code, f_lasti)``.
 
-    From :meth:`RaceCheck.run`, a public async op's caller is five frames up
-    (this function, the check, ``Stream.enqueue`` or ``Stream.submit``,
-    ``_ops.Ops``'s method and the Backend's): jumping there makes one frame
-    object, where
+    From :meth:`RaceCheck.run`, a public async op's caller is four frames up
+    (this function, the check, ``_ops.Ops``'s method and the Backend's) when
+    the compiled enqueue called the check, five when ``Stream.enqueue`` or
+    ``Stream.submit`` did: jumping there makes a frame object or two, where
     walking up from here would make one per frame (Python 3.11 makes them
     lazily).  Wrappers (blocking copies, compute ops) walk on from there
     (``(file, line)``).  The line of an offset is looked up only if a message
     needs it: reading ``f_lineno`` scans the code's line table every time.
     """
-    try:
-        frame = sys._getframe(5)
-    except ValueError:
-        return user_frame()
-    code = frame.f_code
-    if code.co_filename.startswith(_PACKAGE_DIR):
-        return user_frame()
-    return code, frame.f_lasti
+    for depth in (4, 5):
+        try:
+            frame = sys._getframe(depth)
+        except ValueError:
+            return user_frame()
+        code = frame.f_code
+        if not code.co_filename.startswith(_PACKAGE_DIR):
+            return code, frame.f_lasti
+    return user_frame()
 
 
 def _op_name(op: Op) -> str:

@@ -210,6 +210,7 @@ class SyncCompletion(_Policy):
             mark=None,
             mark_now=self._settled,
             done=self._done,
+            run=self.run,
         )
 
     def _traced(self, op: Op, stream: Stream) -> None:
@@ -526,6 +527,7 @@ class AsyncCompletion(_Policy):
             mark=self.marking.mark,
             mark_now=self._mark_now,
             done=None,
+            run=self.run,
         )
 
     def bind_marks(self, state: StreamState, handle: DriverStream, *, shared: bool) -> None:

@@ -20,7 +20,7 @@ import pytest
 import aruntime as ar
 from aruntime import _enqueue, _sites
 from aruntime._completion import Completion
-from aruntime._op import OpKind
+from aruntime._op import Op, OpKind
 from aruntime.testing import inject_fault
 
 pytestmark = pytest.mark.anyio
@@ -52,12 +52,33 @@ def _slots(completion: Completion) -> dict[str, Any]:
     return {name: getattr(completion, name) for name in Completion.__slots__ if name[0] == "_"}
 
 
-def test_a_plain_stream_gets_it_and_a_race_checked_one_does_not(gpu: ar.Backend) -> None:
+def test_every_stream_gets_it_race_checked_or_not(gpu: ar.Backend) -> None:
     with gpu.create_stream() as stream:
         assert type(stream.enqueue).__name__ == "Enqueuer"
     with ar.open_backend(gpu.name, check_hazards=True) as checked, checked.create_stream() as s:
-        # The race checker needs the Op that only the Python path builds.
-        assert type(s.enqueue).__name__ == "method"
+        assert type(s.enqueue).__name__ == "Enqueuer"
+
+
+def test_a_race_checked_op_reaches_the_checker_as_an_op(
+    gpu: ar.Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checker reads an Op: the compiled path builds it whole, as Stream.enqueue does."""
+    with ar.open_backend(gpu.name, check_hazards=True) as checked:
+        seen: list[Op] = []
+        hazards: Any = checked._state.hazards  # type: ignore[attr-defined]
+        real = hazards.run
+        monkeypatch.setattr(
+            hazards, "run", lambda op, st, run: seen.append(op) or real(op, st, run)
+        )
+        host = np.arange(16, dtype=np.uint8)
+        ptr = checked.alloc(16)
+        with checked.create_stream() as stream:
+            checked.copy_h2d_async(host, ptr, stream=stream).wait()
+        (op,) = seen
+        assert op.kind is OpKind.COPY_H2D and op.nbytes == 16
+        assert op.held == (host,) and op.keepalive[0] is host and len(op.keepalive) == 2
+        assert op.writes == ((int(ptr), 16),)
+        checked.free(ptr)
 
 
 def test_the_switch_keeps_new_streams_on_python(
@@ -208,6 +229,8 @@ def test_configure_refuses_a_completion_with_a_slot_it_would_leave_unset() -> No
             ar.DriverError,
             _enqueue._sites,
             256,
+            Op,
+            Op.__slots__,
         )
     with ar.open_backend("mock") as gpu, gpu.create_stream() as stream:
         ptr = gpu.alloc(16)

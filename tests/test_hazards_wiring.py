@@ -164,9 +164,9 @@ def test_a_site_kept_as_code_and_offset_names_the_frames_line() -> None:
 def test_the_public_ops_find_the_users_frame_without_a_walk(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The check jumps straight to the caller of a public async op (a fixed number of frames
-    up, ``_racecheck._user_site``); a walk up the stack is only for wrappers.  A new layer
-    between Backend and Stream.submit that forgets to move the jump fails here."""
+    """The check jumps straight to the caller of a public async op (four or five frames
+    up, ``_racecheck._user_site``); a walk up the stack is only for deeper wrappers.  A new
+    layer between Backend and Stream.submit that forgets to move the jump fails here."""
     import aruntime._racecheck as racecheck
 
     walks: list[object] = []
@@ -178,15 +178,29 @@ def test_the_public_ops_find_the_users_frame_without_a_walk(
 
     monkeypatch.setattr(racecheck, "user_frame", counting_walk)
     with ar.open_backend("mock", check_hazards=True) as gpu:
-        ptr = gpu.alloc(64)
+        ptr, out = gpu.alloc(64), gpu.alloc(64)
         host = np.zeros(16, np.float32)
         kernel = gpu.kernel(gpu.builtin_module("vector_ops"), "fill_f32")
         with gpu.create_stream() as stream:
             gpu.memset_async(ptr, 0, 64, stream=stream)
             gpu.copy_h2d_async(host, ptr, stream=stream)
             gpu.launch(kernel, 1, 16, [np.uint32(16), np.float32(1), ptr], stream=stream)
+            gpu.launch(
+                kernel,
+                1,
+                16,
+                [np.uint32(16), np.float32(1), ptr],
+                reads=[],
+                writes=[ptr],
+                stream=stream,
+            )
             gpu.copy_d2h_async(ptr, host, stream=stream).wait()
             assert walks == []
-            gpu.copy_d2h(ptr, host)  # a wrapper: found by walking
+            # A wrapper one call deep: the jump's second try with the compiled
+            # enqueue (a frame fewer), a walk without it.
+            gpu.copy_d2h(ptr, host)
+            walks.clear()
+            gpu.unary(ptr, out, 16, "exp").wait()  # deeper: found by walking
             assert walks
         gpu.free(ptr)
+        gpu.free(out)

@@ -1,4 +1,4 @@
-/* The compiled enqueue: Stream.enqueue's plain case in C (aruntime/_enqueue.py).
+/* The compiled enqueue: Stream.enqueue in C (aruntime/_enqueue.py).
  *
  * Every copy, memset and launch passes through Stream.enqueue, and in Python
  * its two frames (the stream's, then the completion policy's queue), the
@@ -14,9 +14,11 @@
  *   Completion, else strand its buffers for the next marker; make the
  *   driver call; then build the op's Completion and make it the new tail.
  *
- * Anything else the Python path does (a failed call, a driver that marks
- * every op, the synchronous mock's ordered errors) is handed back to the
- * policy's own Python methods, so the rules live in one place.  Nothing here
+ * On a stream with race checking on, it builds the Op the checker reads and
+ * hands it to the checker's ``run``, as Stream.enqueue does.  Anything else
+ * the Python path does (a failed call, a driver that marks every op, the
+ * synchronous mock's ordered errors) is handed back to the policy's own
+ * Python methods, so the rules live in one place.  Nothing here
  * decides an outcome: tests/test_enqueue_compiled.py runs the same ops both
  * ways and compares.
  */
@@ -47,10 +49,25 @@ static const char *const COMPLETION_SLOTS[SLOT_COUNT] = {
     "_views", "_callbacks", "_lock", "_seen", "_seq",
 };
 
+/* The Op slots, in the order of OP_SLOTS. */
+enum { OP_KIND, OP_CALL, OP_ARGS, OP_KEEPALIVE, OP_VIEWS, OP_NBYTES, OP_RESULT, OP_KERNEL,
+       OP_READS, OP_WRITES, OP_HELD, OP_COUNT };
+
+static const char *const OP_SLOTS[OP_COUNT] = {
+    "kind", "call", "args", "keepalive", "views", "nbytes", "result", "kernel",
+    "_reads", "_writes", "held",
+};
+
+/* A Python class with __slots__, as this file builds its instances without __init__. */
+typedef struct {
+    PyTypeObject *type;
+    Py_ssize_t offset[16];
+} Layout;
+
 /* Set once by configure(): what every Enqueuer shares. */
 static struct {
-    PyTypeObject *completion;
-    Py_ssize_t offset[SLOT_COUNT];
+    Layout completion;
+    Layout op;
     PyObject *pending;       /* the Completion state "pending" */
     PyObject *allocate_lock; /* threading.Lock */
     PyObject *next_seq;      /* _completion.next_seq */
@@ -64,7 +81,7 @@ static struct {
 static struct {
     PyObject *refusing, *capturing, *freed, *recording, *recorder, *tail, *tail_held,
         *stranded, *dropped, *dropped_first, *defer_markers, *waiter, *started_waiter,
-        *ordering, *public;
+        *ordering, *public, *held;
 } name;
 
 typedef struct {
@@ -82,6 +99,8 @@ typedef struct {
     PyObject *mark;        /* async: Marking.mark; sync: NULL */
     PyObject *mark_now;    /* async: the policy's _mark_now; sync: its _settled */
     PyObject *done;        /* sync: the shared finished Completion per kind */
+    PyObject *hazards;     /* the race checker's ``run(op, stream, run)``, or None */
+    PyObject *run;         /* the policy's ``run(op, stream)``, which the checker calls */
     int synchronous;
 } Enqueuer;
 
@@ -133,9 +152,9 @@ static int call_noargs_ok(PyObject *fn)
     return 0;
 }
 
-static void set_slot(PyObject *obj, int slot, PyObject *value)
+static void set_slot(const Layout *layout, PyObject *obj, int slot, PyObject *value)
 {
-    PyObject **field = (PyObject **)((char *)obj + shared.offset[slot]);
+    PyObject **field = (PyObject **)((char *)obj + layout->offset[slot]);
     PyObject *old = *field;
     Py_INCREF(value);
     *field = value;
@@ -149,19 +168,20 @@ static PyObject *new_completion(PyObject *op, PyObject *hooks, PyObject *result,
     PyObject *callbacks = PyList_New(0);
     PyObject *lock = callbacks ? PyObject_CallNoArgs(shared.allocate_lock) : NULL;
     PyObject *seq = lock ? PyObject_CallNoArgs(shared.next_seq) : NULL;
-    PyObject *obj = seq ? shared.completion->tp_alloc(shared.completion, 0) : NULL;
+    const Layout *c = &shared.completion;
+    PyObject *obj = seq ? c->type->tp_alloc(c->type, 0) : NULL;
     if (obj != NULL) {
-        set_slot(obj, SLOT_OP, op);
-        set_slot(obj, SLOT_HOOKS, hooks);
-        set_slot(obj, SLOT_RESULT, result);
-        set_slot(obj, SLOT_ERROR, Py_None);
-        set_slot(obj, SLOT_STATE, shared.pending);
-        set_slot(obj, SLOT_KEEPALIVE, held);
-        set_slot(obj, SLOT_VIEWS, views);
-        set_slot(obj, SLOT_CALLBACKS, callbacks);
-        set_slot(obj, SLOT_LOCK, lock);
-        set_slot(obj, SLOT_SEEN, Py_None);
-        set_slot(obj, SLOT_SEQ, seq);
+        set_slot(c, obj, SLOT_OP, op);
+        set_slot(c, obj, SLOT_HOOKS, hooks);
+        set_slot(c, obj, SLOT_RESULT, result);
+        set_slot(c, obj, SLOT_ERROR, Py_None);
+        set_slot(c, obj, SLOT_STATE, shared.pending);
+        set_slot(c, obj, SLOT_KEEPALIVE, held);
+        set_slot(c, obj, SLOT_VIEWS, views);
+        set_slot(c, obj, SLOT_CALLBACKS, callbacks);
+        set_slot(c, obj, SLOT_LOCK, lock);
+        set_slot(c, obj, SLOT_SEEN, Py_None);
+        set_slot(c, obj, SLOT_SEQ, seq);
     }
     Py_XDECREF(callbacks);
     Py_XDECREF(lock);
@@ -224,7 +244,7 @@ static int settle_tail(Enqueuer *self, PyObject *state)
         if (more == NULL)
             goto out;
         if (none_yet) {
-            PyObject *op = *(PyObject **)((char *)tail + shared.offset[SLOT_OP]);
+            PyObject *op = *(PyObject **)((char *)tail + shared.completion.offset[SLOT_OP]);
             if (op == NULL || field_set(self, name.dropped_first, op) < 0) {
                 if (op == NULL)
                     PyErr_SetString(PyExc_TypeError, "enqueue: the tail is not a Completion");
@@ -348,6 +368,8 @@ static int needs_python(Enqueuer *self, PyObject *state, PyObject *entries)
         if ((r = attr_true(PyTuple_GET_ITEM(entries, i), name.freed)) != 0)
             return r;
     }
+    if (self->hazards != Py_None)
+        return 0; /* the checker's ``run`` goes through the policy's own: it traces, it notes */
     if ((r = attr_true(self->tracing, name.recorder)) != 0)
         return r;
     if (self->synchronous)
@@ -359,7 +381,8 @@ static int needs_python(Enqueuer *self, PyObject *state, PyObject *entries)
     return PyObject_IsTrue(recording);
 }
 
-static PyObject *slow_path(Enqueuer *self, PyObject *const *a)
+/* The stream (a new reference), or NULL with an error set. */
+static PyObject *the_stream(Enqueuer *self)
 {
 #if PY_VERSION_HEX >= 0x030D0000
     PyObject *stream;
@@ -368,6 +391,7 @@ static PyObject *slow_path(Enqueuer *self, PyObject *const *a)
             PyErr_SetString(PyExc_ReferenceError, "enqueue: the stream is gone");
         return NULL;
     }
+    return stream;
 #else
     PyObject *stream = PyWeakref_GetObject(self->stream_ref);
     if (stream == NULL)
@@ -376,8 +400,55 @@ static PyObject *slow_path(Enqueuer *self, PyObject *const *a)
         PyErr_SetString(PyExc_ReferenceError, "enqueue: the stream is gone");
         return NULL;
     }
-    Py_INCREF(stream);
+    return Py_NewRef(stream);
 #endif
+}
+
+/* ``Op(kind, call, args, (*held, *entries), views, nbytes, result, kernel, held=held)``. */
+static PyObject *new_op(PyObject *const *a)
+{
+    PyObject *keepalive = PySequence_Concat(a[ARG_HELD], a[ARG_ENTRIES]);
+    const Layout *o = &shared.op;
+    PyObject *op = keepalive ? o->type->tp_alloc(o->type, 0) : NULL;
+    if (op != NULL) {
+        set_slot(o, op, OP_KIND, a[ARG_KIND]);
+        set_slot(o, op, OP_CALL, a[ARG_CALL]);
+        set_slot(o, op, OP_ARGS, a[ARG_ARGS]);
+        set_slot(o, op, OP_KEEPALIVE, keepalive);
+        set_slot(o, op, OP_VIEWS, a[ARG_VIEWS]);
+        set_slot(o, op, OP_NBYTES, a[ARG_NBYTES]);
+        set_slot(o, op, OP_RESULT, a[ARG_RESULT]);
+        set_slot(o, op, OP_KERNEL, a[ARG_KERNEL]);
+        set_slot(o, op, OP_READS, Py_None);
+        set_slot(o, op, OP_WRITES, Py_None);
+        set_slot(o, op, OP_HELD, a[ARG_HELD]);
+    }
+    Py_XDECREF(keepalive);
+    return op;
+}
+
+/* A race-checked stream: ``hazards.run(Op(...), stream, run)``, as Stream.enqueue does (lock held). */
+static PyObject *checked(Enqueuer *self, PyObject *const *a)
+{
+    PyObject *op = new_op(a);
+    if (op == NULL)
+        return NULL;
+    PyObject *out = NULL;
+    PyObject *stream = the_stream(self);
+    if (stream != NULL) {
+        PyObject *call[] = {op, stream, self->run};
+        out = PyObject_Vectorcall(self->hazards, call, 3, NULL);
+        Py_DECREF(stream);
+    }
+    Py_DECREF(op);
+    return out;
+}
+
+static PyObject *slow_path(Enqueuer *self, PyObject *const *a)
+{
+    PyObject *stream = the_stream(self);
+    if (stream == NULL)
+        return NULL;
     PyObject *stack[ARG_COUNT + 1];
     stack[0] = stream;
     for (int i = 0; i < ARG_COUNT; i++)
@@ -434,6 +505,10 @@ static PyObject *enqueue(PyObject *callable, PyObject *const *args, size_t nargs
             out = slow_path(self, a);
         goto done;
     }
+    if (self->hazards != Py_None) {
+        out = checked(self, a);
+        goto unlock;
+    }
     if (!self->synchronous && settle_tail(self, state) < 0)
         goto unlock;
     PyObject *r = driver_call(a[ARG_CALL], a[ARG_ARGS], self->handle);
@@ -488,6 +563,8 @@ static int enqueuer_traverse(Enqueuer *self, visitproc visit, void *arg)
     Py_VISIT(self->mark);
     Py_VISIT(self->mark_now);
     Py_VISIT(self->done);
+    Py_VISIT(self->hazards);
+    Py_VISIT(self->run);
     return 0;
 }
 
@@ -505,6 +582,8 @@ static int enqueuer_clear(Enqueuer *self)
     Py_CLEAR(self->mark);
     Py_CLEAR(self->mark_now);
     Py_CLEAR(self->done);
+    Py_CLEAR(self->hazards);
+    Py_CLEAR(self->run);
     return 0;
 }
 
@@ -543,18 +622,19 @@ static PyObject *plain_fields(PyObject *state)
 static PyObject *enqueuer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *keywords[] = {"stream", "slow", "state", "handle", "acquire", "release",
-                               "tracing", "failed", "mark", "mark_now", "done", "synchronous",
-                               NULL};
+                               "tracing", "failed", "mark", "mark_now", "done", "hazards", "run",
+                               "synchronous", NULL};
     PyObject *stream, *slow, *state, *handle, *acquire, *release, *tracing, *failed, *mark,
-        *mark_now, *done;
+        *mark_now, *done, *hazards, *run;
     int synchronous;
-    if (shared.completion == NULL) {
+    if (shared.completion.type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Enqueuer: configure() was not called");
         return NULL;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOp:Enqueuer", keywords, &stream,
-                                     &slow, &state, &handle, &acquire, &release, &tracing, &failed,
-                                     &mark, &mark_now, &done, &synchronous))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOOOp:Enqueuer", keywords,
+                                     &stream, &slow, &state, &handle, &acquire, &release, &tracing,
+                                     &failed, &mark, &mark_now, &done, &hazards, &run,
+                                     &synchronous))
         return NULL;
     if (synchronous ? !PyDict_Check(done) : !PyCallable_Check(mark)) {
         PyErr_SetString(PyExc_TypeError,
@@ -585,6 +665,8 @@ static PyObject *enqueuer_new(PyTypeObject *type, PyObject *args, PyObject *kwar
     self->mark = Py_NewRef(mark);
     self->mark_now = Py_NewRef(mark_now);
     self->done = Py_NewRef(done);
+    self->hazards = Py_NewRef(hazards);
+    self->run = Py_NewRef(run);
     self->synchronous = synchronous;
     return (PyObject *)self;
 }
@@ -621,51 +703,72 @@ static Py_ssize_t slot_offset(PyTypeObject *cls, const char *slot)
     return offset;
 }
 
-static PyObject *configure(PyObject *module, PyObject *args)
+/* Fill ``layout`` for ``cls``, whose ``slots`` must be exactly ``names`` (and __weakref__). */
+static int layout_of(Layout *layout, PyObject *cls, PyObject *slots, const char *const *names,
+                     int count)
 {
-    PyObject *completion, *slots, *pending, *allocate_lock, *next_seq, *nothing_held,
-        *driver_error, *sites;
-    Py_ssize_t stranded_kept;
-    if (!PyArg_ParseTuple(args, "O!O!OOOOOOn:configure", &PyType_Type, &completion, &PyTuple_Type,
-                          &slots, &pending, &allocate_lock, &next_seq, &nothing_held,
-                          &driver_error, &sites, &stranded_kept))
-        return NULL;
-    /* Every slot must be one this file writes: a new one would be left unset. */
-    if (PyTuple_GET_SIZE(slots) != SLOT_COUNT + 1) {
-        PyErr_Format(PyExc_TypeError, "configure: Completion has %zd slots, this file writes %d",
-                     PyTuple_GET_SIZE(slots), SLOT_COUNT + 1);
-        return NULL;
-    }
+    PyTypeObject *type = (PyTypeObject *)cls;
+    Py_ssize_t written = 0;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(slots); i++) {
         const char *slot = PyUnicode_AsUTF8(PyTuple_GET_ITEM(slots, i));
         if (slot == NULL)
-            return NULL;
-        int known = strcmp(slot, "__weakref__") == 0;
-        for (int k = 0; k < SLOT_COUNT && !known; k++)
-            known = strcmp(slot, COMPLETION_SLOTS[k]) == 0;
+            return -1;
+        if (strcmp(slot, "__weakref__") == 0)
+            continue;
+        int known = 0;
+        for (int k = 0; k < count && !known; k++)
+            known = strcmp(slot, names[k]) == 0;
         if (!known) {
-            PyErr_Format(PyExc_TypeError, "configure: Completion slot %s is not one this file "
-                         "writes", slot);
-            return NULL;
+            /* A slot this file does not know would be left unset. */
+            PyErr_Format(PyExc_TypeError, "configure: %s slot %s is not one this file writes",
+                         type->tp_name, slot);
+            return -1;
         }
+        written++;
     }
-    PyTypeObject *cls = (PyTypeObject *)completion;
-    for (int k = 0; k < SLOT_COUNT; k++) {
-        Py_ssize_t offset = slot_offset(cls, COMPLETION_SLOTS[k]);
-        if (offset < 0)
-            return NULL;
-        shared.offset[k] = offset;
+    if (written != count) {
+        PyErr_Format(PyExc_TypeError, "configure: %s has %zd slots, this file writes %d",
+                     type->tp_name, written, count);
+        return -1;
     }
-    Py_XSETREF(shared.completion, (PyTypeObject *)Py_NewRef(completion));
+    Py_ssize_t offset[16];
+    for (int k = 0; k < count; k++) {
+        if ((offset[k] = slot_offset(type, names[k])) < 0)
+            return -1;
+    }
+    Py_XSETREF(layout->type, (PyTypeObject *)Py_NewRef(cls));
+    memcpy(layout->offset, offset, sizeof offset);
+    return 0;
+}
+
+static PyObject *configure(PyObject *module, PyObject *args)
+{
+    PyObject *completion, *completion_slots, *pending, *allocate_lock, *next_seq, *nothing_held,
+        *driver_error, *sites, *op, *op_slots;
+    Py_ssize_t stranded_kept;
+    if (!PyArg_ParseTuple(args, "O!O!OOOOOO!nO!O!:configure", &PyType_Type, &completion,
+                          &PyTuple_Type, &completion_slots, &pending, &allocate_lock, &next_seq,
+                          &nothing_held, &driver_error, &PyModule_Type, &sites, &stranded_kept,
+                          &PyType_Type, &op, &PyTuple_Type, &op_slots))
+        return NULL;
+    /* Both checked before either is kept: a refusal leaves the last configuration whole. */
+    Layout completion_layout = {NULL}, op_layout = {NULL};
+    if (layout_of(&completion_layout, completion, completion_slots, COMPLETION_SLOTS,
+                  SLOT_COUNT) < 0 ||
+        layout_of(&op_layout, op, op_slots, OP_SLOTS, OP_COUNT) < 0) {
+        Py_XDECREF(completion_layout.type);
+        Py_XDECREF(op_layout.type);
+        return NULL;
+    }
+    Py_XDECREF(shared.completion.type);
+    Py_XDECREF(shared.op.type);
+    shared.completion = completion_layout;
+    shared.op = op_layout;
     Py_XSETREF(shared.pending, Py_NewRef(pending));
     Py_XSETREF(shared.allocate_lock, Py_NewRef(allocate_lock));
     Py_XSETREF(shared.next_seq, Py_NewRef(next_seq));
     Py_XSETREF(shared.nothing_held, Py_NewRef(nothing_held));
     Py_XSETREF(shared.driver_error, Py_NewRef(driver_error));
-    if (!PyModule_Check(sites)) {
-        PyErr_SetString(PyExc_TypeError, "configure: sites must be the aruntime._sites module");
-        return NULL;
-    }
     Py_XSETREF(shared.sites, Py_NewRef(PyModule_GetDict(sites)));
     shared.stranded_kept = stranded_kept;
     Py_RETURN_NONE;
@@ -674,7 +777,7 @@ static PyObject *configure(PyObject *module, PyObject *args)
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(Completion, slots, pending, allocate_lock, next_seq, nothing_held, "
-     "DriverError, sites, stranded_kept): what every Enqueuer shares."},
+     "DriverError, sites, stranded_kept, Op, op_slots): what every Enqueuer shares."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -696,6 +799,7 @@ static int intern_names(void)
     INTERN(refusing) INTERN(capturing) INTERN(freed) INTERN(recording) INTERN(recorder)
     INTERN(tail) INTERN(tail_held) INTERN(stranded) INTERN(dropped) INTERN(dropped_first)
     INTERN(defer_markers) INTERN(waiter) INTERN(started_waiter) INTERN(ordering) INTERN(public)
+    INTERN(held)
 #undef INTERN
     return 0;
 }
