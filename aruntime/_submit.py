@@ -131,6 +131,17 @@ class Markers:
             self._driver.event_destroy(marker)
 
 
+#: What the compiled enqueue calls back: the policy's run, then its failed,
+#: mark, mark_now and done (see _enqueue.compiled_enqueuer).
+_CompiledHooks = tuple[
+    Callable[..., Completion],
+    Callable[..., Completion],
+    Callable[..., None] | None,
+    Callable[..., Completion],
+    dict[Any, Completion] | None,
+]
+
+
 class _Policy:
     """What both policies share: the driver, the tracing hub and the marker pool."""
 
@@ -138,6 +149,24 @@ class _Policy:
         self._driver = state.driver
         self._tracing: Tracing = state.tracing
         self._markers = markers
+
+    def compiled_enqueue(self, stream: Stream) -> Callable[..., Completion] | None:
+        """``stream``'s enqueue in C (see _enqueue.py), or None where it was not built."""
+        run, failed, mark, mark_now, done = self._compiled_hooks()
+        return compiled_enqueuer(
+            stream,
+            Stream.enqueue,
+            stream.state,
+            tracing=self._tracing,
+            failed=failed,
+            mark=mark,
+            mark_now=mark_now,
+            done=done,
+            run=run,
+        )
+
+    def _compiled_hooks(self) -> _CompiledHooks:
+        raise NotImplementedError
 
 
 class SyncCompletion(_Policy):
@@ -199,19 +228,9 @@ class SyncCompletion(_Policy):
             return completion
         return born_done(kind.public, result)
 
-    def compiled_enqueue(self, stream: Stream) -> Callable[..., Completion] | None:
-        """``stream``'s enqueue in C (see _enqueue.py), or None where it was not built."""
-        return compiled_enqueuer(
-            stream,
-            Stream.enqueue,
-            stream.state,
-            tracing=self._tracing,
-            failed=self._call_failed,
-            mark=None,
-            mark_now=self._settled,
-            done=self._done,
-            run=self.run,
-        )
+    def _compiled_hooks(self) -> _CompiledHooks:
+        # Every op has finished at its call: no tail to mark, a shared Completion per kind.
+        return self.run, self._call_failed, None, self._settled, self._done
 
     def _traced(self, op: Op, stream: Stream) -> None:
         recorder = self._tracing.recorder
@@ -516,19 +535,8 @@ class AsyncCompletion(_Policy):
         self.marking.record(state, handle, completion, span)
         return completion
 
-    def compiled_enqueue(self, stream: Stream) -> Callable[..., Completion] | None:
-        """``stream``'s enqueue in C (see _enqueue.py), or None where it was not built."""
-        return compiled_enqueuer(
-            stream,
-            Stream.enqueue,
-            stream.state,
-            tracing=self._tracing,
-            failed=self._failed,
-            mark=self.marking.mark,
-            mark_now=self._mark_now,
-            done=None,
-            run=self.run,
-        )
+    def _compiled_hooks(self) -> _CompiledHooks:
+        return self.run, self._failed, self.marking.mark, self._mark_now, None
 
     def bind_marks(self, state: StreamState, handle: DriverStream, *, shared: bool) -> None:
         """Let ``state`` mark its tail on ``handle`` (``StreamState.flush_tail``).

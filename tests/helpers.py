@@ -1,6 +1,7 @@
-"""Shared test helpers: a gate kernel that holds a threaded-mock stream on demand,
-the tests' own host kernels (tests/kernels) built for the software drivers,
-the loop-stall probe, and the software drivers' engine hooks."""
+"""Shared test helpers: a backend opened or the test skipped, a gate kernel that
+holds a threaded-mock stream on demand, the tests' own host kernels
+(tests/kernels) built for the software drivers, the loop-stall probe, and the
+software drivers' engine hooks."""
 
 from __future__ import annotations
 
@@ -19,6 +20,28 @@ import anyio
 import pytest
 
 import aruntime as ar
+from aruntime.testing import open_test_backend
+
+
+def backend_or_skip(
+    name: str, *, test_variant: bool = False, **options: Any
+) -> Iterator[ar.Backend]:
+    """For a fixture (``yield from``): backend ``name`` opened, closed after the test.
+
+    The test is skipped where it cannot open.  ``test_variant``: ``name`` is
+    one of aruntime.testing's variants (``mock-async``), opened as the
+    conformance suite opens them (race checking on unless ``options`` or
+    ``ARUNTIME_CHECK_HAZARDS=0`` say otherwise).
+    """
+    opener = open_test_backend if test_variant else ar.open_backend
+    try:
+        backend = opener(name, **options)
+    except ar.BackendUnavailableError as exc:
+        pytest.skip(f"{name} unavailable: {exc}")
+    try:
+        yield backend
+    finally:
+        backend.close()
 
 
 class Gate:

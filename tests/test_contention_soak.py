@@ -24,7 +24,7 @@ import pytest
 
 import aruntime as ar
 
-from .helpers import build_host_kernel, sim_library
+from .helpers import backend_or_skip, build_host_kernel, sim_library
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import _soak
@@ -36,14 +36,7 @@ REQUESTS = 400
 
 @pytest.fixture(params=["cuda-sim", "levelzero-sim"])
 def gpu(request: pytest.FixtureRequest) -> Iterator[ar.Backend]:
-    try:
-        backend = ar.open_backend(request.param)
-    except ar.BackendUnavailableError as exc:
-        pytest.skip(f"{request.param} unavailable: {exc}")
-    try:
-        yield backend
-    finally:
-        backend.close()
+    yield from backend_or_skip(request.param)
 
 
 async def test_the_backlog_drains_and_leaves_nothing_behind(gpu: ar.Backend) -> None:

@@ -23,7 +23,7 @@ import aruntime as ar
 from aruntime._submit import STRANDED_KEPT
 from aruntime.testing import open_test_backend
 
-from .helpers import build_host_kernel
+from .helpers import backend_or_skip, build_host_kernel
 
 pytestmark = pytest.mark.anyio
 
@@ -68,14 +68,7 @@ class _Records:
 
 @pytest.fixture(params=DEFERRING)
 def gpu(request: pytest.FixtureRequest) -> Iterator[ar.Backend]:
-    try:
-        backend = open_test_backend(request.param, check_hazards=False)
-    except ar.BackendUnavailableError as exc:
-        pytest.skip(f"{request.param} unavailable: {exc}")
-    try:
-        yield backend
-    finally:
-        backend.close()
+    yield from backend_or_skip(request.param, test_variant=True, check_hazards=False)
 
 
 @pytest.fixture

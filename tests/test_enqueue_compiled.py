@@ -23,6 +23,8 @@ from aruntime._completion import Completion
 from aruntime._op import Op, OpKind
 from aruntime.testing import inject_fault
 
+from .helpers import backend_or_skip
+
 pytestmark = pytest.mark.anyio
 
 BACKENDS = ["mock", "cuda-sim", "levelzero-sim"]
@@ -32,14 +34,7 @@ BACKENDS = ["mock", "cuda-sim", "levelzero-sim"]
 def gpu(request: pytest.FixtureRequest) -> Iterator[ar.Backend]:
     if not _enqueue.enabled():
         pytest.skip("the compiled enqueue is not built or is switched off")
-    try:
-        backend = ar.open_backend(request.param)
-    except ar.BackendUnavailableError as exc:
-        pytest.skip(f"{request.param} unavailable: {exc}")
-    try:
-        yield backend
-    finally:
-        backend.close()
+    yield from backend_or_skip(request.param)
 
 
 def _python_stream(gpu: ar.Backend, monkeypatch: pytest.MonkeyPatch) -> ar.Stream:

@@ -20,7 +20,13 @@ import pytest
 
 import aruntime as ar
 
-from .helpers import build_host_kernel, sim_inline_bytes, sim_library, sim_op_latency
+from .helpers import (
+    backend_or_skip,
+    build_host_kernel,
+    sim_inline_bytes,
+    sim_library,
+    sim_op_latency,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -29,14 +35,7 @@ SIMS = ["cuda-sim", "levelzero-sim"]
 
 @pytest.fixture(params=SIMS)
 def gpu(request: pytest.FixtureRequest) -> Iterator[ar.Backend]:
-    try:
-        backend = ar.open_backend(request.param)
-    except ar.BackendUnavailableError as exc:
-        pytest.skip(f"{request.param} unavailable: {exc}")
-    try:
-        yield backend
-    finally:
-        backend.close()
+    yield from backend_or_skip(request.param)
 
 
 @pytest.fixture(scope="module")

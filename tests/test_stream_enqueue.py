@@ -21,7 +21,8 @@ import aruntime._ops as ops_module
 import aruntime._submit as submit_module
 from aruntime._enqueue import enabled as compiled_enabled
 from aruntime._op import Op, OpKind
-from aruntime.testing import open_test_backend
+
+from .helpers import backend_or_skip
 
 pytestmark = pytest.mark.anyio
 
@@ -42,14 +43,7 @@ def path(request: pytest.FixtureRequest) -> Iterator[str]:
 
 @pytest.fixture(params=["mock", "mock-async", "cuda-sim", "levelzero-sim"])
 def gpu(request: pytest.FixtureRequest, path: str) -> Iterator[ar.Backend]:
-    try:
-        backend = open_test_backend(request.param, check_hazards=False)
-    except ar.BackendUnavailableError as exc:
-        pytest.skip(f"{request.param} unavailable: {exc}")
-    try:
-        yield backend
-    finally:
-        backend.close()
+    yield from backend_or_skip(request.param, test_variant=True, check_hazards=False)
 
 
 class _NoOp(Op):
