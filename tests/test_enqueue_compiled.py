@@ -268,3 +268,17 @@ async def test_a_traced_op_goes_the_python_way(gpu: ar.Backend, tmp_path: Path) 
 def _line_of(marker: str) -> int:
     lines = Path(__file__).read_text().splitlines()
     return next(i for i, line in enumerate(lines, 1) if line.endswith(marker) and "=" in line)
+
+
+def test_an_error_while_checking_leaves_the_lock_free(gpu: ar.Backend) -> None:
+    """A check that raises (here an operand whose ``freed`` does) propagates, lock released."""
+
+    class Broken:
+        @property
+        def freed(self) -> bool:
+            raise RuntimeError("no answer")
+
+    with gpu.create_stream() as stream:
+        with pytest.raises(RuntimeError, match="no answer"):
+            stream.enqueue(OpKind.MEMSET, print, (), (Broken(),), ())
+        assert not stream.state.lock._is_owned()  # type: ignore[attr-defined]

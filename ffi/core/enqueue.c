@@ -81,7 +81,7 @@ static struct {
 static struct {
     PyObject *refusing, *capturing, *freed, *recording, *recorder, *tail, *tail_held,
         *stranded, *dropped, *dropped_first, *defer_markers, *waiter, *started_waiter,
-        *ordering, *public, *held;
+        *ordering, *public;
 } name;
 
 typedef struct {
@@ -96,7 +96,7 @@ typedef struct {
     PyObject *release;     /* state.lock.release */
     PyObject *tracing;     /* the policy's Tracing (its ``recorder``) */
     PyObject *failed;      /* the policy's Completion of a failed call */
-    PyObject *mark;        /* async: Marking.mark; sync: NULL */
+    PyObject *mark;        /* async: Marking.mark; sync: None */
     PyObject *mark_now;    /* async: the policy's _mark_now; sync: its _settled */
     PyObject *done;        /* sync: the shared finished Completion per kind */
     PyObject *hazards;     /* the race checker's ``run(op, stream, run)``, or None */
@@ -244,7 +244,9 @@ static int settle_tail(Enqueuer *self, PyObject *state)
         if (more == NULL)
             goto out;
         if (none_yet) {
-            PyObject *op = *(PyObject **)((char *)tail + shared.completion.offset[SLOT_OP]);
+            PyObject *op = PyObject_TypeCheck(tail, shared.completion.type)
+                               ? *(PyObject **)((char *)tail + shared.completion.offset[SLOT_OP])
+                               : NULL;
             if (op == NULL || field_set(self, name.dropped_first, op) < 0) {
                 if (op == NULL)
                     PyErr_SetString(PyExc_TypeError, "enqueue: the tail is not a Completion");
@@ -266,7 +268,8 @@ static int settle_tail(Enqueuer *self, PyObject *state)
         for (Py_ssize_t i = 0; i < 2; i++) {
             PyObject *part = PyTuple_GET_ITEM(held, i);
             Py_ssize_t n = PyList_GET_SIZE(stranded);
-            if (PyObject_IsTrue(part) && PyList_SetSlice(stranded, n, n, part) < 0)
+            int some = PyObject_IsTrue(part);
+            if (some < 0 || (some && PyList_SetSlice(stranded, n, n, part) < 0))
                 goto out;
         }
     }
@@ -500,8 +503,10 @@ static PyObject *enqueue(PyObject *callable, PyObject *const *args, size_t nargs
     if (call_noargs_ok(self->acquire) < 0)
         goto done;
     int python = needs_python(self, state, a[ARG_ENTRIES]);
-    if (python != 0) {
-        if (call_noargs_ok(self->release) == 0 && python > 0)
+    if (python < 0)
+        goto unlock;
+    if (python > 0) {
+        if (call_noargs_ok(self->release) == 0)
             out = slow_path(self, a);
         goto done;
     }
@@ -799,7 +804,7 @@ static int intern_names(void)
     INTERN(refusing) INTERN(capturing) INTERN(freed) INTERN(recording) INTERN(recorder)
     INTERN(tail) INTERN(tail_held) INTERN(stranded) INTERN(dropped) INTERN(dropped_first)
     INTERN(defer_markers) INTERN(waiter) INTERN(started_waiter) INTERN(ordering) INTERN(public)
-    INTERN(held)
+   
 #undef INTERN
     return 0;
 }
