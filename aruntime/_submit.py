@@ -480,10 +480,13 @@ class AsyncCompletion(_Policy):
         state: StreamState,
         handle: DriverStream,
     ) -> Completion:
-        """A marker right behind the op just queued, for a driver whose errors may miss a later one.
+        """The Completion of the op just queued, with its marker recorded right behind it.
 
-        An op the device is past already, with nothing before it failed or
-        left to finish, gets a shared finished Completion, as on the mock.
+        For a stream whose ops are not left unmarked (``defer_markers``
+        false): a driver whose errors may miss a later marker, a stream
+        another library shares.  An op the device is past already, with
+        nothing before it failed or left to finish, gets a shared finished
+        Completion, as on the mock (or a finished one holding its result).
         """
         markers = self._markers
         try:
