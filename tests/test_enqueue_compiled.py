@@ -8,7 +8,9 @@ runs its cases on both paths; these are the ones only C can get wrong.
 
 from __future__ import annotations
 
+import gc
 import json
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -282,3 +284,41 @@ def test_an_error_while_checking_leaves_the_lock_free(gpu: ar.Backend) -> None:
         with pytest.raises(RuntimeError, match="no answer"):
             stream.enqueue(OpKind.MEMSET, print, (), (Broken(),), ())
         assert not stream.state.lock._is_owned()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("check_hazards", [False, True])
+async def test_it_leaks_no_reference(backend_name: str, check_hazards: bool) -> None:
+    """After many ops, kept and dropped, every object the path touched is back to its count."""
+    if not _enqueue.enabled():
+        pytest.skip("the compiled enqueue is not built or is switched off")
+    try:
+        gpu = ar.open_backend(backend_name, check_hazards=check_hazards)
+    except ar.BackendUnavailableError as exc:
+        pytest.skip(f"{backend_name} unavailable: {exc}")
+    async with gpu:
+        host = np.arange(256, dtype=np.uint8)
+        out = np.empty(256, np.uint8)
+        dst = gpu.alloc(256)
+        with gpu.create_stream() as stream:
+            assert type(stream.enqueue).__name__ == "Enqueuer"
+            await gpu.copy_h2d_async(host, dst, stream=stream)  # warm: layouts, waiter
+            await stream.synchronize()
+            gc.collect()
+            before = (sys.getrefcount(host), sys.getrefcount(out), sys.getrefcount(stream))
+            for i in range(300):
+                kept = gpu.copy_h2d_async(host, dst, stream=stream)
+                gpu.memset_async(dst, i & 0xFF, 16, stream=stream)  # dropped
+                if i % 3 == 0:
+                    await kept
+            assert await gpu.copy_d2h_async(dst, out, stream=stream) is out
+            await stream.synchronize()
+            del kept
+            gc.collect()
+            after = (sys.getrefcount(host), sys.getrefcount(out), sys.getrefcount(stream))
+        assert after == before
+        gpu.free(dst)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_name(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
