@@ -17,7 +17,7 @@ the policy's Python methods (a failed call, a marker right behind the op,
 the mock's ordered errors).  On a stream with race checking on, it builds
 the :class:`Op` the checker reads and hands it to the checker, as the
 Python path does.  So the rules stay written once, in Python, and
-``tests/test_enqueue_compiled.py`` runs the same ops both ways.
+``tests/test_enqueue.py`` runs the same ops both ways.
 
 ``ARUNTIME_COMPILED_ENQUEUE=0`` keeps every stream made from then on on the
 Python path; so does an install without Python's headers (the extension is

@@ -19,7 +19,7 @@
  * the Python path does (a failed call, a driver that marks every op, the
  * synchronous mock's ordered errors) is handed back to the policy's own
  * Python methods, so the rules live in one place.  Nothing here
- * decides an outcome: tests/test_enqueue_compiled.py runs the same ops both
+ * decides an outcome: tests/test_enqueue.py runs the same ops both
  * ways and compares.
  */
 #define PY_SSIZE_T_CLEAN
