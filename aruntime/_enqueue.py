@@ -99,7 +99,6 @@ def _configured() -> ModuleType | None:
 def compiled_enqueuer(
     stream: Any,
     slow: Callable[..., Any],
-    state: Any,
     *,
     tracing: Any,
     failed: Callable[..., Any],
@@ -122,6 +121,7 @@ def compiled_enqueuer(
     module = _module()
     if module is None:
         return None
+    state = stream.state
     enqueuer: Callable[..., Any] = module.Enqueuer(
         stream=stream,
         slow=slow,

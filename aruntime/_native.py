@@ -64,16 +64,21 @@ def _rebuild_from_source() -> None:
     if _checked or not _SOURCE_FFI.exists():
         _checked = True
         return
+    _build_locked()
+    _checked = True
+
+
+def _build_locked(only: tuple[str, ...] | None = None) -> None:
+    """Bring ``_lib`` (or just its files ``only``) up to date from the checkout's ``ffi``."""
     _LIB_DIR.mkdir(exist_ok=True)
     # Several test processes may start at once: an flock keeps them from
     # compiling over each other.
     with open(_LIB_DIR / ".build.lock", "w") as lockfile:
         fcntl.flock(lockfile, fcntl.LOCK_EX)
         try:
-            _load_builder().build(_LIB_DIR)
+            _load_builder().build(_LIB_DIR, only=only)
         finally:
             fcntl.flock(lockfile, fcntl.LOCK_UN)
-    _checked = True
 
 
 def native_library_looked_up() -> bool:
@@ -136,22 +141,11 @@ def load_core_extension(module: str) -> ModuleType | None:
     with _lock:
         if os.environ.get("ARUNTIME_NO_NATIVE_BUILD") != "1" and _SOURCE_FFI.exists():
             try:
-                _build_one(filename)
+                _build_locked(only=(filename,))
             except Exception:  # the Python path does the same work
                 return None
     path = _LIB_DIR / filename
     return _import_from(module, path) if path.exists() else None
-
-
-def _build_one(filename: str) -> None:
-    """In a source checkout, bring just ``_lib/filename`` up to date."""
-    _LIB_DIR.mkdir(exist_ok=True)
-    with open(_LIB_DIR / ".build.lock", "w") as lockfile:
-        fcntl.flock(lockfile, fcntl.LOCK_EX)
-        try:
-            _load_builder().build(_LIB_DIR, only=(filename,))
-        finally:
-            fcntl.flock(lockfile, fcntl.LOCK_UN)
 
 
 def _import_from(module: str, path: Path) -> ModuleType | None:

@@ -156,7 +156,6 @@ class _Policy:
         return compiled_enqueuer(
             stream,
             Stream.enqueue,
-            stream.state,
             tracing=self._tracing,
             failed=failed,
             mark=mark,
