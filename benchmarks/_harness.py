@@ -17,7 +17,7 @@ import os
 import statistics
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -114,3 +114,24 @@ def run_worker(
             return result
     tail = (proc.stderr or proc.stdout).strip().splitlines()
     return f"failed (exit {proc.returncode}): {tail[-1] if tail else 'no output'}"
+
+
+def add_backend_rows(
+    out: Table,
+    script: str,
+    backends: Sequence[str],
+    worker_args: Callable[[str], Sequence[str]],
+    ops: Sequence[str],
+    cell: Callable[[Any], str],
+) -> None:
+    """One row per backend, each measured by ``script``'s worker in a fresh process.
+
+    The worker's result maps each of ``ops`` to what ``cell`` formats; a
+    backend whose worker gave no result gets its reason in the first cell.
+    """
+    for backend in backends:
+        result = run_worker(script, worker_args(backend))
+        if isinstance(result, str):
+            out.add_row(backend, f"- ({result[:40]})", *["-"] * (len(ops) - 1))
+        else:
+            out.add_row(backend, *(cell(result[op]) for op in ops))

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import anyio
 import numpy as np
-from _harness import console, median, reason, run_worker, table, worker_result
+from _harness import add_backend_rows, console, median, reason, table, worker_result
 
 import aruntime as ar
 from aruntime import _enqueue
@@ -96,13 +96,14 @@ def main(argv: list[str] | None = None) -> int:
         f"of {block}; load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}",
         ["backend", *OPS],
     )
-    for backend in args.backends.split(","):
-        result = run_worker(__file__, [backend, str(rounds), str(block)])
-        if isinstance(result, str):
-            out.add_row(backend, *([f"- ({result[:40]})"] + ["-"] * (len(OPS) - 1)))
-            continue
-        cells = (f"{py:.2f} / {c:.2f} / {r:.2f}x" for py, c, r in (result[op] for op in OPS))
-        out.add_row(backend, *cells)
+    add_backend_rows(
+        out,
+        __file__,
+        args.backends.split(","),
+        lambda backend: [backend, str(rounds), str(block)],
+        OPS,
+        lambda times: "{:.2f} / {:.2f} / {:.2f}x".format(*times),
+    )
     console.print(out)
     return 0
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import anyio
 import numpy as np
-from _harness import console, reason, run_worker, table, worker_result
+from _harness import add_backend_rows, console, reason, table, worker_result
 
 import aruntime as ar
 
@@ -115,13 +115,14 @@ def main(argv: list[str] | None = None) -> int:
         "Host work per op (Python calls / C calls / Python bytecodes), one stream",
         ["backend", *OPS],
     )
-    for backend in args.backends.split(","):
-        result = run_worker(__file__, [backend, str(n)])
-        if isinstance(result, str):
-            out.add_row(backend, *([f"- ({result[:40]})"] + ["-"] * (len(OPS) - 1)))
-            continue
-        cells = (f"{py:.0f} / {c:.0f} / {codes:.0f}" for py, c, codes in (result[op] for op in OPS))
-        out.add_row(backend, *cells)
+    add_backend_rows(
+        out,
+        __file__,
+        args.backends.split(","),
+        lambda backend: [backend, str(n)],
+        OPS,
+        lambda counts: "{:.0f} / {:.0f} / {:.0f}".format(*counts),
+    )
     console.print(out)
     return 0
 
