@@ -39,7 +39,7 @@ from ._exceptions import DriverError
 from ._native import load_core_extension
 from ._op import Op
 
-__all__ = ["compiled_enqueuer", "enabled"]
+__all__ = ["compiled_enqueuer", "direct_call", "enabled"]
 
 _MODULE = "_aruntime_enqueue"
 _log = logging.getLogger("aruntime")
@@ -137,5 +137,46 @@ def compiled_enqueuer(
         hazards=None if stream.hazards is None else stream.hazards.run,
         run=run,
         synchronous=mark is None,
+        address=getattr(stream.handle, "address", 0),
     )
     return enqueuer
+
+
+def direct_call(
+    owner: object,
+    method: Callable[..., Any],
+    fail: Callable[..., Any],
+    *,
+    shape: str,
+    function: int,
+    name: str,
+    get_current: int,
+    context: int,
+    host_limit: int = 0,
+) -> Callable[..., Any] | None:
+    """A driver method whose plain case the compiled enqueue calls in C, or None.
+
+    ``ffi/core/direct.c`` says what the plain case is.  ``owner`` is the
+    driver (held weakly), ``method`` its Python method and ``fail`` its
+    error namer, both unbound; ``function`` is the address of the C
+    function of ``name``, whose arguments follow ``shape`` (``memset_d8``,
+    ``memcpy_d2d`` or ``memcpy_h2d``, the driver methods of those names);
+    the call is made only on a thread whose current context (from
+    ``get_current``, ``cuCtxGetCurrent``) is ``context``.  Called from
+    Python it is the method, with the same plain case in C.
+    """
+    module = _module()
+    if module is None:
+        return None
+    made: Callable[..., Any] = module.DirectCall(
+        owner=owner,
+        method=method,
+        fail=fail,
+        shape=shape,
+        function=function,
+        name=name,
+        get_current=get_current,
+        context=context,
+        host_limit=host_limit,
+    )
+    return made

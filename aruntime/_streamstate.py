@@ -147,7 +147,42 @@ class StreamState:
     ``lock`` orders everything enqueued on the stream: whoever holds it may
     enqueue, record the marker and hand it to the waiter, so the waiter's
     queue order is the stream's order.
+
+    Slots, not a dict: the compiled enqueue (ffi/core/enqueue.c) reads and
+    writes the tail's bookkeeping in place, at the slots' offsets.
     """
+
+    __slots__ = (
+        "__weakref__",
+        "_capture_keepalive",
+        "_capture_ops",
+        "_capture_reads",
+        "_capture_writes",
+        "_covers",
+        "_driver",
+        "_failures",
+        "_label",
+        "_on_new_waiter",
+        "_order_lock",
+        "_orphans",
+        "_poison_seen_at",
+        "_upstream",
+        "acquire",
+        "capturing",
+        "defer_markers",
+        "dropped",
+        "dropped_first",
+        "lock",
+        "mark",
+        "ordering",
+        "poison",
+        "refusing",
+        "release",
+        "stranded",
+        "tail",
+        "tail_held",
+        "waiter",
+    )
 
     def __init__(
         self,

@@ -21,6 +21,7 @@ import aruntime._ops as ops_module
 import aruntime._submit as submit_module
 from aruntime._enqueue import enabled as compiled_enabled
 from aruntime._op import Op, OpKind
+from aruntime._streamstate import StreamState
 
 from .helpers import backend_or_skip
 
@@ -101,7 +102,8 @@ def test_a_capture_gets_the_whole_op(gpu: ar.Backend, monkeypatch: pytest.Monkey
     captured: list[Op] = []
     with gpu.create_stream() as stream:
         stream.state.capturing = True  # only the dispatch is under test here
-        monkeypatch.setattr(stream.state, "capture", lambda op, handle: captured.append(op))
+        # The class's: a StreamState has slots, so no instance attribute can shadow it.
+        monkeypatch.setattr(StreamState, "capture", lambda state, op, handle: captured.append(op))
         try:
             gpu.copy_h2d_async(host, ptr, stream=stream)
         finally:

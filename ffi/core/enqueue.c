@@ -28,6 +28,8 @@
 
 #include <stdint.h>
 
+#include "direct.h"
+
 /* The Completion slots this file writes, in the order of COMPLETION_SLOTS. */
 enum {
     SLOT_OP,
@@ -79,10 +81,17 @@ static struct {
 } shared;
 
 static struct {
-    PyObject *refusing, *capturing, *freed, *recording, *recorder, *tail, *tail_held,
-        *stranded, *dropped, *dropped_first, *defer_markers, *waiter, *started_waiter,
-        *ordering, *public;
+    PyObject *freed, *recording, *recorder, *started_waiter, *public;
 } name;
+
+/* The StreamState slots this file reads and writes, in the order of FIELD_NAMES. */
+enum { F_REFUSING, F_CAPTURING, F_TAIL, F_TAIL_HELD, F_STRANDED, F_DROPPED, F_DROPPED_FIRST,
+       F_DEFER_MARKERS, F_WAITER, F_ORDERING, F_COUNT };
+
+static const char *const FIELD_NAMES[F_COUNT] = {
+    "refusing", "capturing", "tail", "tail_held", "stranded", "dropped", "dropped_first",
+    "defer_markers", "waiter", "ordering",
+};
 
 typedef struct {
     PyObject_HEAD
@@ -90,7 +99,7 @@ typedef struct {
     PyObject *stream_ref;  /* weakref to the Stream: the slow path's ``self`` */
     PyObject *slow;        /* the Python Stream.enqueue, unbound */
     PyObject *state;       /* the StreamState */
-    PyObject *fields;      /* its instance dict: its plain attributes, without a type lookup */
+    Py_ssize_t field[F_COUNT]; /* where its slots of FIELD_NAMES are, from its class */
     PyObject *handle;      /* the driver stream */
     PyObject *acquire;     /* state.lock.acquire */
     PyObject *release;     /* state.lock.release */
@@ -101,6 +110,12 @@ typedef struct {
     PyObject *done;        /* sync: the shared finished Completion per kind */
     PyObject *hazards;     /* the race checker's ``run(op, stream, run)``, or None */
     PyObject *run;         /* the policy's ``run(op, stream)``, which the checker calls */
+    uintptr_t address;     /* the driver stream's raw handle for a DirectCall, or 0 */
+    /* Every Completion made here shares it: a Completion's lock guards only
+     * its own state for a few lines, never while taking another's, so one
+     * lock per stream serves as well as one each, without a lock made and
+     * freed per op. */
+    PyObject *completion_lock;
     int synchronous;
 } Enqueuer;
 
@@ -119,28 +134,34 @@ static int attr_true(PyObject *obj, PyObject *attr)
     return truth;
 }
 
-/* The state's attribute ``attr`` (a new reference), read from its dict. */
-static PyObject *field_get(Enqueuer *self, PyObject *attr)
+/* The state's slot ``f`` (a new reference), read in place: no attribute lookup. */
+static PyObject *field_get(Enqueuer *self, int f)
 {
-    PyObject *value = PyDict_GetItemWithError(self->fields, attr);
-    if (value != NULL)
-        return Py_NewRef(value);
-    return PyErr_Occurred() ? NULL : PyObject_GetAttr(self->state, attr);
-}
-
-static int field_true(Enqueuer *self, PyObject *attr)
-{
-    PyObject *value = field_get(self, attr);
+    PyObject *value = *(PyObject **)((char *)self->state + self->field[f]);
     if (value == NULL)
-        return -1;
-    int truth = PyObject_IsTrue(value);
-    Py_DECREF(value);
-    return truth;
+        PyErr_Format(PyExc_AttributeError, "enqueue: StreamState.%s is unset", FIELD_NAMES[f]);
+    return Py_XNewRef(value);
 }
 
-static int field_set(Enqueuer *self, PyObject *attr, PyObject *value)
+static int field_true(Enqueuer *self, int f)
 {
-    return PyDict_SetItem(self->fields, attr, value);
+    PyObject *value = *(PyObject **)((char *)self->state + self->field[f]);
+    if (value == Py_True || value == Py_False)
+        return value == Py_True;
+    if (value == NULL) {
+        PyErr_Format(PyExc_AttributeError, "enqueue: StreamState.%s is unset", FIELD_NAMES[f]);
+        return -1;
+    }
+    return PyObject_IsTrue(value);
+}
+
+static int field_set(Enqueuer *self, int f, PyObject *value)
+{
+    PyObject **slot = (PyObject **)((char *)self->state + self->field[f]);
+    PyObject *old = *slot;
+    *slot = Py_NewRef(value);
+    Py_XDECREF(old);
+    return 0;
 }
 
 static int call_noargs_ok(PyObject *fn)
@@ -163,11 +184,10 @@ static void set_slot(const Layout *layout, PyObject *obj, int slot, PyObject *va
 
 /* A pending Completion, as Completion(name, state, result, held, views) makes it. */
 static PyObject *new_completion(PyObject *op, PyObject *hooks, PyObject *result, PyObject *held,
-                                PyObject *views)
+                                PyObject *views, PyObject *lock)
 {
     PyObject *callbacks = PyList_New(0);
-    PyObject *lock = callbacks ? PyObject_CallNoArgs(shared.allocate_lock) : NULL;
-    PyObject *seq = lock ? PyObject_CallNoArgs(shared.next_seq) : NULL;
+    PyObject *seq = callbacks ? PyObject_CallNoArgs(shared.next_seq) : NULL;
     const Layout *c = &shared.completion;
     PyObject *obj = seq ? c->type->tp_alloc(c->type, 0) : NULL;
     if (obj != NULL) {
@@ -184,7 +204,6 @@ static PyObject *new_completion(PyObject *op, PyObject *hooks, PyObject *result,
         set_slot(c, obj, SLOT_SEQ, seq);
     }
     Py_XDECREF(callbacks);
-    Py_XDECREF(lock);
     Py_XDECREF(seq);
     return obj;
 }
@@ -211,7 +230,7 @@ static PyObject *take_exception(void)
 /* Mark the tail if its Completion is kept, else strand what it holds (lock held). */
 static int settle_tail(Enqueuer *self, PyObject *state)
 {
-    PyObject *tail = field_get(self, name.tail);
+    PyObject *tail = field_get(self, F_TAIL);
     if (tail == NULL)
         return -1;
     if (tail == Py_None) {
@@ -220,9 +239,9 @@ static int settle_tail(Enqueuer *self, PyObject *state)
     }
     int rc = -1;
     PyObject *stranded = NULL, *held = NULL;
-    if (field_set(self, name.tail, Py_None) < 0)
+    if (field_set(self, F_TAIL, Py_None) < 0)
         goto out;
-    stranded = field_get(self, name.stranded);
+    stranded = field_get(self, F_STRANDED);
     if (stranded == NULL || !PyList_Check(stranded)) {
         if (stranded != NULL)
             PyErr_SetString(PyExc_TypeError, "enqueue: StreamState.stranded is not a list");
@@ -235,7 +254,7 @@ static int settle_tail(Enqueuer *self, PyObject *state)
             goto out;
         Py_DECREF(r);
     } else {
-        PyObject *dropped = field_get(self, name.dropped);
+        PyObject *dropped = field_get(self, F_DROPPED);
         if (dropped == NULL)
             goto out;
         int none_yet = PyObject_Not(dropped);
@@ -247,18 +266,18 @@ static int settle_tail(Enqueuer *self, PyObject *state)
             PyObject *op = PyObject_TypeCheck(tail, shared.completion.type)
                                ? *(PyObject **)((char *)tail + shared.completion.offset[SLOT_OP])
                                : NULL;
-            if (op == NULL || field_set(self, name.dropped_first, op) < 0) {
+            if (op == NULL || field_set(self, F_DROPPED_FIRST, op) < 0) {
                 if (op == NULL)
                     PyErr_SetString(PyExc_TypeError, "enqueue: the tail is not a Completion");
                 Py_DECREF(more);
                 goto out;
             }
         }
-        int set = field_set(self, name.dropped, more);
+        int set = field_set(self, F_DROPPED, more);
         Py_DECREF(more);
         if (set < 0)
             goto out;
-        held = field_get(self, name.tail_held);
+        held = field_get(self, F_TAIL_HELD);
         if (held == NULL)
             goto out;
         if (!PyTuple_Check(held) || PyTuple_GET_SIZE(held) != 2) {
@@ -273,7 +292,7 @@ static int settle_tail(Enqueuer *self, PyObject *state)
                 goto out;
         }
     }
-    rc = field_set(self, name.tail_held, shared.nothing_held);
+    rc = field_set(self, F_TAIL_HELD, shared.nothing_held);
 out:
     Py_XDECREF(held);
     Py_XDECREF(stranded);
@@ -311,7 +330,7 @@ static PyObject *queued(Enqueuer *self, PyObject *state, PyObject *const *a)
     PyObject *kind = a[ARG_KIND], *held = a[ARG_HELD], *views = a[ARG_VIEWS],
              *result = a[ARG_RESULT];
     if (self->synchronous) {
-        int ordering = field_true(self, name.ordering);
+        int ordering = field_true(self, F_ORDERING);
         if (ordering < 0)
             return NULL;
         if (!ordering && result == Py_None) {
@@ -323,7 +342,7 @@ static PyObject *queued(Enqueuer *self, PyObject *state, PyObject *const *a)
         }
         return PyObject_CallFunctionObjArgs(self->mark_now, kind, state, result, NULL);
     }
-    int defer = field_true(self, name.defer_markers);
+    int defer = field_true(self, F_DEFER_MARKERS);
     if (defer < 0)
         return NULL;
     if (!defer)
@@ -332,16 +351,16 @@ static PyObject *queued(Enqueuer *self, PyObject *state, PyObject *const *a)
     PyObject *public = PyObject_GetAttr(kind, name.public);
     if (public == NULL)
         return NULL;
-    PyObject *completion = new_completion(public, state, result, held, views);
+    PyObject *completion = new_completion(public, state, result, held, views, self->completion_lock);
     Py_DECREF(public);
     if (completion == NULL)
         return NULL;
     PyObject *pair = PyTuple_Pack(2, held, views);
-    if (pair == NULL || field_set(self, name.tail, completion) < 0 ||
-        field_set(self, name.tail_held, pair) < 0)
+    if (pair == NULL || field_set(self, F_TAIL, completion) < 0 ||
+        field_set(self, F_TAIL_HELD, pair) < 0)
         goto fail;
     Py_CLEAR(pair);
-    PyObject *waiter = field_get(self, name.waiter);
+    PyObject *waiter = field_get(self, F_WAITER);
     if (waiter == NULL)
         goto fail;
     int none = waiter == Py_None;
@@ -362,10 +381,10 @@ fail:
 /* 1: the op is for the Python path; 0: the plain path may take it; -1: error (lock held). */
 static int needs_python(Enqueuer *self, PyObject *state, PyObject *entries)
 {
-    int r = field_true(self, name.refusing);
+    int r = field_true(self, F_REFUSING);
     if (r != 0)
         return r;
-    if ((r = field_true(self, name.capturing)) != 0)
+    if ((r = field_true(self, F_CAPTURING)) != 0)
         return r;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(entries); i++) {
         if ((r = attr_true(PyTuple_GET_ITEM(entries, i), name.freed)) != 0)
@@ -516,7 +535,10 @@ static PyObject *enqueue(PyObject *callable, PyObject *const *args, size_t nargs
     }
     if (!self->synchronous && settle_tail(self, state) < 0)
         goto unlock;
-    PyObject *r = driver_call(a[ARG_CALL], a[ARG_ARGS], self->handle);
+    int direct = direct_enqueue(a[ARG_CALL], a[ARG_ARGS], self->address);
+    PyObject *r = direct > 0    ? Py_NewRef(Py_None)
+                  : direct == 0 ? driver_call(a[ARG_CALL], a[ARG_ARGS], self->handle)
+                                : NULL;
     if (r != NULL) {
         Py_DECREF(r);
         out = queued(self, state, a);
@@ -558,8 +580,8 @@ static int enqueuer_traverse(Enqueuer *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->stream_ref);
     Py_VISIT(self->slow);
+    Py_VISIT(self->completion_lock);
     Py_VISIT(self->state);
-    Py_VISIT(self->fields);
     Py_VISIT(self->handle);
     Py_VISIT(self->acquire);
     Py_VISIT(self->release);
@@ -577,8 +599,8 @@ static int enqueuer_clear(Enqueuer *self)
 {
     Py_CLEAR(self->stream_ref);
     Py_CLEAR(self->slow);
+    Py_CLEAR(self->completion_lock);
     Py_CLEAR(self->state);
-    Py_CLEAR(self->fields);
     Py_CLEAR(self->handle);
     Py_CLEAR(self->acquire);
     Py_CLEAR(self->release);
@@ -599,47 +621,35 @@ static void enqueuer_dealloc(Enqueuer *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* ``state``'s instance dict, once no name this file reads there is its class's too. */
-static PyObject *plain_fields(PyObject *state)
+static Py_ssize_t slot_offset(PyTypeObject *cls, const char *slot);
+
+/* Where ``state``'s class keeps each slot this file reads: a slot, never a property. */
+static int state_fields(Enqueuer *self, PyObject *state)
 {
-    PyObject *const names[] = {
-        name.refusing, name.capturing, name.tail, name.tail_held, name.stranded, name.dropped,
-        name.dropped_first, name.defer_markers, name.waiter, name.ordering,
-    };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        /* A class attribute could be a property the dict would bypass. */
-        PyObject *found = _PyType_Lookup(Py_TYPE(state), names[i]);
-        if (found != NULL) {
-            PyErr_Format(PyExc_TypeError, "Enqueuer: %R is a class attribute of %s", names[i],
-                         Py_TYPE(state)->tp_name);
-            return NULL;
-        }
+    for (int f = 0; f < F_COUNT; f++) {
+        if ((self->field[f] = slot_offset(Py_TYPE(state), FIELD_NAMES[f])) < 0)
+            return -1;
     }
-    PyObject *fields = PyObject_GenericGetDict(state, NULL);
-    if (fields != NULL && !PyDict_Check(fields)) {
-        Py_DECREF(fields);
-        PyErr_SetString(PyExc_TypeError, "Enqueuer: the stream state has no instance dict");
-        return NULL;
-    }
-    return fields;
+    return 0;
 }
 
 static PyObject *enqueuer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *keywords[] = {"stream", "slow", "state", "handle", "acquire", "release",
                                "tracing", "failed", "mark", "mark_now", "done", "hazards", "run",
-                               "synchronous", NULL};
+                               "synchronous", "address", NULL};
     PyObject *stream, *slow, *state, *handle, *acquire, *release, *tracing, *failed, *mark,
         *mark_now, *done, *hazards, *run;
     int synchronous;
+    unsigned long long address = 0;
     if (shared.completion.type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Enqueuer: configure() was not called");
         return NULL;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOOOp:Enqueuer", keywords,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOOOpK:Enqueuer", keywords,
                                      &stream, &slow, &state, &handle, &acquire, &release, &tracing,
                                      &failed, &mark, &mark_now, &done, &hazards, &run,
-                                     &synchronous))
+                                     &synchronous, &address))
         return NULL;
     if (synchronous ? !PyDict_Check(done) : !PyCallable_Check(mark)) {
         PyErr_SetString(PyExc_TypeError,
@@ -657,8 +667,7 @@ static PyObject *enqueuer_new(PyTypeObject *type, PyObject *args, PyObject *kwar
     }
     self->slow = Py_NewRef(slow);
     self->state = Py_NewRef(state);
-    self->fields = plain_fields(state);
-    if (self->fields == NULL) {
+    if (state_fields(self, state) < 0) {
         Py_DECREF(self);
         return NULL;
     }
@@ -673,6 +682,11 @@ static PyObject *enqueuer_new(PyTypeObject *type, PyObject *args, PyObject *kwar
     self->hazards = Py_NewRef(hazards);
     self->run = Py_NewRef(run);
     self->synchronous = synchronous;
+    self->address = (uintptr_t)address;
+    if ((self->completion_lock = PyObject_CallNoArgs(shared.allocate_lock)) == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
     return (PyObject *)self;
 }
 
@@ -703,7 +717,7 @@ static Py_ssize_t slot_offset(PyTypeObject *cls, const char *slot)
         ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX)
         offset = ((PyMemberDescrObject *)descr)->d_member->offset;
     else
-        PyErr_Format(PyExc_TypeError, "configure: %s.%s is not a slot", cls->tp_name, slot);
+        PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", cls->tp_name, slot);
     Py_DECREF(descr);
     return offset;
 }
@@ -801,22 +815,21 @@ static int intern_names(void)
 #define INTERN(field)                                              \
     if ((name.field = PyUnicode_InternFromString(#field)) == NULL) \
         return -1;
-    INTERN(refusing) INTERN(capturing) INTERN(freed) INTERN(recording) INTERN(recorder)
-    INTERN(tail) INTERN(tail_held) INTERN(stranded) INTERN(dropped) INTERN(dropped_first)
-    INTERN(defer_markers) INTERN(waiter) INTERN(started_waiter) INTERN(ordering) INTERN(public)
-   
+    INTERN(freed) INTERN(recording) INTERN(recorder) INTERN(started_waiter) INTERN(public)
 #undef INTERN
     return 0;
 }
 
 PyMODINIT_FUNC PyInit__aruntime_enqueue(void)
 {
-    if (intern_names() < 0 || PyType_Ready(&EnqueuerType) < 0)
+    if (intern_names() < 0 || direct_ready() < 0 || PyType_Ready(&EnqueuerType) < 0 ||
+        PyType_Ready(&DirectCallType) < 0)
         return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL)
         return NULL;
-    if (PyModule_AddObjectRef(module, "Enqueuer", (PyObject *)&EnqueuerType) < 0) {
+    if (PyModule_AddObjectRef(module, "Enqueuer", (PyObject *)&EnqueuerType) < 0 ||
+        PyModule_AddObjectRef(module, "DirectCall", (PyObject *)&DirectCallType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

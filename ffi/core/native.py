@@ -23,7 +23,8 @@ def _extension() -> list[NativeLibrary]:
     return [
         NativeLibrary(
             filename=f"{MODULE}{suffix}",
-            sources=("core/enqueue.c",),
+            sources=("core/enqueue.c", "core/direct.c"),
+            depends=("core/direct.h",),
             cflags=(f"-I{include}", "-fvisibility=hidden", "-Wno-missing-field-initializers"),
         )
     ]

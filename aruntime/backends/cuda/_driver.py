@@ -74,6 +74,7 @@ class CudaDriver(_MemoryOps, _StreamOps, _CopyOps, _ModuleOps, _GraphOps):
     def __init__(self, library: CudaLibrary, ordinal: int) -> None:
         super().__init__(library, ordinal)
         self.stream_ordered_alloc = library.has("cuMemAllocFromPoolAsync")
+        self._install_direct_calls()
         _live_drivers.add(self)
         _register_exit_hook()
 

@@ -10,10 +10,12 @@ from ._ffi import CData
 class _Stream:
     """A CUstream and what the driver keeps with it."""
 
-    __slots__ = ("__weakref__", "capture_keep", "foreign", "graphs", "handle", "staging")
+    __slots__ = ("__weakref__", "address", "capture_keep", "foreign", "graphs", "handle", "staging")
 
-    def __init__(self, handle: CData, *, foreign: bool = False) -> None:
+    def __init__(self, handle: CData, address: int, *, foreign: bool = False) -> None:
         self.handle = handle
+        #: The CUstream as an int, for the core's direct calls (0: the legacy stream).
+        self.address = address
         self.foreign = foreign  # made by another library: never cuStreamDestroy'd here
         self.staging: CData | None = None  # pinned buffer for pageable copies
         self.capture_keep: _Resources | None = None  # while we capture on this stream

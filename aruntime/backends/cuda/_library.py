@@ -126,6 +126,13 @@ class CudaLibrary:
             return False
         return True
 
+    def address(self, name: str) -> int:
+        """The address of the C function ``name`` that this library's calls reach (0 if absent)."""
+        if not self.has(name):
+            return 0
+        source = COMPILED if self.mode == "api" else self._raw
+        return int(self.ffi.cast("uintptr_t", self.ffi.addressof(source, name)))
+
     def describe(self, code: int) -> tuple[str, str] | None:
         """``(cuGetErrorName, cuGetErrorString)`` of a code, or None if the library can't say."""
         return describe(self.probe, code)

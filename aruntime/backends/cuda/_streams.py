@@ -41,7 +41,7 @@ class _StreamOps(_CudaBase):
         # which other libraries in the process may be using.
         code = self._lib.cuStreamCreateWithPriority(out, _CU_STREAM_NON_BLOCKING, -priority)
         self._check(code, "cuStreamCreateWithPriority")
-        stream = _Stream(out[0])
+        stream = _Stream(out[0], int(self._ffi.cast("uintptr_t", out[0])))
         with self._state_lock:
             self._streams.add(stream)
         return DriverStream(stream)
@@ -89,7 +89,7 @@ class _StreamOps(_CudaBase):
         code = self._lib.cuStreamQuery(raw)
         if code not in (0, _NOT_READY):
             raise self._fail(code, "cuStreamQuery")
-        stream = _Stream(raw, foreign=True)
+        stream = _Stream(raw, int(self._ffi.cast("uintptr_t", raw)), foreign=True)
         with self._state_lock:
             self._streams.add(stream)
         return DriverStream(stream)

@@ -1,0 +1,327 @@
+/* DirectCall: a driver method whose common case the core calls straight in C.
+ *
+ * A memset or a copy on CUDA is one driver function, and its Python method
+ * (backends/cuda/_copies.py) checks the device is alive, makes the context
+ * current on a new thread, converts four arguments and names a failure.
+ * Only the first use on a thread needs Python; the rest is a C call.  The
+ * driver module builds one DirectCall per such method and installs it over
+ * the method: it hands over the C function's address, the shape of its
+ * arguments, and its own Python method and error namer.  So the driver
+ * still owns every call into its C library; this file only makes the call
+ * it was handed, in the one plain case:
+ *
+ *   the driver is not dead or closed (its ``_dead`` is None), the calling
+ *   thread's current context is the driver's, every argument is an int (a
+ *   buffer for a host copy) within what the C type holds, and a host copy
+ *   is small enough that the driver would never stage it.
+ *
+ * Anything else goes to the Python method, which decides and says why.  A
+ * failed call's code goes to the driver's ``_fail``, which names it and
+ * notes a lost device, exactly as the method does.  The GIL is released
+ * around the call, as cffi does: a full queue can block the driver.
+ */
+#include "direct.h"
+
+#include <structmember.h>
+
+/* How a shape's Python arguments map onto its C function (the stream last). */
+enum { SHAPE_MEMSET_D8, SHAPE_COPY_D2D, SHAPE_COPY_H2D, SHAPE_COUNT };
+
+static const char *const SHAPE_NAMES[SHAPE_COUNT] = {"memset_d8", "memcpy_d2d", "memcpy_h2d"};
+static const int SHAPE_ARITY[SHAPE_COUNT] = {3, 3, 2};
+
+typedef unsigned int (*memset_d8_fn)(unsigned long long, unsigned char, size_t, void *);
+typedef unsigned int (*copy_d2d_fn)(unsigned long long, unsigned long long, size_t, void *);
+typedef unsigned int (*copy_h2d_fn)(unsigned long long, const void *, size_t, void *);
+typedef unsigned int (*get_current_fn)(void **);
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *owner;  /* weakref to the driver */
+    PyObject *method; /* the driver's Python method, unbound: every other case */
+    PyObject *fail;   /* the driver's ``_fail(code, function)``, unbound */
+    PyObject *name;   /* the C function's name, for ``_fail`` */
+    void *function;
+    get_current_fn get_current;
+    void *context;
+    Py_ssize_t host_limit; /* SHAPE_COPY_H2D: the largest copy the driver never stages */
+    int shape;
+} DirectCall;
+
+static PyObject *name_dead, *name_address;
+
+int direct_ready(void)
+{
+    name_dead = PyUnicode_InternFromString("_dead");
+    name_address = PyUnicode_InternFromString("address");
+    return name_dead != NULL && name_address != NULL ? 0 : -1;
+}
+
+/* The driver (a new reference), or NULL without an error once it is gone. */
+static PyObject *owner_of(DirectCall *self)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *owner;
+    if (PyWeakref_GetRef(self->owner, &owner) < 0)
+        PyErr_Clear();
+    return owner;  /* NULL once it is gone */
+#else
+    PyObject *owner = PyWeakref_GetObject(self->owner);
+    if (owner == NULL)
+        PyErr_Clear();
+    return owner == NULL || owner == Py_None ? NULL : Py_NewRef(owner);
+#endif
+}
+
+/* An int argument that fits 64 unsigned bits; 0 with *ok cleared otherwise. */
+static unsigned long long as_u64(PyObject *value, int *ok)
+{
+    if (!PyLong_CheckExact(value)) {
+        *ok = 0;
+        return 0;
+    }
+    unsigned long long v = PyLong_AsUnsignedLongLong(value);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        *ok = 0;
+    }
+    return v;
+}
+
+/* The driver's DriverError for ``code``, raised (always -1). */
+static int failed(DirectCall *self, PyObject *owner, unsigned int code)
+{
+    PyObject *exc = PyObject_CallFunction(self->fail, "OIO", owner, code, self->name);
+    if (exc == NULL)
+        return -1;
+    if (PyExceptionInstance_Check(exc))
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+    else
+        PyErr_Format(PyExc_TypeError, "%U: _fail returned %R, not an exception", self->name, exc);
+    Py_DECREF(exc);
+    return -1;
+}
+
+/* Whether the plain case holds for ``owner``: alive, and this thread in its context. */
+static int plain_case(DirectCall *self, PyObject *owner)
+{
+    PyObject *dead = PyObject_GetAttr(owner, name_dead);
+    if (dead == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int alive = dead == Py_None;
+    Py_DECREF(dead);
+    void *current = NULL;
+    return alive && self->get_current(&current) == 0 && current == self->context;
+}
+
+static unsigned int call_shape(DirectCall *self, PyObject *const *args, uintptr_t stream, int *ok)
+{
+    void *s = (void *)stream;
+    unsigned int code = 0;
+    if (self->shape == SHAPE_COPY_H2D) {
+        Py_buffer view;
+        unsigned long long dst = as_u64(args[1], ok);
+        if (!*ok || !PyMemoryView_Check(args[0]) ||
+            PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+            PyErr_Clear();
+            *ok = 0;
+            return 0;
+        }
+        if (view.len > self->host_limit) {
+            *ok = 0;
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            code = ((copy_h2d_fn)self->function)(dst, view.buf, (size_t)view.len, s);
+            Py_END_ALLOW_THREADS
+        }
+        PyBuffer_Release(&view);
+        return code;
+    }
+    unsigned long long a = as_u64(args[0], ok), b = as_u64(args[1], ok), n = as_u64(args[2], ok);
+    if (!*ok)
+        return 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (self->shape == SHAPE_MEMSET_D8)
+        code = ((memset_d8_fn)self->function)(a, (unsigned char)(b & 0xFF), (size_t)n, s);
+    else /* memcpy_d2d(src, dst, nbytes): the driver takes the destination first */
+        code = ((copy_d2d_fn)self->function)(b, a, (size_t)n, s);
+    Py_END_ALLOW_THREADS
+    return code;
+}
+
+/* 1 done, 0 not taken (no error set), -1 the driver's error set. */
+static int direct_run(DirectCall *self, PyObject *const *args, Py_ssize_t nargs, uintptr_t stream)
+{
+    if (stream == 0 || nargs != SHAPE_ARITY[self->shape])
+        return 0;
+    PyObject *owner = owner_of(self);
+    if (owner == NULL)
+        return 0;
+    int rc = 0;
+    if (plain_case(self, owner)) {
+        int ok = 1;
+        unsigned int code = call_shape(self, args, stream, &ok);
+        rc = !ok ? 0 : code != 0 ? failed(self, owner, code) : 1;
+    }
+    Py_DECREF(owner);
+    return rc;
+}
+
+int direct_enqueue(PyObject *call, PyObject *args, uintptr_t stream)
+{
+    if (!Py_IS_TYPE(call, &DirectCallType))
+        return 0;
+    return direct_run((DirectCall *)call, &PyTuple_GET_ITEM(args, 0), PyTuple_GET_SIZE(args),
+                      stream);
+}
+
+/* The driver stream's raw handle, or 0 where it has none. */
+static uintptr_t stream_address(PyObject *handle)
+{
+    PyObject *address = PyObject_GetAttr(handle, name_address);
+    if (address == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    int ok = 1;
+    uintptr_t raw = PyLong_Check(address) ? (uintptr_t)as_u64(address, &ok) : 0;
+    Py_DECREF(address);
+    return ok ? raw : 0;
+}
+
+/* Called from Python (``driver.memset_d8(dst, value, nbytes, stream)``): the same. */
+static PyObject *direct_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                   PyObject *kwnames)
+{
+    DirectCall *self = (DirectCall *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames == NULL && nargs == SHAPE_ARITY[self->shape] + 1) {
+        int rc = direct_run(self, args, nargs - 1, stream_address(args[nargs - 1]));
+        if (rc != 0)
+            return rc > 0 ? Py_NewRef(Py_None) : NULL;
+    }
+    PyObject *owner = owner_of(self);
+    if (owner == NULL) {
+        PyErr_Format(PyExc_ReferenceError, "%U: its driver is gone", self->name);
+        return NULL;
+    }
+    /* The method, bound to the driver: every case this file does not take. */
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    PyObject *stack[16];
+    PyObject *out = NULL;
+    if (nargs + nkw < 16) {
+        stack[0] = owner;
+        for (Py_ssize_t i = 0; i < nargs + nkw; i++)
+            stack[i + 1] = args[i];
+        out = PyObject_Vectorcall(self->method, stack, (size_t)(nargs + 1), kwnames);
+    } else {
+        PyErr_Format(PyExc_TypeError, "%U: too many arguments", self->name);
+    }
+    Py_DECREF(owner);
+    return out;
+}
+
+static PyObject *direct_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"owner", "method", "fail", "shape", "function", "name",
+                               "get_current", "context", "host_limit", NULL};
+    PyObject *owner, *method, *fail, *name;
+    const char *shape;
+    unsigned long long function, get_current, context;
+    Py_ssize_t host_limit = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOsKUKKn:DirectCall", keywords, &owner,
+                                     &method, &fail, &shape, &function, &name, &get_current,
+                                     &context, &host_limit))
+        return NULL;
+    int which = -1;
+    for (int i = 0; i < SHAPE_COUNT; i++) {
+        if (strcmp(shape, SHAPE_NAMES[i]) == 0)
+            which = i;
+    }
+    if (which < 0) {
+        PyErr_Format(PyExc_ValueError, "DirectCall: no shape %s (memset_d8, memcpy_d2d, "
+                     "memcpy_h2d)", shape);
+        return NULL;
+    }
+    if (function == 0 || get_current == 0 || context == 0) {
+        PyErr_SetString(PyExc_ValueError, "DirectCall: function, get_current and context "
+                        "must be non-null addresses");
+        return NULL;
+    }
+    if (!PyCallable_Check(method) || !PyCallable_Check(fail)) {
+        PyErr_SetString(PyExc_TypeError, "DirectCall: method and fail must be callable");
+        return NULL;
+    }
+    PyObject *ref = PyWeakref_NewRef(owner, NULL);
+    if (ref == NULL)
+        return NULL;
+    DirectCall *self = (DirectCall *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        Py_DECREF(ref);
+        return NULL;
+    }
+    self->vectorcall = direct_vectorcall;
+    self->owner = ref;
+    self->method = Py_NewRef(method);
+    self->fail = Py_NewRef(fail);
+    self->name = Py_NewRef(name);
+    self->function = (void *)(uintptr_t)function;
+    self->get_current = (get_current_fn)(uintptr_t)get_current;
+    self->context = (void *)(uintptr_t)context;
+    self->host_limit = host_limit;
+    self->shape = which;
+    return (PyObject *)self;
+}
+
+static int direct_traverse(DirectCall *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->owner);
+    Py_VISIT(self->method);
+    Py_VISIT(self->fail);
+    return 0;
+}
+
+static int direct_clear(DirectCall *self)
+{
+    Py_CLEAR(self->owner);
+    Py_CLEAR(self->method);
+    Py_CLEAR(self->fail);
+    Py_CLEAR(self->name);
+    return 0;
+}
+
+static void direct_dealloc(DirectCall *self)
+{
+    PyObject_GC_UnTrack(self);
+    direct_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *direct_repr(DirectCall *self)
+{
+    return PyUnicode_FromFormat("<DirectCall %s -> %U>", SHAPE_NAMES[self->shape], self->name);
+}
+
+static PyMemberDef direct_members[] = {
+    {"name", T_OBJECT_EX, offsetof(DirectCall, name), READONLY, "the C function's name"},
+    {NULL},
+};
+
+PyTypeObject DirectCallType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "aruntime._enqueue_compiled.DirectCall",
+    .tp_doc = "A driver method whose plain case is one C call (see ffi/core/direct.c).",
+    .tp_basicsize = sizeof(DirectCall),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(DirectCall, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = direct_new,
+    .tp_traverse = (traverseproc)direct_traverse,
+    .tp_clear = (inquiry)direct_clear,
+    .tp_dealloc = (destructor)direct_dealloc,
+    .tp_repr = (reprfunc)direct_repr,
+    .tp_members = direct_members,
+};

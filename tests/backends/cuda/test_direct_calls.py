@@ -1,0 +1,308 @@
+"""The CUDA driver's direct calls: memset_d8, memcpy_d2d and small memcpy_h2d in C.
+
+``_CopyOps._install_direct_calls`` puts a DirectCall (ffi/core/direct.c)
+over each of those methods.  Its plain case (a live driver, a thread in the
+driver's context, int arguments, a host copy the driver never stages) is one
+C call; every other case is the Python method.  These tests hold that both
+roads give the same bytes and the same errors, and that each case the C
+must not take reaches the method.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import aruntime as ar
+from aruntime import _enqueue
+from aruntime._driver import DriverStream
+from aruntime.backends import cuda
+from aruntime.backends._staging import DIRECT_PAGEABLE_H2D_MAX
+from aruntime.backends.cuda import _base
+from aruntime.backends.cuda._copies import _CopyOps
+from aruntime.backends.cuda._driver import CudaDriver
+
+ROOT = Path(__file__).resolve().parents[3]
+DIRECT = ("memset_d8", "memcpy_d2d", "memcpy_h2d")
+
+
+@pytest.fixture
+def driver() -> Iterator[CudaDriver]:
+    if not _enqueue.enabled():
+        pytest.skip("the compiled enqueue is not built or is switched off")
+    opened: Any = cuda.open_driver(0, sim=True)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def _sync(driver: CudaDriver, stream: DriverStream) -> None:
+    event = driver.event_create(False)
+    driver.event_record(event, stream)
+    driver.event_wait(event)
+    driver.event_destroy(event)
+
+
+def _download(driver: CudaDriver, address: int, n: int, stream: DriverStream) -> np.ndarray:
+    """The device bytes, through the Python method into pinned memory (no direct call)."""
+    host, view = driver.host_alloc(n)
+    try:
+        _CopyOps.memcpy_d2h(driver, address, view, stream)
+        _sync(driver, stream)
+        return np.frombuffer(view, np.uint8).copy()
+    finally:
+        view.release()
+        driver.host_free(host)
+
+
+def test_each_method_is_a_direct_call_naming_its_function(driver: CudaDriver) -> None:
+    symbols = {
+        "memset_d8": "cuMemsetD8Async",
+        "memcpy_d2d": "cuMemcpyDtoDAsync_v2",
+        "memcpy_h2d": "cuMemcpyHtoDAsync_v2",
+    }
+    for method, symbol in symbols.items():
+        call = vars(driver)[method]
+        assert type(call).__name__ == "DirectCall"
+        assert call.name == symbol
+        assert repr(call) == f"<DirectCall {method} -> {symbol}>"
+        assert getattr(driver, method) is call  # one object, not a bound method per read
+    assert "memcpy_d2h" not in vars(driver)  # it asks whether the memory is pinned first
+
+
+def test_a_stream_carries_its_handle_as_an_int(driver: CudaDriver) -> None:
+    stream: Any = driver.stream_create(0)
+    try:
+        assert stream.address == int(driver._ffi.cast("uintptr_t", stream.handle))
+        assert stream.address != 0
+    finally:
+        driver.stream_destroy(stream)
+
+
+def test_both_roads_write_the_same_bytes(driver: CudaDriver) -> None:
+    """Each op by its DirectCall and by its Python method, into two buffers: equal."""
+    stream = driver.stream_create(0)
+    n = 4096
+    direct, method = driver.mem_alloc(n), driver.mem_alloc(n)
+    source = np.arange(n, dtype=np.uint32).astype(np.uint8)
+    try:
+        for target, memset, h2d, d2d in (
+            (direct, driver.memset_d8, driver.memcpy_h2d, driver.memcpy_d2d),
+            (
+                method,
+                lambda *a: _CopyOps.memset_d8(driver, *a),
+                lambda *a: _CopyOps.memcpy_h2d(driver, *a),
+                lambda *a: _CopyOps.memcpy_d2d(driver, *a),
+            ),
+        ):
+            memset(target, 0x5A, n, stream)
+            h2d(memoryview(source[:1024]), target + 1024, stream)
+            d2d(target + 1024, target + 3072, 512, stream)
+            memset(target + 100, 0x1FF, 7, stream)  # the value's low byte, as the method does
+        got_direct = _download(driver, direct, n, stream)
+        got_method = _download(driver, method, n, stream)
+        np.testing.assert_array_equal(got_direct, got_method)
+        expected = np.full(n, 0x5A, np.uint8)
+        expected[1024:2048] = source[:1024]
+        expected[3072:3584] = source[:512]
+        expected[100:107] = 0xFF
+        np.testing.assert_array_equal(got_direct, expected)
+    finally:
+        _sync(driver, stream)
+        driver.mem_free(direct)
+        driver.mem_free(method)
+        driver.stream_destroy(stream)
+
+
+def test_a_large_pageable_copy_goes_to_the_method_and_is_staged(
+    driver: CudaDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the direct limit only the method may decide (pinned or staged): it is asked."""
+    staged: list[int] = []
+    real = _CopyOps._staged_copy
+
+    def spy(self: Any, stream: Any, host: Any, device: int, nbytes: int, **kw: Any) -> None:
+        staged.append(nbytes)
+        real(self, stream, host, device, nbytes, **kw)
+
+    monkeypatch.setattr(_CopyOps, "_staged_copy", spy)
+    stream = driver.stream_create(0)
+    n = DIRECT_PAGEABLE_H2D_MAX + 4096
+    dev = driver.mem_alloc(n)
+    host = (np.arange(n) % 251).astype(np.uint8)
+    try:
+        driver.memcpy_h2d(memoryview(host[:DIRECT_PAGEABLE_H2D_MAX]), dev, stream)
+        assert staged == []  # at the limit: direct
+        driver.memcpy_h2d(memoryview(host), dev, stream)
+        assert staged == [n]
+        np.testing.assert_array_equal(_download(driver, dev, n, stream), host)
+    finally:
+        _sync(driver, stream)
+        driver.mem_free(dev)
+        driver.stream_destroy(stream)
+
+
+def test_a_failed_call_raises_what_the_method_raises(driver: CudaDriver) -> None:
+    stream = driver.stream_create(0)
+    nowhere = 0x1234  # no allocation: the sim refuses it at the call
+    try:
+        with pytest.raises(ar.DriverError) as direct:
+            driver.memset_d8(nowhere, 1, 16, stream)
+        with pytest.raises(ar.DriverError) as method:
+            _CopyOps.memset_d8(driver, nowhere, 1, 16, stream)
+        assert type(direct.value) is type(method.value)
+        assert str(direct.value) == str(method.value)
+        assert direct.value.name == "CUDA_ERROR_INVALID_VALUE"
+        assert direct.value.function == "cuMemsetD8Async"
+    finally:
+        driver.stream_destroy(stream)
+
+
+def test_a_new_thread_gets_the_context_from_the_method(driver: CudaDriver) -> None:
+    """On a thread that never called in, the C must not call: the method makes the
+    context current first (the sim refuses a call without one)."""
+    stream = driver.stream_create(0)
+    dev = driver.mem_alloc(64)
+    seen: list[object] = []
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            seen.append(getattr(_base._current, "ctx", None))
+            driver.memset_d8(dev, 7, 64, stream)
+            seen.append(getattr(_base._current, "ctx", None))
+            driver.memset_d8(dev, 9, 32, stream)  # now in the context: the C takes it
+        except BaseException as exc:
+            errors.append(exc)
+
+    try:
+        thread = threading.Thread(target=worker)
+        thread.start()
+        thread.join(30)
+        assert not errors, errors
+        assert seen == [None, driver._ctx]
+        expected = np.full(64, 7, np.uint8)
+        expected[:32] = 9
+        np.testing.assert_array_equal(_download(driver, dev, 64, stream), expected)
+    finally:
+        _sync(driver, stream)
+        driver.mem_free(dev)
+        driver.stream_destroy(stream)
+
+
+def test_a_closed_driver_refuses_as_the_method_does() -> None:
+    if not _enqueue.enabled():
+        pytest.skip("the compiled enqueue is not built or is switched off")
+    driver: Any = cuda.open_driver(0, sim=True)
+    stream = driver.stream_create(0)
+    dev = driver.mem_alloc(64)
+    driver.close()
+    with pytest.raises(ar.ClosedResourceError, match=r"cuMemsetD8Async: .*closed"):
+        driver.memset_d8(dev, 1, 64, stream)
+    with pytest.raises(ar.ClosedResourceError, match=r"cuMemcpyDtoDAsync_v2: .*closed"):
+        driver.memcpy_d2d(dev, dev + 32, 16, stream)
+
+
+def test_arguments_the_c_cannot_take_go_to_the_method(driver: CudaDriver) -> None:
+    """A value that is not an int, or a stream without a raw handle: the method's own error."""
+    stream = driver.stream_create(0)
+    dev = driver.mem_alloc(64)
+    try:
+        with pytest.raises(TypeError):  # cffi's, from the method
+            driver.memset_d8(dev, 1.5, 64, stream)
+        with pytest.raises(AttributeError):  # the method reads .handle
+            driver.memset_d8(dev, 1, 64, object())  # type: ignore[arg-type]
+        with pytest.raises(TypeError):
+            driver.memset_d8(dev, 1, 64, stream, "extra")  # type: ignore[call-arg]
+    finally:
+        _sync(driver, stream)
+        driver.mem_free(dev)
+        driver.stream_destroy(stream)
+
+
+def test_the_constructor_checks_what_it_is_given() -> None:
+    module = _enqueue._module()
+    if module is None:
+        pytest.skip("the compiled enqueue is not built or is switched off")
+
+    class Owner:
+        _dead = None
+
+    owner = Owner()
+    good: dict[str, Any] = dict(
+        owner=owner,
+        method=lambda *a: None,
+        fail=lambda *a: RuntimeError("x"),
+        shape="memset_d8",
+        function=1,
+        name="f",
+        get_current=1,
+        context=1,
+        host_limit=0,
+    )
+    with pytest.raises(ValueError, match="no shape memset_d16"):
+        module.DirectCall(**{**good, "shape": "memset_d16"})
+    with pytest.raises(ValueError, match="non-null"):
+        module.DirectCall(**{**good, "function": 0})
+    with pytest.raises(TypeError, match="callable"):
+        module.DirectCall(**{**good, "fail": 3})
+    call = module.DirectCall(**good)
+    del owner, good
+    with pytest.raises(ReferenceError, match="f: its driver is gone"):
+        call(1, 2, 3, None)
+
+
+def test_the_switch_leaves_the_methods_alone() -> None:
+    """ARUNTIME_COMPILED_ENQUEUE=0: no compiled code, so no DirectCall either."""
+    code = (
+        "from aruntime.backends import cuda\n"
+        "d = cuda.open_driver(0, sim=True)\n"
+        "print(sorted(n for n in ('memset_d8', 'memcpy_d2d', 'memcpy_h2d') if n in vars(d)))\n"
+        "d.close()\n"
+    )
+    env = {**os.environ, "ARUNTIME_COMPILED_ENQUEUE": "0", "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_abi_mode_calls_the_same_functions() -> None:
+    """Without the compiled binding (libffi), the addresses come from the dlopen'd library."""
+    if not _enqueue.enabled():
+        pytest.skip("the compiled enqueue is not built or is switched off")
+    code = (
+        "import numpy as np\n"
+        "from aruntime.backends import cuda\n"
+        "d = cuda.open_driver(0, sim=True)\n"
+        "assert d._library.mode == 'abi', d._library.mode\n"
+        "assert type(vars(d)['memset_d8']).__name__ == 'DirectCall'\n"
+        "s = d.stream_create(0)\n"
+        "dev = d.mem_alloc(64)\n"
+        "d.memset_d8(dev, 3, 64, s)\n"
+        "d.memcpy_h2d(memoryview(np.arange(16, dtype=np.uint8)), dev + 8, s)\n"
+        "host, view = d.host_alloc(64)\n"
+        "d.memcpy_d2h(dev, view, s)\n"
+        "e = d.event_create(False); d.event_record(e, s); d.event_wait(e)\n"
+        "got = bytes(view)\n"
+        "assert got == bytes([3] * 8) + bytes(range(16)) + bytes([3] * 40), got\n"
+        "view.release(); d.host_free(host); d.mem_free(dev); d.event_destroy(e)\n"
+        "d.stream_destroy(s); d.close()\n"
+        "print('ok')\n"
+    )
+    env = {**os.environ, "ARUNTIME_CUDA_ABI": "1", "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
