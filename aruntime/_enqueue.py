@@ -39,7 +39,7 @@ from ._exceptions import DriverError
 from ._native import load_core_extension
 from ._op import Op
 
-__all__ = ["compiled_enqueuer", "direct_call", "enabled"]
+__all__ = ["compiled_enqueuer", "direct_call", "enabled", "stream_lock"]
 
 _MODULE = "_aruntime_enqueue"
 _log = logging.getLogger("aruntime")
@@ -96,6 +96,13 @@ def _configured() -> ModuleType | None:
     return module
 
 
+def stream_lock() -> Any:
+    """A new stream lock: the extension's StreamLock (reentrant, as an RLock, and
+    taken by the compiled enqueue without a Python call), else a threading.RLock."""
+    module = _module()
+    return threading.RLock() if module is None else module.StreamLock()
+
+
 def compiled_enqueuer(
     stream: Any,
     slow: Callable[..., Any],
@@ -127,8 +134,7 @@ def compiled_enqueuer(
         slow=slow,
         state=state,
         handle=stream.handle,
-        acquire=state.acquire,
-        release=state.release,
+        lock=state.lock,
         tracing=tracing,
         failed=failed,
         mark=mark,

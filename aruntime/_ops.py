@@ -125,7 +125,12 @@ class Ops:
         view = as_host_view(src, fn, writable=False)
         n = view.nbytes
         entry = self._ledger.check_range(dst, n, fn, "dst")
-        st = self._objects.resolve(stream, fn)
+        # The common case without a call: one of this backend's open streams.
+        st = (
+            stream
+            if type(stream) is Stream and stream.open_for is self._owner
+            else self._objects.resolve(stream, fn)
+        )
         if n == 0:
             return st.no_op(fn, None)
         call = self._driver.memcpy_h2d
@@ -140,7 +145,12 @@ class Ops:
         view = as_host_view(dst, fn, writable=True)
         n = view.nbytes
         entry = self._ledger.check_range(src, n, fn, "src")
-        st = self._objects.resolve(stream, fn)
+        # The common case without a call: one of this backend's open streams.
+        st = (
+            stream
+            if type(stream) is Stream and stream.open_for is self._owner
+            else self._objects.resolve(stream, fn)
+        )
         if n == 0:
             return st.no_op(fn, dst)
         call = self._driver.memcpy_d2h
@@ -220,7 +230,12 @@ class Ops:
         )
         ptr = ptr if type(ptr) is DevicePtr else device_operand(ptr, fn, "ptr")
         entry = self._ledger.check_range(ptr, n, fn)
-        st = self._objects.resolve(stream, fn)
+        # The common case without a call: one of this backend's open streams.
+        st = (
+            stream
+            if type(stream) is Stream and stream.open_for is self._owner
+            else self._objects.resolve(stream, fn)
+        )
         if n == 0:
             return st.no_op(fn, None)
         call = self._driver.memset_d8
@@ -274,7 +289,12 @@ class Ops:
                 and config.shared_mem == 0
             ):
                 self._configs[(grid, block)] = config
-        st = self._objects.resolve(stream, fn)
+        # The common case without a call: one of this backend's open streams.
+        st = (
+            stream
+            if type(stream) is Stream and stream.open_for is self._owner
+            else self._objects.resolve(stream, fn)
+        )
         kind = type(args)
         signature = tuple(map(type, args)) if kind is list or kind is tuple else None
         pointers = kernel.signatures.get(signature) if signature is not None else None

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from . import _sites as sites
 from ._completion import Completion, born_captured, next_seq
 from ._driver import Driver, DriverStream
+from ._enqueue import stream_lock
 from ._exceptions import DriverError
 from ._ledger import pin
 from ._op import Op, Range
@@ -191,7 +192,7 @@ class StreamState:
         orphans: FailureList,
         on_new_waiter: Callable[[StreamWaiter], None],
     ) -> None:
-        self.lock = threading.RLock()
+        self.lock = stream_lock()
         # The hot path takes the lock through these (a ``with`` costs more).
         self.acquire = self.lock.acquire
         self.release = self.lock.release

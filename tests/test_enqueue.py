@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import gc
 import json
+import os
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -23,6 +25,7 @@ import aruntime as ar
 from aruntime import _enqueue, _sites
 from aruntime._completion import Completion
 from aruntime._op import Op, OpKind
+from aruntime._streamstate import StreamState
 from aruntime.testing import inject_fault
 
 from .helpers import backend_or_skip
@@ -322,3 +325,182 @@ async def test_it_leaks_no_reference(backend_name: str, check_hazards: bool) -> 
 @pytest.fixture(params=BACKENDS)
 def backend_name(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+def test_an_enqueuer_refuses_a_state_whose_field_is_not_a_slot() -> None:
+    """It reads the stream state's fields at their slots' offsets: a property in their
+    place would be bypassed, so it is refused when the Enqueuer is made."""
+    if not _enqueue.enabled():
+        pytest.skip("the compiled enqueue is not built or is switched off")
+
+    class Shadowed(StreamState):
+        __slots__ = ()
+
+        @property  # type: ignore[override]
+        def tail(self) -> None:
+            return None
+
+    class FakeStream:
+        state = Shadowed.__new__(Shadowed)  # its fields' offsets are all that is read
+        handle = None
+        hazards = None
+
+    FakeStream.state.lock = threading.RLock()
+
+    with pytest.raises(TypeError, match=r"Shadowed\.tail is not a slot"):
+        _enqueue.compiled_enqueuer(
+            FakeStream(),
+            print,
+            tracing=None,
+            failed=print,
+            mark=print,
+            mark_now=print,
+            done=None,
+            run=print,
+        )
+
+
+def test_a_streams_completions_share_one_lock(gpu: ar.Backend) -> None:
+    """The compiled enqueue gives each stream one lock for its Completions (none is made
+    per op); another stream's are guarded by another."""
+    if not _enqueue.enabled() or gpu.driver.synchronous:
+        pytest.skip("the compiled enqueue's own Completions are the async policy's")
+    with gpu.create_stream() as one, gpu.create_stream() as two:
+        if one.state.defer_markers is False:
+            pytest.skip("this driver marks every op: the policy's Python makes its Completions")
+        ptr = gpu.alloc(64)
+        first = gpu.memset_async(ptr, 1, 64, stream=one)
+        second = gpu.memset_async(ptr, 2, 64, stream=one)
+        other = gpu.memset_async(ptr, 3, 64, stream=two)
+        assert first._lock is second._lock
+        assert first._lock is not other._lock
+        first.wait(30)
+        second.wait(30)
+        other.wait(30)
+    gpu.free(ptr)
+
+
+@pytest.fixture
+def stream_lock() -> Any:
+    if not _enqueue.enabled():
+        pytest.skip("the compiled enqueue is not built or is switched off")
+    lock = _enqueue.stream_lock()
+    assert type(lock).__name__ == "StreamLock"
+    return lock
+
+
+def test_a_stream_lock_is_reentrant_and_owned(stream_lock: Any) -> None:
+    with stream_lock:
+        with stream_lock:
+            assert stream_lock._is_owned()
+        assert stream_lock._is_owned()
+    assert not stream_lock._is_owned()
+    with pytest.raises(RuntimeError, match="un-acquired"):
+        stream_lock.release()
+    assert stream_lock.acquire() is True
+    others: list[object] = []
+
+    def other() -> None:
+        others.append(stream_lock.acquire(blocking=False))
+        others.append(stream_lock._is_owned())
+        try:
+            stream_lock.release()
+        except RuntimeError as exc:
+            others.append(str(exc))
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join(30)
+    assert others == [False, False, "cannot release un-acquired lock"]
+    stream_lock.release()
+
+
+def test_a_stream_lock_waits_for_its_holder(stream_lock: Any) -> None:
+    held, let_go = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with stream_lock:
+            held.set()
+            let_go.wait(30)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    assert held.wait(30)
+    assert stream_lock.acquire(timeout=0.01) is False  # still held: the timeout ends the wait
+    assert stream_lock.acquire(True, 0) is False
+    let_go.set()
+    assert stream_lock.acquire(timeout=30) is True  # the holder let go while this waited
+    stream_lock.release()
+    thread.join(30)
+
+
+def test_a_stream_lock_checks_its_arguments(stream_lock: Any) -> None:
+    with pytest.raises(ValueError, match="non-blocking"):
+        stream_lock.acquire(False, 1)
+    with pytest.raises(ValueError, match="non-negative"):
+        stream_lock.acquire(timeout=-2)
+    with pytest.raises(TypeError, match="'wait'"):
+        stream_lock.acquire(wait=True)
+    with pytest.raises(TypeError, match="at most 2"):
+        stream_lock.acquire(True, 1, 2)
+    with pytest.raises(TypeError, match="no arguments"):
+        type(stream_lock)(1)
+    assert not stream_lock._is_owned()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGALRM")
+def test_a_signal_handler_runs_while_a_stream_lock_waits(stream_lock: Any) -> None:
+    """As an RLock's: a handler that raises ends the wait with its exception."""
+    import signal
+
+    class Interrupted(Exception):
+        pass
+
+    def handler(signum: int, frame: object) -> None:
+        raise Interrupted
+
+    held, let_go = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with stream_lock:
+            held.set()
+            let_go.wait(30)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    assert held.wait(30)
+    previous = signal.signal(signal.SIGALRM, handler)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        with pytest.raises(Interrupted):
+            stream_lock.acquire()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        let_go.set()
+        thread.join(30)
+    assert not stream_lock._is_owned()
+
+
+def test_streams_get_the_stream_lock_only_where_compiled(backend_name: str) -> None:
+    """A stream's lock is the StreamLock under the compiled enqueue, an RLock without."""
+    code = (
+        "import aruntime as ar\n"
+        f"gpu = ar.open_backend({backend_name!r})\n"
+        "s = gpu.create_stream()\n"
+        "print(type(s.state.lock).__name__)\n"
+        "s.close(); gpu.close()\n"
+    )
+    kinds = []
+    for switch in ("1", "0"):
+        env = {**os.environ, "ARUNTIME_COMPILED_ENQUEUE": switch}
+        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+        out = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+        )
+        if out.returncode != 0 and "unavailable" in out.stderr:
+            pytest.skip(f"{backend_name} unavailable")
+        assert out.returncode == 0, out.stderr
+        kinds.append(out.stdout.strip())
+    expected_compiled = "StreamLock" if _enqueue.enabled() else "RLock"
+    assert kinds == [expected_compiled, "RLock"]

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "direct.h"
+#include "lock.h"
 
 /* The Completion slots this file writes, in the order of COMPLETION_SLOTS. */
 enum {
@@ -101,8 +102,9 @@ typedef struct {
     PyObject *state;       /* the StreamState */
     Py_ssize_t field[F_COUNT]; /* where its slots of FIELD_NAMES are, from its class */
     PyObject *handle;      /* the driver stream */
-    PyObject *acquire;     /* state.lock.acquire */
-    PyObject *release;     /* state.lock.release */
+    PyObject *lock;        /* state.lock: a StreamLock is taken in C */
+    PyObject *acquire;     /* any other lock's acquire, else NULL */
+    PyObject *release;     /* any other lock's release, else NULL */
     PyObject *tracing;     /* the policy's Tracing (its ``recorder``) */
     PyObject *failed;      /* the policy's Completion of a failed call */
     PyObject *mark;        /* async: Marking.mark; sync: None */
@@ -171,6 +173,16 @@ static int call_noargs_ok(PyObject *fn)
         return -1;
     Py_DECREF(r);
     return 0;
+}
+
+static int take_lock(Enqueuer *self)
+{
+    return self->acquire == NULL ? stream_lock_acquire(self->lock) : call_noargs_ok(self->acquire);
+}
+
+static int drop_lock(Enqueuer *self)
+{
+    return self->release == NULL ? stream_lock_release(self->lock) : drop_lock(self);
 }
 
 static void set_slot(const Layout *layout, PyObject *obj, int slot, PyObject *value)
@@ -519,13 +531,13 @@ static PyObject *enqueue(PyObject *callable, PyObject *const *args, size_t nargs
         goto done;
     }
     PyObject *state = self->state;
-    if (call_noargs_ok(self->acquire) < 0)
+    if (take_lock(self) < 0)
         goto done;
     int python = needs_python(self, state, a[ARG_ENTRIES]);
     if (python < 0)
         goto unlock;
     if (python > 0) {
-        if (call_noargs_ok(self->release) == 0)
+        if (drop_lock(self) == 0)
             out = slow_path(self, a);
         goto done;
     }
@@ -556,7 +568,7 @@ unlock:
     if (out == NULL) {
         /* Release whatever was raised: the lock must not stay held. */
         PyObject *exc = take_exception();
-        if (call_noargs_ok(self->release) < 0)
+        if (drop_lock(self) < 0)
             Py_XDECREF(exc);
         else if (exc != NULL)
 #if PY_VERSION_HEX >= 0x030C0000
@@ -565,7 +577,7 @@ unlock:
             PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(exc)), exc,
                           PyException_GetTraceback(exc));
 #endif
-    } else if (call_noargs_ok(self->release) < 0) {
+    } else if (drop_lock(self) < 0) {
         Py_CLEAR(out);
     }
 done:
@@ -583,6 +595,7 @@ static int enqueuer_traverse(Enqueuer *self, visitproc visit, void *arg)
     Py_VISIT(self->completion_lock);
     Py_VISIT(self->state);
     Py_VISIT(self->handle);
+    Py_VISIT(self->lock);
     Py_VISIT(self->acquire);
     Py_VISIT(self->release);
     Py_VISIT(self->tracing);
@@ -602,6 +615,7 @@ static int enqueuer_clear(Enqueuer *self)
     Py_CLEAR(self->completion_lock);
     Py_CLEAR(self->state);
     Py_CLEAR(self->handle);
+    Py_CLEAR(self->lock);
     Py_CLEAR(self->acquire);
     Py_CLEAR(self->release);
     Py_CLEAR(self->tracing);
@@ -635,19 +649,19 @@ static int state_fields(Enqueuer *self, PyObject *state)
 
 static PyObject *enqueuer_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *keywords[] = {"stream", "slow", "state", "handle", "acquire", "release",
+    static char *keywords[] = {"stream", "slow", "state", "handle", "lock",
                                "tracing", "failed", "mark", "mark_now", "done", "hazards", "run",
                                "synchronous", "address", NULL};
-    PyObject *stream, *slow, *state, *handle, *acquire, *release, *tracing, *failed, *mark,
-        *mark_now, *done, *hazards, *run;
+    PyObject *stream, *slow, *state, *handle, *lock, *tracing, *failed, *mark, *mark_now, *done,
+        *hazards, *run;
     int synchronous;
     unsigned long long address = 0;
     if (shared.completion.type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Enqueuer: configure() was not called");
         return NULL;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOOOpK:Enqueuer", keywords,
-                                     &stream, &slow, &state, &handle, &acquire, &release, &tracing,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOOpK:Enqueuer", keywords,
+                                     &stream, &slow, &state, &handle, &lock, &tracing,
                                      &failed, &mark, &mark_now, &done, &hazards, &run,
                                      &synchronous, &address))
         return NULL;
@@ -672,8 +686,15 @@ static PyObject *enqueuer_new(PyTypeObject *type, PyObject *args, PyObject *kwar
         return NULL;
     }
     self->handle = Py_NewRef(handle);
-    self->acquire = Py_NewRef(acquire);
-    self->release = Py_NewRef(release);
+    self->lock = Py_NewRef(lock);
+    if (!Py_IS_TYPE(lock, &StreamLockType)) {
+        self->acquire = PyObject_GetAttrString(lock, "acquire");
+        self->release = self->acquire ? PyObject_GetAttrString(lock, "release") : NULL;
+        if (self->release == NULL) {
+            Py_DECREF(self);
+            return NULL;
+        }
+    }
     self->tracing = Py_NewRef(tracing);
     self->failed = Py_NewRef(failed);
     self->mark = Py_NewRef(mark);
@@ -823,13 +844,14 @@ static int intern_names(void)
 PyMODINIT_FUNC PyInit__aruntime_enqueue(void)
 {
     if (intern_names() < 0 || direct_ready() < 0 || PyType_Ready(&EnqueuerType) < 0 ||
-        PyType_Ready(&DirectCallType) < 0)
+        PyType_Ready(&DirectCallType) < 0 || PyType_Ready(&StreamLockType) < 0)
         return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL)
         return NULL;
     if (PyModule_AddObjectRef(module, "Enqueuer", (PyObject *)&EnqueuerType) < 0 ||
-        PyModule_AddObjectRef(module, "DirectCall", (PyObject *)&DirectCallType) < 0) {
+        PyModule_AddObjectRef(module, "DirectCall", (PyObject *)&DirectCallType) < 0 ||
+        PyModule_AddObjectRef(module, "StreamLock", (PyObject *)&StreamLockType) < 0) {
         Py_DECREF(module);
         return NULL;
     }
