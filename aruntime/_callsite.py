@@ -16,6 +16,9 @@ PACKAGE_DIR = _PACKAGE_DIR = str(Path(__file__).resolve().parent)
 _CONTEXTLIB = contextlib.__file__
 
 
+#: How many roads (depths below the entry) an EntryCaller remembers.
+_ROADS = 4
+
 # Files already classified (inside aruntime or not): stream-race checking and
 # the sims' launch sites ask for the user's frame on every op, so the test
 # must be cheap.  Keyed by file name, whose hash a str caches: a code object
@@ -60,8 +63,11 @@ class EntryCaller:
     public method ``function`` of ``filename`` (``Backend.launch``), so the
     first call finds that depth, and later calls jump there with one
     ``sys._getframe`` and check, by identity, that the frame is that
-    method's; any other road (a traced op, an internal caller) walks as
-    :func:`user_frame` does and finds the depth again.  Call it directly
+    method's.  A few roads are remembered, the latest found first (a
+    launch's first run of a signature lays it out in Python, a frame deeper
+    than the compiled launch that follows); a road not seen before (a traced
+    op, an internal caller) walks as :func:`user_frame` does and is
+    remembered in turn.  Call it directly
     from the hook: the depth counts from the hook's caller.  It returns the
     frame, not its line: ``f_lineno`` scans the code's line table, so a
     caller that sees the same call sites again keys them by ``f_lasti``.
@@ -71,20 +77,18 @@ class EntryCaller:
         self._filename = str(Path(_PACKAGE_DIR, filename))
         self._function = function
         self._entry: CodeType | None = None
-        self._depth = 0
+        self._depths: list[int] = []  # the roads' depths, the latest found first
         self.jumps = 0  # calls that took the one-step road (tests hold the road to it)
 
     def __call__(self) -> FrameType | None:
-        depth = self._depth
-        if depth:
+        for depth in self._depths:
             try:
                 frame = _getframe(depth)
-            except ValueError:  # a shallower stack than the usual road
-                pass
-            else:
-                if frame.f_code is self._entry:
-                    self.jumps += 1
-                    return _outside_from(frame.f_back)
+            except ValueError:  # a shallower stack than this road's
+                continue
+            if frame.f_code is self._entry:
+                self.jumps += 1
+                return _outside_from(frame.f_back)
         return self._walk()
 
     def _walk(self) -> FrameType | None:
@@ -94,7 +98,10 @@ class EntryCaller:
         while frame is not None:
             code = frame.f_code
             if code.co_name == self._function and code.co_filename == self._filename:
-                self._entry, self._depth = code, depth
+                if code is not self._entry:  # the entry itself changed (a reload)
+                    self._entry, self._depths = code, []
+                self._depths.insert(0, depth)
+                del self._depths[_ROADS:]
                 return _outside_from(frame.f_back)
             frame = frame.f_back
             depth += 1

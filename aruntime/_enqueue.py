@@ -159,6 +159,7 @@ def direct_call(
     get_current: int,
     context: int,
     host_limit: int = 0,
+    note: Callable[[], None] | None = None,
 ) -> Callable[..., Any] | None:
     """A driver method whose plain case the compiled enqueue calls in C, or None.
 
@@ -166,7 +167,8 @@ def direct_call(
     driver (held weakly), ``method`` its Python method and ``fail`` its
     error namer, both unbound; ``function`` is the address of the C
     function of ``name``, whose arguments follow ``shape`` (``memset_d8``,
-    ``memcpy_d2d`` or ``memcpy_h2d``, the driver methods of those names);
+    ``memcpy_d2d``, ``memcpy_h2d`` or ``launch``, the driver methods of
+    those names; ``note`` is called right before a launch);
     the call is made only on a thread whose current context (from
     ``get_current``, ``cuCtxGetCurrent``) is ``context``.  Called from
     Python it is the method, with the same plain case in C.
@@ -184,5 +186,6 @@ def direct_call(
         get_current=get_current,
         context=context,
         host_limit=host_limit,
+        note=note,
     )
     return made

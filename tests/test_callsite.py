@@ -53,9 +53,10 @@ def test_the_usual_road_jumps_to_the_entry_and_names_the_users_line() -> None:
 
 
 def test_another_road_walks_and_still_names_the_users_line() -> None:
-    """A road one frame longer or shorter than the one the depth was found on: the
-    frame at that depth is not the entry's, so the call walks (it must never name
-    a frame above the user's, as a blind jump on a shorter road would)."""
+    """A road one frame longer or shorter than the ones whose depths were found: the
+    frame at those depths is not the entry's, so the call walks (it must never name
+    a frame above the user's, as a blind jump on a shorter road would), and the
+    road is remembered: its next call jumps."""
     ns = _inside_functions()
     find = EntryCaller("_callsite_test_entry.py", "launch")
 
@@ -73,10 +74,38 @@ def test_another_road_walks_and_still_names_the_users_line() -> None:
     for road in roads:
         site, line = ns["launch"](road), _here()
         assert site == (__file__, line), road.__name__
-    assert find.jumps == 0  # each road found its own depth again
-    site, line = ns["launch"](usual), _here()
+    assert find.jumps == 1  # longer and shorter walked; the usual road, known, jumped
+    for road in roads:
+        site, line = ns["launch"](road), _here()
+        assert site == (__file__, line), road.__name__
+    assert find.jumps == 4  # every road is known now
+
+
+def test_it_remembers_a_few_roads_the_latest_first() -> None:
+    """Past the limit the oldest road is forgotten: it walks again, and is remembered."""
+    ns = _inside_functions()
+    find = EntryCaller("_callsite_test_entry.py", "launch")
+
+    def road(extra: int) -> Callable[[], tuple[str, int] | None]:
+        def call() -> tuple[str, int] | None:
+            inner: Callable[[], FrameType | None] = lambda: ns["hook"](find)  # noqa: E731
+            for _ in range(extra):
+                inner = (lambda f: lambda: ns["inner"](f))(inner)
+            return _where(inner())
+
+        return call
+
+    roads = [road(n) for n in range(5)]  # one more than it remembers
+    for r in roads:
+        ns["launch"](r)
+    assert find.jumps == 0
+    for r in roads[1:]:
+        site, line = ns["launch"](r), _here()
+        assert site == (__file__, line)
+    assert find.jumps == 4
+    site, line = ns["launch"](roads[0]), _here()  # forgotten: it walks, and names the line
     assert site == (__file__, line)
-    assert find.jumps == 1  # the usual road, found again by the last walk
+    assert find.jumps == 4
 
 
 def test_no_entry_on_the_stack_names_the_first_frame_outside() -> None:

@@ -25,15 +25,23 @@
 #include <structmember.h>
 
 /* How a shape's Python arguments map onto its C function (the stream last). */
-enum { SHAPE_MEMSET_D8, SHAPE_COPY_D2D, SHAPE_COPY_H2D, SHAPE_COUNT };
+enum { SHAPE_MEMSET_D8, SHAPE_COPY_D2D, SHAPE_COPY_H2D, SHAPE_LAUNCH, SHAPE_COUNT };
 
-static const char *const SHAPE_NAMES[SHAPE_COUNT] = {"memset_d8", "memcpy_d2d", "memcpy_h2d"};
-static const int SHAPE_ARITY[SHAPE_COUNT] = {3, 3, 2};
+static const char *const SHAPE_NAMES[SHAPE_COUNT] = {"memset_d8", "memcpy_d2d", "memcpy_h2d",
+                                                     "launch"};
+static const int SHAPE_ARITY[SHAPE_COUNT] = {3, 3, 2, 3};
+
+/* A launch's parameters, packed here: no kernel takes more (CUDA's limit is 32 KiB of
+ * parameters on the newest devices, 4 KiB before; a larger block goes to Python). */
+enum { LAUNCH_PARAMS_MAX = 256, LAUNCH_BYTES_MAX = 4096 };
 
 typedef unsigned int (*memset_d8_fn)(unsigned long long, unsigned char, size_t, void *);
 typedef unsigned int (*copy_d2d_fn)(unsigned long long, unsigned long long, size_t, void *);
 typedef unsigned int (*copy_h2d_fn)(unsigned long long, const void *, size_t, void *);
 typedef unsigned int (*get_current_fn)(void **);
+typedef unsigned int (*launch_fn)(void *, unsigned int, unsigned int, unsigned int, unsigned int,
+                                  unsigned int, unsigned int, unsigned int, void *, void **,
+                                  void **);
 
 typedef struct {
     PyObject_HEAD
@@ -46,16 +54,25 @@ typedef struct {
     get_current_fn get_current;
     void *context;
     Py_ssize_t host_limit; /* SHAPE_COPY_H2D: the largest copy the driver never stages */
+    PyObject *note;        /* SHAPE_LAUNCH: called before the launch (a sim's call site), or None */
     int shape;
 } DirectCall;
 
-static PyObject *name_dead, *name_address;
+static PyObject *name_dead, *name_address, *name_blocks, *name_shared_ok, *name_c_layout,
+    *name_ptr_address;
 
 int direct_ready(void)
 {
     name_dead = PyUnicode_InternFromString("_dead");
     name_address = PyUnicode_InternFromString("address");
-    return name_dead != NULL && name_address != NULL ? 0 : -1;
+    name_blocks = PyUnicode_InternFromString("blocks");
+    name_shared_ok = PyUnicode_InternFromString("shared_ok");
+    name_c_layout = PyUnicode_InternFromString("c_layout");
+    name_ptr_address = PyUnicode_InternFromString("_address");
+    return name_dead && name_address && name_blocks && name_shared_ok && name_c_layout &&
+                   name_ptr_address
+               ? 0
+               : -1;
 }
 
 /* The driver (a new reference), or NULL without an error once it is gone. */
@@ -117,8 +134,138 @@ static int plain_case(DirectCall *self, PyObject *owner)
     return alive && self->get_current(&current) == 0 && current == self->context;
 }
 
+/* An int attribute of ``obj`` that fits 64 unsigned bits; *ok cleared otherwise. */
+static unsigned long long u64_attr(PyObject *obj, PyObject *attr, int *ok)
+{
+    PyObject *value = PyObject_GetAttr(obj, attr);
+    if (value == NULL) {
+        PyErr_Clear();
+        *ok = 0;
+        return 0;
+    }
+    unsigned long long v = as_u64(value, ok);
+    Py_DECREF(value);
+    return v;
+}
+
+/* Three unsigned ints from a 3-tuple of ints (a grid or a block). */
+static void dims(PyObject *tuple, unsigned int out[3], int *ok)
+{
+    if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != 3) {
+        *ok = 0;
+        return;
+    }
+    for (int i = 0; i < 3; i++) {
+        unsigned long long v = as_u64(PyTuple_GET_ITEM(tuple, i), ok);
+        if (v > 0xFFFFFFFFu)
+            *ok = 0;
+        out[i] = (unsigned int)v;
+    }
+}
+
+/* The block laid out for these arguments' types (a new reference), or NULL: none yet. */
+static PyObject *laid_out_block(PyObject *function, PyObject *const *items, Py_ssize_t n)
+{
+    PyObject *blocks = PyObject_GetAttr(function, name_blocks);
+    PyObject *signature = blocks && PyDict_Check(blocks) ? PyTuple_New(n) : NULL;
+    PyObject *block = NULL;
+    if (signature != NULL) {
+        for (Py_ssize_t i = 0; i < n; i++)
+            PyTuple_SET_ITEM(signature, i, Py_NewRef((PyObject *)Py_TYPE(items[i])));
+        block = PyDict_GetItemWithError(blocks, signature);
+        Py_XINCREF(block);
+    }
+    PyErr_Clear();
+    Py_XDECREF(signature);
+    Py_XDECREF(blocks);
+    if (block == Py_None)
+        Py_CLEAR(block);
+    return block;
+}
+
+/* Each argument's bytes at its offset: a DevicePtr's address, a numpy scalar's own bytes. */
+static void pack(PyObject *layout, PyObject *const *items, Py_ssize_t n, char *bytes,
+                 void **params, int *ok)
+{
+    const long long *l = (const long long *)PyBytes_AS_STRING(layout);
+    for (Py_ssize_t i = 0; i < n && *ok; i++) {
+        long long offset = l[1 + 2 * i], size = l[2 + 2 * i];
+        params[i] = bytes + offset;
+        if (size < 0) {
+            unsigned long long address = u64_attr(items[i], name_ptr_address, ok);
+            memcpy(bytes + offset, &address, sizeof address);
+            continue;
+        }
+        Py_buffer view;
+        if (PyObject_GetBuffer(items[i], &view, PyBUF_SIMPLE) < 0) {
+            PyErr_Clear();
+            *ok = 0;
+            return;
+        }
+        if (view.len == size)
+            memcpy(bytes + offset, view.buf, (size_t)size);
+        else
+            *ok = 0;
+        PyBuffer_Release(&view);
+    }
+}
+
+/* launch(function, config, args, stream): the arguments packed into a block on this
+ * stack (the driver copies them before it returns), so no lock is needed. */
+static unsigned int call_launch(DirectCall *self, PyObject *const *args, uintptr_t stream,
+                                int *ok)
+{
+    PyObject *function = args[0], *config = args[1], *kernel_args = args[2];
+    unsigned int grid[3], block_dims[3];
+    if (!PyTuple_Check(config) || PyTuple_GET_SIZE(config) != 3 ||
+        !(PyTuple_CheckExact(kernel_args) || PyList_CheckExact(kernel_args))) {
+        *ok = 0;
+        return 0;
+    }
+    dims(PyTuple_GET_ITEM(config, 0), grid, ok);
+    dims(PyTuple_GET_ITEM(config, 1), block_dims, ok);
+    unsigned long long shared = as_u64(PyTuple_GET_ITEM(config, 2), ok);
+    unsigned long long handle = u64_attr(function, name_address, ok);
+    /* More shared memory than the kernel was opted in for: the method opts in first. */
+    if (!*ok || handle == 0 || shared > u64_attr(function, name_shared_ok, ok))
+        return *ok = 0;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(kernel_args);
+    PyObject *const *items = PySequence_Fast_ITEMS(kernel_args);
+    PyObject *laid = n <= LAUNCH_PARAMS_MAX ? laid_out_block(function, items, n) : NULL;
+    PyObject *layout = laid ? PyObject_GetAttr(laid, name_c_layout) : NULL;
+    Py_XDECREF(laid);
+    PyErr_Clear();
+    if (layout == NULL || !PyBytes_Check(layout) ||
+        PyBytes_GET_SIZE(layout) != (Py_ssize_t)sizeof(long long) * (1 + 2 * n) ||
+        *(const long long *)PyBytes_AS_STRING(layout) > LAUNCH_BYTES_MAX) {
+        Py_XDECREF(layout);
+        return *ok = 0;
+    }
+    _Alignas(16) char bytes[LAUNCH_BYTES_MAX];
+    void *params[LAUNCH_PARAMS_MAX];
+    pack(layout, items, n, bytes, params, ok);
+    Py_DECREF(layout);
+    if (!*ok)
+        return 0;
+    if (self->note != Py_None) {
+        PyObject *noted = PyObject_CallNoArgs(self->note);
+        if (noted == NULL)
+            return *ok = -1;
+        Py_DECREF(noted);
+    }
+    unsigned int code;
+    Py_BEGIN_ALLOW_THREADS
+    code = ((launch_fn)self->function)((void *)(uintptr_t)handle, grid[0], grid[1], grid[2],
+                                       block_dims[0], block_dims[1], block_dims[2],
+                                       (unsigned int)shared, (void *)stream, params, NULL);
+    Py_END_ALLOW_THREADS
+    return code;
+}
+
 static unsigned int call_shape(DirectCall *self, PyObject *const *args, uintptr_t stream, int *ok)
 {
+    if (self->shape == SHAPE_LAUNCH)
+        return call_launch(self, args, stream, ok);
     void *s = (void *)stream;
     unsigned int code = 0;
     if (self->shape == SHAPE_COPY_H2D) {
@@ -164,7 +311,7 @@ static int direct_run(DirectCall *self, PyObject *const *args, Py_ssize_t nargs,
     if (plain_case(self, owner)) {
         int ok = 1;
         unsigned int code = call_shape(self, args, stream, &ok);
-        rc = !ok ? 0 : code != 0 ? failed(self, owner, code) : 1;
+        rc = ok < 0 ? -1 : !ok ? 0 : code != 0 ? failed(self, owner, code) : 1;
     }
     Py_DECREF(owner);
     return rc;
@@ -227,14 +374,14 @@ static PyObject *direct_vectorcall(PyObject *callable, PyObject *const *args, si
 static PyObject *direct_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *keywords[] = {"owner", "method", "fail", "shape", "function", "name",
-                               "get_current", "context", "host_limit", NULL};
-    PyObject *owner, *method, *fail, *name;
+                               "get_current", "context", "host_limit", "note", NULL};
+    PyObject *owner, *method, *fail, *name, *note;
     const char *shape;
     unsigned long long function, get_current, context;
     Py_ssize_t host_limit = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOsKUKKn:DirectCall", keywords, &owner,
-                                     &method, &fail, &shape, &function, &name, &get_current,
-                                     &context, &host_limit))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOsKUKKnO:DirectCall", keywords,
+                                     &owner, &method, &fail, &shape, &function, &name,
+                                     &get_current, &context, &host_limit, &note))
         return NULL;
     int which = -1;
     for (int i = 0; i < SHAPE_COUNT; i++) {
@@ -243,7 +390,7 @@ static PyObject *direct_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     }
     if (which < 0) {
         PyErr_Format(PyExc_ValueError, "DirectCall: no shape %s (memset_d8, memcpy_d2d, "
-                     "memcpy_h2d)", shape);
+                     "memcpy_h2d, launch)", shape);
         return NULL;
     }
     if (function == 0 || get_current == 0 || context == 0) {
@@ -251,8 +398,10 @@ static PyObject *direct_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
                         "must be non-null addresses");
         return NULL;
     }
-    if (!PyCallable_Check(method) || !PyCallable_Check(fail)) {
-        PyErr_SetString(PyExc_TypeError, "DirectCall: method and fail must be callable");
+    if (!PyCallable_Check(method) || !PyCallable_Check(fail) ||
+        (note != Py_None && !PyCallable_Check(note))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "DirectCall: method and fail must be callable, note callable or None");
         return NULL;
     }
     PyObject *ref = PyWeakref_NewRef(owner, NULL);
@@ -272,6 +421,7 @@ static PyObject *direct_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     self->get_current = (get_current_fn)(uintptr_t)get_current;
     self->context = (void *)(uintptr_t)context;
     self->host_limit = host_limit;
+    self->note = Py_NewRef(note);
     self->shape = which;
     return (PyObject *)self;
 }
@@ -281,6 +431,7 @@ static int direct_traverse(DirectCall *self, visitproc visit, void *arg)
     Py_VISIT(self->owner);
     Py_VISIT(self->method);
     Py_VISIT(self->fail);
+    Py_VISIT(self->note);
     return 0;
 }
 
@@ -290,6 +441,7 @@ static int direct_clear(DirectCall *self)
     Py_CLEAR(self->method);
     Py_CLEAR(self->fail);
     Py_CLEAR(self->name);
+    Py_CLEAR(self->note);
     return 0;
 }
 

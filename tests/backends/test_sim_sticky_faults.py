@@ -137,10 +137,13 @@ async def a_fault_after_other_launches_names_its_own_line(kind: str) -> None:
     buf = gpu.alloc(16)
     kern = gpu.kernel(gpu.builtin_module("vector_ops"), "scale_f32")
     args = [np.uint32(4), np.float32(2), buf]
+    # The first launch of a signature lays it out in Python; the later ones take the
+    # compiled launch where it is built, one frame shorter: each road walks once.
+    await gpu.launch(kern, 1, 256, args)
     await gpu.launch(kern, 1, 256, args)
     await gpu.launch(kern, 1, 256, args)
     jumps = _CALLERS[kind].jumps
-    assert jumps >= 1, "the second launch walked the stack again"
+    assert jumps >= 1, "the third launch walked the stack again"
     message, site = await _fault_then_download(gpu, 64)
     assert f"kernel scale_f32 (launched at {site})" in message, message
     assert _CALLERS[kind].jumps > jumps, "the faulting launch walked the stack again"

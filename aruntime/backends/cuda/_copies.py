@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ..._driver import Driver, DriverStream
-from ..._enqueue import direct_call
 from ..._exceptions import OutOfMemoryError
 from .._staging import DIRECT_PAGEABLE_H2D_MAX, chunks
 from ._base import _CudaBase, _current
@@ -19,42 +18,6 @@ from ._handles import _Stream
 
 
 class _CopyOps(_CudaBase):
-    def _install_direct_calls(self) -> None:
-        """Let the core's compiled enqueue make the plain memset and copies in C.
-
-        Each of ``memset_d8``, ``memcpy_d2d`` and ``memcpy_h2d`` becomes a
-        DirectCall (``aruntime/_enqueue.py``), an instance attribute over the
-        method: on a thread already in this context, on a live driver, a
-        memset, a device copy or a host copy small enough never to be staged
-        is one C call, made without Python.  Every other case runs the method
-        below, which the DirectCall calls.  Nothing is installed where the
-        compiled enqueue is off.
-        """
-        library = self._library
-        get_current = library.address("cuCtxGetCurrent")
-        context = int(self._ffi.cast("uintptr_t", self._ctx))
-        for method, symbol in (
-            ("memset_d8", "cuMemsetD8Async"),
-            ("memcpy_d2d", "cuMemcpyDtoDAsync_v2"),
-            ("memcpy_h2d", "cuMemcpyHtoDAsync_v2"),
-        ):
-            function = library.address(symbol)
-            if not (function and get_current and context):
-                continue
-            call = direct_call(
-                self,
-                getattr(_CopyOps, method),
-                _CudaBase._fail,
-                shape=method,
-                function=function,
-                name=symbol,
-                get_current=get_current,
-                context=context,
-                host_limit=DIRECT_PAGEABLE_H2D_MAX,
-            )
-            if call is not None:
-                vars(self)[method] = call
-
     # -- async copies ------------------------------------------------------------
     def memcpy_h2d(self, src: memoryview, dst: int, stream: DriverStream) -> None:
         """Enqueue a host-to-device copy (callers serialise enqueues per stream).

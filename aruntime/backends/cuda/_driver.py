@@ -51,7 +51,9 @@ from __future__ import annotations
 import logging
 import time
 
+from ..._enqueue import direct_call
 from ..._exceptions import ClosedResourceError, DeviceLostError
+from .._staging import DIRECT_PAGEABLE_H2D_MAX
 from ._base import _open_drivers
 from ._constants import _NOT_READY
 from ._copies import _CopyOps
@@ -77,6 +79,46 @@ class CudaDriver(_MemoryOps, _StreamOps, _CopyOps, _ModuleOps, _GraphOps):
         self._install_direct_calls()
         _live_drivers.add(self)
         _register_exit_hook()
+
+    def _install_direct_calls(self) -> None:
+        """Let the core's compiled enqueue make the plain memset, copies and launch in C.
+
+        Each of ``memset_d8``, ``memcpy_d2d``, ``memcpy_h2d`` and ``launch``
+        becomes a DirectCall (``aruntime/_enqueue.py``, ``ffi/core/direct.c``),
+        an instance attribute over the method.  On a live driver and a thread
+        already in this context, a memset, a device copy, a host copy small
+        enough never to be staged, or a launch whose argument types were laid
+        out before (``_params.ParamBlock``) and that needs no shared-memory
+        opt-in is one call of the C function handed over here, made without
+        Python.  Every other case runs the method, which the DirectCall
+        calls.  Nothing is installed where the compiled enqueue is off.
+        """
+        library = self._library
+        get_current = library.address("cuCtxGetCurrent")
+        context = int(self._ffi.cast("uintptr_t", self._ctx))
+        for method, symbol in (
+            ("memset_d8", "cuMemsetD8Async"),
+            ("memcpy_d2d", "cuMemcpyDtoDAsync_v2"),
+            ("memcpy_h2d", "cuMemcpyHtoDAsync_v2"),
+            ("launch", "cuLaunchKernel"),
+        ):
+            function = library.address(symbol)
+            if not (function and get_current and context):
+                continue
+            call = direct_call(
+                self,
+                getattr(CudaDriver, method),
+                CudaDriver._fail,
+                shape=method,
+                function=function,
+                name=symbol,
+                get_current=get_current,
+                context=context,
+                host_limit=DIRECT_PAGEABLE_H2D_MAX,
+                note=self._note_launch_site if method == "launch" else None,
+            )
+            if call is not None:
+                vars(self)[method] = call
 
     def close(self) -> None:
         with self._state_lock:

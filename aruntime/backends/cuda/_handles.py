@@ -33,10 +33,14 @@ class _Function:
     opt-in, never lowered).
     """
 
-    __slots__ = ("blocks", "handle", "name", "param_sizes", "shared_ok")
+    __slots__ = ("address", "blocks", "handle", "name", "param_sizes", "shared_ok")
 
-    def __init__(self, handle: CData, name: str, param_sizes: tuple[int, ...] | None) -> None:
+    def __init__(
+        self, handle: CData, address: int, name: str, param_sizes: tuple[int, ...] | None
+    ) -> None:
         self.handle = handle
+        #: The CUfunction as an int, for the core's direct launch.
+        self.address = address
         self.name = name
         self.param_sizes = param_sizes
         self.blocks: dict[tuple[type, ...], Any] = {}

@@ -73,7 +73,8 @@ class _ModuleOps(_CudaBase):
         if code == _errors.CUDA_ERROR_NOT_FOUND:
             raise InvalidArgumentError(f"kernel: the module has no kernel named {name!r}")
         self._check(code, "cuModuleGetFunction")
-        return DriverFunction(_Function(out[0], name, self._param_sizes(out[0])))
+        address = int(self._ffi.cast("uintptr_t", out[0]))
+        return DriverFunction(_Function(out[0], address, name, self._param_sizes(out[0])))
 
     def _param_sizes(self, handle: CData) -> tuple[int, ...] | None:
         """Each parameter's size from ``cuFuncGetParamInfo``; None where the driver lacks it.

@@ -63,7 +63,15 @@ def _code(arg: Any) -> str | None:
 class ParamBlock:
     """The parameter buffer and pointer array of one kernel for one argument signature."""
 
-    __slots__ = ("_buffer", "_keep", "_pack_into", "lock", "params", "pointer_slots")
+    __slots__ = (
+        "_buffer",
+        "_keep",
+        "_pack_into",
+        "c_layout",
+        "lock",
+        "params",
+        "pointer_slots",
+    )
 
     def __init__(self, ffi: Any, codes: Sequence[str], pointer_slots: tuple[int, ...]) -> None:
         layout = ["<"]
@@ -86,6 +94,18 @@ class ParamBlock:
         self._pack_into = struct.Struct("".join(layout)).pack_into
         self.params = params
         self.pointer_slots = pointer_slots
+        #: For the core's direct launch (ffi/core/direct.c), which packs into a
+        #: block of its own: the total size, then each parameter's offset and
+        #: size, as native int64s; a pointer's size is -8 (its DevicePtr's address).
+        sizes = [
+            -8 if i in pointer_slots else struct.calcsize("<" + code)
+            for i, code in enumerate(codes)
+        ]
+        self.c_layout = struct.pack(
+            f"={1 + 2 * len(codes)}q",
+            total,
+            *(v for pair in zip(offsets, sizes, strict=True) for v in pair),
+        )
         self.lock = threading.Lock()
 
     def pack(self, args: Sequence[Any]) -> None:

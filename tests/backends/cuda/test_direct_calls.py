@@ -23,15 +23,15 @@ import pytest
 
 import aruntime as ar
 from aruntime import _enqueue
-from aruntime._driver import DriverStream
+from aruntime._driver import DriverStream, LaunchConfig
 from aruntime.backends import cuda
 from aruntime.backends._staging import DIRECT_PAGEABLE_H2D_MAX
 from aruntime.backends.cuda import _base
 from aruntime.backends.cuda._copies import _CopyOps
 from aruntime.backends.cuda._driver import CudaDriver
+from aruntime.backends.cuda._params import ParamBlock
 
 ROOT = Path(__file__).resolve().parents[3]
-DIRECT = ("memset_d8", "memcpy_d2d", "memcpy_h2d")
 
 
 @pytest.fixture
@@ -248,6 +248,7 @@ def test_the_constructor_checks_what_it_is_given() -> None:
         get_current=1,
         context=1,
         host_limit=0,
+        note=None,
     )
     with pytest.raises(ValueError, match="no shape memset_d16"):
         module.DirectCall(**{**good, "shape": "memset_d16"})
@@ -255,6 +256,8 @@ def test_the_constructor_checks_what_it_is_given() -> None:
         module.DirectCall(**{**good, "function": 0})
     with pytest.raises(TypeError, match="callable"):
         module.DirectCall(**{**good, "fail": 3})
+    with pytest.raises(TypeError, match="note callable or None"):
+        module.DirectCall(**{**good, "note": 3})
     call = module.DirectCall(**good)
     del owner, good
     with pytest.raises(ReferenceError, match="f: its driver is gone"):
@@ -306,3 +309,160 @@ def test_abi_mode_calls_the_same_functions() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+# A kernel that stores each of its parameters, one of each width the packer writes.
+_MIX_PTX = b"""
+.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry mix(
+    .param .u8 p_a,
+    .param .u16 p_b,
+    .param .s64 p_c,
+    .param .f64 p_d,
+    .param .f32 p_e,
+    .param .u64 p_out
+)
+{
+    .reg .b16 %rs<3>;
+    .reg .f32 %f<2>;
+    .reg .b64 %rd<4>;
+    .reg .f64 %fd<2>;
+    ld.param.u8 %rs1, [p_a];
+    ld.param.u16 %rs2, [p_b];
+    ld.param.s64 %rd1, [p_c];
+    ld.param.f64 %fd1, [p_d];
+    ld.param.f32 %f1, [p_e];
+    ld.param.u64 %rd2, [p_out];
+    cvta.to.global.u64 %rd3, %rd2;
+    st.global.u8 [%rd3], %rs1;
+    st.global.u16 [%rd3+2], %rs2;
+    st.global.s64 [%rd3+8], %rd1;
+    st.global.f64 [%rd3+16], %fd1;
+    st.global.f32 [%rd3+24], %f1;
+    ret;
+}
+"""
+
+
+def _mix_args(i: int, out: object) -> list[Any]:
+    return [
+        np.uint8(200 + i),
+        np.uint16(60000 + i),
+        np.int64(-5 - i),
+        np.float64(2.5 * i),
+        np.float32(1.25 + i),
+        out,
+    ]
+
+
+def _stored(host: np.ndarray) -> tuple[int, int, int, float, float]:
+    return (
+        int(host[0]),
+        int(host[2:4].view(np.uint16)[0]),
+        int(host[8:16].view(np.int64)[0]),
+        float(host[16:24].view(np.float64)[0]),
+        float(host[24:28].view(np.float32)[0]),
+    )
+
+
+@pytest.fixture
+def mix(driver: CudaDriver) -> Iterator[tuple[Any, Any, int]]:
+    """The ``mix`` kernel's function, a stream and a 32-byte buffer."""
+    module = driver.module_load(_MIX_PTX)
+    stream = driver.stream_create(0)
+    out = driver.mem_alloc(32)
+    try:
+        yield driver.module_function(module, "mix"), stream, out
+    finally:
+        _sync(driver, stream)
+        driver.mem_free(out)
+        driver.stream_destroy(stream)
+        driver.module_unload(module)
+
+
+def test_a_launch_packs_each_argument_as_the_method_does(
+    driver: CudaDriver, mix: tuple[Any, Any, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once its signature is laid out, a launch is packed in C (the method's packer is
+    never reached), with fresh values every time."""
+    function, stream, out = mix
+    config = LaunchConfig((1, 1, 1), (1, 1, 1), 0)
+    ptr = ar.DevicePtr.__new__(ar.DevicePtr)  # what the core hands a driver: its own pointer
+    object.__setattr__(ptr, "_address", out)
+    CudaDriver.launch(driver, function, config, _mix_args(0, ptr), stream)  # lays it out
+    assert _stored(_download(driver, out, 32, stream)) == (200, 60000, -5, 0.0, 1.25)
+
+    def refuse(self: Any, args: Any) -> None:
+        raise AssertionError("the Python packer ran: the launch did not take the C road")
+
+    monkeypatch.setattr(ParamBlock, "pack", refuse)
+    for i in (1, 2):
+        driver.launch(function, config, _mix_args(i, ptr), stream)
+        assert _stored(_download(driver, out, 32, stream)) == (
+            200 + i,
+            60000 + i,
+            -5 - i,
+            2.5 * i,
+            1.25 + i,
+        )
+    # A new signature (an int8 where the uint8 was) is the method's to lay out first.
+    with pytest.raises(AssertionError, match="Python packer"):
+        args = _mix_args(3, ptr)
+        args[0] = np.int8(3)
+        driver.launch(function, config, args, stream)
+
+
+def test_a_launch_asking_for_shared_memory_goes_to_the_method(
+    driver: CudaDriver, mix: tuple[Any, Any, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More dynamic shared memory than the kernel was opted in for: the method opts in."""
+    function, stream, out = mix
+    ptr = ar.DevicePtr.__new__(ar.DevicePtr)
+    object.__setattr__(ptr, "_address", out)
+    CudaDriver.launch(
+        driver, function, LaunchConfig((1, 1, 1), (1, 1, 1), 0), _mix_args(0, ptr), stream
+    )
+    seen: list[int] = []
+    real = CudaDriver._opt_in_shared
+
+    def spy(self: Any, f: Any, nbytes: int) -> None:
+        seen.append(nbytes)
+        real(self, f, nbytes)
+
+    monkeypatch.setattr(CudaDriver, "_opt_in_shared", spy)
+    driver.launch(function, LaunchConfig((1, 1, 1), (1, 1, 1), 1024), _mix_args(1, ptr), stream)
+    assert seen == [1024]
+    assert _stored(_download(driver, out, 32, stream))[0] == 201
+
+
+def test_a_failed_launch_raises_what_the_method_raises(
+    driver: CudaDriver, mix: tuple[Any, Any, int]
+) -> None:
+    function, stream, out = mix
+    ptr = ar.DevicePtr.__new__(ar.DevicePtr)
+    object.__setattr__(ptr, "_address", out)
+    good = LaunchConfig((1, 1, 1), (1, 1, 1), 0)
+    CudaDriver.launch(driver, function, good, _mix_args(0, ptr), stream)
+    empty = LaunchConfig((0, 1, 1), (1, 1, 1), 0)  # the core never sends one: the sim refuses it
+    with pytest.raises(ar.DriverError) as direct:
+        driver.launch(function, empty, _mix_args(0, ptr), stream)
+    with pytest.raises(ar.DriverError) as method:
+        CudaDriver.launch(driver, function, empty, _mix_args(0, ptr), stream)
+    assert str(direct.value) == str(method.value)
+    assert direct.value.function == "cuLaunchKernel"
+
+
+async def test_launches_through_the_backend_store_every_value(anyio_backend: str) -> None:
+    """The user's road: the first launch of a signature and the compiled ones after it."""
+    if not _enqueue.enabled():
+        pytest.skip("the compiled enqueue is not built or is switched off")
+    async with ar.open_backend("cuda-sim") as gpu:
+        kernel = gpu.kernel(gpu.load_module("mix", _MIX_PTX), "mix")
+        out = gpu.alloc(32)
+        for i in range(4):
+            await gpu.launch(kernel, 1, 1, _mix_args(i, out))
+            host = await gpu.copy_d2h_async(out, np.zeros(32, np.uint8))
+            assert _stored(host) == (200 + i, 60000 + i, -5 - i, 2.5 * i, 1.25 + i)
+        gpu.free(out)
