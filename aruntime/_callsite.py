@@ -8,7 +8,15 @@ from pathlib import Path
 from sys import _getframe  # bound once: the walk runs on every sim launch
 from types import CodeType, FrameType
 
-__all__ = ["PACKAGE_DIR", "EntryCaller", "caller_site", "line_at", "user_frame", "warn_at"]
+__all__ = [
+    "KNOWN_FILES",
+    "PACKAGE_DIR",
+    "EntryCaller",
+    "caller_site",
+    "line_at",
+    "user_frame",
+    "warn_at",
+]
 
 #: Where aruntime's own modules are: a frame whose file is under it is the core's.
 PACKAGE_DIR = _PACKAGE_DIR = str(Path(__file__).resolve().parent)
@@ -25,6 +33,10 @@ _ROADS = 4
 # hashes its bytecode and constants again at every lookup (0.1-0.5 us each,
 # five or six frames a launch).
 _inside: dict[str, bool] = {}
+
+
+#: The same cache, read by the sims' compiled launch-site note (ffi/core/site.c).
+KNOWN_FILES = _inside
 
 
 def _is_inside(filename: str) -> bool:
@@ -79,6 +91,11 @@ class EntryCaller:
         self._entry: CodeType | None = None
         self._depths: list[int] = []  # the roads' depths, the latest found first
         self.jumps = 0  # calls that took the one-step road (tests hold the road to it)
+
+    @property
+    def entry(self) -> CodeType | None:
+        """The public method's code object, once a walk has found it."""
+        return self._entry
 
     def __call__(self) -> FrameType | None:
         for depth in self._depths:

@@ -39,7 +39,7 @@ from ._exceptions import DriverError
 from ._native import load_core_extension
 from ._op import Op
 
-__all__ = ["compiled_enqueuer", "direct_call", "enabled", "stream_lock"]
+__all__ = ["compiled_enqueuer", "direct_call", "enabled", "launch_site", "stream_lock"]
 
 _MODULE = "_aruntime_enqueue"
 _log = logging.getLogger("aruntime")
@@ -101,6 +101,23 @@ def stream_lock() -> Any:
     taken by the compiled enqueue without a Python call), else a threading.RLock."""
     module = _module()
     return threading.RLock() if module is None else module.StreamLock()
+
+
+def launch_site(
+    hook: Callable[[], None], *, inside: dict[str, bool], sites: dict[Any, Any], setter: int
+) -> Any:
+    """A sim's launch-site note made in C where its caches allow, else ``hook`` itself.
+
+    ``ffi/core/site.c`` says when: the caller of the public method (whose
+    code object is set on the note's ``entry`` by ``hook`` once found) is
+    in a file ``inside`` says is outside aruntime, and ``sites`` already
+    has the bytes of its instruction; ``setter`` is the address of the sim's
+    ``void (*)(const char *)``.  Every other note is ``hook()``.
+    """
+    module = _module()
+    if module is None:
+        return hook
+    return module.LaunchSite(entry=None, inside=inside, sites=sites, hook=hook, setter=setter)
 
 
 def compiled_enqueuer(

@@ -504,3 +504,84 @@ def test_streams_get_the_stream_lock_only_where_compiled(backend_name: str) -> N
         kinds.append(out.stdout.strip())
     expected_compiled = "StreamLock" if _enqueue.enabled() else "RLock"
     assert kinds == [expected_compiled, "RLock"]
+
+
+class _SiteProbe:
+    """A LaunchSite over a stand-in entry and caches, whose setter records what it is told."""
+
+    def __init__(self) -> None:
+        import cffi
+
+        self.ffi = cffi.FFI()
+        self.told: list[bytes] = []
+        self.hooked = 0
+        self._callback = self.ffi.callback("void(const char *)", self._set)
+        self.inside: dict[str, bool] = {}
+        self.sites: dict[Any, Any] = {}
+        self.note = _enqueue.launch_site(
+            self._hook,
+            inside=self.inside,
+            sites=self.sites,
+            setter=int(self.ffi.cast("uintptr_t", self._callback)),
+        )
+
+    def _set(self, site: Any) -> None:
+        self.told.append(self.ffi.string(site))
+
+    def _hook(self) -> None:
+        self.hooked += 1
+
+
+def _entry(note: Any, calls: list[tuple[Any, int]]) -> None:
+    """What a public method does: call into the core, which notes the launch."""
+    caller = sys._getframe(1)
+    calls.append((caller.f_code, caller.f_lasti))  # the key the hook's cache would use
+    note()
+
+
+def _user(note: Any, calls: list[tuple[Any, int]]) -> None:
+    """The user's launch, always from this one line."""
+    _entry(note, calls)
+
+
+def test_a_launch_site_note_uses_the_caches_or_the_hook() -> None:
+    if not _enqueue.enabled():
+        pytest.skip("the compiled enqueue is not built or is switched off")
+    probe = _SiteProbe()
+    note, calls = probe.note, []
+    _user(note, calls)
+    assert probe.hooked == 1 and probe.told == []  # no entry known yet: the hook
+    note.entry = _entry.__code__
+    _user(note, calls)
+    assert probe.hooked == 2  # the caller's file is not known to be outside aruntime
+    code, lasti = calls[-1]
+    probe.inside[code.co_filename] = False
+    _user(note, calls)
+    assert probe.hooked == 3  # its line is not cached yet
+    probe.sites[(id(code), lasti)] = (code, b"user.py:7")  # what the hook caches
+    _user(note, calls)
+    assert probe.told == [b"user.py:7"] and probe.hooked == 3 and note.taken == 1
+    probe.inside[code.co_filename] = True  # a caller inside aruntime: the hook finds the user
+    _user(note, calls)
+    assert probe.hooked == 4 and note.taken == 1
+    probe.inside[code.co_filename] = False
+    probe.sites[(id(code), lasti)] = (_entry.__code__, b"stale.py:1")  # an id reused
+    _user(note, calls)
+    assert probe.hooked == 5 and note.taken == 1 and probe.told == [b"user.py:7"]
+    assert {c for c in calls} == {(code, lasti)}  # every call came from the same instruction
+
+
+def test_a_launch_site_note_checks_what_it_is_given() -> None:
+    module = _enqueue._module()
+    if module is None:
+        pytest.skip("the compiled enqueue is not built or is switched off")
+    good: dict[str, Any] = dict(entry=None, inside={}, sites={}, hook=print, setter=1)
+    with pytest.raises(TypeError, match="code object or None"):
+        module.LaunchSite(**{**good, "entry": 3})
+    with pytest.raises(TypeError, match="non-null"):
+        module.LaunchSite(**{**good, "setter": 0})
+    note = module.LaunchSite(**good)
+    with pytest.raises(TypeError, match="code object or None"):
+        note.entry = "launch"
+    with pytest.raises(TypeError, match="no arguments"):
+        note(1)

@@ -19,17 +19,19 @@ import ctypes
 import os
 from collections.abc import Callable, Sequence
 from types import CodeType, FrameType
-from typing import Any
+from typing import Any, cast
 
 import cffi
 
-from .._callsite import EntryCaller
+from .._callsite import KNOWN_FILES, EntryCaller
+from .._enqueue import launch_site
 from .._exceptions import AruntimeError, StoreHazardError
 from .._native import native_library_looked_up, native_library_path
 
 __all__ = [
     "fault_report",
     "launch_site_hook",
+    "one_step_notes",
     "readonly_error",
     "readonly_hook",
     "recover_lost_sim",
@@ -53,6 +55,8 @@ _UNKNOWN = b"<unknown>:0"
 # backends (the road to the hook is the same), kept for the tests to ask
 # whether launches take the one-step road.
 _CALLERS: dict[str, EntryCaller] = {}
+# Each sim's latest note, compiled or not (one_step_notes reads its count).
+_NOTES: dict[str, object] = {}
 
 
 def _site_bytes(frame: FrameType | None) -> bytes:
@@ -116,8 +120,23 @@ def launch_site_hook(backend: str) -> Callable[[], None] | None:
                 setter(known[1])
                 return
         setter(_site_bytes(frame))
+        if compiled is not note_launch_site and compiled.entry is None:
+            compiled.entry = find.entry  # from now on the compiled note can find it too
 
-    return note_launch_site
+    # In C where the caches above already know the launch's line (ffi/core/site.c).
+    compiled = launch_site(
+        note_launch_site, inside=KNOWN_FILES, sites=by_instruction, setter=address or 0
+    )
+    _NOTES[backend] = compiled
+    return cast("Callable[[], None]", compiled)
+
+
+def one_step_notes(backend: str) -> int:
+    """How many of ``backend``'s launch-site notes took one step (a jump, or the compiled
+    note's cache hit) rather than a walk up the stack: the tests hold the road to it."""
+    caller = _CALLERS.get(backend)
+    compiled = _NOTES.get(backend)
+    return (caller.jumps if caller else 0) + int(getattr(compiled, "taken", 0))
 
 
 def readonly_hook(backend: str) -> Callable[[Sequence[tuple[int, int]]], None] | None:

@@ -21,6 +21,7 @@
  * around the call, as cffi does: a full queue can block the driver.
  */
 #include "direct.h"
+#include "site.h"
 
 #include <structmember.h>
 
@@ -248,10 +249,15 @@ static unsigned int call_launch(DirectCall *self, PyObject *const *args, uintptr
     if (!*ok)
         return 0;
     if (self->note != Py_None) {
-        PyObject *noted = PyObject_CallNoArgs(self->note);
-        if (noted == NULL)
-            return *ok = -1;
-        Py_DECREF(noted);
+        if (Py_IS_TYPE(self->note, &LaunchSiteType)) {
+            if (launch_site_note(self->note) < 0)
+                return *ok = -1;
+        } else {
+            PyObject *noted = PyObject_CallNoArgs(self->note);
+            if (noted == NULL)
+                return *ok = -1;
+            Py_DECREF(noted);
+        }
     }
     unsigned int code;
     Py_BEGIN_ALLOW_THREADS

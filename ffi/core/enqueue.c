@@ -30,6 +30,7 @@
 
 #include "direct.h"
 #include "lock.h"
+#include "site.h"
 
 /* The Completion slots this file writes, in the order of COMPLETION_SLOTS. */
 enum {
@@ -844,14 +845,16 @@ static int intern_names(void)
 PyMODINIT_FUNC PyInit__aruntime_enqueue(void)
 {
     if (intern_names() < 0 || direct_ready() < 0 || PyType_Ready(&EnqueuerType) < 0 ||
-        PyType_Ready(&DirectCallType) < 0 || PyType_Ready(&StreamLockType) < 0)
+        PyType_Ready(&DirectCallType) < 0 || PyType_Ready(&StreamLockType) < 0 ||
+        PyType_Ready(&LaunchSiteType) < 0)
         return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL)
         return NULL;
     if (PyModule_AddObjectRef(module, "Enqueuer", (PyObject *)&EnqueuerType) < 0 ||
         PyModule_AddObjectRef(module, "DirectCall", (PyObject *)&DirectCallType) < 0 ||
-        PyModule_AddObjectRef(module, "StreamLock", (PyObject *)&StreamLockType) < 0) {
+        PyModule_AddObjectRef(module, "StreamLock", (PyObject *)&StreamLockType) < 0 ||
+        PyModule_AddObjectRef(module, "LaunchSite", (PyObject *)&LaunchSiteType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

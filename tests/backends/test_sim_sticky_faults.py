@@ -131,7 +131,7 @@ async def injected_loss_behaves_the_same(kind: str) -> None:
 async def a_fault_after_other_launches_names_its_own_line(kind: str) -> None:
     """Launches after the first find the user's frame in one step (EntryCaller), and a
     fault still names its own launch's line, not an earlier one's."""
-    from aruntime.backends._sim_faults import _CALLERS
+    from aruntime.backends._sim_faults import one_step_notes
 
     gpu = ar.open_backend(kind)
     buf = gpu.alloc(16)
@@ -142,11 +142,11 @@ async def a_fault_after_other_launches_names_its_own_line(kind: str) -> None:
     await gpu.launch(kern, 1, 256, args)
     await gpu.launch(kern, 1, 256, args)
     await gpu.launch(kern, 1, 256, args)
-    jumps = _CALLERS[kind].jumps
+    jumps = one_step_notes(kind)
     assert jumps >= 1, "the third launch walked the stack again"
     message, site = await _fault_then_download(gpu, 64)
     assert f"kernel scale_f32 (launched at {site})" in message, message
-    assert _CALLERS[kind].jumps > jumps, "the faulting launch walked the stack again"
+    assert one_step_notes(kind) > jumps, "the faulting launch walked the stack again"
     _close_lost(gpu)
     _recover(kind)
 
