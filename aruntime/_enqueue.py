@@ -33,13 +33,23 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
+import numpy as np
+
 from . import _sites
 from ._completion import _PENDING, Completion, next_seq
 from ._exceptions import DriverError
+from ._memory import HostBuffer
 from ._native import load_core_extension
 from ._op import Op
 
-__all__ = ["compiled_enqueuer", "direct_call", "enabled", "launch_site", "stream_lock"]
+__all__ = [
+    "compiled_enqueuer",
+    "direct_call",
+    "enabled",
+    "host_viewer",
+    "launch_site",
+    "stream_lock",
+]
 
 _MODULE = "_aruntime_enqueue"
 _log = logging.getLogger("aruntime")
@@ -101,6 +111,29 @@ def stream_lock() -> Any:
     taken by the compiled enqueue without a Python call), else a threading.RLock."""
     module = _module()
     return threading.RLock() if module is None else module.StreamLock()
+
+
+def _no_view(obj: object, writable: bool) -> None:
+    return None
+
+
+def host_viewer() -> Callable[[object, bool], memoryview | None]:
+    """``host_view(obj, writable)``: the common case of ``_validate.as_host_view`` in C.
+
+    A flat unsigned-byte view of a numpy array, bytearray, bytes or
+    memoryview, or of a pinned HostBuffer that is not freed, when the view
+    is already flat bytes (and writable where asked); None for everything
+    else, which ``as_host_view`` checks and words.  Without the extension,
+    always None.
+    """
+    module = _module()
+    if module is None:
+        return _no_view
+    module.configure_host_view(
+        (np.ndarray, bytearray, bytes, memoryview), HostBuffer, "_record", "freed"
+    )
+    viewer: Callable[[object, bool], memoryview | None] = module.host_view
+    return viewer
 
 
 def launch_site(

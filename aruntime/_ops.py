@@ -17,7 +17,7 @@ frees and guard bands (``_alloc``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ import numpy as np
 from ._array import DeviceMem
 from ._completion import Completion
 from ._driver import DeviceLimits, Driver, LaunchConfig
+from ._enqueue import host_viewer
 from ._exceptions import InvalidArgumentError
 from ._handles import Kernel, Stream
 from ._ledger import Ledger
@@ -115,6 +116,13 @@ class Ops:
         self._peers = peers
         #: Checked launch geometries by (grid, block), for int ones without shared memory.
         self._configs: dict[tuple[int, int], LaunchConfig] = {}
+        #: A host copy's common case, in C where built (None: as_host_view decides);
+        #: looked up at the first copy, as a stream's compiled enqueue is.
+        self._host_view: Callable[[object, bool], memoryview | None] = self._first_host_view
+
+    def _first_host_view(self, obj: object, writable: bool) -> memoryview | None:
+        self._host_view = host_viewer()
+        return self._host_view(obj, writable)
 
     def copy_h2d_async(self, src: Any, dst: DeviceMem, stream: Stream | None) -> Completion:
         fn = "copy_h2d_async"
@@ -122,7 +130,7 @@ class Ops:
         if state.closed:
             state.check_open(fn)
         dst = dst if type(dst) is DevicePtr else device_operand(dst, fn, "dst", src)
-        view = as_host_view(src, fn, writable=False)
+        view = self._host_view(src, False) or as_host_view(src, fn, writable=False)
         n = view.nbytes
         entry = self._ledger.check_range(dst, n, fn, "dst")
         # The common case without a call: one of this backend's open streams.
@@ -142,7 +150,7 @@ class Ops:
         if state.closed:
             state.check_open(fn)
         src = src if type(src) is DevicePtr else device_operand(src, fn, "src", dst)
-        view = as_host_view(dst, fn, writable=True)
+        view = self._host_view(dst, True) or as_host_view(dst, fn, writable=True)
         n = view.nbytes
         entry = self._ledger.check_range(src, n, fn, "src")
         # The common case without a call: one of this backend's open streams.

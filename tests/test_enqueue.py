@@ -585,3 +585,54 @@ def test_a_launch_site_note_checks_what_it_is_given() -> None:
         note.entry = "launch"
     with pytest.raises(TypeError, match="no arguments"):
         note(1)
+
+
+def test_host_view_takes_only_the_plain_case_and_matches_as_host_view(gpu: ar.Backend) -> None:
+    """Its view is as_host_view's, byte for byte; None wherever as_host_view must look."""
+    from aruntime._validate import as_host_view
+
+    view_of = _enqueue.host_viewer()
+    if not _enqueue.enabled():
+        assert view_of(bytearray(4), False) is None
+        return
+    pinned = gpu.alloc_host_pinned(64)
+    pinned[:] = np.arange(64, dtype=np.uint8)
+    taken = {
+        "uint8 array": (np.arange(16, dtype=np.uint8), True),
+        "bytearray": (bytearray(b"abcd"), True),
+        "bytes, read": (b"abcd", False),
+        "memoryview": (memoryview(bytearray(8)), True),
+        "pinned": (pinned, True),
+    }
+    for what, (obj, writable) in taken.items():
+        view = view_of(obj, writable)
+        assert view is not None, what
+        expected = as_host_view(obj, "test", writable=writable)
+        assert view.tobytes() == expected.tobytes() and view.obj is expected.obj, what
+        assert view.format == "B" and view.ndim == 1, what
+    left = {
+        "float32 array (a cast)": (np.ones(4, np.float32), False),
+        "2-D array": (np.zeros((2, 2), np.uint8), False),
+        "strided array": (np.zeros(8, np.uint8)[::2], False),
+        "bytes, written": (b"abcd", True),
+        "a list": ([1, 2], False),
+        "a DevicePtr": (gpu.alloc(8), False),
+    }
+    for what, (obj, writable) in left.items():
+        assert view_of(obj, writable) is None, what
+    gpu.free(left["a DevicePtr"][0])
+    gpu.free_host_pinned(pinned)
+    assert view_of(pinned, False) is None  # freed: as_host_view says so
+    with pytest.raises(ar.InvalidArgumentError, match="freed"):
+        as_host_view(pinned, "copy_h2d_async", writable=False)
+
+
+def test_a_copy_of_a_freed_pinned_buffer_is_refused(gpu: ar.Backend) -> None:
+    pinned = gpu.alloc_host_pinned(16)
+    ptr = gpu.alloc(16)
+    gpu.free_host_pinned(pinned)
+    with pytest.raises(ar.InvalidArgumentError, match="copy_h2d_async: the HostBuffer was freed"):
+        gpu.copy_h2d_async(pinned, ptr)
+    with pytest.raises(ar.InvalidArgumentError, match="copy_d2h_async: the HostBuffer was freed"):
+        gpu.copy_d2h_async(ptr, pinned)
+    gpu.free(ptr)

@@ -23,8 +23,14 @@ def _extension() -> list[NativeLibrary]:
     return [
         NativeLibrary(
             filename=f"{MODULE}{suffix}",
-            sources=("core/enqueue.c", "core/direct.c", "core/lock.c", "core/site.c"),
-            depends=("core/direct.h", "core/lock.h", "core/site.h"),
+            sources=(
+                "core/enqueue.c",
+                "core/direct.c",
+                "core/hostview.c",
+                "core/lock.c",
+                "core/site.c",
+            ),
+            depends=("core/direct.h", "core/hostview.h", "core/lock.h", "core/site.h"),
             cflags=(f"-I{include}", "-fvisibility=hidden", "-Wno-missing-field-initializers"),
         )
     ]

@@ -1,0 +1,95 @@
+/* host_view: a copy's host buffer as a flat byte view, for the common case.
+ *
+ * Every host copy needs a memoryview of the user's buffer (the core keeps
+ * it until the copy is done), checked flat, C-contiguous, raw bytes and
+ * writable where the copy writes.  ``_validate.as_host_view`` does that in
+ * Python, and its attribute reads and a pinned buffer's ``freed`` property
+ * cost more than the copy's driver call.  This is its common case only:
+ * an object of one of the plain buffer types, or a pinned HostBuffer that
+ * is not freed, whose view is already flat unsigned bytes.  Anything else
+ * (another type, a freed buffer, a cast, an error) returns None, and
+ * as_host_view decides and words the error.
+ */
+#include "hostview.h"
+
+#include <string.h>
+
+static struct {
+    PyObject *plain;  /* a tuple of the exact types that need no check */
+    PyObject *pinned; /* HostBuffer */
+    PyObject *record; /* "_record": a HostBuffer's record, None for ordinary memory */
+    PyObject *freed;  /* "freed": the record's flag */
+} config;
+
+PyObject *configure_host_view(PyObject *module, PyObject *args)
+{
+    PyObject *plain, *pinned, *record, *freed;
+    if (!PyArg_ParseTuple(args, "O!O!UU:configure_host_view", &PyTuple_Type, &plain,
+                          &PyType_Type, &pinned, &record, &freed))
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(plain); i++) {
+        if (!PyType_Check(PyTuple_GET_ITEM(plain, i))) {
+            PyErr_SetString(PyExc_TypeError, "configure_host_view: plain must hold types");
+            return NULL;
+        }
+    }
+    Py_XSETREF(config.plain, Py_NewRef(plain));
+    Py_XSETREF(config.pinned, Py_NewRef(pinned));
+    Py_XSETREF(config.record, Py_NewRef(record));
+    Py_XSETREF(config.freed, Py_NewRef(freed));
+    Py_RETURN_NONE;
+}
+
+/* 1: a live HostBuffer or a plain type; 0: as_host_view must look (-1 never). */
+static int plain_or_live(PyObject *obj)
+{
+    PyTypeObject *type = Py_TYPE(obj);
+    if ((PyObject *)type == config.pinned) {
+        PyObject *record = PyObject_GetAttr(obj, config.record);
+        int live = 0;
+        if (record == Py_None) {
+            live = 1;
+        } else if (record != NULL) {
+            PyObject *freed = PyObject_GetAttr(record, config.freed);
+            live = freed == Py_False;
+            Py_XDECREF(freed);
+        }
+        Py_XDECREF(record);
+        PyErr_Clear();
+        return live;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(config.plain); i++) {
+        if ((PyObject *)type == PyTuple_GET_ITEM(config.plain, i))
+            return 1;
+    }
+    return 0;
+}
+
+/* host_view(obj, writable): a flat unsigned-byte view of ``obj``, or None. */
+PyObject *host_view(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "host_view takes 2 arguments, got %zd", nargs);
+        return NULL;
+    }
+    int writable = PyObject_IsTrue(args[1]);
+    if (writable < 0)
+        return NULL;
+    if (config.plain == NULL || !plain_or_live(args[0]))
+        Py_RETURN_NONE;
+    PyObject *view = PyMemoryView_FromObject(args[0]);
+    if (view == NULL) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Py_buffer *b = PyMemoryView_GET_BUFFER(view);
+    if ((b->format == NULL || strcmp(b->format, "B") == 0) && b->ndim == 1 &&
+        PyBuffer_IsContiguous(b, 'C') && !(writable && b->readonly))
+        return view;
+    /* Released now, not whenever it is collected: as_host_view makes its own. */
+    PyObject *released = PyObject_CallMethod(view, "release", NULL);
+    Py_XDECREF(released);
+    PyErr_Clear();
+    Py_DECREF(view);
+    Py_RETURN_NONE;
+}

@@ -1,0 +1,11 @@
+/* The common case of a copy's host buffer, checked in C (hostview.c). */
+#ifndef AR_HOSTVIEW_H
+#define AR_HOSTVIEW_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+PyObject *host_view(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+PyObject *configure_host_view(PyObject *module, PyObject *args);
+
+#endif
