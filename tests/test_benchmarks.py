@@ -11,6 +11,7 @@ import anyio
 import pytest
 
 import aruntime as ar
+from aruntime import _enqueue
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "bench_backends.py"
@@ -167,6 +168,13 @@ _CALL_BUDGET = {
     "cuda-sim": {"launch": 16, "4 KiB H2D copy": 13, "64 B memset": 11},
     "levelzero-sim": {"launch": 51, "4 KiB H2D copy": 36, "64 B memset": 26},
 }
+#: Where the compiled enqueue is built, cuda-sim's ops make their driver call
+#: from C (DirectCall) and a sim's launch site is noted in C: three Python
+#: calls each (the Backend method, the front end, the ledger's check); an occasional
+#: marker's call is what the half allows.
+_COMPILED_BUDGET: dict[str, dict[str, float]] = {
+    "cuda-sim": {"launch": 3.5, "4 KiB H2D copy": 3.5, "64 B memset": 3.5}
+}
 
 
 @pytest.mark.parametrize("backend", sorted(_CALL_BUDGET))
@@ -180,12 +188,11 @@ def test_each_op_stays_within_its_call_budget(backend: str) -> None:
         counts = anyio.run(bench_op_calls._measure, backend, 50)
     except ar.BackendUnavailableError as exc:
         pytest.skip(f"{backend} unavailable: {exc}")
-    over = {
-        op: round(counts[op][0], 1)
-        for op, most in _CALL_BUDGET[backend].items()
-        if counts[op][0] > most
-    }
-    assert not over, f"{backend}: Python calls per op over budget {_CALL_BUDGET[backend]}: {over}"
+    budget: dict[str, float] = dict(_CALL_BUDGET[backend])
+    if _enqueue.enabled():
+        budget = _COMPILED_BUDGET.get(backend, budget)
+    over = {op: round(counts[op][0], 1) for op, most in budget.items() if counts[op][0] > most}
+    assert not over, f"{backend}: Python calls per op over budget {budget}: {over}"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sims run on Linux only")
