@@ -38,7 +38,7 @@ import numpy as np
 from . import _sites
 from ._completion import _PENDING, Completion, next_seq
 from ._exceptions import DriverError
-from ._memory import HostBuffer
+from ._memory import DevicePtr, HostBuffer
 from ._native import load_core_extension
 from ._op import Op
 
@@ -48,6 +48,7 @@ __all__ = [
     "enabled",
     "host_viewer",
     "launch_site",
+    "range_checker",
     "stream_lock",
 ]
 
@@ -134,6 +135,27 @@ def host_viewer() -> Callable[[object, bool], memoryview | None]:
     )
     viewer: Callable[[object, bool], memoryview | None] = module.host_view
     return viewer
+
+
+def _no_entry(ptr: object, nbytes: int) -> None:
+    return None
+
+
+def range_checker(owner: object, entries: dict[int, Any]) -> Callable[[object, int], Any]:
+    """``check(ptr, nbytes)``: the common case of ``Ledger.check_range`` in C.
+
+    The entry in ``entries`` (a ledger's own dict, by allocation id) of a
+    DevicePtr of ``owner`` whose view holds ``nbytes``; None for anything
+    else, which ``check_range`` checks and words.  Without the extension,
+    always None.
+    """
+    module = _module()
+    if module is None:
+        return _no_entry
+    check: Callable[[object, int], Any] = module.RangeCheck(
+        owner=owner, entries=entries, pointer=DevicePtr
+    )
+    return check
 
 
 def launch_site(

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from ._callsite import caller_site
+from ._enqueue import range_checker
 from ._exceptions import ClosedResourceError, InvalidArgumentError
 from ._memory import Allocation, DevicePtr, HostBuffer
 from ._peer import describe_device
@@ -169,8 +170,17 @@ class Ledger:
         self._backend = backend
         self._lock = threading.Lock()
         self._entries: dict[int, Entry] = {}
+        #: ``in_range(ptr, nbytes)``: the entry of a live pointer of this backend whose
+        #: view holds ``nbytes``, else None (then :meth:`check_range` decides and says
+        #: why).  One C call where the core's extension is built, found at first use.
+        self.in_range: Callable[[object, int], Entry | None] = self._first_in_range
         self.low_pattern = DEFAULT_LOW_PATTERN
         self.high_pattern = DEFAULT_HIGH_PATTERN
+
+    def _first_in_range(self, ptr: object, nbytes: int) -> Entry | None:
+        self.in_range = range_checker(self._backend, self._entries)
+        found: Entry | None = self.in_range(ptr, nbytes)
+        return found
 
     def add(self, entry: Entry) -> None:
         with self._lock:

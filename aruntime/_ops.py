@@ -132,7 +132,7 @@ class Ops:
         dst = dst if type(dst) is DevicePtr else device_operand(dst, fn, "dst", src)
         view = self._host_view(src, False) or as_host_view(src, fn, writable=False)
         n = view.nbytes
-        entry = self._ledger.check_range(dst, n, fn, "dst")
+        entry = self._ledger.in_range(dst, n) or self._ledger.check_range(dst, n, fn, "dst")
         # The common case without a call: one of this backend's open streams.
         st = (
             stream
@@ -152,7 +152,7 @@ class Ops:
         src = src if type(src) is DevicePtr else device_operand(src, fn, "src", dst)
         view = self._host_view(dst, True) or as_host_view(dst, fn, writable=True)
         n = view.nbytes
-        entry = self._ledger.check_range(src, n, fn, "src")
+        entry = self._ledger.in_range(src, n) or self._ledger.check_range(src, n, fn, "src")
         # The common case without a call: one of this backend's open streams.
         st = (
             stream
@@ -237,7 +237,7 @@ class Ops:
             else check_count(nbytes, fn, "nbytes")
         )
         ptr = ptr if type(ptr) is DevicePtr else device_operand(ptr, fn, "ptr")
-        entry = self._ledger.check_range(ptr, n, fn)
+        entry = self._ledger.in_range(ptr, n) or self._ledger.check_range(ptr, n, fn)
         # The common case without a call: one of this backend's open streams.
         st = (
             stream
@@ -313,10 +313,11 @@ class Ops:
                 kernel.signatures[signature] = pointers
         else:
             checked = tuple(args)  # the types were checked at this signature's first launch
-        check = self._ledger.check_range
+        in_range, check = self._ledger.in_range, self._ledger.check_range
         entries = []  # a loop, not a comprehension: that would be a call of its own (3.11)
         for i in pointers:
-            entries.append(check(checked[i], 0, fn, _ARG_NAMES[i]))
+            ptr = checked[i]
+            entries.append(in_range(ptr, 0) or check(ptr, 0, fn, _ARG_NAMES[i]))
         call_args = (kernel.handle, config, checked)
         if reads is None and writes is None:
             # Every pointer, read and written: the race checker finds them when asked.

@@ -249,3 +249,51 @@ def test_ledger_does_not_grow_with_frees(mock_backend: ar.Backend) -> None:
     finally:
         tracemalloc.stop()
     assert grown < 3000 * 16, grown  # no per-free bookkeeping left behind
+
+
+def test_in_range_is_check_ranges_common_case(mock_backend: ar.Backend) -> None:
+    """The entry exactly where check_range passes with it; None wherever check_range
+    must look (and then raises, naming why)."""
+    gpu = mock_backend
+    ledger = gpu._state.ledger
+    ptr = gpu.alloc(64)
+    entry = ledger.check_range(ptr, 64, "test")
+    assert ledger.in_range(ptr, 64) is entry
+    assert ledger.in_range(ptr, 0) is entry
+    assert ledger.in_range(ptr[16:32], 16) is entry  # a view, within its bytes
+    with ar.open_backend("mock") as other:
+        theirs = other.alloc(64)
+        refused: dict[str, tuple[object, object]] = {
+            "past the view": (ptr[16:32], 17),
+            "past the allocation": (ptr, 65),
+            "another backend's": (theirs, 8),
+            "not a pointer": (int(ptr), 8),
+            "a bool count": (ptr, True),
+        }
+        for what, (operand, nbytes) in refused.items():
+            assert ledger.in_range(operand, nbytes) is None, what
+            if what != "a bool count":  # check_range itself takes any int
+                with pytest.raises((ar.InvalidArgumentError, TypeError)):
+                    ledger.check_range(operand, nbytes, "test")
+        other.free(theirs)
+    gpu.free(ptr)
+    assert ledger.in_range(ptr, 8) is None  # freed
+    with pytest.raises(ar.InvalidArgumentError, match="freed"):
+        ledger.check_range(ptr, 8, "test")
+
+
+def test_a_range_check_needs_the_pointers_slots() -> None:
+    from aruntime import _enqueue
+
+    module = _enqueue._module()
+    if module is None:
+        pytest.skip("the compiled enqueue is not built or is switched off")
+
+    class Loose:
+        pass
+
+    with pytest.raises(TypeError, match=r"Loose\._backend is not a slot"):
+        module.RangeCheck(owner=None, entries={}, pointer=Loose)
+    check = module.RangeCheck(owner=None, entries={}, pointer=ar.DevicePtr)
+    with pytest.raises(TypeError, match=r"\(ptr, nbytes\)"):
+        check(1)

@@ -31,6 +31,7 @@
 #include "direct.h"
 #include "hostview.h"
 #include "lock.h"
+#include "ranges.h"
 #include "site.h"
 
 /* The Completion slots this file writes, in the order of COMPLETION_SLOTS. */
@@ -851,7 +852,7 @@ PyMODINIT_FUNC PyInit__aruntime_enqueue(void)
 {
     if (intern_names() < 0 || direct_ready() < 0 || PyType_Ready(&EnqueuerType) < 0 ||
         PyType_Ready(&DirectCallType) < 0 || PyType_Ready(&StreamLockType) < 0 ||
-        PyType_Ready(&LaunchSiteType) < 0)
+        PyType_Ready(&LaunchSiteType) < 0 || PyType_Ready(&RangeCheckType) < 0)
         return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL)
@@ -859,7 +860,8 @@ PyMODINIT_FUNC PyInit__aruntime_enqueue(void)
     if (PyModule_AddObjectRef(module, "Enqueuer", (PyObject *)&EnqueuerType) < 0 ||
         PyModule_AddObjectRef(module, "DirectCall", (PyObject *)&DirectCallType) < 0 ||
         PyModule_AddObjectRef(module, "StreamLock", (PyObject *)&StreamLockType) < 0 ||
-        PyModule_AddObjectRef(module, "LaunchSite", (PyObject *)&LaunchSiteType) < 0) {
+        PyModule_AddObjectRef(module, "LaunchSite", (PyObject *)&LaunchSiteType) < 0 ||
+        PyModule_AddObjectRef(module, "RangeCheck", (PyObject *)&RangeCheckType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -28,9 +28,16 @@ def _extension() -> list[NativeLibrary]:
                 "core/direct.c",
                 "core/hostview.c",
                 "core/lock.c",
+                "core/ranges.c",
                 "core/site.c",
             ),
-            depends=("core/direct.h", "core/hostview.h", "core/lock.h", "core/site.h"),
+            depends=(
+                "core/direct.h",
+                "core/hostview.h",
+                "core/lock.h",
+                "core/ranges.h",
+                "core/site.h",
+            ),
             cflags=(f"-I{include}", "-fvisibility=hidden", "-Wno-missing-field-initializers"),
         )
     ]

@@ -1,0 +1,140 @@
+/* RangeCheck: ``Ledger.check_range``'s common case, as one C call.
+ *
+ * Every copy, memset and launch checks each device operand: a DevicePtr of
+ * this backend, still live in the ledger, whose view holds the bytes the
+ * op touches.  In Python that is a frame of its own per operand, more than
+ * the check.  A RangeCheck is one ledger's: called with a pointer and a
+ * byte count, it returns the allocation's entry when all of that holds,
+ * and None otherwise, so that ``check_range`` decides and words the error.
+ * It reads the pointer's slots in place (their offsets found once) and the
+ * ledger's own dict of entries, which the ledger never replaces.
+ */
+#include "ranges.h"
+
+#include <stddef.h>
+#include <structmember.h>
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *owner;   /* the backend (compared by identity, never called) */
+    PyObject *entries; /* alloc_id -> Entry: the ledger's own dict */
+    PyTypeObject *pointer;
+    Py_ssize_t backend_at, alloc_id_at, nbytes_at; /* the pointer's slots */
+} RangeCheck;
+
+static PyObject *slot_value(PyObject *obj, Py_ssize_t offset)
+{
+    return *(PyObject **)((char *)obj + offset);
+}
+
+/* check(ptr, nbytes): the entry, or None. */
+static PyObject *range_check(PyObject *callable, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames)
+{
+    RangeCheck *self = (RangeCheck *)callable;
+    if (PyVectorcall_NARGS(nargsf) != 2 || kwnames != NULL) {
+        PyErr_SetString(PyExc_TypeError, "RangeCheck takes (ptr, nbytes)");
+        return NULL;
+    }
+    PyObject *ptr = args[0], *nbytes = args[1];
+    if (Py_TYPE(ptr) != self->pointer || slot_value(ptr, self->backend_at) != self->owner ||
+        !PyLong_CheckExact(nbytes))
+        Py_RETURN_NONE;
+    PyObject *alloc_id = slot_value(ptr, self->alloc_id_at);
+    PyObject *size = slot_value(ptr, self->nbytes_at);
+    if (alloc_id == NULL || size == NULL || !PyLong_CheckExact(size))
+        Py_RETURN_NONE;
+    int fits = PyObject_RichCompareBool(nbytes, size, Py_LE);
+    if (fits <= 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    PyObject *entry = PyDict_GetItemWithError(self->entries, alloc_id);
+    if (entry == NULL) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return Py_NewRef(entry);
+}
+
+/* The byte offset of ``type``'s object slot ``name``, or -1 with an error set. */
+static Py_ssize_t object_slot(PyTypeObject *type, const char *name)
+{
+    PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
+    if (descr == NULL && PyErr_ExceptionMatches(PyExc_AttributeError))
+        PyErr_Clear(); /* no such attribute: not a slot either, said below */
+    else if (descr == NULL)
+        return -1;
+    Py_ssize_t offset = -1;
+    if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type) &&
+        ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX)
+        offset = ((PyMemberDescrObject *)descr)->d_member->offset;
+    else
+        PyErr_Format(PyExc_TypeError, "RangeCheck: %s.%s is not a slot", type->tp_name, name);
+    Py_XDECREF(descr);
+    return offset;
+}
+
+static PyObject *range_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"owner", "entries", "pointer", NULL};
+    PyObject *owner, *entries, *pointer;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OO!O!:RangeCheck", keywords, &owner,
+                                     &PyDict_Type, &entries, &PyType_Type, &pointer))
+        return NULL;
+    PyTypeObject *ptr_type = (PyTypeObject *)pointer;
+    Py_ssize_t backend_at = object_slot(ptr_type, "_backend");
+    Py_ssize_t alloc_id_at = backend_at < 0 ? -1 : object_slot(ptr_type, "_alloc_id");
+    Py_ssize_t nbytes_at = alloc_id_at < 0 ? -1 : object_slot(ptr_type, "_nbytes");
+    if (nbytes_at < 0)
+        return NULL;
+    RangeCheck *self = (RangeCheck *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->vectorcall = range_check;
+    self->owner = Py_NewRef(owner);
+    self->entries = Py_NewRef(entries);
+    self->pointer = (PyTypeObject *)Py_NewRef(pointer);
+    self->backend_at = backend_at;
+    self->alloc_id_at = alloc_id_at;
+    self->nbytes_at = nbytes_at;
+    return (PyObject *)self;
+}
+
+static int range_traverse(RangeCheck *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->owner);
+    Py_VISIT(self->entries);
+    Py_VISIT(self->pointer);
+    return 0;
+}
+
+static int range_clear(RangeCheck *self)
+{
+    Py_CLEAR(self->owner);
+    Py_CLEAR(self->entries);
+    Py_CLEAR(self->pointer);
+    return 0;
+}
+
+static void range_dealloc(RangeCheck *self)
+{
+    PyObject_GC_UnTrack(self);
+    range_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+PyTypeObject RangeCheckType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "aruntime._enqueue_compiled.RangeCheck",
+    .tp_doc = "A ledger's range check, its common case (see ffi/core/ranges.c).",
+    .tp_basicsize = sizeof(RangeCheck),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(RangeCheck, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = range_new,
+    .tp_traverse = (traverseproc)range_traverse,
+    .tp_clear = (inquiry)range_clear,
+    .tp_dealloc = (destructor)range_dealloc,
+};
