@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -144,6 +146,26 @@ def test_bench_peers_without_nvidias_bindings_says_why(tmp_path: Path) -> None:
     launch = next(line for line in out.splitlines() if line.startswith("kernel launch"))
     assert launch.split()[4:7] == ["-", "-", "-"], out  # aruntime's figure, no peers, no ratio
     assert "not measured" in launch, out
+
+
+@pytest.mark.slow
+def test_bench_op_instructions_counts_the_memset_or_says_why_not() -> None:
+    """With valgrind: a count for the memset (the quick run); without: skipped, saying why."""
+    if shutil.which("valgrind") is None:
+        env = {**os.environ, "PATH": ""}
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "bench_op_instructions.py"), "--quick"],
+            env={**env, "PYTHONPATH": str(ROOT)},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 77 and "valgrind is not installed" in proc.stdout, proc
+        return
+    out = _run_script(ROOT / "benchmarks" / "bench_op_instructions.py", "--quick", timeout=600)
+    row = next(line for line in out.splitlines() if "memset" in line)
+    count = int(re.sub(r"[^0-9]", "", row.split("│")[2]))
+    assert 1_000 < count < 1_000_000, out  # a count, not a message
 
 
 def test_bench_op_calls_quick_prints_every_backend() -> None:

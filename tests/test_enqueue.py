@@ -636,3 +636,45 @@ def test_a_copy_of_a_freed_pinned_buffer_is_refused(gpu: ar.Backend) -> None:
     with pytest.raises(ar.InvalidArgumentError, match="copy_d2h_async: the HostBuffer was freed"):
         gpu.copy_d2h_async(ptr, pinned)
     gpu.free(ptr)
+
+
+@pytest.mark.parametrize("backend_name", ["mock", "cuda-sim"])
+def test_a_checked_op_runs_through_the_compiled_steps(
+    backend_name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The checker's ``run`` is the compiled plain steps (a Runner) on a race-checked
+    stream; under a trace it hands the op to the policy's own ``run``, which traces."""
+    if not _enqueue.enabled():
+        pytest.skip("the compiled enqueue is not built or is switched off")
+    from aruntime._racecheck import RaceCheck
+
+    runs: list[str] = []
+    real = RaceCheck.run
+
+    def spy(self: RaceCheck, op: Op, stream: Any, run: Any) -> Any:
+        runs.append(type(run).__name__)
+        return real(self, op, stream, run)
+
+    monkeypatch.setattr(RaceCheck, "run", spy)  # before the stream binds it
+    try:
+        gpu = ar.open_backend(backend_name, check_hazards=True)
+    except ar.BackendUnavailableError as exc:
+        pytest.skip(f"{backend_name} unavailable: {exc}")
+    with gpu:
+        host = np.arange(64, dtype=np.uint8)
+        ptr = gpu.alloc(64)
+        with gpu.create_stream() as stream:
+            gpu.copy_h2d_async(host, ptr, stream=stream)
+            out = gpu.copy_d2h_async(ptr, np.zeros(64, np.uint8), stream=stream).wait(30)
+            np.testing.assert_array_equal(out, host)
+            assert runs == ["Runner", "Runner"]
+            with gpu.trace(tmp_path / "trace.json"):
+                gpu.memset_async(ptr, 7, 64, stream=stream).wait(30)
+            assert runs[-1] == "Runner"  # the Runner itself hands a traced op on
+            spans = [
+                e
+                for e in json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+                if e.get("name") == "memset_async"
+            ]
+            assert len(spans) == 1, spans
+        gpu.free(ptr)

@@ -81,6 +81,7 @@ static struct {
     PyObject *driver_error;  /* aruntime.DriverError */
     PyObject *sites;         /* aruntime._sites's dict (its ``recording`` flag) */
     PyObject *one;
+    PyObject *empty; /* () */
     Py_ssize_t stranded_kept;
 } shared;
 
@@ -121,6 +122,7 @@ typedef struct {
      * lock per stream serves as well as one each, without a lock made and
      * freed per op. */
     PyObject *completion_lock;
+    PyObject *runner;      /* race-checked: the checker's run (a Runner), else NULL */
     int synchronous;
 } Enqueuer;
 
@@ -464,6 +466,112 @@ static PyObject *new_op(PyObject *const *a)
     return op;
 }
 
+/* The plain case's steps, lock held: settle the tail, make the driver call, make the
+ * Completion (or hand a failed call to the policy). */
+static PyObject *plain(Enqueuer *self, PyObject *const *a)
+{
+    PyObject *state = self->state, *out = NULL;
+    if (!self->synchronous && settle_tail(self, state) < 0)
+        return NULL;
+    int direct = direct_enqueue(a[ARG_CALL], a[ARG_ARGS], self->address);
+    PyObject *r = direct > 0    ? Py_NewRef(Py_None)
+                  : direct == 0 ? driver_call(a[ARG_CALL], a[ARG_ARGS], self->handle)
+                                : NULL;
+    if (r != NULL) {
+        Py_DECREF(r);
+        out = queued(self, state, a);
+    } else if (PyErr_ExceptionMatches(shared.driver_error)) {
+        PyObject *exc = take_exception();
+        if (exc != NULL) {
+            out = self->synchronous
+                      ? PyObject_CallFunctionObjArgs(self->failed, a[ARG_KIND], state, exc, NULL)
+                      : PyObject_CallFunctionObjArgs(self->failed, a[ARG_KIND], a[ARG_RESULT],
+                                                     a[ARG_HELD], a[ARG_VIEWS], state, exc, NULL);
+            Py_DECREF(exc);
+        }
+    }
+    return out;
+}
+
+/* -- the race checker's ``run``: the plain steps for an Op -------------------- */
+
+/* A stream's ``run(op, stream)`` for its race checker (lock held): the Op's parts
+ * through the plain steps, as the policy's ``run`` unpacks them into its
+ * ``queue``; a trace, recorded call sites or an Op without ``held`` go to the
+ * policy's own ``run``. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    Enqueuer *enqueuer; /* borrowed: its owner, which clears it as it goes */
+} Runner;
+
+static PyObject *op_slot(PyObject *op, int slot)
+{
+    return *(PyObject **)((char *)op + shared.op.offset[slot]);
+}
+
+static int run_in_python(Enqueuer *e)
+{
+    int r = attr_true(e->tracing, name.recorder);
+    if (r != 0 || e->synchronous)
+        return r;
+    PyObject *recording = PyDict_GetItemWithError(shared.sites, name.recording);
+    if (recording == NULL)
+        return PyErr_Occurred() ? -1 : 1;
+    return PyObject_IsTrue(recording);
+}
+
+static PyObject *runner_call(PyObject *callable, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames)
+{
+    Enqueuer *e = ((Runner *)callable)->enqueuer;
+    if (e == NULL) {
+        PyErr_SetString(PyExc_ReferenceError, "run: the stream's enqueue is gone");
+        return NULL;
+    }
+    if (PyVectorcall_NARGS(nargsf) != 2 || kwnames != NULL ||
+        !PyObject_TypeCheck(args[0], shared.op.type))
+        return PyObject_Vectorcall(e->run, args, nargsf, kwnames);
+    int python = run_in_python(e);
+    PyObject *op = args[0];
+    PyObject *held = e->synchronous ? shared.empty : op_slot(op, OP_HELD);
+    if (python < 0)
+        return NULL;
+    if (python || held == NULL || held == Py_None)
+        return PyObject_Vectorcall(e->run, args, nargsf, kwnames);
+    PyObject *a[ARG_COUNT] = {
+        [ARG_KIND] = op_slot(op, OP_KIND),     [ARG_CALL] = op_slot(op, OP_CALL),
+        [ARG_ARGS] = op_slot(op, OP_ARGS),     [ARG_ENTRIES] = shared.empty,
+        [ARG_HELD] = held,                     [ARG_VIEWS] = op_slot(op, OP_VIEWS),
+        [ARG_NBYTES] = op_slot(op, OP_NBYTES), [ARG_RESULT] = op_slot(op, OP_RESULT),
+        [ARG_KERNEL] = op_slot(op, OP_KERNEL),
+    };
+    for (int i = 0; i < ARG_COUNT; i++) {
+        if (a[i] == NULL) /* an unset slot: the policy's run says what is wrong */
+            return PyObject_Vectorcall(e->run, args, nargsf, kwnames);
+    }
+    if (!PyTuple_Check(a[ARG_ARGS]) || !PyTuple_Check(a[ARG_HELD]) ||
+        !PyTuple_Check(a[ARG_VIEWS]))
+        return PyObject_Vectorcall(e->run, args, nargsf, kwnames);
+    return plain(e, a);
+}
+
+static void runner_dealloc(Runner *self)
+{
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject RunnerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "aruntime._enqueue_compiled.Runner",
+    .tp_doc = "A race-checked stream's run(op, stream): the compiled enqueue's plain steps.",
+    .tp_basicsize = sizeof(Runner),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(Runner, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_dealloc = (destructor)runner_dealloc,
+};
+
 /* A race-checked stream: ``hazards.run(Op(...), stream, run)``, as Stream.enqueue does (lock held). */
 static PyObject *checked(Enqueuer *self, PyObject *const *a)
 {
@@ -473,7 +581,7 @@ static PyObject *checked(Enqueuer *self, PyObject *const *a)
     PyObject *out = NULL;
     PyObject *stream = the_stream(self);
     if (stream != NULL) {
-        PyObject *call[] = {op, stream, self->run};
+        PyObject *call[] = {op, stream, self->runner != NULL ? self->runner : self->run};
         out = PyObject_Vectorcall(self->hazards, call, 3, NULL);
         Py_DECREF(stream);
     }
@@ -548,25 +656,7 @@ static PyObject *enqueue(PyObject *callable, PyObject *const *args, size_t nargs
         out = checked(self, a);
         goto unlock;
     }
-    if (!self->synchronous && settle_tail(self, state) < 0)
-        goto unlock;
-    int direct = direct_enqueue(a[ARG_CALL], a[ARG_ARGS], self->address);
-    PyObject *r = direct > 0    ? Py_NewRef(Py_None)
-                  : direct == 0 ? driver_call(a[ARG_CALL], a[ARG_ARGS], self->handle)
-                                : NULL;
-    if (r != NULL) {
-        Py_DECREF(r);
-        out = queued(self, state, a);
-    } else if (PyErr_ExceptionMatches(shared.driver_error)) {
-        PyObject *exc = take_exception();
-        if (exc != NULL) {
-            out = self->synchronous
-                      ? PyObject_CallFunctionObjArgs(self->failed, a[ARG_KIND], state, exc, NULL)
-                      : PyObject_CallFunctionObjArgs(self->failed, a[ARG_KIND], a[ARG_RESULT],
-                                                     a[ARG_HELD], a[ARG_VIEWS], state, exc, NULL);
-            Py_DECREF(exc);
-        }
-    }
+    out = plain(self, a);
 unlock:
     if (out == NULL) {
         /* Release whatever was raised: the lock must not stay held. */
@@ -596,6 +686,7 @@ static int enqueuer_traverse(Enqueuer *self, visitproc visit, void *arg)
     Py_VISIT(self->stream_ref);
     Py_VISIT(self->slow);
     Py_VISIT(self->completion_lock);
+    Py_VISIT(self->runner);
     Py_VISIT(self->state);
     Py_VISIT(self->handle);
     Py_VISIT(self->lock);
@@ -616,6 +707,9 @@ static int enqueuer_clear(Enqueuer *self)
     Py_CLEAR(self->stream_ref);
     Py_CLEAR(self->slow);
     Py_CLEAR(self->completion_lock);
+    if (self->runner != NULL)
+        ((Runner *)self->runner)->enqueuer = NULL;
+    Py_CLEAR(self->runner);
     Py_CLEAR(self->state);
     Py_CLEAR(self->handle);
     Py_CLEAR(self->lock);
@@ -710,6 +804,16 @@ static PyObject *enqueuer_new(PyTypeObject *type, PyObject *args, PyObject *kwar
     if ((self->completion_lock = PyObject_CallNoArgs(shared.allocate_lock)) == NULL) {
         Py_DECREF(self);
         return NULL;
+    }
+    if (hazards != Py_None) {
+        Runner *runner = PyObject_New(Runner, &RunnerType);
+        if (runner == NULL) {
+            Py_DECREF(self);
+            return NULL;
+        }
+        runner->vectorcall = runner_call;
+        runner->enqueuer = self;
+        self->runner = (PyObject *)runner;
     }
     return (PyObject *)self;
 }
@@ -838,7 +942,7 @@ static struct PyModuleDef module_def = {
 
 static int intern_names(void)
 {
-    if ((shared.one = PyLong_FromLong(1)) == NULL)
+    if ((shared.one = PyLong_FromLong(1)) == NULL || (shared.empty = PyTuple_New(0)) == NULL)
         return -1;
 #define INTERN(field)                                              \
     if ((name.field = PyUnicode_InternFromString(#field)) == NULL) \
@@ -852,7 +956,8 @@ PyMODINIT_FUNC PyInit__aruntime_enqueue(void)
 {
     if (intern_names() < 0 || direct_ready() < 0 || PyType_Ready(&EnqueuerType) < 0 ||
         PyType_Ready(&DirectCallType) < 0 || PyType_Ready(&StreamLockType) < 0 ||
-        PyType_Ready(&LaunchSiteType) < 0 || PyType_Ready(&RangeCheckType) < 0)
+        PyType_Ready(&LaunchSiteType) < 0 || PyType_Ready(&RangeCheckType) < 0 ||
+        PyType_Ready(&RunnerType) < 0)
         return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL)
