@@ -19,6 +19,13 @@ the :class:`Op` the checker reads and hands it to the checker, as the
 Python path does.  So the rules stay written once, in Python, and
 ``tests/test_enqueue.py`` runs the same ops both ways.
 
+The same extension gives the op path's other hot pieces, each with the same
+rule (C takes the plain case, Python keeps every other one and every
+message): a stream's lock (:func:`stream_lock`), the CUDA driver's direct
+calls (:func:`direct_call`), the ledger's range check
+(:func:`range_checker`), a host copy's view (:func:`host_viewer`) and the
+sims' launch-site note (:func:`launch_site`).
+
 ``ARUNTIME_COMPILED_ENQUEUE=0`` keeps every stream made from then on on the
 Python path; so does an install without Python's headers (the extension is
 not built).

@@ -415,17 +415,24 @@ def test_a_stream_lock_is_reentrant_and_owned(stream_lock: Any) -> None:
     stream_lock.release()
 
 
-def test_a_stream_lock_waits_for_its_holder(stream_lock: Any) -> None:
-    held, let_go = threading.Event(), threading.Event()
+def _hold_elsewhere(lock: Any, let_go: threading.Event) -> threading.Thread:
+    """A thread that holds ``lock`` until ``let_go`` is set (returned once it holds it)."""
+    held = threading.Event()
 
     def holder() -> None:
-        with stream_lock:
+        with lock:
             held.set()
             let_go.wait(30)
 
     thread = threading.Thread(target=holder)
     thread.start()
     assert held.wait(30)
+    return thread
+
+
+def test_a_stream_lock_waits_for_its_holder(stream_lock: Any) -> None:
+    let_go = threading.Event()
+    thread = _hold_elsewhere(stream_lock, let_go)
     assert stream_lock.acquire(timeout=0.01) is False  # still held: the timeout ends the wait
     assert stream_lock.acquire(True, 0) is False
     let_go.set()
@@ -459,16 +466,8 @@ def test_a_signal_handler_runs_while_a_stream_lock_waits(stream_lock: Any) -> No
     def handler(signum: int, frame: object) -> None:
         raise Interrupted
 
-    held, let_go = threading.Event(), threading.Event()
-
-    def holder() -> None:
-        with stream_lock:
-            held.set()
-            let_go.wait(30)
-
-    thread = threading.Thread(target=holder)
-    thread.start()
-    assert held.wait(30)
+    let_go = threading.Event()
+    thread = _hold_elsewhere(stream_lock, let_go)
     previous = signal.signal(signal.SIGALRM, handler)
     try:
         signal.setitimer(signal.ITIMER_REAL, 0.05)

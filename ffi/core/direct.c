@@ -334,14 +334,8 @@ int direct_enqueue(PyObject *call, PyObject *args, uintptr_t stream)
 /* The driver stream's raw handle, or 0 where it has none. */
 static uintptr_t stream_address(PyObject *handle)
 {
-    PyObject *address = PyObject_GetAttr(handle, name_address);
-    if (address == NULL) {
-        PyErr_Clear();
-        return 0;
-    }
     int ok = 1;
-    uintptr_t raw = PyLong_Check(address) ? (uintptr_t)as_u64(address, &ok) : 0;
-    Py_DECREF(address);
+    uintptr_t raw = (uintptr_t)u64_attr(handle, name_address, &ok);
     return ok ? raw : 0;
 }
 

@@ -32,6 +32,7 @@
 #include "hostview.h"
 #include "lock.h"
 #include "ranges.h"
+#include "slots.h"
 #include "site.h"
 
 /* The Completion slots this file writes, in the order of COMPLETION_SLOTS. */
@@ -395,6 +396,20 @@ fail:
     return NULL;
 }
 
+/* 1: a trace is on, or call sites are recorded (an async stream's), so the op is the
+ * policy's Python to run; 0: the plain steps may; -1: error. */
+static int traced_or_noted(Enqueuer *self)
+{
+    int r = attr_true(self->tracing, name.recorder);
+    if (r != 0 || self->synchronous)
+        return r;
+    /* A module global, read from the module's dict (a module getattr costs twice that). */
+    PyObject *recording = PyDict_GetItemWithError(shared.sites, name.recording);
+    if (recording == NULL)
+        return PyErr_Occurred() ? -1 : 1; /* unknown: the Python path decides */
+    return PyObject_IsTrue(recording);
+}
+
 /* 1: the op is for the Python path; 0: the plain path may take it; -1: error (lock held). */
 static int needs_python(Enqueuer *self, PyObject *state, PyObject *entries)
 {
@@ -408,16 +423,8 @@ static int needs_python(Enqueuer *self, PyObject *state, PyObject *entries)
             return r;
     }
     if (self->hazards != Py_None)
-        return 0; /* the checker's ``run`` goes through the policy's own: it traces, it notes */
-    if ((r = attr_true(self->tracing, name.recorder)) != 0)
-        return r;
-    if (self->synchronous)
-        return 0;
-    /* A module global, read from the module's dict (a module getattr costs twice that). */
-    PyObject *recording = PyDict_GetItemWithError(shared.sites, name.recording);
-    if (recording == NULL)
-        return PyErr_Occurred() ? -1 : 1; /* unknown: the Python path decides */
-    return PyObject_IsTrue(recording);
+        return 0; /* the checker's ``run`` (a Runner) asks traced_or_noted itself */
+    return traced_or_noted(self);
 }
 
 /* The stream (a new reference), or NULL with an error set. */
@@ -510,17 +517,6 @@ static PyObject *op_slot(PyObject *op, int slot)
     return *(PyObject **)((char *)op + shared.op.offset[slot]);
 }
 
-static int run_in_python(Enqueuer *e)
-{
-    int r = attr_true(e->tracing, name.recorder);
-    if (r != 0 || e->synchronous)
-        return r;
-    PyObject *recording = PyDict_GetItemWithError(shared.sites, name.recording);
-    if (recording == NULL)
-        return PyErr_Occurred() ? -1 : 1;
-    return PyObject_IsTrue(recording);
-}
-
 static PyObject *runner_call(PyObject *callable, PyObject *const *args, size_t nargsf,
                              PyObject *kwnames)
 {
@@ -532,7 +528,7 @@ static PyObject *runner_call(PyObject *callable, PyObject *const *args, size_t n
     if (PyVectorcall_NARGS(nargsf) != 2 || kwnames != NULL ||
         !PyObject_TypeCheck(args[0], shared.op.type))
         return PyObject_Vectorcall(e->run, args, nargsf, kwnames);
-    int python = run_in_python(e);
+    int python = traced_or_noted(e);
     PyObject *op = args[0];
     PyObject *held = e->synchronous ? shared.empty : op_slot(op, OP_HELD);
     if (python < 0)
@@ -732,13 +728,11 @@ static void enqueuer_dealloc(Enqueuer *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static Py_ssize_t slot_offset(PyTypeObject *cls, const char *slot);
-
 /* Where ``state``'s class keeps each slot this file reads: a slot, never a property. */
 static int state_fields(Enqueuer *self, PyObject *state)
 {
     for (int f = 0; f < F_COUNT; f++) {
-        if ((self->field[f] = slot_offset(Py_TYPE(state), FIELD_NAMES[f])) < 0)
+        if ((self->field[f] = slot_offset(Py_TYPE(state), FIELD_NAMES[f], "Enqueuer")) < 0)
             return -1;
     }
     return 0;
@@ -834,22 +828,6 @@ static PyTypeObject EnqueuerType = {
 
 /* -- configure() ------------------------------------------------------------ */
 
-/* The byte offset of ``cls``'s slot ``slot``, or -1 with an error set. */
-static Py_ssize_t slot_offset(PyTypeObject *cls, const char *slot)
-{
-    PyObject *descr = PyObject_GetAttrString((PyObject *)cls, slot);
-    if (descr == NULL)
-        return -1;
-    Py_ssize_t offset = -1;
-    if (Py_IS_TYPE(descr, &PyMemberDescr_Type) &&
-        ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX)
-        offset = ((PyMemberDescrObject *)descr)->d_member->offset;
-    else
-        PyErr_Format(PyExc_TypeError, "%s.%s is not a slot", cls->tp_name, slot);
-    Py_DECREF(descr);
-    return offset;
-}
-
 /* Fill ``layout`` for ``cls``, whose ``slots`` must be exactly ``names`` (and __weakref__). */
 static int layout_of(Layout *layout, PyObject *cls, PyObject *slots, const char *const *names,
                      int count)
@@ -880,7 +858,7 @@ static int layout_of(Layout *layout, PyObject *cls, PyObject *slots, const char 
     }
     Py_ssize_t offset[16];
     for (int k = 0; k < count; k++) {
-        if ((offset[k] = slot_offset(type, names[k])) < 0)
+        if ((offset[k] = slot_offset(type, names[k], "configure")) < 0)
             return -1;
     }
     Py_XSETREF(layout->type, (PyTypeObject *)Py_NewRef(cls));

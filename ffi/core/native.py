@@ -37,6 +37,7 @@ def _extension() -> list[NativeLibrary]:
                 "core/lock.h",
                 "core/ranges.h",
                 "core/site.h",
+                "core/slots.h",
             ),
             cflags=(f"-I{include}", "-fvisibility=hidden", "-Wno-missing-field-initializers"),
         )

@@ -10,6 +10,7 @@
  * ledger's own dict of entries, which the ledger never replaces.
  */
 #include "ranges.h"
+#include "slots.h"
 
 #include <stddef.h>
 #include <structmember.h>
@@ -58,24 +59,6 @@ static PyObject *range_check(PyObject *callable, PyObject *const *args, size_t n
     return Py_NewRef(entry);
 }
 
-/* The byte offset of ``type``'s object slot ``name``, or -1 with an error set. */
-static Py_ssize_t object_slot(PyTypeObject *type, const char *name)
-{
-    PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
-    if (descr == NULL && PyErr_ExceptionMatches(PyExc_AttributeError))
-        PyErr_Clear(); /* no such attribute: not a slot either, said below */
-    else if (descr == NULL)
-        return -1;
-    Py_ssize_t offset = -1;
-    if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type) &&
-        ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX)
-        offset = ((PyMemberDescrObject *)descr)->d_member->offset;
-    else
-        PyErr_Format(PyExc_TypeError, "RangeCheck: %s.%s is not a slot", type->tp_name, name);
-    Py_XDECREF(descr);
-    return offset;
-}
-
 static PyObject *range_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *keywords[] = {"owner", "entries", "pointer", NULL};
@@ -84,9 +67,9 @@ static PyObject *range_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
                                      &PyDict_Type, &entries, &PyType_Type, &pointer))
         return NULL;
     PyTypeObject *ptr_type = (PyTypeObject *)pointer;
-    Py_ssize_t backend_at = object_slot(ptr_type, "_backend");
-    Py_ssize_t alloc_id_at = backend_at < 0 ? -1 : object_slot(ptr_type, "_alloc_id");
-    Py_ssize_t nbytes_at = alloc_id_at < 0 ? -1 : object_slot(ptr_type, "_nbytes");
+    Py_ssize_t backend_at = slot_offset(ptr_type, "_backend", "RangeCheck");
+    Py_ssize_t alloc_id_at = backend_at < 0 ? -1 : slot_offset(ptr_type, "_alloc_id", "RangeCheck");
+    Py_ssize_t nbytes_at = alloc_id_at < 0 ? -1 : slot_offset(ptr_type, "_nbytes", "RangeCheck");
     if (nbytes_at < 0)
         return NULL;
     RangeCheck *self = (RangeCheck *)type->tp_alloc(type, 0);

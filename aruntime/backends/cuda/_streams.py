@@ -75,7 +75,7 @@ class _StreamOps(_CudaBase):
 
     # -- interop -------------------------------------------------------------------
     def stream_handle_int(self, stream: DriverStream) -> int:
-        return int(self._ffi.cast("uintptr_t", cast(_Stream, stream).handle))
+        return cast(_Stream, stream).address
 
     def stream_adopt(self, handle: int) -> DriverStream:
         """Wrap another library's ``CUstream`` (checked with ``cuStreamQuery``).

@@ -64,6 +64,19 @@ def _download(driver: CudaDriver, address: int, n: int, stream: DriverStream) ->
         driver.host_free(host)
 
 
+def _child(code: str, **env: str) -> str:
+    """What ``code`` prints, run in a fresh interpreter from the checkout with ``env`` set."""
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, **env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
 def test_each_method_is_a_direct_call_naming_its_function(driver: CudaDriver) -> None:
     symbols = {
         "memset_d8": "cuMemsetD8Async",
@@ -272,12 +285,7 @@ def test_the_switch_leaves_the_methods_alone() -> None:
         "print(sorted(n for n in ('memset_d8', 'memcpy_d2d', 'memcpy_h2d') if n in vars(d)))\n"
         "d.close()\n"
     )
-    env = {**os.environ, "ARUNTIME_COMPILED_ENQUEUE": "0", "PYTHONPATH": str(ROOT)}
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]"
+    assert _child(code, ARUNTIME_COMPILED_ENQUEUE="0") == "[]"
 
 
 def test_abi_mode_calls_the_same_functions() -> None:
@@ -303,12 +311,7 @@ def test_abi_mode_calls_the_same_functions() -> None:
         "d.stream_destroy(s); d.close()\n"
         "print('ok')\n"
     )
-    env = {**os.environ, "ARUNTIME_CUDA_ABI": "1", "PYTHONPATH": str(ROOT)}
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ok"
+    assert _child(code, ARUNTIME_CUDA_ABI="1") == "ok"
 
 
 # A kernel that stores each of its parameters, one of each width the packer writes.
@@ -368,13 +371,16 @@ def _stored(host: np.ndarray) -> tuple[int, int, int, float, float]:
 
 
 @pytest.fixture
-def mix(driver: CudaDriver) -> Iterator[tuple[Any, Any, int]]:
-    """The ``mix`` kernel's function, a stream and a 32-byte buffer."""
+def mix(driver: CudaDriver) -> Iterator[tuple[Any, Any, int, ar.DevicePtr]]:
+    """The ``mix`` kernel's function, a stream, a 32-byte buffer, and the DevicePtr of it
+    that the core would hand the driver."""
     module = driver.module_load(_MIX_PTX)
     stream = driver.stream_create(0)
     out = driver.mem_alloc(32)
+    ptr = ar.DevicePtr.__new__(ar.DevicePtr)
+    object.__setattr__(ptr, "_address", out)
     try:
-        yield driver.module_function(module, "mix"), stream, out
+        yield driver.module_function(module, "mix"), stream, out, ptr
     finally:
         _sync(driver, stream)
         driver.mem_free(out)
@@ -383,14 +389,12 @@ def mix(driver: CudaDriver) -> Iterator[tuple[Any, Any, int]]:
 
 
 def test_a_launch_packs_each_argument_as_the_method_does(
-    driver: CudaDriver, mix: tuple[Any, Any, int], monkeypatch: pytest.MonkeyPatch
+    driver: CudaDriver, mix: tuple[Any, Any, int, ar.DevicePtr], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Once its signature is laid out, a launch is packed in C (the method's packer is
     never reached), with fresh values every time."""
-    function, stream, out = mix
+    function, stream, out, ptr = mix
     config = LaunchConfig((1, 1, 1), (1, 1, 1), 0)
-    ptr = ar.DevicePtr.__new__(ar.DevicePtr)  # what the core hands a driver: its own pointer
-    object.__setattr__(ptr, "_address", out)
     CudaDriver.launch(driver, function, config, _mix_args(0, ptr), stream)  # lays it out
     assert _stored(_download(driver, out, 32, stream)) == (200, 60000, -5, 0.0, 1.25)
 
@@ -415,12 +419,10 @@ def test_a_launch_packs_each_argument_as_the_method_does(
 
 
 def test_a_launch_asking_for_shared_memory_goes_to_the_method(
-    driver: CudaDriver, mix: tuple[Any, Any, int], monkeypatch: pytest.MonkeyPatch
+    driver: CudaDriver, mix: tuple[Any, Any, int, ar.DevicePtr], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """More dynamic shared memory than the kernel was opted in for: the method opts in."""
-    function, stream, out = mix
-    ptr = ar.DevicePtr.__new__(ar.DevicePtr)
-    object.__setattr__(ptr, "_address", out)
+    function, stream, out, ptr = mix
     CudaDriver.launch(
         driver, function, LaunchConfig((1, 1, 1), (1, 1, 1), 0), _mix_args(0, ptr), stream
     )
@@ -438,11 +440,9 @@ def test_a_launch_asking_for_shared_memory_goes_to_the_method(
 
 
 def test_a_failed_launch_raises_what_the_method_raises(
-    driver: CudaDriver, mix: tuple[Any, Any, int]
+    driver: CudaDriver, mix: tuple[Any, Any, int, ar.DevicePtr]
 ) -> None:
-    function, stream, out = mix
-    ptr = ar.DevicePtr.__new__(ar.DevicePtr)
-    object.__setattr__(ptr, "_address", out)
+    function, stream, _, ptr = mix
     good = LaunchConfig((1, 1, 1), (1, 1, 1), 0)
     CudaDriver.launch(driver, function, good, _mix_args(0, ptr), stream)
     empty = LaunchConfig((0, 1, 1), (1, 1, 1), 0)  # the core never sends one: the sim refuses it
