@@ -23,8 +23,9 @@ The same extension gives the op path's other hot pieces, each with the same
 rule (C takes the plain case, Python keeps every other one and every
 message): a stream's lock (:func:`stream_lock`), the CUDA driver's direct
 calls (:func:`direct_call`), the ledger's range check
-(:func:`range_checker`), a host copy's view (:func:`host_viewer`) and the
-sims' launch-site note (:func:`launch_site`).
+(:func:`range_checker`), a host copy's view (:func:`host_viewer`), the
+sims' launch-site note (:func:`launch_site`), and the Backend's memset and
+host copies themselves, in front of all that (:func:`op_front`).
 
 ``ARUNTIME_COMPILED_ENQUEUE=0`` keeps every stream made from then on on the
 Python path; so does an install without Python's headers (the extension is
@@ -55,6 +56,7 @@ __all__ = [
     "enabled",
     "host_viewer",
     "launch_site",
+    "op_front",
     "range_checker",
     "stream_lock",
 ]
@@ -163,6 +165,46 @@ def range_checker(owner: object, entries: dict[int, Any]) -> Callable[[object, i
         owner=owner, entries=entries, pointer=DevicePtr
     )
     return check
+
+
+def op_front(
+    op: str,
+    owner: object,
+    method: Callable[..., Any],
+    *,
+    state: Any,
+    in_range: Callable[[object, int], Any],
+    driver: object,
+    call: str,
+    kind: object,
+    stream_type: type,
+) -> Callable[..., Any] | None:
+    """A Backend method's common case in C (``op``: memset, copy_h2d or copy_d2h), or None.
+
+    ``ffi/core/front.c`` says what the common case is; every other call is
+    ``method`` (the Python Backend method, unbound) bound to ``owner``,
+    with the caller's own arguments.  The op goes to the stream's
+    ``enqueue`` with ``kind`` and the driver's method named ``call``, as
+    the Python method (``Ops``) passes them; ``in_range`` is the ledger's
+    range check and ``state`` the backend's state (``closed``, ``default``).
+    """
+    module = _module()
+    if module is None:
+        return None
+    host_viewer()  # configures the host_view a copy's front calls
+    front: Callable[..., Any] = module.OpFront(
+        op=op,
+        owner=owner,
+        method=method,
+        state=state,
+        in_range=in_range,
+        driver=driver,
+        call=call,
+        kind=kind,
+        pointer=DevicePtr,
+        stream_type=stream_type,
+    )
+    return front
 
 
 def launch_site(

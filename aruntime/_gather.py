@@ -86,11 +86,10 @@ def _check_awaitables(awaitables: tuple[Any, ...]) -> None:
             hint = f"; call it: gather({name}(...))"
         else:
             hint = ""
+        # A Backend's compiled op is a bound method to its user (it has __func__).
+        what = "method" if hasattr(item, "__func__") else type(item).__name__
         _close_coroutines(awaitables)
-        raise TypeError(
-            f"gather: argument {i} is a {type(item).__name__}, not a Completion or a "
-            f"coroutine{hint}"
-        )
+        raise TypeError(f"gather: argument {i} is a {what}, not a Completion or a coroutine{hint}")
 
 
 def _close_coroutines(awaitables: tuple[Any, ...]) -> None:

@@ -178,9 +178,13 @@ class Ledger:
         self.high_pattern = DEFAULT_HIGH_PATTERN
 
     def _first_in_range(self, ptr: object, nbytes: int) -> Entry | None:
-        self.in_range = range_checker(self._backend, self._entries)
+        self.in_range = self.range_check()
         found: Entry | None = self.in_range(ptr, nbytes)
         return found
+
+    def range_check(self) -> Callable[[object, int], Entry | None]:
+        """A new ``in_range`` over this ledger's entries, for C that calls it itself."""
+        return range_checker(self._backend, self._entries)
 
     def add(self, entry: Entry) -> None:
         with self._lock:

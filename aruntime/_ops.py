@@ -25,7 +25,7 @@ import numpy as np
 from ._array import DeviceMem
 from ._completion import Completion
 from ._driver import DeviceLimits, Driver, LaunchConfig
-from ._enqueue import host_viewer
+from ._enqueue import host_viewer, op_front
 from ._exceptions import InvalidArgumentError
 from ._handles import Kernel, Stream
 from ._ledger import Ledger
@@ -61,6 +61,13 @@ class _ArgNames(dict[int, str]):
 
 #: How many launch geometries a backend keeps checked.
 _CONFIGS = 64
+
+#: The ops with a compiled front: (Backend method, front.c's op, driver method, kind).
+_FRONTS = (
+    ("memset_async", "memset", "memset_d8", OpKind.MEMSET),
+    ("copy_h2d_async", "copy_h2d", "memcpy_h2d", OpKind.COPY_H2D),
+    ("copy_d2h_async", "copy_d2h", "memcpy_d2h", OpKind.COPY_D2H),
+)
 
 #: How a message names each pointer argument (built once, not per launch).
 _ARG_NAMES = _ArgNames()
@@ -119,6 +126,39 @@ class Ops:
         #: A host copy's common case, in C where built (None: as_host_view decides);
         #: looked up at the first copy, as a stream's compiled enqueue is.
         self._host_view: Callable[[object, bool], memoryview | None] = self._first_host_view
+        #: Whether the compiled fronts were put on the backend (at its first memset or copy).
+        self._fronts_tried = False
+
+    def _install_fronts(self) -> bool:
+        """Put the memset and host copies' common case in C on the backend; True once tried.
+
+        Each front (``ffi/core/front.c``) takes the calls whose every check
+        passes and hands any other to the backend class's Python method,
+        which runs this class's method of the same name.  They go on the
+        backend instance under the methods' names, as a Stream's compiled
+        ``enqueue`` goes on the stream: two Python frames were most of such
+        an op.  Made at the first of these ops, not at open, which must not
+        load the extension (a first open of the mock stays light).
+        """
+        owner = self._owner
+        made: dict[str, Callable[..., Completion]] = {}
+        for method, op, call, kind in _FRONTS:
+            front = op_front(
+                op,
+                owner,
+                getattr(type(owner), method),
+                state=self._state,
+                in_range=self._ledger.range_check(),
+                driver=self._driver,
+                call=call,
+                kind=kind,
+                stream_type=Stream,
+            )
+            if front is None:
+                return True
+            made[method] = front
+        vars(owner).update(made)
+        return True
 
     def _first_host_view(self, obj: object, writable: bool) -> memoryview | None:
         self._host_view = host_viewer()
@@ -126,6 +166,8 @@ class Ops:
 
     def copy_h2d_async(self, src: Any, dst: DeviceMem, stream: Stream | None) -> Completion:
         fn = "copy_h2d_async"
+        if not self._fronts_tried:
+            self._fronts_tried = self._install_fronts()
         state = self._state
         if state.closed:
             state.check_open(fn)
@@ -146,6 +188,8 @@ class Ops:
 
     def copy_d2h_async(self, src: DeviceMem, dst: Any, stream: Stream | None) -> Completion:
         fn = "copy_d2h_async"
+        if not self._fronts_tried:
+            self._fronts_tried = self._install_fronts()
         state = self._state
         if state.closed:
             state.check_open(fn)
@@ -226,6 +270,8 @@ class Ops:
         self, ptr: DeviceMem, value: int, nbytes: int, stream: Stream | None
     ) -> Completion:
         fn = "memset_async"
+        if not self._fronts_tried:
+            self._fronts_tried = self._install_fronts()
         state = self._state
         if state.closed:
             state.check_open(fn)

@@ -179,6 +179,10 @@ _FAST: dict[OpKind, Callable[[Op], list[Access]]] = {
 }
 
 
+#: How deep _user_site looks for the user's frame before it walks.
+_SITE_DEPTHS = 10
+
+
 def _readonly_ranges(op: Op) -> list[tuple[int, int]]:
     """The device ranges a launch declared read-only: read, and overlapping no write."""
     written = [w for w in op.writes if not isinstance(w, memoryview)]
@@ -195,20 +199,21 @@ def _readonly_ranges(op: Op) -> list[tuple[int, int]]:
 def _user_site() -> tuple[CodeType, int] | tuple[str, int]:
     """Where the user's call that made the op being checked is: ``(code, f_lasti)``.
 
-    From :meth:`RaceCheck.run`, a public async op's caller is four frames up
-    (this function, the check, ``_ops.Ops``'s method and the Backend's) when
-    the compiled enqueue called the check, five when ``Stream.enqueue`` or
-    ``Stream.submit`` did: jumping there makes a frame object or two, where
-    walking up from here would make one per frame (Python 3.11 makes them
-    lazily).  Wrappers (blocking copies, compute ops) walk on from there
-    (``(file, line)``).  The line of an offset is looked up only if a message
-    needs it: reading ``f_lineno`` scans the code's line table every time.
+    From :meth:`RaceCheck.run`, a public async op's caller is two frames up
+    (this function, then the check) when a Backend's compiled front made the
+    op (``ffi/core/front.c``), four when its Python method and ``_ops.Ops``'s
+    did, more from a wrapper (a blocking copy, a compute op).  Each depth is
+    tried in turn with ``sys._getframe``, which makes a frame object for the
+    depth asked only, where walking up with ``f_back`` would make one per
+    frame (Python 3.11 makes them lazily).  The line of an offset is looked
+    up only if a message needs it: reading ``f_lineno`` scans the code's
+    line table every time.
     """
-    for depth in (4, 5):
+    for depth in range(2, _SITE_DEPTHS):
         try:
             frame = sys._getframe(depth)
         except ValueError:
-            return user_frame()
+            break
         code = frame.f_code
         if not code.co_filename.startswith(_PACKAGE_DIR):
             return code, frame.f_lasti

@@ -164,9 +164,10 @@ def test_a_site_kept_as_code_and_offset_names_the_frames_line() -> None:
 def test_the_public_ops_find_the_users_frame_without_a_walk(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The check jumps straight to the caller of a public async op (four or five frames
-    up, ``_racecheck._user_site``); a walk up the stack is only for deeper wrappers.  A new
-    layer between Backend and Stream.submit that forgets to move the jump fails here."""
+    """The check finds the caller of a public async op by trying depths one at a time
+    (``_racecheck._user_site``: two frames up from a compiled front, four from the Python
+    methods), never by walking up the stack; only a caller deeper than ``_SITE_DEPTHS``
+    walks.  A layer that made the public ops' callers that deep fails here."""
     import aruntime._racecheck as racecheck
 
     walks: list[object] = []
@@ -196,11 +197,13 @@ def test_the_public_ops_find_the_users_frame_without_a_walk(
             )
             gpu.copy_d2h_async(ptr, host, stream=stream).wait()
             assert walks == []
-            # A wrapper one call deep: the jump's second try with the compiled
-            # enqueue (a frame fewer), a walk without it.
+            # Wrappers (a blocking copy, a compute op): a few frames deeper, still tried.
             gpu.copy_d2h(ptr, host)
-            walks.clear()
-            gpu.unary(ptr, out, 16, "exp").wait()  # deeper: found by walking
+            gpu.unary(ptr, out, 16, "exp").wait()
+            assert walks == []
+            # Deeper than the depths tried: the walk.
+            monkeypatch.setattr(racecheck, "_SITE_DEPTHS", 3)
+            gpu.unary(ptr, out, 16, "exp").wait()
             assert walks
         gpu.free(ptr)
         gpu.free(out)

@@ -29,6 +29,7 @@
 #include <stdint.h>
 
 #include "direct.h"
+#include "front.h"
 #include "hostview.h"
 #include "lock.h"
 #include "ranges.h"
@@ -932,7 +933,8 @@ static int intern_names(void)
 
 PyMODINIT_FUNC PyInit__aruntime_enqueue(void)
 {
-    if (intern_names() < 0 || direct_ready() < 0 || PyType_Ready(&EnqueuerType) < 0 ||
+    if (intern_names() < 0 || direct_ready() < 0 || front_ready() < 0 ||
+        PyType_Ready(&EnqueuerType) < 0 ||
         PyType_Ready(&DirectCallType) < 0 || PyType_Ready(&StreamLockType) < 0 ||
         PyType_Ready(&LaunchSiteType) < 0 || PyType_Ready(&RangeCheckType) < 0 ||
         PyType_Ready(&RunnerType) < 0)
@@ -944,7 +946,8 @@ PyMODINIT_FUNC PyInit__aruntime_enqueue(void)
         PyModule_AddObjectRef(module, "DirectCall", (PyObject *)&DirectCallType) < 0 ||
         PyModule_AddObjectRef(module, "StreamLock", (PyObject *)&StreamLockType) < 0 ||
         PyModule_AddObjectRef(module, "LaunchSite", (PyObject *)&LaunchSiteType) < 0 ||
-        PyModule_AddObjectRef(module, "RangeCheck", (PyObject *)&RangeCheckType) < 0) {
+        PyModule_AddObjectRef(module, "RangeCheck", (PyObject *)&RangeCheckType) < 0 ||
+        PyModule_AddObjectRef(module, "OpFront", (PyObject *)&OpFrontType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -26,6 +26,7 @@ def _extension() -> list[NativeLibrary]:
             sources=(
                 "core/enqueue.c",
                 "core/direct.c",
+                "core/front.c",
                 "core/hostview.c",
                 "core/lock.c",
                 "core/ranges.c",
@@ -33,6 +34,7 @@ def _extension() -> list[NativeLibrary]:
             ),
             depends=(
                 "core/direct.h",
+                "core/front.h",
                 "core/hostview.h",
                 "core/lock.h",
                 "core/ranges.h",
