@@ -132,9 +132,10 @@ def host_viewer() -> Callable[[object, bool], memoryview | None]:
 
     A flat unsigned-byte view of a numpy array, bytearray, bytes or
     memoryview, or of a pinned HostBuffer that is not freed, when the view
-    is already flat bytes (and writable where asked); None for everything
-    else, which ``as_host_view`` checks and words.  Without the extension,
-    always None.
+    is C-contiguous (and writable where asked): as it is if it is flat
+    bytes, else cast to bytes as ``as_host_view`` casts it; None for
+    everything else, which ``as_host_view`` checks and words.  Without the
+    extension, always None.
     """
     module = _module()
     if module is None:
@@ -178,8 +179,11 @@ def op_front(
     call: str,
     kind: object,
     stream_type: type,
+    kernel_type: type | None = None,
+    configs: dict[Any, Any] | None = None,
 ) -> Callable[..., Any] | None:
-    """A Backend method's common case in C (``op``: memset, copy_h2d or copy_d2h), or None.
+    """A Backend method's common case in C (``op``: memset, copy_h2d, copy_d2h or launch),
+    or None.
 
     ``ffi/core/front.c`` says what the common case is; every other call is
     ``method`` (the Python Backend method, unbound) bound to ``owner``,
@@ -187,6 +191,8 @@ def op_front(
     ``enqueue`` with ``kind`` and the driver's method named ``call``, as
     the Python method (``Ops``) passes them; ``in_range`` is the ledger's
     range check and ``state`` the backend's state (``closed``, ``default``).
+    A launch also reads the kernel's slots (``kernel_type``) and the
+    geometries already checked (``configs``, Ops' own dict).
     """
     module = _module()
     if module is None:
@@ -203,6 +209,8 @@ def op_front(
         kind=kind,
         pointer=DevicePtr,
         stream_type=stream_type,
+        kernel_type=kernel_type,
+        configs=configs,
     )
     return front
 
@@ -212,16 +220,16 @@ def launch_site(
 ) -> Any:
     """A sim's launch-site note made in C where its caches allow, else ``hook`` itself.
 
-    ``ffi/core/site.c`` says when: the caller of the public method (whose
-    code object is set on the note's ``entry`` by ``hook`` once found) is
-    in a file ``inside`` says is outside aruntime, and ``sites`` already
-    has the bytes of its instruction; ``setter`` is the address of the sim's
+    ``ffi/core/site.c`` says when: a few frames up at most, past files
+    ``inside`` says are aruntime's, the first frame is in a file it says is
+    outside (the user's), and ``sites`` already has the bytes of its
+    instruction; ``setter`` is the address of the sim's
     ``void (*)(const char *)``.  Every other note is ``hook()``.
     """
     module = _module()
     if module is None:
         return hook
-    return module.LaunchSite(entry=None, inside=inside, sites=sites, hook=hook, setter=setter)
+    return module.LaunchSite(inside=inside, sites=sites, hook=hook, setter=setter)
 
 
 def compiled_enqueuer(

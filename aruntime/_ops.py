@@ -63,10 +63,12 @@ class _ArgNames(dict[int, str]):
 _CONFIGS = 64
 
 #: The ops with a compiled front: (Backend method, front.c's op, driver method, kind).
+#: Ops.launch must stay this front's common case: the same parts to Stream.enqueue.
 _FRONTS = (
     ("memset_async", "memset", "memset_d8", OpKind.MEMSET),
     ("copy_h2d_async", "copy_h2d", "memcpy_h2d", OpKind.COPY_H2D),
     ("copy_d2h_async", "copy_d2h", "memcpy_d2h", OpKind.COPY_D2H),
+    ("launch", "launch", "launch", OpKind.LAUNCH),
 )
 
 #: How a message names each pointer argument (built once, not per launch).
@@ -130,7 +132,7 @@ class Ops:
         self._fronts_tried = False
 
     def _install_fronts(self) -> bool:
-        """Put the memset and host copies' common case in C on the backend; True once tried.
+        """Put the memset, host copies' and launch's common case in C on the backend; True.
 
         Each front (``ffi/core/front.c``) takes the calls whose every check
         passes and hands any other to the backend class's Python method,
@@ -138,7 +140,9 @@ class Ops:
         backend instance under the methods' names, as a Stream's compiled
         ``enqueue`` goes on the stream: two Python frames were most of such
         an op.  Made at the first of these ops, not at open, which must not
-        load the extension (a first open of the mock stays light).
+        load the extension (a first open of the mock stays light).  A
+        launch's front takes a signature and a geometry this class has
+        checked before (``Kernel.signatures``, ``_configs``).
         """
         owner = self._owner
         made: dict[str, Callable[..., Completion]] = {}
@@ -153,6 +157,8 @@ class Ops:
                 call=call,
                 kind=kind,
                 stream_type=Stream,
+                kernel_type=Kernel,
+                configs=self._configs,
             )
             if front is None:
                 return True
@@ -313,6 +319,8 @@ class Ops:
         written, all of it; ``reads``/``writes`` narrow that (launch_ranges).
         """
         fn = "launch"
+        if not self._fronts_tried:
+            self._fronts_tried = self._install_fronts()
         state = self._state
         if state.closed:
             state.check_open(fn)

@@ -228,3 +228,98 @@ def test_a_backend_with_fronts_is_still_collected() -> None:
     del gpu, ptr
     gc.collect()
     assert gone() is None
+
+
+def _fill(gpu: ar.Backend) -> ar.Kernel:
+    return gpu.kernel(gpu.builtin_module("vector_ops"), "fill_f32")
+
+
+async def test_a_launch_does_what_the_python_method_does(gpu: ar.Backend) -> None:
+    """The front takes a launch once its signature and geometry were checked (by the first
+    launch, in Python), with args as a list or a tuple and the keywords at their defaults."""
+    kernel, ptr = _fill(gpu), gpu.alloc(64 * 4)
+    back = np.zeros(64, np.float32)
+    with gpu.create_stream() as stream:
+        launch, python = gpu.launch, _python(gpu, "launch")
+        assert type(launch).__name__ == "OpFront"
+        for value, call, kwargs in [
+            (1.0, python, {"stream": stream}),
+            (2.0, launch, {"stream": stream}),
+            (3.0, launch, {"stream": stream, "shared_mem": 0, "reads": None, "writes": None}),
+            (4.0, launch, {}),
+            (5.0, launch, {"stream": stream, "writes": [ptr]}),  # annotated: Python's
+        ]:
+            args = [np.uint32(64), np.float32(value), ptr]
+            await call(kernel, 1, 64, args if value % 2 else tuple(args), **kwargs)
+            await gpu.copy_d2h_async(ptr, back, stream)
+            assert (back == value).all(), value
+    gpu.free(ptr)
+
+
+def test_every_launch_refusal_is_the_python_methods(gpu: ar.Backend) -> None:
+    other = ar.open_backend("mock")
+    kernel, ptr = _fill(gpu), gpu.alloc(64)
+    freed = gpu.alloc(64)
+    gpu.free(freed)
+    theirs = _fill(other)
+    args = [np.uint32(16), np.float32(1), ptr]
+    gpu.launch(kernel, 1, 16, args).wait()  # the signature and geometry, checked once
+    try:
+        cases: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+            ((theirs, 1, 16, args), {}),
+            (("fill_f32", 1, 16, args), {}),
+            ((kernel, 0, 16, args), {}),
+            ((kernel, True, 16, args), {}),
+            ((kernel, 1, 1 << 40, args), {}),
+            ((kernel, 1, 16, [np.uint32(16), 1.0, ptr]), {}),
+            ((kernel, 1, 16, [np.uint32(16), np.float32(1), freed]), {}),
+            ((kernel, 1, 16, args), {"shared_mem": -1}),
+            ((kernel, 1, 16, args), {"shared_mem": 1 << 40}),
+            ((kernel, 1, 16, args), {"stream": 3}),
+            ((kernel, 1, 16, args), {"reads": [freed]}),
+            ((kernel, 1, 16, args), {"grid": 1}),
+            ((kernel, 1, 16, args, 0), {}),
+            ((kernel, 1, 16), {}),
+        ]
+        for call_args, kwargs in cases:
+            front = _outcome(gpu.launch, *call_args, **kwargs)
+            python = _outcome(_python(gpu, "launch"), *call_args, **kwargs)
+            assert front is not None, (call_args, kwargs)
+            assert front == python, (call_args, kwargs)
+    finally:
+        gpu.free(ptr)
+        other.close()
+
+
+def test_the_common_case_runs_no_python_of_the_backend_or_ops(gpu: ar.Backend) -> None:
+    """What the fronts are for: neither the Backend's method nor Ops' runs for a plain op."""
+    kernel, ptr = _fill(gpu), gpu.alloc(64)
+    host = np.zeros(16, np.float32)
+    args = [np.uint32(16), np.float32(1), ptr]
+    with gpu.create_stream() as stream:
+        gpu.launch(kernel, 1, 16, args, stream=stream).wait()  # the first launch: Python's
+        ran: list[str] = []
+
+        def profile(frame: Any, event: str, arg: object) -> None:
+            name = Path(frame.f_code.co_filename).name
+            if event == "call" and name in ("_backend.py", "_ops.py"):
+                ran.append(f"{name}:{frame.f_code.co_name}")
+
+        sys.setprofile(profile)
+        try:
+            gpu.memset_async(ptr, 0, 64, stream=stream)
+            gpu.copy_h2d_async(host, ptr, stream)
+            gpu.copy_d2h_async(ptr, host, stream=stream)
+            gpu.launch(kernel, 1, 16, args, stream=stream)
+        finally:
+            sys.setprofile(None)
+        stream.synchronize().wait()
+        assert ran == []
+        sys.setprofile(profile)
+        try:
+            with pytest.raises(ar.InvalidArgumentError):
+                gpu.memset_async(ptr, 0, 65, stream=stream)  # not the plain case: Python's
+        finally:
+            sys.setprofile(None)
+        assert "_backend.py:memset_async" in ran and "_ops.py:memset_async" in ran
+    gpu.free(ptr)

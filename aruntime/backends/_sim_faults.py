@@ -15,8 +15,10 @@ each of them names the op that lost the device and its call site.
 
 from __future__ import annotations
 
+import collections
 import ctypes
 import os
+import sys
 from collections.abc import Callable, Sequence
 from types import CodeType, FrameType
 from typing import Any, cast
@@ -55,6 +57,27 @@ _UNKNOWN = b"<unknown>:0"
 # backends (the road to the hook is the same), kept for the tests to ask
 # whether launches take the one-step road.
 _CALLERS: dict[str, EntryCaller] = {}
+# Per sim: the Python notes that found the user's frame a few frames up (_near_user_frame).
+_NEAR_NOTES: collections.Counter[str] = collections.Counter()
+#: How many frames up from the note the user's may be for _near_user_frame (as site.c).
+_NEAR = 6
+
+
+def _near_user_frame(frame: FrameType | None, inside: dict[str, bool]) -> FrameType | None:
+    """The first frame from ``frame`` up not in aruntime's files, if within _NEAR frames and
+    its file is known to be outside; None where a file on the way is not classified yet."""
+    for _ in range(_NEAR):
+        if frame is None:
+            return None
+        known = inside.get(frame.f_code.co_filename)
+        if known is False:
+            return frame
+        if known is None:
+            return None
+        frame = frame.f_back
+    return None
+
+
 # Each sim's latest note, compiled or not (one_step_notes reads its count).
 _NOTES: dict[str, object] = {}
 
@@ -110,9 +133,17 @@ def launch_site_hook(backend: str) -> Callable[[], None] | None:
         backend, EntryCaller("_backend.py", "launch")
     )
     by_instruction = _BY_INSTRUCTION
+    inside, near_notes, _getframe = KNOWN_FILES, _NEAR_NOTES, sys._getframe
 
     def note_launch_site() -> None:
-        frame = find()
+        # What the compiled note does (ffi/core/site.c), for a line it has not cached:
+        # a few frames up, past aruntime's own, the first is the user's; through a
+        # Backend's compiled front no Backend.launch frame is there to jump below.
+        frame = _near_user_frame(_getframe(1), inside)
+        if frame is not None:
+            near_notes[backend] += 1
+        else:
+            frame = find()
         if frame is not None:
             code = frame.f_code
             known = by_instruction.get((id(code), frame.f_lasti))
@@ -120,8 +151,6 @@ def launch_site_hook(backend: str) -> Callable[[], None] | None:
                 setter(known[1])
                 return
         setter(_site_bytes(frame))
-        if compiled is not note_launch_site and compiled.entry is None:
-            compiled.entry = find.entry  # from now on the compiled note can find it too
 
     # In C where the caches above already know the launch's line (ffi/core/site.c).
     compiled = launch_site(
@@ -132,11 +161,13 @@ def launch_site_hook(backend: str) -> Callable[[], None] | None:
 
 
 def one_step_notes(backend: str) -> int:
-    """How many of ``backend``'s launch-site notes took one step (a jump, or the compiled
-    note's cache hit) rather than a walk up the stack: the tests hold the road to it."""
+    """How many of ``backend``'s launch-site notes took a short road (a jump, a user's
+    frame a few frames up, or the compiled note's cache hit) rather than a walk up the
+    stack: the tests hold the road to it."""
     caller = _CALLERS.get(backend)
     compiled = _NOTES.get(backend)
-    return (caller.jumps if caller else 0) + int(getattr(compiled, "taken", 0))
+    jumps = caller.jumps if caller else 0
+    return jumps + _NEAR_NOTES[backend] + int(getattr(compiled, "taken", 0))
 
 
 def readonly_hook(backend: str) -> Callable[[Sequence[tuple[int, int]]], None] | None:

@@ -26,12 +26,13 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { FRONT_MEMSET, FRONT_COPY_H2D, FRONT_COPY_D2H, FRONT_COUNT };
+enum { FRONT_MEMSET, FRONT_COPY_H2D, FRONT_COPY_D2H, FRONT_LAUNCH, FRONT_COUNT };
 
-static const char *const FRONT_OPS[FRONT_COUNT] = {"memset", "copy_h2d", "copy_d2h"};
+static const char *const FRONT_OPS[FRONT_COUNT] = {"memset", "copy_h2d", "copy_d2h", "launch"};
 
-/* The operands before ``stream``, in the Backend method's order. */
-static const Py_ssize_t FRONT_ARITY[FRONT_COUNT] = {3, 2, 2};
+/* The operands before ``stream``, in the Backend method's order (a launch's
+ * ``stream`` and the rest are keyword-only). */
+static const Py_ssize_t FRONT_ARITY[FRONT_COUNT] = {3, 2, 2, 4};
 
 typedef struct {
     PyObject_HEAD
@@ -47,10 +48,15 @@ typedef struct {
     PyTypeObject *pointer;     /* DevicePtr */
     PyTypeObject *stream_type; /* Stream */
     Py_ssize_t address_at;     /* DevicePtr._address */
+    /* A launch's: the Kernel class and its slots, and Ops' checked geometries. */
+    PyTypeObject *kernel_type;
+    PyObject *configs; /* (grid, block) -> LaunchConfig, for int ones without shared memory */
+    Py_ssize_t handle_at, owner_at, signatures_at;
 } OpFront;
 
 static struct {
     PyObject *closed, *default_stream, *open_for, *enqueue, *stream, *release, *empty;
+    PyObject *shared_mem, *reads, *writes, *zero;
 } name;
 
 int front_ready(void)
@@ -60,8 +66,9 @@ int front_ready(void)
         return -1;
     INTERN(closed, "closed") INTERN(default_stream, "default") INTERN(open_for, "open_for")
     INTERN(enqueue, "enqueue") INTERN(stream, "stream") INTERN(release, "release")
+    INTERN(shared_mem, "shared_mem") INTERN(reads, "reads") INTERN(writes, "writes")
 #undef INTERN
-    if ((name.empty = PyTuple_New(0)) == NULL)
+    if ((name.empty = PyTuple_New(0)) == NULL || (name.zero = PyLong_FromLong(0)) == NULL)
         return -1;
     return PyType_Ready(&OpFrontType);
 }
@@ -198,10 +205,16 @@ static int find_call_and_stream(OpFront *self, PyObject *stream, Found *f)
     return f->call != NULL;
 }
 
-/* ``ptr``'s address, borrowed (a slot), or NULL where it is unset. */
+/* An object slot's value, borrowed, or NULL where it is unset. */
+static PyObject *slot_of(PyObject *obj, Py_ssize_t offset)
+{
+    return *(PyObject **)((char *)obj + offset);
+}
+
+/* ``ptr``'s address (its ``_address`` slot). */
 static PyObject *address_of(OpFront *self, PyObject *ptr)
 {
-    return *(PyObject **)((char *)ptr + self->address_at);
+    return slot_of(ptr, self->address_at);
 }
 
 /* memset_async(ptr, value, nbytes): 1 taken (*out set, NULL on error), 0 not taken. */
@@ -270,6 +283,133 @@ static int copy_fast(OpFront *self, PyObject *device, PyObject *host, PyObject *
     return 1;
 }
 
+/* The ledger entries of a launch's pointer arguments (at ``pointers``), or NULL. */
+static PyObject *launch_entries(OpFront *self, PyObject *checked, PyObject *pointers)
+{
+    if (!PyTuple_CheckExact(pointers))
+        return NULL;
+    Py_ssize_t count = PyTuple_GET_SIZE(pointers);
+    PyObject *entries = PyTuple_New(count);
+    for (Py_ssize_t k = 0; entries != NULL && k < count; k++) {
+        Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(pointers, k));
+        PyObject *entry = NULL;
+        if (i >= 0 && i < PyTuple_GET_SIZE(checked))
+            entry = entry_of(self, PyTuple_GET_ITEM(checked, i), name.zero);
+        if (entry == NULL) {
+            PyErr_Clear();
+            Py_CLEAR(entries);
+        } else {
+            PyTuple_SET_ITEM(entries, k, entry);
+        }
+    }
+    return entries;
+}
+
+/* The arguments as a tuple (a new reference) if their types are a signature the kernel
+ * has checked, else NULL: the first launch of a signature is the Python method's. */
+static PyObject *checked_args(OpFront *self, PyObject *kernel, PyObject *args, PyObject **pointers)
+{
+    PyObject *checked = PySequence_Tuple(args);
+    Py_ssize_t n = checked != NULL ? PyTuple_GET_SIZE(checked) : 0;
+    PyObject *signature = checked != NULL ? PyTuple_New(n) : NULL;
+    for (Py_ssize_t i = 0; signature != NULL && i < n; i++)
+        PyTuple_SET_ITEM(signature, i, Py_NewRef(Py_TYPE(PyTuple_GET_ITEM(checked, i))));
+    PyObject *signatures = slot_of(kernel, self->signatures_at);
+    *pointers = signature != NULL && signatures != NULL && PyDict_CheckExact(signatures)
+                    ? PyDict_GetItemWithError(signatures, signature)
+                    : NULL;
+    Py_XDECREF(signature);
+    if (*pointers == NULL) {
+        PyErr_Clear();
+        Py_CLEAR(checked);
+    }
+    return checked;
+}
+
+/* The checked geometry of an int grid and block (borrowed), or NULL. */
+static PyObject *config_of(OpFront *self, PyObject *grid, PyObject *block)
+{
+    if (!PyLong_CheckExact(grid) || !PyLong_CheckExact(block))
+        return NULL;
+    PyObject *key = PyTuple_Pack(2, grid, block);
+    PyObject *config = key != NULL ? PyDict_GetItemWithError(self->configs, key) : NULL;
+    Py_XDECREF(key);
+    if (config == NULL)
+        PyErr_Clear();
+    return config;
+}
+
+/* launch(kernel, grid, block, args): what Ops.launch does for a signature and a geometry
+ * already checked, without reads= or writes=. */
+static int launch_fast(OpFront *self, PyObject *const *args, PyObject *stream, PyObject **out)
+{
+    PyObject *kernel = args[0], *kernel_args = args[3], *pointers = NULL;
+    if (Py_TYPE(kernel) != self->kernel_type || slot_of(kernel, self->owner_at) != self->owner ||
+        !(PyList_CheckExact(kernel_args) || PyTuple_CheckExact(kernel_args)))
+        return 0;
+    PyObject *config = config_of(self, args[1], args[2]);
+    PyObject *handle = slot_of(kernel, self->handle_at);
+    if (config == NULL || handle == NULL)
+        return 0;
+    Found f = {NULL};
+    PyObject *checked = NULL, *entries = NULL;
+    int taken = find_call_and_stream(self, stream, &f) &&
+                (checked = checked_args(self, kernel, kernel_args, &pointers)) != NULL &&
+                (entries = launch_entries(self, checked, pointers)) != NULL;
+    if (taken) {
+        PyObject *call_args = PyTuple_Pack(3, handle, config, checked);
+        *out = NULL;
+        if (call_args != NULL) {
+            PyObject *parts[] = {self->kind, f.call, call_args, entries, name.empty,
+                                 name.empty, name.zero, Py_None, kernel};
+            *out = enqueue_on(f.stream, parts, 9);
+            Py_DECREF(call_args);
+        }
+    }
+    Py_XDECREF(checked);
+    Py_XDECREF(entries);
+    found_clear(&f);
+    return taken;
+}
+
+/* A launch's keywords: ``stream``, and the others only at their defaults; 0 otherwise. */
+static int launch_keywords(PyObject *const *values, PyObject *kwnames, PyObject **stream)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, i), *value = values[i];
+        if (key == name.stream)
+            *stream = value;
+        else if (key == name.shared_mem) {
+            int overflow = 0;
+            if (!PyLong_CheckExact(value) || PyLong_AsLongAndOverflow(value, &overflow) != 0 ||
+                overflow)
+                return 0; /* (an int's conversion cannot fail) */
+        } else if ((key != name.reads && key != name.writes) || value != Py_None)
+            return 0;
+    }
+    return 1;
+}
+
+/* The stream the caller named (borrowed; None for the default), or NULL: a call whose
+ * arguments are not the plain shape goes to the Python method as it is. */
+static PyObject *stream_argument(OpFront *self, PyObject *const *args, Py_ssize_t nargs,
+                                 PyObject *kwnames)
+{
+    Py_ssize_t arity = FRONT_ARITY[self->op];
+    if (self->op == FRONT_LAUNCH) {
+        PyObject *stream = Py_None;
+        if (nargs != arity || (kwnames != NULL && !launch_keywords(args + arity, kwnames, &stream)))
+            return NULL;
+        return stream;
+    }
+    if (kwnames == NULL)
+        return nargs == arity ? Py_None : nargs == arity + 1 ? args[arity] : NULL;
+    if (nargs == arity && PyTuple_GET_SIZE(kwnames) == 1 &&
+        PyTuple_GET_ITEM(kwnames, 0) == name.stream) /* keyword names come interned */
+        return args[arity];
+    return NULL;
+}
+
 static PyObject *front_call(PyObject *callable, PyObject *const *args, size_t nargsf,
                             PyObject *kwnames)
 {
@@ -278,19 +418,23 @@ static PyObject *front_call(PyObject *callable, PyObject *const *args, size_t na
         PyErr_SetString(PyExc_ReferenceError, "the backend of this op is gone");
         return NULL;
     }
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), arity = FRONT_ARITY[self->op];
-    PyObject *stream = NULL;
-    if (kwnames == NULL)
-        stream = nargs == arity ? Py_None : nargs == arity + 1 ? args[arity] : NULL;
-    else if (nargs == arity && PyTuple_GET_SIZE(kwnames) == 1 &&
-             PyTuple_GET_ITEM(kwnames, 0) == name.stream) /* keyword names come interned */
-        stream = args[arity];
+    PyObject *stream = stream_argument(self, args, PyVectorcall_NARGS(nargsf), kwnames);
     PyObject *out = NULL;
     int taken = 0;
     if (stream != NULL) {
-        taken = self->op == FRONT_MEMSET     ? memset_fast(self, args, stream, &out)
-                : self->op == FRONT_COPY_H2D ? copy_fast(self, args[1], args[0], stream, &out)
-                                             : copy_fast(self, args[0], args[1], stream, &out);
+        switch (self->op) {
+        case FRONT_MEMSET:
+            taken = memset_fast(self, args, stream, &out);
+            break;
+        case FRONT_COPY_H2D:
+            taken = copy_fast(self, args[1], args[0], stream, &out);
+            break;
+        case FRONT_COPY_D2H:
+            taken = copy_fast(self, args[0], args[1], stream, &out);
+            break;
+        default:
+            taken = launch_fast(self, args, stream, &out);
+        }
     }
     return taken ? out : python_path(self, args, nargsf, kwnames);
 }
@@ -298,12 +442,15 @@ static PyObject *front_call(PyObject *callable, PyObject *const *args, size_t na
 static PyObject *front_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *keywords[] = {"op", "owner", "method", "state", "in_range", "driver",
-                               "call", "kind", "pointer", "stream_type", NULL};
+                               "call", "kind", "pointer", "stream_type", "kernel_type",
+                               "configs", NULL};
     const char *op;
     PyObject *owner, *method, *state, *in_range, *driver, *call, *kind, *pointer, *stream_type;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$sOOOOOUOO!O!:OpFront", keywords, &op,
+    PyObject *kernel_type = Py_None, *configs = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$sOOOOOUOO!O!OO:OpFront", keywords, &op,
                                      &owner, &method, &state, &in_range, &driver, &call, &kind,
-                                     &PyType_Type, &pointer, &PyType_Type, &stream_type))
+                                     &PyType_Type, &pointer, &PyType_Type, &stream_type,
+                                     &kernel_type, &configs))
         return NULL;
     int which = -1;
     for (int i = 0; i < FRONT_COUNT; i++) {
@@ -311,9 +458,22 @@ static PyObject *front_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
             which = i;
     }
     if (which < 0) {
-        PyErr_Format(PyExc_ValueError, "OpFront: op must be memset, copy_h2d or copy_d2h, got %s",
-                     op);
+        PyErr_Format(PyExc_ValueError,
+                     "OpFront: op must be memset, copy_h2d, copy_d2h or launch, got %s", op);
         return NULL;
+    }
+    Py_ssize_t handle_at = 0, owner_at = 0, signatures_at = 0;
+    if (which == FRONT_LAUNCH) {
+        if (!PyType_Check(kernel_type) || !PyDict_CheckExact(configs)) {
+            PyErr_SetString(PyExc_TypeError,
+                            "OpFront: a launch needs kernel_type (a class) and configs (a dict)");
+            return NULL;
+        }
+        PyTypeObject *k = (PyTypeObject *)kernel_type;
+        if ((handle_at = slot_offset(k, "handle", "OpFront")) < 0 ||
+            (owner_at = slot_offset(k, "owner", "OpFront")) < 0 ||
+            (signatures_at = slot_offset(k, "signatures", "OpFront")) < 0)
+            return NULL;
     }
     if (!PyCallable_Check(method) || !PyCallable_Check(in_range)) {
         PyErr_SetString(PyExc_TypeError, "OpFront: method and in_range must be callable");
@@ -338,6 +498,13 @@ static PyObject *front_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->pointer = (PyTypeObject *)Py_NewRef(pointer);
     self->stream_type = (PyTypeObject *)Py_NewRef(stream_type);
     self->address_at = address_at;
+    if (which == FRONT_LAUNCH) {
+        self->kernel_type = (PyTypeObject *)Py_NewRef(kernel_type);
+        self->configs = Py_NewRef(configs);
+        self->handle_at = handle_at;
+        self->owner_at = owner_at;
+        self->signatures_at = signatures_at;
+    }
     return (PyObject *)self;
 }
 
@@ -351,6 +518,8 @@ static int front_traverse(OpFront *self, visitproc visit, void *arg)
     Py_VISIT(self->kind);
     Py_VISIT(self->pointer);
     Py_VISIT(self->stream_type);
+    Py_VISIT(self->kernel_type);
+    Py_VISIT(self->configs);
     return 0;
 }
 
@@ -365,6 +534,8 @@ static int front_clear(OpFront *self)
     Py_CLEAR(self->kind);
     Py_CLEAR(self->pointer);
     Py_CLEAR(self->stream_type);
+    Py_CLEAR(self->kernel_type);
+    Py_CLEAR(self->configs);
     return 0;
 }
 

@@ -6,9 +6,11 @@
  * Python, and its attribute reads and a pinned buffer's ``freed`` property
  * cost more than the copy's driver call.  This is its common case only:
  * an object of one of the plain buffer types, or a pinned HostBuffer that
- * is not freed, whose view is already flat unsigned bytes.  Anything else
- * (another type, a freed buffer, a cast, an error) returns None, and
- * as_host_view decides and words the error.
+ * is not freed, whose view is C-contiguous (and writable where asked):
+ * flat unsigned bytes as it is, typed data cast to bytes as as_host_view
+ * casts it.  Anything else (another type, a freed buffer, a format that
+ * does not cast, an error) returns None, and as_host_view decides and
+ * words the error.
  */
 #include "hostview.h"
 
@@ -83,9 +85,18 @@ PyObject *host_view(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_RETURN_NONE;
     }
     Py_buffer *b = PyMemoryView_GET_BUFFER(view);
-    if ((b->format == NULL || strcmp(b->format, "B") == 0) && b->ndim == 1 &&
-        PyBuffer_IsContiguous(b, 'C') && !(writable && b->readonly))
+    int usable = PyBuffer_IsContiguous(b, 'C') && !(writable && b->readonly);
+    if (usable && (b->format == NULL || strcmp(b->format, "B") == 0) && b->ndim == 1)
         return view;
+    /* Typed data (a float32 array): as_host_view's cast to bytes, the same view. */
+    if (usable && b->format != NULL && strchr(b->format, 'O') == NULL) {
+        PyObject *flat = PyObject_CallMethod(view, "cast", "s", "B");
+        if (flat != NULL) {
+            Py_DECREF(view); /* the cast holds the same export */
+            return flat;
+        }
+        PyErr_Clear();
+    }
     /* Released now, not whenever it is collected: as_host_view makes its own. */
     PyObject *released = PyObject_CallMethod(view, "release", NULL);
     Py_XDECREF(released);

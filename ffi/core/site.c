@@ -2,17 +2,18 @@
  *
  * Before each launch on a sim, the driver hands the sim the user's
  * "file:line" of that launch, so that a kernel's fault can name it.  The
- * Python note finds the user's frame by a jump below ``Backend.launch``
- * and looks its bytes up by instruction; on cuda-sim it cost nearly a
- * third of a compiled launch.  Here the same lookups are made from C:
+ * Python note finds the user's frame and looks its bytes up by instruction;
+ * on cuda-sim it cost nearly a third of a compiled launch.  Here the same
+ * lookups are made from C:
  *
- *   walk up from the calling frame, at most a few frames, to
- *   ``Backend.launch``'s (by code identity); take the frame that called
- *   it; that frame's file must be known to be outside aruntime (the
- *   Python note's own cache of files); its ``(id(code), f_lasti)`` must
+ *   walk up from the calling frame, at most a few frames, past the frames
+ *   of files known to be aruntime's own (the Python note's own cache of
+ *   files), to the first frame known to be outside it: the user's (the
+ *   caller of Backend.launch, or, through the Backend's compiled front,
+ *   front.c, the innermost frame itself); its ``(id(code), f_lasti)`` must
  *   already have its bytes (the note's cache of sites, with the code
  *   object, to check the id was not reused); then hand the sim those
- *   bytes through its setter.
+ *   bytes through its setter.  A file not yet classified stops the walk.
  *
  * Anything else, the first launch from a line included, calls the Python
  * note, which fills the caches the next launch reads here.
@@ -23,7 +24,7 @@
 #include <stdint.h>
 #include <structmember.h>
 
-/* How many frames up from the caller ``Backend.launch`` may be. */
+/* How many frames up from the note the user's may be. */
 enum { SITE_DEPTH_MAX = 6 };
 
 typedef void (*site_setter)(const char *);
@@ -31,7 +32,6 @@ typedef void (*site_setter)(const char *);
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *entry;  /* Backend.launch's code object, once the hook has found it; else None */
     PyObject *inside; /* file name -> whether it is aruntime's own (the Python cache) */
     PyObject *sites;  /* (id(code), f_lasti) -> (code, b"file:line") (the Python cache) */
     PyObject *hook;   /* the Python note: every other case */
@@ -40,21 +40,25 @@ typedef struct {
 } LaunchSite;
 
 #if PY_VERSION_HEX >= 0x030B0000
-/* The frame that called ``entry`` (a new reference), or NULL: not found near. */
-static PyFrameObject *entry_caller(LaunchSite *self)
+/* The first frame up from the note that is known to be outside aruntime (a new
+ * reference), or NULL: none within SITE_DEPTH_MAX, or one whose file is not classified. */
+static PyFrameObject *user_frame_near(LaunchSite *self)
 {
     PyFrameObject *frame = PyEval_GetFrame();
     Py_XINCREF(frame);
     for (int depth = 0; frame != NULL && depth < SITE_DEPTH_MAX; depth++) {
         PyCodeObject *code = PyFrame_GetCode(frame);
-        int found = self->entry != NULL && (PyObject *)code == self->entry;
+        PyObject *inside = PyDict_GetItemWithError(self->inside, code->co_filename);
         Py_DECREF(code);
+        if (inside == Py_False)
+            return frame;
+        if (inside != Py_True)
+            break; /* not classified yet (or an error): the hook classifies it */
         PyFrameObject *back = PyFrame_GetBack(frame);
         Py_DECREF(frame);
-        if (found)
-            return back;
         frame = back;
     }
+    PyErr_Clear();
     Py_XDECREF(frame);
     return NULL;
 }
@@ -64,16 +68,12 @@ static PyObject *cached_site(LaunchSite *self, PyFrameObject *frame)
 {
     PyCodeObject *code = PyFrame_GetCode(frame);
     PyObject *site = NULL;
-    PyObject *inside = PyDict_GetItemWithError(self->inside, code->co_filename);
-    if (inside == Py_False) {
-        PyObject *key = Py_BuildValue("(Ni)", PyLong_FromVoidPtr(code), PyFrame_GetLasti(frame));
-        PyObject *known = key ? PyDict_GetItemWithError(self->sites, key) : NULL;
-        if (known != NULL && PyTuple_Check(known) && PyTuple_GET_SIZE(known) == 2 &&
-            PyTuple_GET_ITEM(known, 0) == (PyObject *)code &&
-            PyBytes_Check(PyTuple_GET_ITEM(known, 1)))
-            site = PyTuple_GET_ITEM(known, 1);
-        Py_XDECREF(key);
-    }
+    PyObject *key = Py_BuildValue("(Ni)", PyLong_FromVoidPtr(code), PyFrame_GetLasti(frame));
+    PyObject *known = key ? PyDict_GetItemWithError(self->sites, key) : NULL;
+    if (known != NULL && PyTuple_Check(known) && PyTuple_GET_SIZE(known) == 2 &&
+        PyTuple_GET_ITEM(known, 0) == (PyObject *)code && PyBytes_Check(PyTuple_GET_ITEM(known, 1)))
+        site = PyTuple_GET_ITEM(known, 1);
+    Py_XDECREF(key);
     PyErr_Clear();
     Py_DECREF(code);
     return site;
@@ -84,7 +84,7 @@ int launch_site_note(PyObject *obj)
 {
     LaunchSite *self = (LaunchSite *)obj;
 #if PY_VERSION_HEX >= 0x030B0000
-    PyFrameObject *caller = entry_caller(self);
+    PyFrameObject *caller = user_frame_near(self);
     PyObject *site = caller != NULL ? cached_site(self, caller) : NULL;
     Py_XDECREF(caller);
     if (site != NULL) {
@@ -111,17 +111,12 @@ static PyObject *site_vectorcall(PyObject *callable, PyObject *const *args, size
 
 static PyObject *site_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *keywords[] = {"entry", "inside", "sites", "hook", "setter", NULL};
-    PyObject *entry, *inside, *sites, *hook;
+    static char *keywords[] = {"inside", "sites", "hook", "setter", NULL};
+    PyObject *inside, *sites, *hook;
     unsigned long long setter;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OO!O!OK:LaunchSite", keywords, &entry,
-                                     &PyDict_Type, &inside, &PyDict_Type, &sites, &hook,
-                                     &setter))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$O!O!OK:LaunchSite", keywords, &PyDict_Type,
+                                     &inside, &PyDict_Type, &sites, &hook, &setter))
         return NULL;
-    if (entry != Py_None && !PyCode_Check(entry)) {
-        PyErr_SetString(PyExc_TypeError, "LaunchSite: entry must be a code object or None");
-        return NULL;
-    }
     if (!PyCallable_Check(hook) || setter == 0) {
         PyErr_SetString(PyExc_TypeError,
                         "LaunchSite: hook must be callable and setter a non-null address");
@@ -131,7 +126,6 @@ static PyObject *site_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     if (self == NULL)
         return NULL;
     self->vectorcall = site_vectorcall;
-    self->entry = entry == Py_None ? NULL : Py_NewRef(entry);
     self->inside = Py_NewRef(inside);
     self->sites = Py_NewRef(sites);
     self->hook = Py_NewRef(hook);
@@ -141,7 +135,6 @@ static PyObject *site_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 
 static int site_traverse(LaunchSite *self, visitproc visit, void *arg)
 {
-    Py_VISIT(self->entry);
     Py_VISIT(self->inside);
     Py_VISIT(self->sites);
     Py_VISIT(self->hook);
@@ -150,7 +143,6 @@ static int site_traverse(LaunchSite *self, visitproc visit, void *arg)
 
 static int site_clear(LaunchSite *self)
 {
-    Py_CLEAR(self->entry);
     Py_CLEAR(self->inside);
     Py_CLEAR(self->sites);
     Py_CLEAR(self->hook);
@@ -163,28 +155,6 @@ static void site_dealloc(LaunchSite *self)
     site_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
-
-/* ``entry``: set by the hook once it has found Backend.launch's code. */
-static PyObject *site_get_entry(LaunchSite *self, void *unused)
-{
-    return Py_NewRef(self->entry != NULL ? self->entry : Py_None);
-}
-
-static int site_set_entry(LaunchSite *self, PyObject *value, void *unused)
-{
-    if (value == NULL || (value != Py_None && !PyCode_Check(value))) {
-        PyErr_SetString(PyExc_TypeError, "LaunchSite.entry must be a code object or None");
-        return -1;
-    }
-    Py_XSETREF(self->entry, value == Py_None ? NULL : Py_NewRef(value));
-    return 0;
-}
-
-static PyGetSetDef site_getset[] = {
-    {"entry", (getter)site_get_entry, (setter)site_set_entry,
-     "the public method's code object (None: not found yet)", NULL},
-    {NULL},
-};
 
 static PyMemberDef site_members[] = {
     {"taken", T_PYSSIZET, offsetof(LaunchSite, taken), READONLY,
@@ -205,5 +175,4 @@ PyTypeObject LaunchSiteType = {
     .tp_clear = (inquiry)site_clear,
     .tp_dealloc = (destructor)site_dealloc,
     .tp_members = site_members,
-    .tp_getset = site_getset,
 };
