@@ -132,16 +132,6 @@ enum { ARG_KIND, ARG_CALL, ARG_ARGS, ARG_ENTRIES, ARG_HELD, ARG_VIEWS, ARG_NBYTE
 
 /* -- small helpers ---------------------------------------------------------- */
 
-static int attr_true(PyObject *obj, PyObject *attr)
-{
-    PyObject *value = PyObject_GetAttr(obj, attr);
-    if (value == NULL)
-        return -1;
-    int truth = PyObject_IsTrue(value);
-    Py_DECREF(value);
-    return truth;
-}
-
 /* The state's slot ``f`` (a new reference), read in place: no attribute lookup. */
 static PyObject *field_get(Enqueuer *self, int f)
 {
@@ -366,7 +356,8 @@ static PyObject *queued(Enqueuer *self, PyObject *state, PyObject *const *a)
     if (!defer)
         return PyObject_CallFunctionObjArgs(self->mark_now, kind, result, held, views, state,
                                             self->handle, NULL);
-    PyObject *public = PyObject_GetAttr(kind, name.public);
+    static SlotCache public_of; /* OpKind.public */
+    PyObject *public = slot_attr(&public_of, kind, name.public);
     if (public == NULL)
         return NULL;
     PyObject *completion = new_completion(public, state, result, held, views, self->completion_lock);
@@ -400,7 +391,10 @@ fail:
  * policy's Python to run; 0: the plain steps may; -1: error. */
 static int traced_or_noted(Enqueuer *self)
 {
-    int r = attr_true(self->tracing, name.recorder);
+    static SlotCache recorder_of; /* Tracing.recorder */
+    PyObject *recorder = slot_attr(&recorder_of, self->tracing, name.recorder);
+    int r = recorder == NULL ? -1 : recorder == Py_None ? 0 : PyObject_IsTrue(recorder);
+    Py_XDECREF(recorder);
     if (r != 0 || self->synchronous)
         return r;
     /* A module global, read from the module's dict (a module getattr costs twice that). */
@@ -419,7 +413,11 @@ static int needs_python(Enqueuer *self, PyObject *state, PyObject *entries)
     if ((r = field_true(self, F_CAPTURING)) != 0)
         return r;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(entries); i++) {
-        if ((r = attr_true(PyTuple_GET_ITEM(entries, i), name.freed)) != 0)
+        static SlotCache freed_of; /* Entry.freed */
+        PyObject *freed = slot_attr(&freed_of, PyTuple_GET_ITEM(entries, i), name.freed);
+        r = freed == NULL ? -1 : freed == Py_False ? 0 : PyObject_IsTrue(freed);
+        Py_XDECREF(freed);
+        if (r != 0)
             return r;
     }
     if (self->hazards != Py_None)
