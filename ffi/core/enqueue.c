@@ -78,6 +78,7 @@ static struct {
     PyObject *pending;       /* the Completion state "pending" */
     PyObject *allocate_lock; /* threading.Lock */
     PyObject *next_seq;      /* _completion.next_seq */
+    PyObject *seqs;          /* the iterator next_seq is the __next__ of, or NULL */
     PyObject *nothing_held;  /* _submit._NOTHING_HELD */
     PyObject *driver_error;  /* aruntime.DriverError */
     PyObject *sites;         /* aruntime._sites's dict (its ``recording`` flag) */
@@ -190,12 +191,24 @@ static void set_slot(const Layout *layout, PyObject *obj, int slot, PyObject *va
     Py_XDECREF(old);
 }
 
+/* ``next_seq()``: its iterator's own next where it has one (a method-wrapper call
+ * costs more than the count). */
+static PyObject *seq_next(void)
+{
+    if (shared.seqs == NULL)
+        return PyObject_CallNoArgs(shared.next_seq);
+    PyObject *seq = Py_TYPE(shared.seqs)->tp_iternext(shared.seqs);
+    if (seq == NULL && !PyErr_Occurred())
+        PyErr_SetNone(PyExc_StopIteration);
+    return seq;
+}
+
 /* A pending Completion, as Completion(name, state, result, held, views) makes it. */
 static PyObject *new_completion(PyObject *op, PyObject *hooks, PyObject *result, PyObject *held,
                                 PyObject *views, PyObject *lock)
 {
     PyObject *callbacks = PyList_New(0);
-    PyObject *seq = callbacks ? PyObject_CallNoArgs(shared.next_seq) : NULL;
+    PyObject *seq = callbacks ? seq_next() : NULL;
     const Layout *c = &shared.completion;
     PyObject *obj = seq ? c->type->tp_alloc(c->type, 0) : NULL;
     if (obj != NULL) {
@@ -864,6 +877,21 @@ static int layout_of(Layout *layout, PyObject *cls, PyObject *slots, const char 
     return 0;
 }
 
+/* The iterator whose bound __next__ ``next`` is (a new reference), else NULL. */
+static PyObject *iterator_of(PyObject *next)
+{
+    PyObject *it = PyObject_GetAttrString(next, "__self__");
+    PyObject *own = it != NULL && Py_TYPE(it)->tp_iternext != NULL
+                        ? PyObject_GetAttrString(it, "__next__")
+                        : NULL;
+    int same = own != NULL ? PyObject_RichCompareBool(own, next, Py_EQ) : 0;
+    PyErr_Clear();
+    Py_XDECREF(own);
+    if (same <= 0)
+        Py_CLEAR(it);
+    return it;
+}
+
 static PyObject *configure(PyObject *module, PyObject *args)
 {
     PyObject *completion, *completion_slots, *pending, *allocate_lock, *next_seq, *nothing_held,
@@ -890,6 +918,7 @@ static PyObject *configure(PyObject *module, PyObject *args)
     Py_XSETREF(shared.pending, Py_NewRef(pending));
     Py_XSETREF(shared.allocate_lock, Py_NewRef(allocate_lock));
     Py_XSETREF(shared.next_seq, Py_NewRef(next_seq));
+    Py_XSETREF(shared.seqs, iterator_of(next_seq));
     Py_XSETREF(shared.nothing_held, Py_NewRef(nothing_held));
     Py_XSETREF(shared.driver_error, Py_NewRef(driver_error));
     Py_XSETREF(shared.sites, Py_NewRef(PyModule_GetDict(sites)));
