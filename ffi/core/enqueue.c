@@ -84,6 +84,7 @@ static struct {
     PyObject *sites;         /* aruntime._sites's dict (its ``recording`` flag) */
     PyObject *one;
     PyObject *empty; /* () */
+    PyObject *empty_pair; /* ((), ()) */
     Py_ssize_t stranded_kept;
 } shared;
 
@@ -248,6 +249,21 @@ static PyObject *take_exception(void)
 
 /* -- the tail: the previous op, which has no marker yet --------------------- */
 
+/* ``count + 1`` (a new reference), and in *zero ``not count``; NULL on error. */
+static PyObject *plus_one(PyObject *count, int *zero)
+{
+    if (PyLong_CheckExact(count)) { /* the common case, without the number protocol */
+        Py_ssize_t n = PyLong_AsSsize_t(count);
+        if (n >= 0 && n < PY_SSIZE_T_MAX) {
+            *zero = n == 0;
+            return PyLong_FromSsize_t(n + 1);
+        }
+        PyErr_Clear();
+    }
+    *zero = PyObject_Not(count);
+    return *zero < 0 ? NULL : PyNumber_Add(count, shared.one);
+}
+
 /* Mark the tail if its Completion is kept, else strand what it holds (lock held). */
 static int settle_tail(Enqueuer *self, PyObject *state)
 {
@@ -278,8 +294,8 @@ static int settle_tail(Enqueuer *self, PyObject *state)
         PyObject *dropped = field_get(self, F_DROPPED);
         if (dropped == NULL)
             goto out;
-        int none_yet = PyObject_Not(dropped);
-        PyObject *more = none_yet < 0 ? NULL : PyNumber_Add(dropped, shared.one);
+        int none_yet;
+        PyObject *more = plus_one(dropped, &none_yet);
         Py_DECREF(dropped);
         if (more == NULL)
             goto out;
@@ -308,7 +324,8 @@ static int settle_tail(Enqueuer *self, PyObject *state)
         for (Py_ssize_t i = 0; i < 2; i++) {
             PyObject *part = PyTuple_GET_ITEM(held, i);
             Py_ssize_t n = PyList_GET_SIZE(stranded);
-            int some = PyObject_IsTrue(part);
+            int some = PyTuple_CheckExact(part) ? PyTuple_GET_SIZE(part) > 0
+                                                : PyObject_IsTrue(part);
             if (some < 0 || (some && PyList_SetSlice(stranded, n, n, part) < 0))
                 goto out;
         }
@@ -377,7 +394,10 @@ static PyObject *queued(Enqueuer *self, PyObject *state, PyObject *const *a)
     Py_DECREF(public);
     if (completion == NULL)
         return NULL;
-    PyObject *pair = PyTuple_Pack(2, held, views);
+    /* Nothing held is ((), ()) either way: read only by unpacking and truth. */
+    PyObject *pair = held == shared.empty && views == shared.empty
+                         ? Py_NewRef(shared.empty_pair)
+                         : PyTuple_Pack(2, held, views);
     if (pair == NULL || field_set(self, F_TAIL, completion) < 0 ||
         field_set(self, F_TAIL_HELD, pair) < 0)
         goto fail;
@@ -947,7 +967,8 @@ static struct PyModuleDef module_def = {
 
 static int intern_names(void)
 {
-    if ((shared.one = PyLong_FromLong(1)) == NULL || (shared.empty = PyTuple_New(0)) == NULL)
+    if ((shared.one = PyLong_FromLong(1)) == NULL || (shared.empty = PyTuple_New(0)) == NULL ||
+        (shared.empty_pair = PyTuple_Pack(2, shared.empty, shared.empty)) == NULL)
         return -1;
 #define INTERN(field)                                              \
     if ((name.field = PyUnicode_InternFromString(#field)) == NULL) \
