@@ -180,7 +180,7 @@ static int take_lock(Enqueuer *self)
 
 static int drop_lock(Enqueuer *self)
 {
-    return self->release == NULL ? stream_lock_release(self->lock) : drop_lock(self);
+    return self->release == NULL ? stream_lock_release(self->lock) : call_noargs_ok(self->release);
 }
 
 static void set_slot(const Layout *layout, PyObject *obj, int slot, PyObject *value)
