@@ -22,6 +22,7 @@
  */
 #include "direct.h"
 #include "site.h"
+#include "slots.h"
 
 #include <structmember.h>
 
@@ -124,7 +125,8 @@ static int failed(DirectCall *self, PyObject *owner, unsigned int code)
 /* Whether the plain case holds for ``owner``: alive, and this thread in its context. */
 static int plain_case(DirectCall *self, PyObject *owner)
 {
-    PyObject *dead = PyObject_GetAttr(owner, name_dead);
+    static SlotCache dead_of; /* the driver's _dead */
+    PyObject *dead = slot_attr(&dead_of, owner, name_dead);
     if (dead == NULL) {
         PyErr_Clear();
         return 0;
