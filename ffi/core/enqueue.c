@@ -264,6 +264,21 @@ static PyObject *plus_one(PyObject *count, int *zero)
     return *zero < 0 ? NULL : PyNumber_Add(count, shared.one);
 }
 
+/* ``list.extend(part)``: a tuple's items appended one by one (a slice assignment
+ * costs more than the few items an op holds), anything else as a slice. */
+static int extend(PyObject *list, PyObject *part)
+{
+    if (!PyTuple_CheckExact(part)) {
+        Py_ssize_t n = PyList_GET_SIZE(list);
+        return PyList_SetSlice(list, n, n, part);
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(part); i++) {
+        if (PyList_Append(list, PyTuple_GET_ITEM(part, i)) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Mark the tail if its Completion is kept, else strand what it holds (lock held). */
 static int settle_tail(Enqueuer *self, PyObject *state)
 {
@@ -323,10 +338,9 @@ static int settle_tail(Enqueuer *self, PyObject *state)
         }
         for (Py_ssize_t i = 0; i < 2; i++) {
             PyObject *part = PyTuple_GET_ITEM(held, i);
-            Py_ssize_t n = PyList_GET_SIZE(stranded);
             int some = PyTuple_CheckExact(part) ? PyTuple_GET_SIZE(part) > 0
                                                 : PyObject_IsTrue(part);
-            if (some < 0 || (some && PyList_SetSlice(stranded, n, n, part) < 0))
+            if (some < 0 || (some && extend(stranded, part) < 0))
                 goto out;
         }
     }
