@@ -231,7 +231,7 @@ static unsigned int call_launch(DirectCall *self, PyObject *const *args, uintptr
     dims(PyTuple_GET_ITEM(config, 0), grid, ok);
     dims(PyTuple_GET_ITEM(config, 1), block_dims, ok);
     unsigned long long shared = as_u64(PyTuple_GET_ITEM(config, 2), ok);
-    static SlotCache handle_of, shared_ok_of, layout_of; /* the kernel's, its block's */
+    static SlotCache handle_of, shared_ok_of, c_layout_of; /* the kernel's, its block's */
     unsigned long long handle = u64_attr(&handle_of, function, name_address, ok);
     /* More shared memory than the kernel was opted in for: the method opts in first. */
     if (!*ok || handle == 0 || shared > u64_attr(&shared_ok_of, function, name_shared_ok, ok))
@@ -239,7 +239,7 @@ static unsigned int call_launch(DirectCall *self, PyObject *const *args, uintptr
     Py_ssize_t n = PySequence_Fast_GET_SIZE(kernel_args);
     PyObject *const *items = PySequence_Fast_ITEMS(kernel_args);
     PyObject *laid = n <= LAUNCH_PARAMS_MAX ? laid_out_block(function, items, n) : NULL;
-    PyObject *layout = laid ? slot_attr(&layout_of, laid, name_c_layout) : NULL;
+    PyObject *layout = laid ? slot_attr(&c_layout_of, laid, name_c_layout) : NULL;
     Py_XDECREF(laid);
     PyErr_Clear();
     if (layout == NULL || !PyBytes_Check(layout) ||

@@ -31,6 +31,7 @@
 #include "direct.h"
 #include "hostview.h"
 #include "lock.h"
+#include "objects.h"
 #include "ranges.h"
 #include "slots.h"
 #include "site.h"
@@ -64,12 +65,6 @@ static const char *const OP_SLOTS[OP_COUNT] = {
     "kind", "call", "args", "keepalive", "views", "nbytes", "result", "kernel",
     "_reads", "_writes", "held",
 };
-
-/* A Python class with __slots__, as this file builds its instances without __init__. */
-typedef struct {
-    PyTypeObject *type;
-    Py_ssize_t offset[16];
-} Layout;
 
 /* Set once by configure(): what every Enqueuer shares. */
 static struct {
@@ -164,15 +159,6 @@ static int field_set(Enqueuer *self, int f, PyObject *value)
     return 0;
 }
 
-static int call_noargs_ok(PyObject *fn)
-{
-    PyObject *r = PyObject_CallNoArgs(fn);
-    if (r == NULL)
-        return -1;
-    Py_DECREF(r);
-    return 0;
-}
-
 static int take_lock(Enqueuer *self)
 {
     return self->acquire == NULL ? stream_lock_acquire(self->lock) : call_noargs_ok(self->acquire);
@@ -181,15 +167,6 @@ static int take_lock(Enqueuer *self)
 static int drop_lock(Enqueuer *self)
 {
     return self->release == NULL ? stream_lock_release(self->lock) : call_noargs_ok(self->release);
-}
-
-static void set_slot(const Layout *layout, PyObject *obj, int slot, PyObject *value)
-{
-    PyObject **field = (PyObject **)((char *)obj + layout->offset[slot]);
-    PyObject *old = *field;
-    Py_INCREF(value);
-    *field = value;
-    Py_XDECREF(old);
 }
 
 /* ``next_seq()``: its iterator's own next where it has one (a method-wrapper call
@@ -230,23 +207,6 @@ static PyObject *new_completion(PyObject *op, PyObject *hooks, PyObject *result,
     return obj;
 }
 
-/* The exception being raised, normalized and with its traceback, as ``except ... as exc``. */
-static PyObject *take_exception(void)
-{
-#if PY_VERSION_HEX >= 0x030C0000
-    return PyErr_GetRaisedException();
-#else
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (tb != NULL && value != NULL)
-        PyException_SetTraceback(value, tb);
-    Py_XDECREF(type);
-    Py_XDECREF(tb);
-    return value;
-#endif
-}
-
 /* -- the tail: the previous op, which has no marker yet --------------------- */
 
 /* ``count + 1`` (a new reference), and in *zero ``not count``; NULL on error. */
@@ -262,21 +222,6 @@ static PyObject *plus_one(PyObject *count, int *zero)
     }
     *zero = PyObject_Not(count);
     return *zero < 0 ? NULL : PyNumber_Add(count, shared.one);
-}
-
-/* ``list.extend(part)``: a tuple's items appended one by one (a slice assignment
- * costs more than the few items an op holds), anything else as a slice. */
-static int extend(PyObject *list, PyObject *part)
-{
-    if (!PyTuple_CheckExact(part)) {
-        Py_ssize_t n = PyList_GET_SIZE(list);
-        return PyList_SetSlice(list, n, n, part);
-    }
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(part); i++) {
-        if (PyList_Append(list, PyTuple_GET_ITEM(part, i)) < 0)
-            return -1;
-    }
-    return 0;
 }
 
 /* Mark the tail if its Completion is kept, else strand what it holds (lock held). */
@@ -340,7 +285,7 @@ static int settle_tail(Enqueuer *self, PyObject *state)
             PyObject *part = PyTuple_GET_ITEM(held, i);
             int some = PyTuple_CheckExact(part) ? PyTuple_GET_SIZE(part) > 0
                                                 : PyObject_IsTrue(part);
-            if (some < 0 || (some && extend(stranded, part) < 0))
+            if (some < 0 || (some && list_extend(stranded, part) < 0))
                 goto out;
         }
     }
@@ -353,28 +298,6 @@ out:
 }
 
 /* -- the call --------------------------------------------------------------- */
-
-/* ``call(*args, handle)``; NULL with the exception set if it raised. */
-static PyObject *driver_call(PyObject *call, PyObject *args, PyObject *handle)
-{
-    PyObject *stack[16];
-    Py_ssize_t n = PyTuple_GET_SIZE(args);
-    if (n >= 16) {
-        PyObject *with = PyTuple_New(n + 1);
-        if (with == NULL)
-            return NULL;
-        for (Py_ssize_t i = 0; i < n; i++)
-            PyTuple_SET_ITEM(with, i, Py_NewRef(PyTuple_GET_ITEM(args, i)));
-        PyTuple_SET_ITEM(with, n, Py_NewRef(handle));
-        PyObject *r = PyObject_Call(call, with, NULL);
-        Py_DECREF(with);
-        return r;
-    }
-    for (Py_ssize_t i = 0; i < n; i++)
-        stack[i] = PyTuple_GET_ITEM(args, i);
-    stack[n] = handle;
-    return PyObject_Vectorcall(call, stack, (size_t)(n + 1), NULL);
-}
 
 /* After the call: the op's Completion, as the policy's ``queue`` makes it (lock held). */
 static PyObject *queued(Enqueuer *self, PyObject *state, PyObject *const *a)
@@ -872,59 +795,6 @@ static PyTypeObject EnqueuerType = {
 };
 
 /* -- configure() ------------------------------------------------------------ */
-
-/* Fill ``layout`` for ``cls``, whose ``slots`` must be exactly ``names`` (and __weakref__). */
-static int layout_of(Layout *layout, PyObject *cls, PyObject *slots, const char *const *names,
-                     int count)
-{
-    PyTypeObject *type = (PyTypeObject *)cls;
-    Py_ssize_t written = 0;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(slots); i++) {
-        const char *slot = PyUnicode_AsUTF8(PyTuple_GET_ITEM(slots, i));
-        if (slot == NULL)
-            return -1;
-        if (strcmp(slot, "__weakref__") == 0)
-            continue;
-        int known = 0;
-        for (int k = 0; k < count && !known; k++)
-            known = strcmp(slot, names[k]) == 0;
-        if (!known) {
-            /* A slot this file does not know would be left unset. */
-            PyErr_Format(PyExc_TypeError, "configure: %s slot %s is not one this file writes",
-                         type->tp_name, slot);
-            return -1;
-        }
-        written++;
-    }
-    if (written != count) {
-        PyErr_Format(PyExc_TypeError, "configure: %s has %zd slots, this file writes %d",
-                     type->tp_name, written, count);
-        return -1;
-    }
-    Py_ssize_t offset[16];
-    for (int k = 0; k < count; k++) {
-        if ((offset[k] = slot_offset(type, names[k], "configure")) < 0)
-            return -1;
-    }
-    Py_XSETREF(layout->type, (PyTypeObject *)Py_NewRef(cls));
-    memcpy(layout->offset, offset, sizeof offset);
-    return 0;
-}
-
-/* The iterator whose bound __next__ ``next`` is (a new reference), else NULL. */
-static PyObject *iterator_of(PyObject *next)
-{
-    PyObject *it = PyObject_GetAttrString(next, "__self__");
-    PyObject *own = it != NULL && Py_TYPE(it)->tp_iternext != NULL
-                        ? PyObject_GetAttrString(it, "__next__")
-                        : NULL;
-    int same = own != NULL ? PyObject_RichCompareBool(own, next, Py_EQ) : 0;
-    PyErr_Clear();
-    Py_XDECREF(own);
-    if (same <= 0)
-        Py_CLEAR(it);
-    return it;
-}
 
 static PyObject *configure(PyObject *module, PyObject *args)
 {
