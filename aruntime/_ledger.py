@@ -83,8 +83,16 @@ _FREE_CALLS = {
 }
 
 
-@dataclass(eq=False)
-class Entry:
+class _Referable:
+    """The weak-referable base of Entry: the registry holds it weakly, and a slotted
+    dataclass gets no ``__weakref__`` of its own before Python 3.11."""
+
+    __slots__ = ("__weakref__",)
+
+
+# Slots: the compiled enqueue reads ``freed`` in place, per op (ffi/core/slots.h).
+@dataclass(eq=False, slots=True)
+class Entry(_Referable):
     """One live allocation (device, managed, arena, async, pinned host, or a mapping).
 
     A resource of its backend: made whole by the allocator with what frees

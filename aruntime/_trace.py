@@ -547,6 +547,9 @@ class Tracing:
     attribute submission reads per op.
     """
 
+    # Slots: the compiled enqueue reads ``recorder`` in place (ffi/core/slots.h).
+    __slots__ = ("_check_open", "_driver", "_info", "_lock", "_name", "recorder")
+
     def __init__(
         self,
         driver: Driver,

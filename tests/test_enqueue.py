@@ -505,6 +505,57 @@ def test_streams_get_the_stream_lock_only_where_compiled(backend_name: str) -> N
     assert kinds == [expected_compiled, "RLock"]
 
 
+class _CountedLock:
+    """A stream lock that is not the extension's: an RLock that counts its takes and drops."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self._lock = threading.RLock()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        self.calls.append("acquire")
+        return self._lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        self.calls.append("release")
+        self._lock.release()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def test_another_lock_is_taken_and_dropped_through_its_own_methods(
+    gpu: ar.Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream whose lock is not a StreamLock: the compiled enqueue calls its acquire and
+    release, once each per op, and leaves it free."""
+    monkeypatch.setattr("aruntime._streamstate.stream_lock", _CountedLock)
+    with gpu.create_stream() as stream:
+        lock = stream.state.lock
+        assert isinstance(lock, _CountedLock)
+        assert type(stream.enqueue).__name__ == "Enqueuer"
+        ptr = gpu.alloc(64)
+        lock.calls.clear()
+        gpu.memset_async(ptr, 1, 64, stream=stream).wait(30)
+        assert lock.calls.count("acquire") >= 1
+        assert lock.calls.count("acquire") == lock.calls.count("release")
+        free: list[bool] = []
+
+        def take_and_drop() -> None:
+            free.append(lock.acquire(blocking=False))
+            if free[0]:
+                lock.release()
+
+        thread = threading.Thread(target=take_and_drop)
+        thread.start()
+        thread.join(30)
+        assert free == [True]
+        gpu.free(ptr)
+
+
 class _SiteProbe:
     """A LaunchSite over a stand-in entry and caches, whose setter records what it is told."""
 

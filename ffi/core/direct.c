@@ -22,6 +22,7 @@
  */
 #include "direct.h"
 #include "site.h"
+#include "slots.h"
 
 #include <structmember.h>
 
@@ -124,7 +125,8 @@ static int failed(DirectCall *self, PyObject *owner, unsigned int code)
 /* Whether the plain case holds for ``owner``: alive, and this thread in its context. */
 static int plain_case(DirectCall *self, PyObject *owner)
 {
-    PyObject *dead = PyObject_GetAttr(owner, name_dead);
+    static SlotCache dead_of; /* the driver's _dead */
+    PyObject *dead = slot_attr(&dead_of, owner, name_dead);
     if (dead == NULL) {
         PyErr_Clear();
         return 0;
@@ -135,10 +137,11 @@ static int plain_case(DirectCall *self, PyObject *owner)
     return alive && self->get_current(&current) == 0 && current == self->context;
 }
 
-/* An int attribute of ``obj`` that fits 64 unsigned bits; *ok cleared otherwise. */
-static unsigned long long u64_attr(PyObject *obj, PyObject *attr, int *ok)
+/* An int attribute of ``obj`` that fits 64 unsigned bits; *ok cleared otherwise.  Each
+ * caller's ``cache`` is its own: one attribute of one class. */
+static unsigned long long u64_attr(SlotCache *cache, PyObject *obj, PyObject *attr, int *ok)
 {
-    PyObject *value = PyObject_GetAttr(obj, attr);
+    PyObject *value = slot_attr(cache, obj, attr);
     if (value == NULL) {
         PyErr_Clear();
         *ok = 0;
@@ -167,7 +170,8 @@ static void dims(PyObject *tuple, unsigned int out[3], int *ok)
 /* The block laid out for these arguments' types (a new reference), or NULL: none yet. */
 static PyObject *laid_out_block(PyObject *function, PyObject *const *items, Py_ssize_t n)
 {
-    PyObject *blocks = PyObject_GetAttr(function, name_blocks);
+    static SlotCache blocks_of; /* the kernel's blocks */
+    PyObject *blocks = slot_attr(&blocks_of, function, name_blocks);
     PyObject *signature = blocks && PyDict_Check(blocks) ? PyTuple_New(n) : NULL;
     PyObject *block = NULL;
     if (signature != NULL) {
@@ -193,7 +197,8 @@ static void pack(PyObject *layout, PyObject *const *items, Py_ssize_t n, char *b
         long long offset = l[1 + 2 * i], size = l[2 + 2 * i];
         params[i] = bytes + offset;
         if (size < 0) {
-            unsigned long long address = u64_attr(items[i], name_ptr_address, ok);
+            static SlotCache address_of; /* DevicePtr._address */
+            unsigned long long address = u64_attr(&address_of, items[i], name_ptr_address, ok);
             memcpy(bytes + offset, &address, sizeof address);
             continue;
         }
@@ -226,14 +231,15 @@ static unsigned int call_launch(DirectCall *self, PyObject *const *args, uintptr
     dims(PyTuple_GET_ITEM(config, 0), grid, ok);
     dims(PyTuple_GET_ITEM(config, 1), block_dims, ok);
     unsigned long long shared = as_u64(PyTuple_GET_ITEM(config, 2), ok);
-    unsigned long long handle = u64_attr(function, name_address, ok);
+    static SlotCache handle_of, shared_ok_of, c_layout_of; /* the kernel's, its block's */
+    unsigned long long handle = u64_attr(&handle_of, function, name_address, ok);
     /* More shared memory than the kernel was opted in for: the method opts in first. */
-    if (!*ok || handle == 0 || shared > u64_attr(function, name_shared_ok, ok))
+    if (!*ok || handle == 0 || shared > u64_attr(&shared_ok_of, function, name_shared_ok, ok))
         return *ok = 0;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(kernel_args);
     PyObject *const *items = PySequence_Fast_ITEMS(kernel_args);
     PyObject *laid = n <= LAUNCH_PARAMS_MAX ? laid_out_block(function, items, n) : NULL;
-    PyObject *layout = laid ? PyObject_GetAttr(laid, name_c_layout) : NULL;
+    PyObject *layout = laid ? slot_attr(&c_layout_of, laid, name_c_layout) : NULL;
     Py_XDECREF(laid);
     PyErr_Clear();
     if (layout == NULL || !PyBytes_Check(layout) ||
@@ -334,8 +340,9 @@ int direct_enqueue(PyObject *call, PyObject *args, uintptr_t stream)
 /* The driver stream's raw handle, or 0 where it has none. */
 static uintptr_t stream_address(PyObject *handle)
 {
+    static SlotCache address_of; /* the driver stream's address */
     int ok = 1;
-    uintptr_t raw = (uintptr_t)u64_attr(handle, name_address, &ok);
+    uintptr_t raw = (uintptr_t)u64_attr(&address_of, handle, name_address, &ok);
     return ok ? raw : 0;
 }
 

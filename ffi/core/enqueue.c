@@ -32,6 +32,7 @@
 #include "front.h"
 #include "hostview.h"
 #include "lock.h"
+#include "objects.h"
 #include "ranges.h"
 #include "slots.h"
 #include "site.h"
@@ -66,12 +67,6 @@ static const char *const OP_SLOTS[OP_COUNT] = {
     "_reads", "_writes", "held",
 };
 
-/* A Python class with __slots__, as this file builds its instances without __init__. */
-typedef struct {
-    PyTypeObject *type;
-    Py_ssize_t offset[16];
-} Layout;
-
 /* Set once by configure(): what every Enqueuer shares. */
 static struct {
     Layout completion;
@@ -79,11 +74,13 @@ static struct {
     PyObject *pending;       /* the Completion state "pending" */
     PyObject *allocate_lock; /* threading.Lock */
     PyObject *next_seq;      /* _completion.next_seq */
+    PyObject *seqs;          /* the iterator next_seq is the __next__ of, or NULL */
     PyObject *nothing_held;  /* _submit._NOTHING_HELD */
     PyObject *driver_error;  /* aruntime.DriverError */
     PyObject *sites;         /* aruntime._sites's dict (its ``recording`` flag) */
     PyObject *one;
     PyObject *empty; /* () */
+    PyObject *empty_pair; /* ((), ()) */
     Py_ssize_t stranded_kept;
 } shared;
 
@@ -133,16 +130,6 @@ enum { ARG_KIND, ARG_CALL, ARG_ARGS, ARG_ENTRIES, ARG_HELD, ARG_VIEWS, ARG_NBYTE
 
 /* -- small helpers ---------------------------------------------------------- */
 
-static int attr_true(PyObject *obj, PyObject *attr)
-{
-    PyObject *value = PyObject_GetAttr(obj, attr);
-    if (value == NULL)
-        return -1;
-    int truth = PyObject_IsTrue(value);
-    Py_DECREF(value);
-    return truth;
-}
-
 /* The state's slot ``f`` (a new reference), read in place: no attribute lookup. */
 static PyObject *field_get(Enqueuer *self, int f)
 {
@@ -173,15 +160,6 @@ static int field_set(Enqueuer *self, int f, PyObject *value)
     return 0;
 }
 
-static int call_noargs_ok(PyObject *fn)
-{
-    PyObject *r = PyObject_CallNoArgs(fn);
-    if (r == NULL)
-        return -1;
-    Py_DECREF(r);
-    return 0;
-}
-
 static int take_lock(Enqueuer *self)
 {
     return self->acquire == NULL ? stream_lock_acquire(self->lock) : call_noargs_ok(self->acquire);
@@ -189,16 +167,19 @@ static int take_lock(Enqueuer *self)
 
 static int drop_lock(Enqueuer *self)
 {
-    return self->release == NULL ? stream_lock_release(self->lock) : drop_lock(self);
+    return self->release == NULL ? stream_lock_release(self->lock) : call_noargs_ok(self->release);
 }
 
-static void set_slot(const Layout *layout, PyObject *obj, int slot, PyObject *value)
+/* ``next_seq()``: its iterator's own next where it has one (a method-wrapper call
+ * costs more than the count). */
+static PyObject *seq_next(void)
 {
-    PyObject **field = (PyObject **)((char *)obj + layout->offset[slot]);
-    PyObject *old = *field;
-    Py_INCREF(value);
-    *field = value;
-    Py_XDECREF(old);
+    if (shared.seqs == NULL)
+        return PyObject_CallNoArgs(shared.next_seq);
+    PyObject *seq = Py_TYPE(shared.seqs)->tp_iternext(shared.seqs);
+    if (seq == NULL && !PyErr_Occurred())
+        PyErr_SetNone(PyExc_StopIteration);
+    return seq;
 }
 
 /* A pending Completion, as Completion(name, state, result, held, views) makes it. */
@@ -206,7 +187,7 @@ static PyObject *new_completion(PyObject *op, PyObject *hooks, PyObject *result,
                                 PyObject *views, PyObject *lock)
 {
     PyObject *callbacks = PyList_New(0);
-    PyObject *seq = callbacks ? PyObject_CallNoArgs(shared.next_seq) : NULL;
+    PyObject *seq = callbacks ? seq_next() : NULL;
     const Layout *c = &shared.completion;
     PyObject *obj = seq ? c->type->tp_alloc(c->type, 0) : NULL;
     if (obj != NULL) {
@@ -227,24 +208,22 @@ static PyObject *new_completion(PyObject *op, PyObject *hooks, PyObject *result,
     return obj;
 }
 
-/* The exception being raised, normalized and with its traceback, as ``except ... as exc``. */
-static PyObject *take_exception(void)
-{
-#if PY_VERSION_HEX >= 0x030C0000
-    return PyErr_GetRaisedException();
-#else
-    PyObject *type, *value, *tb;
-    PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    if (tb != NULL && value != NULL)
-        PyException_SetTraceback(value, tb);
-    Py_XDECREF(type);
-    Py_XDECREF(tb);
-    return value;
-#endif
-}
-
 /* -- the tail: the previous op, which has no marker yet --------------------- */
+
+/* ``count + 1`` (a new reference), and in *zero ``not count``; NULL on error. */
+static PyObject *plus_one(PyObject *count, int *zero)
+{
+    if (PyLong_CheckExact(count)) { /* the common case, without the number protocol */
+        Py_ssize_t n = PyLong_AsSsize_t(count);
+        if (n >= 0 && n < PY_SSIZE_T_MAX) {
+            *zero = n == 0;
+            return PyLong_FromSsize_t(n + 1);
+        }
+        PyErr_Clear();
+    }
+    *zero = PyObject_Not(count);
+    return *zero < 0 ? NULL : PyNumber_Add(count, shared.one);
+}
 
 /* Mark the tail if its Completion is kept, else strand what it holds (lock held). */
 static int settle_tail(Enqueuer *self, PyObject *state)
@@ -276,8 +255,8 @@ static int settle_tail(Enqueuer *self, PyObject *state)
         PyObject *dropped = field_get(self, F_DROPPED);
         if (dropped == NULL)
             goto out;
-        int none_yet = PyObject_Not(dropped);
-        PyObject *more = none_yet < 0 ? NULL : PyNumber_Add(dropped, shared.one);
+        int none_yet;
+        PyObject *more = plus_one(dropped, &none_yet);
         Py_DECREF(dropped);
         if (more == NULL)
             goto out;
@@ -305,9 +284,9 @@ static int settle_tail(Enqueuer *self, PyObject *state)
         }
         for (Py_ssize_t i = 0; i < 2; i++) {
             PyObject *part = PyTuple_GET_ITEM(held, i);
-            Py_ssize_t n = PyList_GET_SIZE(stranded);
-            int some = PyObject_IsTrue(part);
-            if (some < 0 || (some && PyList_SetSlice(stranded, n, n, part) < 0))
+            int some = PyTuple_CheckExact(part) ? PyTuple_GET_SIZE(part) > 0
+                                                : PyObject_IsTrue(part);
+            if (some < 0 || (some && list_extend(stranded, part) < 0))
                 goto out;
         }
     }
@@ -320,28 +299,6 @@ out:
 }
 
 /* -- the call --------------------------------------------------------------- */
-
-/* ``call(*args, handle)``; NULL with the exception set if it raised. */
-static PyObject *driver_call(PyObject *call, PyObject *args, PyObject *handle)
-{
-    PyObject *stack[16];
-    Py_ssize_t n = PyTuple_GET_SIZE(args);
-    if (n >= 16) {
-        PyObject *with = PyTuple_New(n + 1);
-        if (with == NULL)
-            return NULL;
-        for (Py_ssize_t i = 0; i < n; i++)
-            PyTuple_SET_ITEM(with, i, Py_NewRef(PyTuple_GET_ITEM(args, i)));
-        PyTuple_SET_ITEM(with, n, Py_NewRef(handle));
-        PyObject *r = PyObject_Call(call, with, NULL);
-        Py_DECREF(with);
-        return r;
-    }
-    for (Py_ssize_t i = 0; i < n; i++)
-        stack[i] = PyTuple_GET_ITEM(args, i);
-    stack[n] = handle;
-    return PyObject_Vectorcall(call, stack, (size_t)(n + 1), NULL);
-}
 
 /* After the call: the op's Completion, as the policy's ``queue`` makes it (lock held). */
 static PyObject *queued(Enqueuer *self, PyObject *state, PyObject *const *a)
@@ -367,14 +324,18 @@ static PyObject *queued(Enqueuer *self, PyObject *state, PyObject *const *a)
     if (!defer)
         return PyObject_CallFunctionObjArgs(self->mark_now, kind, result, held, views, state,
                                             self->handle, NULL);
-    PyObject *public = PyObject_GetAttr(kind, name.public);
+    static SlotCache public_of; /* OpKind.public */
+    PyObject *public = slot_attr(&public_of, kind, name.public);
     if (public == NULL)
         return NULL;
     PyObject *completion = new_completion(public, state, result, held, views, self->completion_lock);
     Py_DECREF(public);
     if (completion == NULL)
         return NULL;
-    PyObject *pair = PyTuple_Pack(2, held, views);
+    /* Nothing held is ((), ()) either way: read only by unpacking and truth. */
+    PyObject *pair = held == shared.empty && views == shared.empty
+                         ? Py_NewRef(shared.empty_pair)
+                         : PyTuple_Pack(2, held, views);
     if (pair == NULL || field_set(self, F_TAIL, completion) < 0 ||
         field_set(self, F_TAIL_HELD, pair) < 0)
         goto fail;
@@ -401,7 +362,10 @@ fail:
  * policy's Python to run; 0: the plain steps may; -1: error. */
 static int traced_or_noted(Enqueuer *self)
 {
-    int r = attr_true(self->tracing, name.recorder);
+    static SlotCache recorder_of; /* Tracing.recorder */
+    PyObject *recorder = slot_attr(&recorder_of, self->tracing, name.recorder);
+    int r = recorder == NULL ? -1 : recorder == Py_None ? 0 : PyObject_IsTrue(recorder);
+    Py_XDECREF(recorder);
     if (r != 0 || self->synchronous)
         return r;
     /* A module global, read from the module's dict (a module getattr costs twice that). */
@@ -420,7 +384,11 @@ static int needs_python(Enqueuer *self, PyObject *state, PyObject *entries)
     if ((r = field_true(self, F_CAPTURING)) != 0)
         return r;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(entries); i++) {
-        if ((r = attr_true(PyTuple_GET_ITEM(entries, i), name.freed)) != 0)
+        static SlotCache freed_of; /* Entry.freed */
+        PyObject *freed = slot_attr(&freed_of, PyTuple_GET_ITEM(entries, i), name.freed);
+        r = freed == NULL ? -1 : freed == Py_False ? 0 : PyObject_IsTrue(freed);
+        Py_XDECREF(freed);
+        if (r != 0)
             return r;
     }
     if (self->hazards != Py_None)
@@ -829,44 +797,6 @@ static PyTypeObject EnqueuerType = {
 
 /* -- configure() ------------------------------------------------------------ */
 
-/* Fill ``layout`` for ``cls``, whose ``slots`` must be exactly ``names`` (and __weakref__). */
-static int layout_of(Layout *layout, PyObject *cls, PyObject *slots, const char *const *names,
-                     int count)
-{
-    PyTypeObject *type = (PyTypeObject *)cls;
-    Py_ssize_t written = 0;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(slots); i++) {
-        const char *slot = PyUnicode_AsUTF8(PyTuple_GET_ITEM(slots, i));
-        if (slot == NULL)
-            return -1;
-        if (strcmp(slot, "__weakref__") == 0)
-            continue;
-        int known = 0;
-        for (int k = 0; k < count && !known; k++)
-            known = strcmp(slot, names[k]) == 0;
-        if (!known) {
-            /* A slot this file does not know would be left unset. */
-            PyErr_Format(PyExc_TypeError, "configure: %s slot %s is not one this file writes",
-                         type->tp_name, slot);
-            return -1;
-        }
-        written++;
-    }
-    if (written != count) {
-        PyErr_Format(PyExc_TypeError, "configure: %s has %zd slots, this file writes %d",
-                     type->tp_name, written, count);
-        return -1;
-    }
-    Py_ssize_t offset[16];
-    for (int k = 0; k < count; k++) {
-        if ((offset[k] = slot_offset(type, names[k], "configure")) < 0)
-            return -1;
-    }
-    Py_XSETREF(layout->type, (PyTypeObject *)Py_NewRef(cls));
-    memcpy(layout->offset, offset, sizeof offset);
-    return 0;
-}
-
 static PyObject *configure(PyObject *module, PyObject *args)
 {
     PyObject *completion, *completion_slots, *pending, *allocate_lock, *next_seq, *nothing_held,
@@ -893,6 +823,7 @@ static PyObject *configure(PyObject *module, PyObject *args)
     Py_XSETREF(shared.pending, Py_NewRef(pending));
     Py_XSETREF(shared.allocate_lock, Py_NewRef(allocate_lock));
     Py_XSETREF(shared.next_seq, Py_NewRef(next_seq));
+    Py_XSETREF(shared.seqs, iterator_of(next_seq));
     Py_XSETREF(shared.nothing_held, Py_NewRef(nothing_held));
     Py_XSETREF(shared.driver_error, Py_NewRef(driver_error));
     Py_XSETREF(shared.sites, Py_NewRef(PyModule_GetDict(sites)));
@@ -921,7 +852,8 @@ static struct PyModuleDef module_def = {
 
 static int intern_names(void)
 {
-    if ((shared.one = PyLong_FromLong(1)) == NULL || (shared.empty = PyTuple_New(0)) == NULL)
+    if ((shared.one = PyLong_FromLong(1)) == NULL || (shared.empty = PyTuple_New(0)) == NULL ||
+        (shared.empty_pair = PyTuple_Pack(2, shared.empty, shared.empty)) == NULL)
         return -1;
 #define INTERN(field)                                              \
     if ((name.field = PyUnicode_InternFromString(#field)) == NULL) \

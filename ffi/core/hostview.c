@@ -13,6 +13,7 @@
  * words the error.
  */
 #include "hostview.h"
+#include "slots.h"
 
 #include <string.h>
 
@@ -22,6 +23,9 @@ static struct {
     PyObject *record; /* "_record": a HostBuffer's record, None for ordinary memory */
     PyObject *freed;  /* "freed": the record's flag */
 } config;
+
+/* config.record and config.freed, read in place where they are slots. */
+static SlotCache record_of, freed_of;
 
 PyObject *configure_host_view(PyObject *module, PyObject *args)
 {
@@ -39,6 +43,8 @@ PyObject *configure_host_view(PyObject *module, PyObject *args)
     Py_XSETREF(config.pinned, Py_NewRef(pinned));
     Py_XSETREF(config.record, Py_NewRef(record));
     Py_XSETREF(config.freed, Py_NewRef(freed));
+    Py_CLEAR(record_of.type); /* the names may be new */
+    Py_CLEAR(freed_of.type);
     Py_RETURN_NONE;
 }
 
@@ -47,12 +53,12 @@ static int plain_or_live(PyObject *obj)
 {
     PyTypeObject *type = Py_TYPE(obj);
     if ((PyObject *)type == config.pinned) {
-        PyObject *record = PyObject_GetAttr(obj, config.record);
+        PyObject *record = slot_attr(&record_of, obj, config.record);
         int live = 0;
         if (record == Py_None) {
             live = 1;
         } else if (record != NULL) {
-            PyObject *freed = PyObject_GetAttr(record, config.freed);
+            PyObject *freed = slot_attr(&freed_of, record, config.freed);
             live = freed == Py_False;
             Py_XDECREF(freed);
         }

@@ -29,6 +29,18 @@ static PyObject *slot_value(PyObject *obj, Py_ssize_t offset)
     return *(PyObject **)((char *)obj + offset);
 }
 
+/* ``a <= b`` for two exact ints, as PyObject_RichCompareBool; machine words where
+ * both fit one (the rich comparison's dispatch costs more than the compare). */
+static int at_most(PyObject *a, PyObject *b)
+{
+    Py_ssize_t x = PyLong_AsSsize_t(a);
+    Py_ssize_t y = x == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(b);
+    if (!PyErr_Occurred())
+        return x <= y;
+    PyErr_Clear();
+    return PyObject_RichCompareBool(a, b, Py_LE);
+}
+
 /* check(ptr, nbytes): the entry, or None. */
 static PyObject *range_check(PyObject *callable, PyObject *const *args, size_t nargsf,
                              PyObject *kwnames)
@@ -46,7 +58,7 @@ static PyObject *range_check(PyObject *callable, PyObject *const *args, size_t n
     PyObject *size = slot_value(ptr, self->nbytes_at);
     if (alloc_id == NULL || size == NULL || !PyLong_CheckExact(size))
         Py_RETURN_NONE;
-    int fits = PyObject_RichCompareBool(nbytes, size, Py_LE);
+    int fits = at_most(nbytes, size);
     if (fits <= 0) {
         PyErr_Clear();
         Py_RETURN_NONE;

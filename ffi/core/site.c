@@ -63,12 +63,29 @@ static PyFrameObject *user_frame_near(LaunchSite *self)
     return NULL;
 }
 
+/* ``(id(code), lasti)``, the sites cache's key (built by hand: Py_BuildValue parses
+ * its format on every call). */
+static PyObject *site_key(PyCodeObject *code, int lasti)
+{
+    PyObject *key = PyTuple_New(2);
+    PyObject *id = key ? PyLong_FromVoidPtr(code) : NULL;
+    PyObject *at = id ? PyLong_FromLong(lasti) : NULL;
+    if (at == NULL) {
+        Py_XDECREF(id);
+        Py_XDECREF(key);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(key, 0, id);
+    PyTuple_SET_ITEM(key, 1, at);
+    return key;
+}
+
 /* The sim's bytes for ``frame``'s instruction, borrowed from the cache, or NULL. */
 static PyObject *cached_site(LaunchSite *self, PyFrameObject *frame)
 {
     PyCodeObject *code = PyFrame_GetCode(frame);
     PyObject *site = NULL;
-    PyObject *key = Py_BuildValue("(Ni)", PyLong_FromVoidPtr(code), PyFrame_GetLasti(frame));
+    PyObject *key = site_key(code, PyFrame_GetLasti(frame));
     PyObject *known = key ? PyDict_GetItemWithError(self->sites, key) : NULL;
     if (known != NULL && PyTuple_Check(known) && PyTuple_GET_SIZE(known) == 2 &&
         PyTuple_GET_ITEM(known, 0) == (PyObject *)code && PyBytes_Check(PyTuple_GET_ITEM(known, 1)))

@@ -25,4 +25,41 @@ static inline Py_ssize_t slot_offset(PyTypeObject *type, const char *name, const
     return offset;
 }
 
+/* One attribute of the objects of one class, read in place while the class keeps it
+ * as a slot: what PyObject_GetAttr returns, without the lookup, for an attribute
+ * read once per op.  Refilled when an object of another class comes, or the class
+ * changes (its version tag); any other class or attribute is a plain getattr. */
+typedef struct {
+    PyTypeObject *type;   /* the class last seen (a strong reference), or NULL */
+    unsigned int version; /* its tp_version_tag then: 0 never matches */
+    Py_ssize_t offset;    /* where its instances keep the slot; -1: not a slot */
+} SlotCache;
+
+static inline void slot_cache_fill(SlotCache *cache, PyTypeObject *type, PyObject *name)
+{
+    /* Generic lookup finds a data descriptor on the class before anything else. */
+    PyObject *descr = type->tp_getattro == PyObject_GenericGetAttr ? _PyType_Lookup(type, name)
+                                                                    : NULL;
+    cache->offset = descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type) &&
+                            ((PyMemberDescrObject *)descr)->d_member->type == T_OBJECT_EX
+                        ? ((PyMemberDescrObject *)descr)->d_member->offset
+                        : -1;
+    cache->version = type->tp_version_tag; /* _PyType_Lookup gave it one if it could */
+    Py_XSETREF(cache->type, (PyTypeObject *)Py_NewRef((PyObject *)type));
+}
+
+/* ``obj.name`` (a new reference), as PyObject_GetAttr. */
+static inline PyObject *slot_attr(SlotCache *cache, PyObject *obj, PyObject *name)
+{
+    PyTypeObject *type = Py_TYPE(obj);
+    if (type != cache->type || type->tp_version_tag != cache->version || cache->version == 0)
+        slot_cache_fill(cache, type, name);
+    if (cache->offset >= 0) {
+        PyObject *value = *(PyObject **)((char *)obj + cache->offset);
+        if (value != NULL) /* unset: getattr raises the AttributeError */
+            return Py_NewRef(value);
+    }
+    return PyObject_GetAttr(obj, name);
+}
+
 #endif

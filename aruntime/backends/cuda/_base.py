@@ -40,6 +40,10 @@ _open_drivers: weakref.WeakSet[_CudaBase] = weakref.WeakSet()
 class _CudaBase(Driver):
     """State shared by the driver's parts: context, sticky errors, staging resources."""
 
+    # A slot (the rest stay in the instance dict): a DirectCall reads ``_dead`` in
+    # place on every call (ffi/core/slots.h).
+    __slots__ = ("_dead",)
+
     synchronous = False
     supports_timing = True
 
