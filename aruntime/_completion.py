@@ -269,6 +269,8 @@ class Completion:
         if self._state == _PENDING:
             hooks = self._hooks
             if hooks is not None:
+                if hooks.tail is self and AWAIT_SPIN_S > 0.0 and not hooks.probe_tail(self):
+                    return self._await_tail(hooks)
                 if hooks.tail is self:
                     hooks.mark_tail(self)  # often finishes it: the device is past it
                 if self._state == _PENDING:
@@ -281,10 +283,36 @@ class Completion:
             return checkpoint_returning(self._result)
         return self._await_slow()
 
-    def _await_slow(self) -> Generator[Any, None, Any]:
+    def _await_tail(self, hooks: CompletionHooks[Completion]) -> Generator[Any, None, Any]:
+        """Await the stream's last op, with nothing queued before it left to wait for.
+
+        As a user's polling loop would: the stream itself is asked at each
+        loop step (``probe_tail``: one query), with no marker recorded and
+        no waiter involved, for the spin window (DESIGN.md 6.3).  Once the
+        op is no longer the unmarked tail (a later op, a synchronize or an
+        event record gave it a marker) or the window ends (its marker now),
+        it is awaited as any marked op, in what is left of the window.
+        Cancelled meanwhile, the op stays the stream's unmarked tail, as if
+        it had never been awaited.
+        """
+        deadline = time.perf_counter() + AWAIT_SPIN_S
+        while True:
+            yield from checkpoint()
+            if hooks.probe_tail(self):
+                break
+            if time.perf_counter() >= deadline:
+                hooks.mark_tail(self)
+                break
+        if self._state == _PENDING:
+            hooks.finish_ready(self)
+        if self._state != _PENDING:
+            return self._outcome()
+        return (yield from self._await_slow(deadline))
+
+    def _await_slow(self, deadline: float | None = None) -> Generator[Any, None, Any]:
         hooks = self._hooks
         if self._state == _PENDING and hooks is not None and AWAIT_SPIN_S > 0.0:
-            yield from self._poll(hooks)
+            yield from self._poll(hooks, deadline)
             if self._state != _PENDING:
                 return self._outcome()
         if self._state == _PENDING:
@@ -293,15 +321,19 @@ class Completion:
             yield from checkpoint()
         return self._outcome()
 
-    def _poll(self, hooks: CompletionHooks[Completion]) -> Generator[Any, None, None]:
+    def _poll(
+        self, hooks: CompletionHooks[Completion], deadline: float | None = None
+    ) -> Generator[Any, None, None]:
         """Ask again at each loop step, for a bounded time, before parking (DESIGN.md 6.3).
 
         What a user's polling loop does, with the waiter thread kept asleep
         meanwhile: an op that ends within the window is finished here, with
         no thread woken, and the loop's other tasks run between the asks.
+        ``deadline``: the window's end, where part of it was spent already.
         """
         clock = time.perf_counter
-        deadline = clock() + AWAIT_SPIN_S
+        if deadline is None:
+            deadline = clock() + AWAIT_SPIN_S
         hooks.poll_begin()
         try:
             while True:

@@ -60,6 +60,9 @@ class CompletionHooks(Protocol[_C_contra]):
     def mark_tail(self, completion: _C_contra) -> None:
         """Someone will wait for ``completion``: record its marker now if it has none."""
 
+    def probe_tail(self, completion: _C_contra) -> bool:
+        """An awaited unmarked tail: finished if the stream is past it; False while it runs."""
+
     def finish_ready(self, completion: _C_contra) -> None:
         """Finish ``completion`` here, now, if the device is already done with it."""
 

@@ -177,6 +177,7 @@ class StreamState:
         "mark",
         "ordering",
         "poison",
+        "probe",
         "refusing",
         "release",
         "stranded",
@@ -238,6 +239,8 @@ class StreamState:
         #: Records the tail's marker and hands it to the waiter: the policy's
         #: ``mark``, bound to this stream by the Stream (None: no driver markers).
         self.mark: Callable[[Completion], None] | None = None
+        #: ``mark``'s probe (``Markers.probe``): False where the stream is still running the op.
+        self.probe: Callable[[Completion], bool] | None = None
         #: Whether the stream's last op may wait for its marker (bound with ``mark``).
         self.defer_markers = False
 
@@ -288,6 +291,41 @@ class StreamState:
         """``completion``'s marker, being recorded, also covers the ops dropped before it."""
         self._covers[completion] = (self.dropped_first, self.dropped)
         self.dropped = 0
+
+    def probe_tail(self, completion: Completion) -> bool:
+        """An awaited ``completion``: finish it if the stream is past it, as a poller would.
+
+        True once it is not the stream's unmarked tail (finished here, given
+        its marker now because the stream cannot be asked, or marked
+        already by an op queued after it); False while the stream is still
+        running it with nothing else to wait for: it stays the tail, with
+        no marker, and the awaiting task asks again at its next loop step
+        (``Completion.__await__``).  A later op, a synchronize or an event
+        record marks it as they mark any kept tail.
+        """
+        if self.tail is not completion:
+            return True
+        self.acquire()
+        try:
+            if self.tail is not completion:
+                return True
+            probe = self.probe
+            if probe is None:  # a policy that binds no probe: mark it, as mark_tail does
+                self.flush_tail()
+                return True
+            held = self.tail_held
+            self.tail = None
+            self.tail_held = ((), ())
+            try:
+                asked = probe(completion)
+            except BaseException:
+                self.tail, self.tail_held = completion, held  # nothing was done: as before
+                raise
+            if not asked:
+                self.tail, self.tail_held = completion, held
+            return asked
+        finally:
+            self.release()
 
     def mark_tail(self, completion: Completion) -> None:
         """``completion`` is about to be waited for: its marker now, if it is still the tail."""

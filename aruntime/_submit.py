@@ -295,23 +295,37 @@ class Marking:
         that returns at once, where a marker is a record, a query and a
         wait.  Otherwise its marker is recorded (:meth:`record`).
         """
+        if not self.probe(state, handle, completion):
+            self.record(state, handle, completion)
+
+    def probe(self, state: StreamState, handle: DriverStream, completion: Completion) -> bool:
+        """:meth:`mark`, but False (nothing recorded) where the stream, asked, is not done.
+
+        The caller holds the stream's lock and has taken ``completion`` off
+        the tail.  True: finished here, or its marker recorded (the stream
+        cannot be asked: no query, or ops handed to the waiter before it).
+        False: the stream is still running it, with nothing queued before it
+        elsewhere; an awaiting task may ask again (``StreamState.probe_tail``).
+        """
         finished = self._stream_finished
-        if finished is not None:
-            waiter = state.waiter
-            if waiter is None or waiter.idle:
-                error: DriverError | None = None
-                try:
-                    done = finished(handle)
-                except DriverError as exc:
-                    done, error = True, exc
-                if done:  # the stream is past this op and every op before it
-                    if state.dropped:
-                        state.note_covers(completion)
-                    if state.stranded:
-                        state.stranded.clear()
-                    finish(completion, error)
-                    return
-        self.record(state, handle, completion)
+        waiter = state.waiter
+        if finished is None or not (waiter is None or waiter.idle):
+            self.record(state, handle, completion)
+            return True
+        error: DriverError | None = None
+        try:
+            done = finished(handle)
+        except DriverError as exc:
+            done, error = True, exc
+        if not done:
+            return False
+        # The stream is past this op and every op before it.
+        if state.dropped:
+            state.note_covers(completion)
+        if state.stranded:
+            state.stranded.clear()
+        finish(completion, error)
+        return True
 
     def recorded(self, handle: DriverStream) -> DriverEvent:
         """A marker from the pool, recorded on ``handle`` now; on any failure it goes back."""
@@ -546,6 +560,7 @@ class AsyncCompletion(_Policy):
         On a stream other libraries share, every op is marked right after it.
         """
         state.mark = functools.partial(self.marking.mark, state, handle)
+        state.probe = functools.partial(self.marking.probe, state, handle)
         state.defer_markers = self._defer_markers and not shared
 
     @staticmethod
