@@ -13,6 +13,7 @@ __all__ = [
     "PACKAGE_DIR",
     "EntryCaller",
     "caller_site",
+    "known_user_frame",
     "line_at",
     "user_frame",
     "warn_at",
@@ -66,6 +67,25 @@ def _outside_from(frame: FrameType | None) -> FrameType | None:
     return None
 
 
+def known_user_frame(frame: FrameType | None, depth: int) -> FrameType | None:
+    """:func:`_outside_from`, bounded and without classifying: the first frame from
+    ``frame`` up whose file is known to be outside aruntime, within ``depth`` frames past
+    files known to be inside; None at a file not classified yet, or too deep.
+
+    What the sims' compiled launch-site note does in C (``ffi/core/site.c``), for the
+    hook that stands in for it on a line the note has not cached.
+    """
+    inside = _inside.get
+    for _ in range(depth):
+        if frame is None:
+            return None
+        known = inside(frame.f_code.co_filename)
+        if known is not True:
+            return frame if known is False else None
+        frame = frame.f_back
+    return None
+
+
 class EntryCaller:
     """The user's frame, for a hook called on every op at a fixed depth below a public method.
 
@@ -91,11 +111,6 @@ class EntryCaller:
         self._entry: CodeType | None = None
         self._depths: list[int] = []  # the roads' depths, the latest found first
         self.jumps = 0  # calls that took the one-step road (tests hold the road to it)
-
-    @property
-    def entry(self) -> CodeType | None:
-        """The public method's code object, once a walk has found it."""
-        return self._entry
 
     def __call__(self) -> FrameType | None:
         for depth in self._depths:

@@ -128,11 +128,11 @@ class Ops:
         #: A host copy's common case, in C where built (None: as_host_view decides);
         #: looked up at the first copy, as a stream's compiled enqueue is.
         self._host_view: Callable[[object, bool], memoryview | None] = self._first_host_view
-        #: Whether the compiled fronts were put on the backend (at its first memset or copy).
+        #: Whether the compiled fronts were tried (at the first memset, host copy or launch).
         self._fronts_tried = False
 
-    def _install_fronts(self) -> bool:
-        """Put the memset, host copies' and launch's common case in C on the backend; True.
+    def _install_fronts(self) -> None:
+        """Put the memset, host copies' and launch's common case in C on the backend.
 
         Each front (``ffi/core/front.c``) takes the calls whose every check
         passes and hands any other to the backend class's Python method,
@@ -144,6 +144,7 @@ class Ops:
         launch's front takes a signature and a geometry this class has
         checked before (``Kernel.signatures``, ``_configs``).
         """
+        self._fronts_tried = True
         owner = self._owner
         made: dict[str, Callable[..., Completion]] = {}
         for method, op, call, kind in _FRONTS:
@@ -161,10 +162,9 @@ class Ops:
                 configs=self._configs,
             )
             if front is None:
-                return True
+                return  # no extension: the Python methods stay
             made[method] = front
         vars(owner).update(made)
-        return True
 
     def _first_host_view(self, obj: object, writable: bool) -> memoryview | None:
         self._host_view = host_viewer()
@@ -173,7 +173,7 @@ class Ops:
     def copy_h2d_async(self, src: Any, dst: DeviceMem, stream: Stream | None) -> Completion:
         fn = "copy_h2d_async"
         if not self._fronts_tried:
-            self._fronts_tried = self._install_fronts()
+            self._install_fronts()
         state = self._state
         if state.closed:
             state.check_open(fn)
@@ -195,7 +195,7 @@ class Ops:
     def copy_d2h_async(self, src: DeviceMem, dst: Any, stream: Stream | None) -> Completion:
         fn = "copy_d2h_async"
         if not self._fronts_tried:
-            self._fronts_tried = self._install_fronts()
+            self._install_fronts()
         state = self._state
         if state.closed:
             state.check_open(fn)
@@ -277,7 +277,7 @@ class Ops:
     ) -> Completion:
         fn = "memset_async"
         if not self._fronts_tried:
-            self._fronts_tried = self._install_fronts()
+            self._install_fronts()
         state = self._state
         if state.closed:
             state.check_open(fn)
@@ -320,7 +320,7 @@ class Ops:
         """
         fn = "launch"
         if not self._fronts_tried:
-            self._fronts_tried = self._install_fronts()
+            self._install_fronts()
         state = self._state
         if state.closed:
             state.check_open(fn)

@@ -25,7 +25,7 @@ from typing import Any, cast
 
 import cffi
 
-from .._callsite import KNOWN_FILES, EntryCaller
+from .._callsite import KNOWN_FILES, EntryCaller, known_user_frame
 from .._enqueue import launch_site
 from .._exceptions import AruntimeError, StoreHazardError
 from .._native import native_library_looked_up, native_library_path
@@ -57,25 +57,10 @@ _UNKNOWN = b"<unknown>:0"
 # backends (the road to the hook is the same), kept for the tests to ask
 # whether launches take the one-step road.
 _CALLERS: dict[str, EntryCaller] = {}
-# Per sim: the Python notes that found the user's frame a few frames up (_near_user_frame).
+# Per sim: the Python notes that found the user's frame a few frames up (known_user_frame).
 _NEAR_NOTES: collections.Counter[str] = collections.Counter()
-#: How many frames up from the note the user's may be for _near_user_frame (as site.c).
+#: How many frames up from the note the user's may be (SITE_DEPTH_MAX in ffi/core/site.c).
 _NEAR = 6
-
-
-def _near_user_frame(frame: FrameType | None, inside: dict[str, bool]) -> FrameType | None:
-    """The first frame from ``frame`` up not in aruntime's files, if within _NEAR frames and
-    its file is known to be outside; None where a file on the way is not classified yet."""
-    for _ in range(_NEAR):
-        if frame is None:
-            return None
-        known = inside.get(frame.f_code.co_filename)
-        if known is False:
-            return frame
-        if known is None:
-            return None
-        frame = frame.f_back
-    return None
 
 
 # Each sim's latest note, compiled or not (one_step_notes reads its count).
@@ -133,13 +118,13 @@ def launch_site_hook(backend: str) -> Callable[[], None] | None:
         backend, EntryCaller("_backend.py", "launch")
     )
     by_instruction = _BY_INSTRUCTION
-    inside, near_notes, _getframe = KNOWN_FILES, _NEAR_NOTES, sys._getframe
+    near_notes, _getframe = _NEAR_NOTES, sys._getframe
 
     def note_launch_site() -> None:
         # What the compiled note does (ffi/core/site.c), for a line it has not cached:
         # a few frames up, past aruntime's own, the first is the user's; through a
         # Backend's compiled front no Backend.launch frame is there to jump below.
-        frame = _near_user_frame(_getframe(1), inside)
+        frame = known_user_frame(_getframe(1), _NEAR)
         if frame is not None:
             near_notes[backend] += 1
         else:
