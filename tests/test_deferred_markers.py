@@ -348,137 +348,146 @@ def test_a_dlpack_export_keeps_deferring() -> None:
         gpu.close()
 
 
-async def test_an_awaited_last_op_is_polled_without_a_marker(
-    hold_image: bytes, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Awaiting the stream's last op asks the stream at each loop step, as a poller
-    would, and records no marker while it runs (Completion._await_tail)."""
+class _Held:
+    """cuda-sim with a hold kernel: each launch holds its stream until its flag is set
+    from another stream, whose copy gives this one's stream no marker."""
+
+    def __init__(self, gpu: ar.Backend, hold_image: bytes) -> None:
+        self.gpu = gpu
+        self._hold = gpu.kernel(gpu.load_module("hold", hold_image), "hold_until")
+        self._flags: list[ar.DevicePtr] = []
+        self.stream = gpu.create_stream()
+        self._other = gpu.create_stream()
+
+    async def flag(self) -> ar.DevicePtr:
+        """A cleared flag, made before the markers are counted."""
+        flag = self.gpu.alloc(4)
+        self._flags.append(flag)
+        await self.gpu.memset_async(flag, 0, 4, stream=self._other)
+        return flag
+
+    def launch(self, flag: ar.DevicePtr) -> ar.Completion:
+        """A launch on ``stream`` that runs until :meth:`release` of ``flag``."""
+        return self.gpu.launch(self._hold, 1, 1, [flag], stream=self.stream)
+
+    def release(self, flag: ar.DevicePtr) -> None:
+        self.gpu.copy_h2d_async(np.ones(1, np.uint32), flag, stream=self._other)
+
+    def close(self) -> None:
+        for flag in self._flags:  # releases any launch a failed test left holding
+            self.gpu.copy_h2d_async(np.ones(1, np.uint32), flag, stream=self._other)
+        self.stream.close()
+        self._other.close()
+        self.gpu.synchronize().wait(60)
+        for flag in self._flags:
+            self.gpu.free(flag)
+        self.gpu.close()
+
+
+@pytest.fixture
+def held(hold_image: bytes) -> Iterator[_Held]:
+    made = _Held(_cuda_sim(), hold_image)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def _spin(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
+    """An await's polling window (ARUNTIME_AWAIT_SPIN_US), for this test."""
     import aruntime._completion as completion_module
 
-    monkeypatch.setattr(completion_module, "AWAIT_SPIN_S", 30.0)  # the window outlasts the op
-    gpu = _cuda_sim()
-    try:
-        hold = gpu.kernel(gpu.load_module("hold", hold_image), "hold_until")
-        flag = gpu.alloc(4)
-        await gpu.memset_async(flag, 0, 4)
-        with gpu.create_stream() as stream, gpu.create_stream() as other:
-            held = gpu.launch(hold, 1, 1, [flag], stream=stream)
-            records = _Records(gpu)
-            try:
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(_await_into, held, [])
-                    for _ in range(20):
-                        await anyio.lowlevel.checkpoint()
-                    # Still running, still the unmarked tail (done() would ask for a marker).
-                    assert held.hooks.tail is held
-                    asks = records.count
-                    assert asks >= 5 and records.markers == 0
-                    # The flag from another stream: a marker there, none on this one.
-                    gpu.copy_h2d_async(np.ones(1, np.uint32), flag, stream=other)
-                assert held.done() and held.hooks.tail is None
-                assert records.markers == 0 and records.count > asks
-            finally:
-                records.restore()
-        gpu.free(flag)
-    finally:
-        gpu.close()
+    monkeypatch.setattr(completion_module, "AWAIT_SPIN_S", seconds)
 
 
 async def _await_into(completion: ar.Completion, out: list[object]) -> None:
     out.append(await completion)
 
 
+async def test_an_awaited_last_op_is_polled_without_a_marker(
+    held: _Held, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Awaiting the stream's last op asks the stream at each loop step, as a poller
+    would, and records no marker while it runs (Completion._await_tail)."""
+    _spin(monkeypatch, 30.0)  # the window outlasts the op
+    flag = await held.flag()
+    op = held.launch(flag)
+    records = _Records(held.gpu)
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_await_into, op, [])
+            for _ in range(20):
+                await anyio.lowlevel.checkpoint()
+            # Still running, still the unmarked tail (done() would ask for a marker).
+            assert op.hooks.tail is op
+            asks = records.count
+            assert asks >= 5 and records.markers == 0
+            held.release(flag)  # a marker on the other stream, none on this one
+        assert op.done() and op.hooks.tail is None
+        assert records.markers == 0 and records.count > asks
+    finally:
+        records.restore()
+
+
 async def test_an_op_queued_behind_a_polled_one_gives_it_its_marker(
-    hold_image: bytes, monkeypatch: pytest.MonkeyPatch
+    held: _Held, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Exact, not over-waited: once a later op is queued, the polled op gets its marker and
     finishes when the device is past it, not when the stream is."""
-    import aruntime._completion as completion_module
-
-    monkeypatch.setattr(completion_module, "AWAIT_SPIN_S", 30.0)
-    gpu = _cuda_sim()
+    _spin(monkeypatch, 30.0)
+    flag, gate = await held.flag(), await held.flag()
+    first = held.launch(flag)
+    records = _Records(held.gpu)
     try:
-        hold = gpu.kernel(gpu.load_module("hold", hold_image), "hold_until")
-        flag, gate, dev = gpu.alloc(4), gpu.alloc(4), gpu.alloc(64)
-        await gpu.memset_async(flag, 0, 4)
-        await gpu.memset_async(gate, 0, 4)
-        with gpu.create_stream() as stream, gpu.create_stream() as other:
-            first = gpu.launch(hold, 1, 1, [flag], stream=stream)
-            records = _Records(gpu)
-            try:
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(_await_into, first, [])
-                    for _ in range(5):
-                        await anyio.lowlevel.checkpoint()
-                    assert records.markers == 0
-                    second = gpu.launch(hold, 1, 1, [gate], stream=stream)  # held after it
-                    assert records.markers == 1 and first.hooks.tail is second
-                    gpu.copy_h2d_async(np.ones(1, np.uint32), flag, stream=other)
-                assert first.done() and not second.done()
-            finally:
-                records.restore()
-            await gpu.copy_h2d_async(np.ones(1, np.uint32), gate, stream=other)
-            await second
-        for buf in (flag, gate, dev):
-            gpu.free(buf)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_await_into, first, [])
+            for _ in range(5):
+                await anyio.lowlevel.checkpoint()
+            assert records.markers == 0
+            second = held.launch(gate)  # held after it
+            assert records.markers == 1 and first.hooks.tail is second
+            held.release(flag)
+        assert first.done() and not second.done()
     finally:
-        gpu.close()
+        records.restore()
+    held.release(gate)
+    await second
 
 
 async def test_a_polled_op_gets_its_marker_when_the_window_ends(
-    hold_image: bytes, monkeypatch: pytest.MonkeyPatch
+    held: _Held, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import aruntime._completion as completion_module
-
-    monkeypatch.setattr(completion_module, "AWAIT_SPIN_S", 0.001)
-    gpu = _cuda_sim()
+    _spin(monkeypatch, 0.001)
+    flag = await held.flag()
+    op = held.launch(flag)
+    records = _Records(held.gpu)
     try:
-        hold = gpu.kernel(gpu.load_module("hold", hold_image), "hold_until")
-        flag = gpu.alloc(4)
-        await gpu.memset_async(flag, 0, 4)
-        with gpu.create_stream() as stream, gpu.create_stream() as other:
-            held = gpu.launch(hold, 1, 1, [flag], stream=stream)
-            records = _Records(gpu)
-            try:
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(_await_into, held, [])
-                    await anyio.sleep(0.05)  # past the window: marked, then parked
-                    assert records.markers == 1 and held.hooks.tail is None
-                    assert not held.done()  # marked already: done() asks the waiter
-                    gpu.copy_h2d_async(np.ones(1, np.uint32), flag, stream=other)
-                assert held.done()
-            finally:
-                records.restore()
-        gpu.free(flag)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_await_into, op, [])
+            await anyio.sleep(0.05)  # past the window: marked, then parked
+            assert records.markers == 1 and op.hooks.tail is None
+            assert not op.done()  # marked already: done() asks the waiter
+            held.release(flag)
+        assert op.done()
     finally:
-        gpu.close()
+        records.restore()
 
 
 async def test_a_cancelled_poll_leaves_the_op_the_unmarked_last_one(
-    hold_image: bytes, monkeypatch: pytest.MonkeyPatch
+    held: _Held, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Cancelling the await abandons the wait only: the op is as if never awaited."""
-    import aruntime._completion as completion_module
-
-    monkeypatch.setattr(completion_module, "AWAIT_SPIN_S", 30.0)
-    gpu = _cuda_sim()
+    _spin(monkeypatch, 30.0)
+    flag = await held.flag()
+    op = held.launch(flag)
+    records = _Records(held.gpu)
     try:
-        hold = gpu.kernel(gpu.load_module("hold", hold_image), "hold_until")
-        flag = gpu.alloc(4)
-        await gpu.memset_async(flag, 0, 4)
-        with gpu.create_stream() as stream, gpu.create_stream() as other:
-            held = gpu.launch(hold, 1, 1, [flag], stream=stream)
-            records = _Records(gpu)
-            try:
-                with anyio.move_on_after(0.02) as scope:
-                    await held
-                assert scope.cancelled_caught
-                assert held.hooks.tail is held and records.markers == 0
-                gpu.copy_h2d_async(np.ones(1, np.uint32), flag, stream=other)
-                await held  # polled again, and finished
-                assert records.markers == 0
-            finally:
-                records.restore()
-        gpu.free(flag)
+        with anyio.move_on_after(0.02) as scope:
+            await op
+        assert scope.cancelled_caught
+        assert op.hooks.tail is op and records.markers == 0
+        held.release(flag)
+        await op  # polled again, and finished
+        assert records.markers == 0
     finally:
-        gpu.close()
+        records.restore()
