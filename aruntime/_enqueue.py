@@ -59,6 +59,7 @@ __all__ = [
     "op_front",
     "range_checker",
     "stream_lock",
+    "ze_append",
 ]
 
 _MODULE = "_aruntime_enqueue"
@@ -316,5 +317,47 @@ def direct_call(
         context=context,
         host_limit=host_limit,
         note=note,
+    )
+    return made
+
+
+def ze_append(
+    owner: object,
+    method: Callable[..., Any],
+    fail: Callable[..., Any],
+    *,
+    shape: str,
+    name: str,
+    function: int,
+    barrier: int,
+    table: object,
+    host_limit: int,
+) -> Callable[..., Any] | None:
+    """A Level Zero driver's fill or copy appended in C in its plain case, or None.
+
+    ``ffi/core/zeappend.c`` says what the plain case is.  ``owner`` is the
+    driver (held weakly), ``method`` its Python method of the name ``shape``
+    (``memset_d8``, ``memcpy_h2d``, ``memcpy_d2h`` or ``memcpy_d2d``) and
+    ``fail`` its namer of a failed compiled append, both unbound; ``function``
+    and ``barrier`` are the addresses of the compiled calls' table slots that
+    hold the op's Level Zero function (``name``) and
+    ``zeCommandListAppendBarrier``, read at each call, in ``table``, kept
+    alive as long as the ZeAppend; a host copy of more
+    than ``host_limit`` bytes is the method's.  None where the compiled
+    enqueue is off.
+    """
+    module = _module()
+    if module is None:
+        return None
+    made: Callable[..., Any] = module.ZeAppend(
+        owner=owner,
+        method=method,
+        fail=fail,
+        shape=shape,
+        name=name,
+        function=function,
+        barrier=barrier,
+        table=table,
+        host_limit=host_limit,
     )
     return made

@@ -21,6 +21,7 @@
  * around the call, as cffi does: a full queue can block the driver.
  */
 #include "direct.h"
+#include "objects.h"
 #include "site.h"
 #include "slots.h"
 
@@ -77,37 +78,6 @@ int direct_ready(void)
                : -1;
 }
 
-/* The driver (a new reference), or NULL without an error once it is gone. */
-static PyObject *owner_of(DirectCall *self)
-{
-#if PY_VERSION_HEX >= 0x030D0000
-    PyObject *owner;
-    if (PyWeakref_GetRef(self->owner, &owner) < 0)
-        PyErr_Clear();
-    return owner;  /* NULL once it is gone */
-#else
-    PyObject *owner = PyWeakref_GetObject(self->owner);
-    if (owner == NULL)
-        PyErr_Clear();
-    return owner == NULL || owner == Py_None ? NULL : Py_NewRef(owner);
-#endif
-}
-
-/* An int argument that fits 64 unsigned bits; 0 with *ok cleared otherwise. */
-static unsigned long long as_u64(PyObject *value, int *ok)
-{
-    if (!PyLong_CheckExact(value)) {
-        *ok = 0;
-        return 0;
-    }
-    unsigned long long v = PyLong_AsUnsignedLongLong(value);
-    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        *ok = 0;
-    }
-    return v;
-}
-
 /* The driver's DriverError for ``code``, raised (always -1). */
 static int failed(DirectCall *self, PyObject *owner, unsigned int code)
 {
@@ -147,7 +117,7 @@ static unsigned long long u64_attr(SlotCache *cache, PyObject *obj, PyObject *at
         *ok = 0;
         return 0;
     }
-    unsigned long long v = as_u64(value, ok);
+    unsigned long long v = exact_u64(value, ok);
     Py_DECREF(value);
     return v;
 }
@@ -160,7 +130,7 @@ static void dims(PyObject *tuple, unsigned int out[3], int *ok)
         return;
     }
     for (int i = 0; i < 3; i++) {
-        unsigned long long v = as_u64(PyTuple_GET_ITEM(tuple, i), ok);
+        unsigned long long v = exact_u64(PyTuple_GET_ITEM(tuple, i), ok);
         if (v > 0xFFFFFFFFu)
             *ok = 0;
         out[i] = (unsigned int)v;
@@ -230,7 +200,7 @@ static unsigned int call_launch(DirectCall *self, PyObject *const *args, uintptr
     }
     dims(PyTuple_GET_ITEM(config, 0), grid, ok);
     dims(PyTuple_GET_ITEM(config, 1), block_dims, ok);
-    unsigned long long shared = as_u64(PyTuple_GET_ITEM(config, 2), ok);
+    unsigned long long shared = exact_u64(PyTuple_GET_ITEM(config, 2), ok);
     static SlotCache handle_of, shared_ok_of, c_layout_of; /* the kernel's, its block's */
     unsigned long long handle = u64_attr(&handle_of, function, name_address, ok);
     /* More shared memory than the kernel was opted in for: the method opts in first. */
@@ -282,7 +252,7 @@ static unsigned int call_shape(DirectCall *self, PyObject *const *args, uintptr_
     unsigned int code = 0;
     if (self->shape == SHAPE_COPY_H2D) {
         Py_buffer view;
-        unsigned long long dst = as_u64(args[1], ok);
+        unsigned long long dst = exact_u64(args[1], ok);
         if (!*ok || !PyMemoryView_Check(args[0]) ||
             PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
             PyErr_Clear();
@@ -299,7 +269,7 @@ static unsigned int call_shape(DirectCall *self, PyObject *const *args, uintptr_
         PyBuffer_Release(&view);
         return code;
     }
-    unsigned long long a = as_u64(args[0], ok), b = as_u64(args[1], ok), n = as_u64(args[2], ok);
+    unsigned long long a = exact_u64(args[0], ok), b = exact_u64(args[1], ok), n = exact_u64(args[2], ok);
     if (!*ok)
         return 0;
     Py_BEGIN_ALLOW_THREADS
@@ -316,7 +286,7 @@ static int direct_run(DirectCall *self, PyObject *const *args, Py_ssize_t nargs,
 {
     if (stream == 0 || nargs != SHAPE_ARITY[self->shape])
         return 0;
-    PyObject *owner = owner_of(self);
+    PyObject *owner = weak_target(self->owner);
     if (owner == NULL)
         return 0;
     int rc = 0;
@@ -357,25 +327,8 @@ static PyObject *direct_vectorcall(PyObject *callable, PyObject *const *args, si
         if (rc != 0)
             return rc > 0 ? Py_NewRef(Py_None) : NULL;
     }
-    PyObject *owner = owner_of(self);
-    if (owner == NULL) {
-        PyErr_Format(PyExc_ReferenceError, "%U: its driver is gone", self->name);
-        return NULL;
-    }
     /* The method, bound to the driver: every case this file does not take. */
-    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-    PyObject *stack[16];
-    PyObject *out = NULL;
-    if (nargs + nkw < 16) {
-        stack[0] = owner;
-        for (Py_ssize_t i = 0; i < nargs + nkw; i++)
-            stack[i + 1] = args[i];
-        out = PyObject_Vectorcall(self->method, stack, (size_t)(nargs + 1), kwnames);
-    } else {
-        PyErr_Format(PyExc_TypeError, "%U: too many arguments", self->name);
-    }
-    Py_DECREF(owner);
-    return out;
+    return call_as_method(self->method, self->owner, args, nargs, kwnames, self->name);
 }
 
 static PyObject *direct_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)

@@ -35,6 +35,7 @@
 #include "objects.h"
 #include "ranges.h"
 #include "slots.h"
+#include "zeappend.h"
 #include "site.h"
 
 /* The Completion slots this file writes, in the order of COMPLETION_SLOTS. */
@@ -629,12 +630,7 @@ unlock:
         if (drop_lock(self) < 0)
             Py_XDECREF(exc);
         else if (exc != NULL)
-#if PY_VERSION_HEX >= 0x030C0000
-            PyErr_SetRaisedException(exc);
-#else
-            PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(exc)), exc,
-                          PyException_GetTraceback(exc));
-#endif
+            raise_again(exc);
     } else if (drop_lock(self) < 0) {
         Py_CLEAR(out);
     }
@@ -865,11 +861,11 @@ static int intern_names(void)
 
 PyMODINIT_FUNC PyInit__aruntime_enqueue(void)
 {
-    if (intern_names() < 0 || direct_ready() < 0 || front_ready() < 0 ||
+    if (intern_names() < 0 || direct_ready() < 0 || front_ready() < 0 || ze_append_ready() < 0 ||
         PyType_Ready(&EnqueuerType) < 0 ||
         PyType_Ready(&DirectCallType) < 0 || PyType_Ready(&StreamLockType) < 0 ||
         PyType_Ready(&LaunchSiteType) < 0 || PyType_Ready(&RangeCheckType) < 0 ||
-        PyType_Ready(&RunnerType) < 0)
+        PyType_Ready(&RunnerType) < 0 || PyType_Ready(&ZeAppendType) < 0)
         return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL)
@@ -879,7 +875,8 @@ PyMODINIT_FUNC PyInit__aruntime_enqueue(void)
         PyModule_AddObjectRef(module, "StreamLock", (PyObject *)&StreamLockType) < 0 ||
         PyModule_AddObjectRef(module, "LaunchSite", (PyObject *)&LaunchSiteType) < 0 ||
         PyModule_AddObjectRef(module, "RangeCheck", (PyObject *)&RangeCheckType) < 0 ||
-        PyModule_AddObjectRef(module, "OpFront", (PyObject *)&OpFrontType) < 0) {
+        PyModule_AddObjectRef(module, "OpFront", (PyObject *)&OpFrontType) < 0 ||
+        PyModule_AddObjectRef(module, "ZeAppend", (PyObject *)&ZeAppendType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

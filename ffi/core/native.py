@@ -32,6 +32,7 @@ def _extension() -> list[NativeLibrary]:
                 "core/objects.c",
                 "core/ranges.c",
                 "core/site.c",
+                "core/zeappend.c",
             ),
             depends=(
                 "core/direct.h",
@@ -42,6 +43,7 @@ def _extension() -> list[NativeLibrary]:
                 "core/ranges.h",
                 "core/site.h",
                 "core/slots.h",
+                "core/zeappend.h",
             ),
             cflags=(f"-I{include}", "-fvisibility=hidden", "-Wno-missing-field-initializers"),
         )

@@ -64,6 +64,15 @@ PyObject *take_exception(void)
 #endif
 }
 
+void raise_again(PyObject *exc)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(exc);
+#else
+    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(exc)), exc, PyException_GetTraceback(exc));
+#endif
+}
+
 /* ``call(*args, handle)``; NULL with the exception set if it raised. */
 PyObject *driver_call(PyObject *call, PyObject *args, PyObject *handle)
 {
@@ -124,4 +133,56 @@ int call_noargs_ok(PyObject *fn)
         return -1;
     Py_DECREF(r);
     return 0;
+}
+
+PyObject *weak_target(PyObject *ref)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *target;
+    if (PyWeakref_GetRef(ref, &target) < 0)
+        PyErr_Clear();
+    return target; /* NULL once it is gone */
+#else
+    PyObject *target = PyWeakref_GetObject(ref);
+    if (target == NULL)
+        PyErr_Clear();
+    return target == NULL || target == Py_None ? NULL : Py_NewRef(target);
+#endif
+}
+
+unsigned long long exact_u64(PyObject *value, int *ok)
+{
+    if (!PyLong_CheckExact(value)) {
+        *ok = 0;
+        return 0;
+    }
+    unsigned long long v = PyLong_AsUnsignedLongLong(value);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        *ok = 0;
+    }
+    return v;
+}
+
+PyObject *call_as_method(PyObject *method, PyObject *owner_ref, PyObject *const *args,
+                         Py_ssize_t nargs, PyObject *kwnames, PyObject *name)
+{
+    PyObject *owner = weak_target(owner_ref);
+    if (owner == NULL) {
+        PyErr_Format(PyExc_ReferenceError, "%U: its driver is gone", name);
+        return NULL;
+    }
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    PyObject *stack[16];
+    PyObject *out = NULL;
+    if (nargs + nkw < 16) {
+        stack[0] = owner;
+        for (Py_ssize_t i = 0; i < nargs + nkw; i++)
+            stack[i + 1] = args[i];
+        out = PyObject_Vectorcall(method, stack, (size_t)(nargs + 1), kwnames);
+    } else {
+        PyErr_Format(PyExc_TypeError, "%U: too many arguments", name);
+    }
+    Py_DECREF(owner);
+    return out;
 }

@@ -319,6 +319,11 @@ uint64_t eng_event_new_record(arsim_event *e)
 uint64_t eng_event_last_record(const arsim_event *e) { return atomic_load(&e->rec_submitted); }
 uint64_t eng_event_model_ts(const arsim_event *e) { return atomic_load(&e->model_ts); }
 
+int eng_event_signal_status(const arsim_event *e)
+{
+    return atomic_load_explicit(&e->sig_status, memory_order_acquire);
+}
+
 /* ---- a check of the deferred wake-ups, for tests */
 
 typedef struct wake_probe {

@@ -234,10 +234,17 @@ int eng_execute(arsim_queue *q, arsim_op *op)
     /* Waits run once wait_satisfied() held (the queue was parked until
      * then): never block here, the thread is shared by every queue. */
     case OP_EVENT_WAIT:
-    case OP_EVENT_WAIT_SIGNALED:
         advance(q, ready_time(q, op));
         advance(q, eng_event_model_ts(op->event));
         return ARSIM_OK;
+    case OP_EVENT_WAIT_SIGNALED:
+        /* An event signaled with an error passes it on to the queue that
+         * waited for it, as its own pending error: what was ordered after
+         * a failed op through an event fails too (Level Zero; a CUDA
+         * event wait, OP_EVENT_WAIT, has sticky errors instead). */
+        advance(q, ready_time(q, op));
+        advance(q, eng_event_model_ts(op->event));
+        return sticky ? sticky : eng_event_signal_status(op->event);
     case OP_QUEUE_WAIT:
         advance(q, ready_time(q, op));
         advance(q, atomic_load(&op->other->model_time));

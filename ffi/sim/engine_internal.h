@@ -177,6 +177,8 @@ ENG_HIDDEN uint64_t eng_event_last_record(const arsim_event *e);
 ENG_HIDDEN int eng_event_record_done(arsim_event *e, uint64_t seq);
 /* The device time of e's last record or signal. */
 ENG_HIDDEN uint64_t eng_event_model_ts(const arsim_event *e);
+/* The status the event was last signaled with (0 until then, and after a reset). */
+ENG_HIDDEN int eng_event_signal_status(const arsim_event *e);
 /* Record `seq` executed at device time `when`, with the queue's status. */
 ENG_HIDDEN void eng_event_complete_record(arsim_event *e, uint64_t seq, int status,
                                           uint64_t when);

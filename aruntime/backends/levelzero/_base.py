@@ -21,7 +21,7 @@ from ._constants import (
 )
 from ._errors import ZE_RESULT_SUCCESS
 from ._event_pool import _EventPool
-from ._ffi import caster, compiled_calls, ffi
+from ._ffi import BARRIER_FAILED, caster, compiled_calls, ffi
 from ._graph_launcher import _GraphLauncher
 from ._handles import _Event, _List, _ZeEvent, _ZeStream
 from ._library import ZeLibrary
@@ -34,11 +34,14 @@ class _LevelZeroBase(Driver):
 
     synchronous = False
     supports_timing = True
-    # A stream moves between its compute and copy lists through an event
-    # that the first list signals: levelzero-sim hands a failed op's error to
-    # the next event its queue signals, and that hand-over event would take
-    # it, unreported.  Every op keeps a marker of its own.
-    errors_reach_next_marker = False
+    # A failed op's error reaches the stream's next marker, so an op nobody
+    # waits for needs no marker of its own.  A real device's fault is
+    # sticky (the device is lost).  levelzero-sim hands a failed op's error
+    # to the next event its queue signals, which may be the event through
+    # which a stream moves between its compute and copy lists; the list that
+    # waits for that event then takes the error on as its own, and its next
+    # signal reports it (ffi/sim/engine_exec.c, OP_EVENT_WAIT_SIGNALED).
+    errors_reach_next_marker = True
 
     def __init__(self, zl: ZeLibrary, driver: Any, device: Any, *, backend_name: str) -> None:
         self.backend_name = backend_name
@@ -270,16 +273,20 @@ class _LevelZeroBase(Driver):
         args: tuple[Any, ...],
         name: str,
         *,
-        by_address: bool = False,
+        compiled: bool = False,
     ) -> None:
         """:meth:`_append` of ``append(list, *args)``, for the ops every stream runs most.
 
         No closure to build and no call to :meth:`_target` when the stream's
         newest work is already on the list this op goes to: together they
-        cost more than the C call itself.  ``by_address``: ``append`` is a
-        compiled call (:attr:`_calls`), given the list's address.
+        cost more than the C call itself.  ``compiled``: ``append`` is a
+        compiled call (:attr:`_calls`), given the list's address and whether
+        to append the ordering barrier first, which it makes in the same
+        call (:data:`~._ffi.BARRIER_FAILED`).
         """
-        with s.lock:
+        lock = s.lock
+        lock.acquire()  # not ``with``: half the cost, on every op
+        try:
             target = s.last
             if (
                 target is None
@@ -287,12 +294,28 @@ class _LevelZeroBase(Driver):
                 or target is not (s.copy if copy_op and s.copy is not None else s.compute)
             ):
                 target = self._target(s, copy_op)
+            if compiled:
+                rc = append(target.address, target.unordered, *args)
+                if rc:
+                    self._compiled_append_failed(target, rc, name)
+                target.unordered = True
+                return
             if target.unordered:
                 self._barrier(target)
-            rc = append(target.address if by_address else target.handle, *args)
+            rc = append(target.handle, *args)
             if rc != ZE_RESULT_SUCCESS:
                 _errors.raise_result(rc, name, self.backend_name, "")
             target.unordered = True
+        finally:
+            lock.release()
+
+    def _compiled_append_failed(self, target: _List, rc: int, name: str) -> None:
+        """Raise for a compiled append's result ``rc``: its barrier's failure, or the op's."""
+        if rc & BARRIER_FAILED:
+            name = "zeCommandListAppendBarrier"
+        else:
+            target.unordered = False  # the barrier, if one was due, went in
+        _errors.raise_result(rc & 0xFFFFFFFF, name, self.backend_name, "")
 
     def _pool(self, timing: bool) -> _EventPool:
         return self._timed_events if timing else self._events

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import threading
+from ctypes import addressof as _addressof
+from ctypes import c_char as _c_char
 from typing import Any, cast
 
 from ..._driver import Driver, DriverStream
+from ..._enqueue import ze_append
 from ..._exceptions import NotSupportedError
-from ._ffi import ffi
+from .._staging import DIRECT_PAGEABLE_H2D_MAX
+from ._ffi import ffi, table_slot
 from ._handles import _ZeStream
 from ._staged import _StagedCopyOps
 
@@ -16,23 +20,76 @@ _FILL = "zeCommandListAppendMemoryFill"
 
 
 class _CopyOps(_StagedCopyOps):
+    def _install_appends(self) -> None:
+        """Let a plain fill or copy be appended without Python (``ffi/core/zeappend.c``).
+
+        Each of ``memset_d8`` and the three ``memcpy_*`` becomes a ZeAppend
+        (``aruntime/_enqueue.py``), an instance attribute over the method.
+        When the stream captures nothing and its newest work is on the copy
+        list already, with int operands and a host buffer never staged, the
+        op's barrier and append are made in C through the compiled calls'
+        table.  Every other case runs the method, which the ZeAppend calls.
+        Nothing is installed without the compiled calls or where the compiled
+        enqueue is off.
+        """
+        calls = self._calls
+        if calls is None:
+            return
+        barrier = table_slot(calls, "zeCommandListAppendBarrier")
+        for method, function in (
+            ("memset_d8", _FILL),
+            ("memcpy_h2d", _COPY),
+            ("memcpy_d2h", _COPY),
+            ("memcpy_d2d", _COPY),
+        ):
+            made = ze_append(
+                self,
+                getattr(_CopyOps, method),
+                _CopyOps._compiled_append_failed,
+                shape=method,
+                name=function,
+                function=table_slot(calls, function),
+                barrier=barrier,
+                table=calls.table,
+                host_limit=DIRECT_PAGEABLE_H2D_MAX,
+            )
+            if made is not None:
+                vars(self)[method] = made
+
     def memcpy_h2d(self, src: memoryview, dst: int, stream: DriverStream) -> None:
         """Enqueue a host-to-device copy; large pageable sources are staged (see ``_staged``)."""
-        host = _host_address(src)
+        nbytes = src.nbytes
+        # Inline for a writable buffer (what _host_address does): a call per op.
+        host = _addressof(_c_char.from_buffer(src)) if nbytes and not src.readonly else None
+        if host is None:
+            host = _host_address(src)
         s: _ZeStream = stream  # type: ignore[assignment]  # not cast(): a call per op
-        if self._staged(s, host, src.nbytes):
-            self._staged_copy(s, host, dst, src.nbytes, to_device=True)
+        if nbytes > DIRECT_PAGEABLE_H2D_MAX and self._staged(s, host, nbytes):
+            self._staged_copy(s, host, dst, nbytes, to_device=True)
             return
-        self._append_plain_copy(s, dst, host, src.nbytes)
+        calls = self._calls
+        if calls is not None:
+            args = (dst, host, nbytes, calls.table)
+            self._append_call(s, True, calls.copy, args, _COPY, compiled=True)
+            return
+        self._append_plain_copy(s, dst, host, nbytes)
 
     def memcpy_d2h(self, src: int, dst: memoryview, stream: DriverStream) -> None:
         """Enqueue a device-to-host copy; large pageable targets are staged (see ``_staged``)."""
-        host = _host_address(dst, writable=True)
+        nbytes = dst.nbytes
+        host = _addressof(_c_char.from_buffer(dst)) if nbytes and not dst.readonly else None
+        if host is None:
+            host = _host_address(dst, writable=True)
         s: _ZeStream = stream  # type: ignore[assignment]  # not cast(): a call per op
-        if self._staged(s, host, dst.nbytes):
-            self._staged_copy(s, host, src, dst.nbytes, to_device=False)
+        if nbytes > DIRECT_PAGEABLE_H2D_MAX and self._staged(s, host, nbytes):
+            self._staged_copy(s, host, src, nbytes, to_device=False)
             return
-        self._append_plain_copy(s, host, src, dst.nbytes)
+        calls = self._calls
+        if calls is not None:
+            args = (host, src, nbytes, calls.table)
+            self._append_call(s, True, calls.copy, args, _COPY, compiled=True)
+            return
+        self._append_plain_copy(s, host, src, nbytes)
 
     def memcpy_d2d(self, src: int, dst: int, nbytes: int, stream: DriverStream) -> None:
         s: _ZeStream = stream  # type: ignore[assignment]
@@ -43,7 +100,7 @@ class _CopyOps(_StagedCopyOps):
         calls = self._calls
         if calls is not None:
             args: tuple[Any, ...] = (dst, src, nbytes, calls.table)
-            self._append_call(s, True, calls.copy, args, _COPY, by_address=True)
+            self._append_call(s, True, calls.copy, args, _COPY, compiled=True)
             return
         void_p = self._void_p
         args = (void_p(dst), void_p(src), nbytes, ffi.NULL, 0, ffi.NULL)
@@ -135,7 +192,7 @@ class _CopyOps(_StagedCopyOps):
         calls = self._calls
         if calls is not None:
             args: tuple[Any, ...] = (dst, _fill_address(value & 0xFF), 1, nbytes, calls.table)
-            self._append_call(s, True, calls.fill, args, _FILL, by_address=True)
+            self._append_call(s, True, calls.fill, args, _FILL, compiled=True)
             return
         args = (self._void_p(dst), _fill_pattern(value & 0xFF), 1, nbytes, ffi.NULL, 0, ffi.NULL)
         self._append_call(s, True, self._lib.zeCommandListAppendMemoryFill, args, _FILL)
@@ -146,8 +203,12 @@ def _host_address(view: memoryview, *, writable: bool = False) -> int:
 
     The core keeps the buffer itself alive until the op is done.  An open
     export held by a cffi object that ends up in a traceback (a failed
-    append) forms a cycle the garbage collector cannot clear safely.
+    append) forms a cycle the garbage collector cannot clear safely.  A
+    writable buffer's address comes through ctypes, a fifth of cffi's cost;
+    its export ends with the expression.
     """
+    if not view.readonly and view.nbytes:
+        return _addressof(_c_char.from_buffer(view))
     buf = ffi.from_buffer(view, require_writable=writable)
     try:
         return int(ffi.cast("uintptr_t", buf))

@@ -57,6 +57,7 @@ Modules
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 from ..._exceptions import DriverError, InvalidArgumentError
 from ._copies import _CopyOps
@@ -73,6 +74,10 @@ __all__ = ["LevelZeroDriver", "list_devices", "loader_components", "open_driver"
 
 class LevelZeroDriver(_MemoryOps, _StreamOps, _CopyOps, _ModuleOps, _GraphOps):
     """One Level Zero device, its context and everything made in it."""
+
+    def __init__(self, zl: ZeLibrary, driver: Any, device: Any, *, backend_name: str) -> None:
+        super().__init__(zl, driver, device, backend_name=backend_name)
+        self._install_appends()
 
     def close(self) -> None:
         if self._closed:

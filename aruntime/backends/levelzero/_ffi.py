@@ -250,6 +250,11 @@ _compiled: list[Any] = []  # [module or None], loaded on first use
 _compiled_lock = threading.Lock()
 
 
+#: Set in a compiled append's result when the barrier before the op failed
+#: (the low 32 bits hold the failed call's ze_result_t).
+BARRIER_FAILED = 1 << 32
+
+
 class CompiledCalls(NamedTuple):
     """The compiled calls of every op's path, bound to one opened library.
 
@@ -257,12 +262,20 @@ class CompiledCalls(NamedTuple):
     last, ``table``: that library's function pointers.
     """
 
-    fill: Callable[..., int]  # (list, dst, pattern, pattern_size, nbytes, table)
-    copy: Callable[..., int]  # (list, dst, src, nbytes, table)
+    # The appends take (list, barrier_first, ...): see :data:`BARRIER_FAILED`.
+    fill: Callable[..., int]  # (list, barrier_first, dst, pattern, pattern_size, nbytes, table)
+    copy: Callable[..., int]  # (list, barrier_first, dst, src, nbytes, table)
+    launch: Callable[..., int]  # (list, barrier_first, kernel, groups, table)
     barrier: Callable[..., int]  # (list, signal event or 0, table)
     host_reset: Callable[..., int]  # (event, table)
     query: Callable[..., int]  # (event, table)
     table: Any
+
+
+def table_slot(calls: CompiledCalls, name: str) -> int:
+    """The address of ``calls.table``'s slot for the function ``name`` (read at each call)."""
+    compiled = _compiled[0].ffi
+    return int(compiled.cast("uintptr_t", compiled.addressof(calls.table, name)))
 
 
 def compiled_calls(lib: Any) -> CompiledCalls | None:
@@ -289,5 +302,11 @@ def compiled_calls(lib: Any) -> CompiledCalls | None:
         return None
     c = module.lib
     return CompiledCalls(
-        c.ar_ze_fill, c.ar_ze_copy, c.ar_ze_barrier, c.ar_ze_host_reset, c.ar_ze_query, table
+        c.ar_ze_fill,
+        c.ar_ze_copy,
+        c.ar_ze_launch,
+        c.ar_ze_barrier,
+        c.ar_ze_host_reset,
+        c.ar_ze_query,
+        table,
     )

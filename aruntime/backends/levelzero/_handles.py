@@ -111,6 +111,12 @@ class _ZeKernel:
     args: list[bytes | None] = field(default_factory=list)
     grid: tuple[int, int, int] | None = None
     groups: Any = None  # the ze_group_count_t of ``grid``
+    groups_address: int = 0  # ``groups``' address, for the compiled launch
+    #: ``handle`` as an integer, for the compiled launch (``_ffi.compiled_calls``).
+    address: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.address = _address(self.handle)
 
 
 @dataclass(eq=False)

@@ -24,7 +24,9 @@ from ._constants import (
 )
 from ._errors import ZE_RESULT_SUCCESS
 from ._ffi import ffi
-from ._handles import _ZeKernel, _ZeModule
+from ._handles import _ZeKernel, _ZeModule, _ZeStream
+
+_LAUNCH = "zeCommandListAppendLaunchKernel"
 
 
 class _ModuleOps(_LevelZeroBase):
@@ -166,6 +168,7 @@ class _ModuleOps(_LevelZeroBase):
                 k.block = config.block
             if k.grid != config.grid:
                 k.groups = ffi.new("ze_group_count_t*", list(config.grid))
+                k.groups_address = int(ffi.cast("uintptr_t", k.groups))
                 k.grid = config.grid
             held = k.args
             if len(held) < len(values):
@@ -177,15 +180,14 @@ class _ModuleOps(_LevelZeroBase):
                     held[index] = value
             if self._note_launch_site is not None:
                 self._note_launch_site()
-            groups = k.groups
-            self._append(
-                stream,
-                False,
-                lambda h: self._lib.zeCommandListAppendLaunchKernel(
-                    h, k.handle, groups, ffi.NULL, 0, ffi.NULL
-                ),
-                "zeCommandListAppendLaunchKernel",
-            )
+            s: _ZeStream = stream  # type: ignore[assignment]  # not cast(): a call per launch
+            calls = self._calls
+            if calls is not None:
+                compiled = (k.address, k.groups_address, calls.table)
+                self._append_call(s, False, calls.launch, compiled, _LAUNCH, compiled=True)
+                return
+            plain = (k.handle, k.groups, ffi.NULL, 0, ffi.NULL)
+            self._append_call(s, False, self._lib.zeCommandListAppendLaunchKernel, plain, _LAUNCH)
 
     def _set_arg(self, k: _ZeKernel, index: int, value: bytes, args: Sequence[Any]) -> None:
         size = len(value)

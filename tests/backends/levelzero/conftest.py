@@ -52,9 +52,11 @@ def ze(
     "loader-abi" makes every call through cffi's ABI mode, as where the
     compiled calls of the op path (``_ffi.compiled_calls``) were not built.
     """
+    if request.param == "loader-abi":
+        monkeypatch.setenv("ARUNTIME_LEVELZERO_ABI", "1")
     drv = _open(request.param, monkeypatch)
     if request.param == "loader-abi":
-        drv._calls = None
+        assert drv._calls is None and "memset_d8" not in vars(drv)
     yield drv
     drv.close()
 

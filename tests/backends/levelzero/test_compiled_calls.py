@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from aruntime._exceptions import BackendUnavailableError
+from aruntime._driver import LaunchConfig
+from aruntime._exceptions import BackendUnavailableError, DriverError
 from aruntime._native import native_library_path
 from aruntime.backends.levelzero import _driver, _ffi
 from aruntime.backends.levelzero._ffi import COMPILED_MODULE, compiled_calls
@@ -22,6 +23,7 @@ from aruntime.backends.levelzero._ffi import COMPILED_MODULE, compiled_calls
 from .conftest import replaced_call
 
 ZeDriver = _driver.LevelZeroDriver
+_UNKNOWN = 0x7FFFFFFE  # ZE_RESULT_ERROR_UNKNOWN
 
 
 def _built() -> bool:
@@ -44,8 +46,8 @@ def test_the_op_path_is_compiled_where_the_extension_was_built(
 
 
 def test_every_op_of_a_stream_goes_through_the_compiled_calls(ze: ZeDriver) -> None:
-    """A fill, a copy each way and the marker's record, query and wait: each compiled call
-    is taken, and the bytes come back right."""
+    """A fill, a copy each way, a launch and the marker's record, query and wait: each
+    compiled call is taken, and the bytes come back right."""
     if ze._calls is None:
         pytest.skip("the ABI path (the driver tests cover it)")
     used: list[str] = []
@@ -64,6 +66,9 @@ def test_every_op_of_a_stream_goes_through_the_compiled_calls(ze: ZeDriver) -> N
     stream = ze.stream_create(0)
     event = ze.event_create(False)
     dev = ze.mem_alloc(64)
+    module = ze.module_load(ze.builtin_module_image("vector_ops"))
+    iota = ze.module_function(module, "iota_u32")  # iota_u32(n, start, y): y[i] = start + i
+    config = LaunchConfig(grid=(1, 1, 1), block=(16, 1, 1), shared_mem=0)
     try:
         host = np.arange(64, dtype=np.uint8)
         back = np.zeros(64, dtype=np.uint8)
@@ -76,12 +81,52 @@ def test_every_op_of_a_stream_goes_through_the_compiled_calls(ze: ZeDriver) -> N
                 pass
             ze.event_record(event, stream)  # again, in place: host reset and barrier
             ze.memcpy_h2d(memoryview(host), dev, stream)
+            ze.launch(iota, config, [np.uint32(4), np.uint32(0x01010101), dev + 8], stream)
             ze.memcpy_d2h(dev, memoryview(back), stream)
             ze.event_record(event, stream)
             ze.event_wait(event)
-        assert (back == host).all()
+        words = np.arange(4, dtype=np.uint32) + 0x01010101
+        expect = host.copy()
+        expect[8:24] = words.view(np.uint8)
+        np.testing.assert_array_equal(back, expect)
         for name in names:
             assert name in used, f"{name} was not called through the compiled table"
+    finally:
+        ze.event_destroy(event)
+        ze.mem_free(dev)
+        ze.stream_destroy(stream)
+        ze.module_unload(module)
+
+
+@pytest.mark.parametrize("failing", ["zeCommandListAppendBarrier", "zeCommandListAppendMemoryFill"])
+def test_a_failed_compiled_append_names_its_call_and_keeps_the_list_ordered(
+    ze: ZeDriver, failing: str
+) -> None:
+    """An op's append makes the barrier before it in the same C call: a failure of
+    either is named as that call, and the list still gets its barrier before the next
+    op when the op itself was never appended after it."""
+    if ze._calls is None:
+        pytest.skip("the ABI path (the driver tests cover it)")
+    stream = ze.stream_create(0)
+    event = ze.event_create(False)
+    dev = ze.mem_alloc(64)
+    back = np.zeros(64, dtype=np.uint8)
+    try:
+        ze.memset_d8(dev, 1, 64, stream)  # the list now holds an op since its last barrier
+        with (
+            replaced_call(ze, failing, lambda *args: _UNKNOWN),
+            pytest.raises(DriverError, match=f"^{failing} failed: ZE_RESULT_ERROR_UNKNOWN"),
+        ):
+            ze.memset_d8(dev, 2, 64, stream)
+        fills = stream.copy or stream.compute
+        # A failed barrier leaves the list unordered; after a failed fill the barrier
+        # before it stands, and nothing was appended since.
+        assert fills.unordered is (failing == "zeCommandListAppendBarrier")
+        ze.memset_d8(dev, 3, 32, stream)
+        ze.memcpy_d2h(dev, memoryview(back), stream)
+        ze.event_record(event, stream)
+        ze.event_wait(event)
+        assert back.tolist() == [3] * 32 + [1] * 32
     finally:
         ze.event_destroy(event)
         ze.mem_free(dev)

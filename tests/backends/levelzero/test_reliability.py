@@ -76,6 +76,39 @@ async def test_injected_kernel_fault_reaches_every_awaiter(gpu: ar.Backend) -> N
     stream.close()
 
 
+@pytest.mark.parametrize("hand_overs", [1, 2])
+async def test_a_kernel_fault_nobody_kept_reaches_an_op_after_a_hand_over(
+    gpu: ar.Backend, hand_overs: int
+) -> None:
+    """A launch whose Completion nobody keeps gets no marker.  The sim hands its
+    fault to the next event its queue signals: here the one through which the stream
+    moves to its copy list (and back, for two).  The list that waited for that event
+    takes the fault on, so the op awaited after it still fails, naming the launch."""
+    module = gpu.load_module("k", _simhooks.kernels_image())
+    fill = gpu.kernel(module, "fill_f32")
+    stream = gpu.create_stream()
+    dev = gpu.alloc(4096)
+    args = [np.uint32(1024), np.float32(1), dev]
+    await gpu.memset_async(dev, 0, 4096, stream=stream)
+    assert _simhooks.hooks().arze_sim_inject_fault(0, _simhooks.FAULT_KERNEL_ERROR, 1) == 0
+    gpu.launch(fill, (8, 1, 1), (128, 1, 1), args, stream=stream)  # dropped at once
+    gpu.memset_async(dev, 0, 16, stream=stream)  # compute -> copy
+    if hand_overs == 2:
+        last = gpu.launch(fill, (8, 1, 1), (128, 1, 1), args, stream=stream)  # and back
+    else:
+        last = gpu.copy_d2h_async(dev, np.empty(1024, np.float32), stream=stream)
+    with pytest.raises(DriverError, match=r"not done: .*\(the first a launch\)") as info:
+        await last
+    assert not isinstance(info.value, DeviceLostError)
+    await gpu.synchronize(stream)  # seen: not raised again
+    out = np.empty(1024, np.float32)
+    gpu.launch(fill, (8, 1, 1), (128, 1, 1), [np.uint32(1024), np.float32(4), dev], stream=stream)
+    await gpu.copy_d2h_async(dev, out, stream=stream)
+    assert (out == 4).all()
+    gpu.free(dev)
+    stream.close()
+
+
 async def test_failed_graph_replay_reaches_its_awaiter(gpu: ar.Backend) -> None:
     module = gpu.load_module("k", _simhooks.kernels_image())
     fill = gpu.kernel(module, "fill_f32")

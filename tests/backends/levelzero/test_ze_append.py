@@ -1,0 +1,281 @@
+"""The Level Zero driver's fills and copies appended in C (``ffi/core/zeappend.c``).
+
+``_CopyOps._install_appends`` puts a ZeAppend over ``memset_d8`` and the
+three ``memcpy_*`` methods.  Its plain case (int operands, a host buffer
+never staged, a stream capturing nothing whose newest work is already on
+the copy list) is the barrier, if due, and the append, made in C through the
+compiled calls' table; every other case is the Python method.  These tests
+hold that both roads give the same bytes and the same errors, and that each
+case the C must not take reaches the method.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import numpy as np
+import pytest
+
+from aruntime import _enqueue
+from aruntime._driver import DriverStream, LaunchConfig
+from aruntime._exceptions import BackendUnavailableError, DriverError
+from aruntime.backends import levelzero
+from aruntime.backends._staging import DIRECT_PAGEABLE_H2D_MAX
+from aruntime.backends.levelzero import _driver
+from aruntime.backends.levelzero._copies import _CopyOps
+from aruntime.backends.levelzero._ffi import table_slot
+
+from .conftest import replaced_call
+
+ROOT = Path(__file__).resolve().parents[3]
+METHODS = ("memset_d8", "memcpy_h2d", "memcpy_d2h", "memcpy_d2d")
+_UNKNOWN = 0x7FFFFFFE  # ZE_RESULT_ERROR_UNKNOWN
+
+ZeDriver = _driver.LevelZeroDriver
+
+
+@pytest.fixture
+def drv() -> Iterator[ZeDriver]:
+    if not _enqueue.enabled():
+        pytest.skip("the compiled enqueue is not built or is switched off")
+    try:
+        opened: Any = levelzero.open_driver(0, sim=True)
+    except BackendUnavailableError as exc:
+        pytest.skip(f"levelzero-sim cannot be opened: {exc}")
+    if opened._calls is None:
+        opened.close()
+        pytest.skip("the compiled calls are not built here")
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def _sync(drv: ZeDriver, stream: DriverStream) -> None:
+    event = drv.event_create(False)
+    drv.event_record(event, stream)
+    drv.event_wait(event)
+    drv.event_destroy(event)
+
+
+def _python_frames(fn: Callable[[], object]) -> list[str]:
+    """The Python functions ``fn()`` ran, by name (``fn``'s own frame left out)."""
+    seen: list[str] = []
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call":
+            seen.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return seen[1:]
+
+
+def _child(code: str, **env: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, **env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout.strip()
+
+
+def test_each_method_is_a_ze_append_naming_its_function(drv: ZeDriver) -> None:
+    for method in METHODS:
+        made = vars(drv)[method]
+        assert type(made).__name__ == "ZeAppend"
+        function = "Fill" if method == "memset_d8" else "Copy"
+        assert repr(made) == f"<ZeAppend {method} -> zeCommandListAppendMemory{function}>"
+
+
+def test_both_roads_write_the_same_bytes(drv: ZeDriver) -> None:
+    """Each op once through the ZeAppend and once through the method, on one stream."""
+    stream = drv.stream_create(0)
+    a, b = drv.mem_alloc(256), drv.mem_alloc(256)
+    source = np.arange(256, dtype=np.uint8)
+    try:
+        results = []
+        for road in ("compiled", "method"):
+
+            def call(method: str, *args: Any, road: str = road) -> None:
+                if road == "compiled":
+                    getattr(drv, method)(*args, stream)
+                else:
+                    getattr(_CopyOps, method)(drv, *args, stream)
+
+            back = np.zeros(256, dtype=np.uint8)
+            call("memset_d8", a, 0xAB, 256)
+            call("memset_d8", a, 0x11, 64)  # a second op on the list: a barrier first
+            call("memcpy_h2d", memoryview(source[:128]), a + 128)
+            call("memcpy_d2d", a, b, 256)
+            call("memcpy_d2h", b, memoryview(back))
+            _sync(drv, stream)
+            results.append(back)
+        expect = np.concatenate([np.full(64, 0x11), np.full(64, 0xAB), source[:128]])
+        np.testing.assert_array_equal(results[0], expect.astype(np.uint8))
+        np.testing.assert_array_equal(results[1], results[0])
+    finally:
+        drv.mem_free(a)
+        drv.mem_free(b)
+        drv.stream_destroy(stream)
+
+
+def test_the_plain_case_runs_no_python(drv: ZeDriver) -> None:
+    stream = drv.stream_create(0)
+    dev = drv.mem_alloc(64)
+    host = np.zeros(64, dtype=np.uint8)
+    try:
+        drv.memset_d8(dev, 1, 64, stream)  # the first op on the copy list: the method's
+        assert _python_frames(lambda: drv.memset_d8(dev, 2, 64, stream)) == []
+        assert _python_frames(lambda: drv.memcpy_h2d(memoryview(host), dev, stream)) == []
+        assert _python_frames(lambda: drv.memcpy_d2h(dev, memoryview(host), stream)) == []
+        assert _python_frames(lambda: drv.memcpy_d2d(dev, dev + 32, 32, stream)) == []
+        _sync(drv, stream)
+    finally:
+        drv.mem_free(dev)
+        drv.stream_destroy(stream)
+
+
+def test_a_hand_over_and_a_capture_go_to_the_method(drv: ZeDriver) -> None:
+    """The C appends only where the stream's newest work already is."""
+    module = drv.module_load(drv.builtin_module_image("vector_ops"))
+    iota = drv.module_function(module, "iota_u32")
+    config = LaunchConfig(grid=(1, 1, 1), block=(16, 1, 1), shared_mem=0)
+    stream = drv.stream_create(0)
+    dev = drv.mem_alloc(64)
+    back = np.zeros(64, dtype=np.uint8)
+    try:
+        drv.memset_d8(dev, 0, 64, stream)
+        drv.launch(iota, config, [np.uint32(4), np.uint32(0x02020202), dev], stream)
+        # The launch left the stream on its compute list: the fill hands over, in Python.
+        assert "memset_d8" in _python_frames(lambda: drv.memset_d8(dev + 16, 3, 16, stream))
+        drv.memcpy_d2h(dev, memoryview(back), stream)
+        _sync(drv, stream)
+        words = (np.arange(4, dtype=np.uint32) + 0x02020202).view(np.uint8)
+        assert back.tolist() == words.tolist() + [3] * 16 + [0] * 32
+        drv.capture_begin(stream)
+        try:
+            frames = _python_frames(lambda: drv.memset_d8(dev, 4, 16, stream))
+        finally:
+            graph = drv.capture_end(stream)
+        assert "memset_d8" in frames
+        drv.graph_destroy(graph)
+    finally:
+        drv.mem_free(dev)
+        drv.stream_destroy(stream)
+        drv.module_unload(module)
+
+
+def test_arguments_the_c_cannot_take_go_to_the_method(drv: ZeDriver) -> None:
+    stream = drv.stream_create(0)
+    dev = drv.mem_alloc(64)
+    try:
+        drv.memset_d8(dev, 0, 64, stream)
+        for call in (
+            lambda: drv.memset_d8(dev, np.uint8(5), 64, stream),  # not an exact int
+            lambda: drv.memset_d8(dev, 5, 64, stream=stream),  # a keyword
+            lambda: drv.memcpy_h2d(memoryview(b""), dev, stream),  # nothing to copy
+        ):
+            assert _python_frames(call)[0] in METHODS
+        # A read-only download target: the method's refusal, by either road.
+        with pytest.raises(BufferError) as compiled:
+            drv.memcpy_d2h(dev, memoryview(bytes(64)), stream)
+        with pytest.raises(BufferError) as method:
+            _CopyOps.memcpy_d2h(drv, dev, memoryview(bytes(64)), stream)
+        assert str(compiled.value) == str(method.value)
+        _sync(drv, stream)
+    finally:
+        drv.mem_free(dev)
+        drv.stream_destroy(stream)
+
+
+def test_a_large_pageable_copy_goes_to_the_method_and_is_staged(drv: ZeDriver) -> None:
+    n = DIRECT_PAGEABLE_H2D_MAX * 4
+    stream = drv.stream_create(0)
+    dev = drv.mem_alloc(n)
+    source = np.random.default_rng(1).integers(0, 256, n, dtype=np.uint8)
+    back = np.zeros(n, dtype=np.uint8)
+    try:
+        drv.memset_d8(dev, 0, n, stream)
+        frames = _python_frames(lambda: drv.memcpy_h2d(memoryview(source), dev, stream))
+        assert "_staged_copy" in frames
+        drv.memcpy_d2h(dev, memoryview(back), stream)
+        _sync(drv, stream)
+        np.testing.assert_array_equal(back, source)
+    finally:
+        drv.mem_free(dev)
+        drv.stream_destroy(stream)
+
+
+@pytest.mark.parametrize("failing", ["zeCommandListAppendBarrier", "zeCommandListAppendMemoryCopy"])
+def test_a_failed_append_raises_what_the_method_raises(drv: ZeDriver, failing: str) -> None:
+    stream = drv.stream_create(0)
+    dev = drv.mem_alloc(64)
+    errors: list[DriverError] = []
+    try:
+        for road in (drv.memcpy_d2d, lambda *a: _CopyOps.memcpy_d2d(drv, *a)):
+            drv.memset_d8(dev, 0, 64, stream)  # a barrier is due before the next op
+            with (
+                replaced_call(drv, failing, lambda *args: _UNKNOWN),
+                pytest.raises(DriverError) as info,
+            ):
+                road(dev, dev + 32, 32, stream)
+            errors.append(info.value)
+        assert [type(e) for e in errors] == [DriverError, DriverError]
+        assert str(errors[0]) == str(errors[1])
+        assert str(errors[0]).startswith(f"{failing} failed: ZE_RESULT_ERROR_UNKNOWN")
+        _sync(drv, stream)  # the stream's lock was released: it goes on
+    finally:
+        drv.mem_free(dev)
+        drv.stream_destroy(stream)
+
+
+def test_the_constructor_checks_what_it_is_given(drv: ZeDriver) -> None:
+    module = _enqueue._module()
+    assert module is not None
+    calls = drv._calls
+    assert calls is not None
+    good: dict[str, Any] = dict(
+        owner=drv,
+        method=_CopyOps.memset_d8,
+        fail=_CopyOps._compiled_append_failed,
+        shape="memset_d8",
+        name="zeCommandListAppendMemoryFill",
+        function=table_slot(calls, "zeCommandListAppendMemoryFill"),
+        barrier=table_slot(calls, "zeCommandListAppendBarrier"),
+        table=calls.table,
+        host_limit=DIRECT_PAGEABLE_H2D_MAX,
+    )
+    module.ZeAppend(**good)
+    with pytest.raises(ValueError, match="no shape memset_d16"):
+        module.ZeAppend(**{**good, "shape": "memset_d16"})
+    with pytest.raises(ValueError, match="non-null addresses"):
+        module.ZeAppend(**{**good, "function": 0})
+    with pytest.raises(ValueError, match="host_limit not negative"):
+        module.ZeAppend(**{**good, "host_limit": -1})
+    with pytest.raises(TypeError, match="must be callable"):
+        module.ZeAppend(**{**good, "fail": None})
+
+
+def test_the_switches_leave_the_methods_alone() -> None:
+    code = (
+        "from aruntime.backends import levelzero\n"
+        "d = levelzero.open_driver(0, sim=True)\n"
+        "print(sorted(m for m in ('memset_d8', 'memcpy_h2d') if m in vars(d)))\n"
+        "d.close()\n"
+    )
+    assert _child(code, ARUNTIME_COMPILED_ENQUEUE="0") == "[]"
+    assert _child(code, ARUNTIME_LEVELZERO_ABI="1") == "[]"
+    assert _child(code) == "['memcpy_h2d', 'memset_d8']"
