@@ -68,20 +68,22 @@ def _outside_from(frame: FrameType | None) -> FrameType | None:
 
 
 def known_user_frame(frame: FrameType | None, depth: int) -> FrameType | None:
-    """:func:`_outside_from`, bounded and without classifying: the first frame from
-    ``frame`` up whose file is known to be outside aruntime, within ``depth`` frames past
-    files known to be inside; None at a file not classified yet, or too deep.
+    """:func:`_outside_from`, bounded: the first frame from ``frame`` up whose file is
+    outside aruntime, within ``depth`` frames past files inside; None when too deep.
 
-    What the sims' compiled launch-site note does in C (``ffi/core/site.c``), for the
-    hook that stands in for it on a line the note has not cached.
+    What the sims' compiled launch-site note does in C (``ffi/core/site.c``),
+    for the hook that stands in for it on a line the note has not cached.
+    The note stops at a file not classified yet; this classifies it, so that
+    the note finds the frame next time.
     """
     inside = _inside.get
     for _ in range(depth):
         if frame is None:
             return None
-        known = inside(frame.f_code.co_filename)
-        if known is not True:
-            return frame if known is False else None
+        filename = frame.f_code.co_filename
+        known = inside(filename)
+        if not (_is_inside(filename) if known is None else known):
+            return frame
         frame = frame.f_back
     return None
 

@@ -332,6 +332,7 @@ def ze_append(
     barrier: int,
     table: object,
     host_limit: int,
+    launch: dict[str, Any] | None = None,
 ) -> Callable[..., Any] | None:
     """A Level Zero driver's fill or copy appended in C in its plain case, or None.
 
@@ -343,7 +344,12 @@ def ze_append(
     hold the op's Level Zero function (``name``) and
     ``zeCommandListAppendBarrier``, read at each call, in ``table``, kept
     alive as long as the ZeAppend; a host copy of more
-    than ``host_limit`` bytes is the method's.  None where the compiled
+    than ``host_limit`` bytes is the method's.  For the shape ``launch``,
+    ``launch`` holds ``set_arg`` (the slot of ``zeKernelSetArgumentValue``),
+    ``set_again`` (the method that sets a failed argument again and names
+    it), ``append_other`` (the method that appends to any other list),
+    ``note`` (a sim's launch-site note, or None), ``scalars`` (numpy's
+    scalar class) and ``pointers`` (DevicePtr).  None where the compiled
     enqueue is off.
     """
     module = _module()
@@ -359,5 +365,17 @@ def ze_append(
         barrier=barrier,
         table=table,
         host_limit=host_limit,
+        **(launch or _NOT_A_LAUNCH),
     )
     return made
+
+
+#: ``ze_append``'s launch parts for a fill or a copy: none (the classes are any two).
+_NOT_A_LAUNCH: dict[str, Any] = {
+    "set_arg": 0,
+    "set_again": None,
+    "append_other": None,
+    "note": None,
+    "scalars": bytes,
+    "pointers": bytes,
+}

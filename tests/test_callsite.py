@@ -8,6 +8,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from aruntime import _callsite
 from aruntime._callsite import PACKAGE_DIR, EntryCaller
 
 # Code that the walk takes for aruntime's own: compiled under a file name in the package.
@@ -114,3 +115,22 @@ def test_no_entry_on_the_stack_names_the_first_frame_outside() -> None:
     site, line = _where(ns["inner"](lambda: ns["hook"](find))), _here()
     assert site == (__file__, line)
     assert find.jumps == 0
+
+
+def test_known_user_frame_classifies_what_it_passes_within_its_depth() -> None:
+    """The hook behind the sims' compiled note: a core file not seen before is
+    classified on the way (the note stops at one), and the user's frame is found
+    past it, unless it lies deeper than asked."""
+    namespace: dict[str, Any] = {}
+    fresh = str(Path(PACKAGE_DIR, "_callsite_test_unclassified.py"))
+    exec(compile("def inner(look):\n    return look()\n", fresh, "exec"), namespace)
+    _callsite._inside.pop(fresh, None)
+
+    def here() -> FrameType | None:
+        return namespace["inner"](lambda: _callsite.known_user_frame(sys._getframe(1), 2))
+
+    found = here()
+    assert found is not None and found.f_code.co_name == "here"
+    assert _callsite._inside[fresh] is True
+    too_deep = namespace["inner"](lambda: _callsite.known_user_frame(sys._getframe(1), 1))
+    assert too_deep is None

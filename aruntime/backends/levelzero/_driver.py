@@ -78,6 +78,7 @@ class LevelZeroDriver(_MemoryOps, _StreamOps, _CopyOps, _ModuleOps, _GraphOps):
     def __init__(self, zl: ZeLibrary, driver: Any, device: Any, *, backend_name: str) -> None:
         super().__init__(zl, driver, device, backend_name=backend_name)
         self._install_appends()
+        self._install_launch()
 
     def close(self) -> None:
         if self._closed:

@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, cast
 
+import numpy as np
+
 from ..._driver import DriverFunction, DriverModule, DriverStream, LaunchConfig
+from ..._enqueue import ze_append
 from ..._exceptions import InvalidArgumentError, NotSupportedError
 from ..._kernel_args import arg_bytes, check_arg_count, describe_arg
+from ..._memory import DevicePtr
 from ._base import _LevelZeroBase
 from ._constants import (
     _FORMAT_NATIVE,
@@ -23,7 +27,7 @@ from ._constants import (
     _UNSUPPORTED_FEATURE,
 )
 from ._errors import ZE_RESULT_SUCCESS
-from ._ffi import ffi
+from ._ffi import ffi, table_slot
 from ._handles import _ZeKernel, _ZeModule, _ZeStream
 
 _LAUNCH = "zeCommandListAppendLaunchKernel"
@@ -180,14 +184,56 @@ class _ModuleOps(_LevelZeroBase):
                     held[index] = value
             if self._note_launch_site is not None:
                 self._note_launch_site()
-            s: _ZeStream = stream  # type: ignore[assignment]  # not cast(): a call per launch
-            calls = self._calls
-            if calls is not None:
-                compiled = (k.address, k.groups_address, calls.table)
-                self._append_call(s, False, calls.launch, compiled, _LAUNCH, compiled=True)
-                return
-            plain = (k.handle, k.groups, ffi.NULL, 0, ffi.NULL)
-            self._append_call(s, False, self._lib.zeCommandListAppendLaunchKernel, plain, _LAUNCH)
+            self._append_launch(stream, k)  # type: ignore[arg-type]
+
+    def _append_launch(self, s: _ZeStream, k: _ZeKernel) -> None:
+        """Append ``k``'s launch with what it holds (caller holds ``k.lock``), on any list."""
+        calls = self._calls
+        if calls is not None:
+            compiled = (k.address, k.groups_address, calls.table)
+            self._append_call(s, False, calls.launch, compiled, _LAUNCH, compiled=True)
+            return
+        plain = (k.handle, k.groups, ffi.NULL, 0, ffi.NULL)
+        self._append_call(s, False, self._lib.zeCommandListAppendLaunchKernel, plain, _LAUNCH)
+
+    def _install_launch(self) -> None:
+        """Let a plain launch be made without Python (``ffi/core/zeappend.c``).
+
+        ``launch`` becomes a ZeAppend, an instance attribute over the method.
+        A launch of a kernel whose argument count is known, given that many
+        numpy scalars, bytes or DevicePtrs, with the group size and grid the
+        kernel object holds already and no shared memory, sets in C the
+        arguments that differ from what the kernel holds, notes the sim's
+        launch site and appends; on a list other than the stream's newest
+        it appends through :meth:`_append_launch`.  A failed argument is set
+        again by :meth:`_set_arg`, which names it.  Every other launch runs
+        the method.  Nothing is installed without the compiled calls or
+        where the compiled enqueue is off.
+        """
+        calls = self._calls
+        if calls is None:
+            return
+        made = ze_append(
+            self,
+            _ModuleOps.launch,
+            _ModuleOps._compiled_append_failed,
+            shape="launch",
+            name=_LAUNCH,
+            function=table_slot(calls, _LAUNCH),
+            barrier=table_slot(calls, "zeCommandListAppendBarrier"),
+            table=calls.table,
+            host_limit=0,
+            launch={
+                "set_arg": table_slot(calls, "zeKernelSetArgumentValue"),
+                "set_again": _ModuleOps._set_arg,
+                "append_other": _ModuleOps._append_launch,
+                "note": self._note_launch_site,
+                "scalars": np.generic,
+                "pointers": DevicePtr,
+            },
+        )
+        if made is not None:
+            vars(self)["launch"] = made
 
     def _set_arg(self, k: _ZeKernel, index: int, value: bytes, args: Sequence[Any]) -> None:
         size = len(value)

@@ -41,6 +41,7 @@ typedef struct {
     void *zeEventHostReset;
     void *zeEventQueryStatus;
     void *zeCommandListAppendLaunchKernel;
+    void *zeKernelSetArgumentValue; /* read by the core's compiled launch (ffi/core/zeappend.c) */
 } ar_ze_table;
 """
 

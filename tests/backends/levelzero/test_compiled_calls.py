@@ -82,10 +82,12 @@ def test_every_op_of_a_stream_goes_through_the_compiled_calls(ze: ZeDriver) -> N
             ze.event_record(event, stream)  # again, in place: host reset and barrier
             ze.memcpy_h2d(memoryview(host), dev, stream)
             ze.launch(iota, config, [np.uint32(4), np.uint32(0x01010101), dev + 8], stream)
+            # Again with another start: the core's compiled launch sets that one argument.
+            ze.launch(iota, config, [np.uint32(4), np.uint32(0x03030303), dev + 8], stream)
             ze.memcpy_d2h(dev, memoryview(back), stream)
             ze.event_record(event, stream)
             ze.event_wait(event)
-        words = np.arange(4, dtype=np.uint32) + 0x01010101
+        words = np.arange(4, dtype=np.uint32) + 0x03030303
         expect = host.copy()
         expect[8:24] = words.view(np.uint8)
         np.testing.assert_array_equal(back, expect)

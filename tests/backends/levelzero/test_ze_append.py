@@ -24,12 +24,19 @@ import pytest
 
 from aruntime import _enqueue
 from aruntime._driver import DriverStream, LaunchConfig
-from aruntime._exceptions import BackendUnavailableError, DriverError
+from aruntime._exceptions import (
+    BackendUnavailableError,
+    DriverError,
+    InvalidArgumentError,
+    NotSupportedError,
+)
+from aruntime._memory import DevicePtr
 from aruntime.backends import levelzero
 from aruntime.backends._staging import DIRECT_PAGEABLE_H2D_MAX
 from aruntime.backends.levelzero import _driver
 from aruntime.backends.levelzero._copies import _CopyOps
 from aruntime.backends.levelzero._ffi import table_slot
+from aruntime.backends.levelzero._modules import _ModuleOps
 
 from .conftest import replaced_call
 
@@ -243,8 +250,6 @@ def test_a_failed_append_raises_what_the_method_raises(drv: ZeDriver, failing: s
 
 
 def test_the_constructor_checks_what_it_is_given(drv: ZeDriver) -> None:
-    module = _enqueue._module()
-    assert module is not None
     calls = drv._calls
     assert calls is not None
     good: dict[str, Any] = dict(
@@ -258,15 +263,31 @@ def test_the_constructor_checks_what_it_is_given(drv: ZeDriver) -> None:
         table=calls.table,
         host_limit=DIRECT_PAGEABLE_H2D_MAX,
     )
-    module.ZeAppend(**good)
+    assert _enqueue.ze_append(**good) is not None
     with pytest.raises(ValueError, match="no shape memset_d16"):
-        module.ZeAppend(**{**good, "shape": "memset_d16"})
+        _enqueue.ze_append(**{**good, "shape": "memset_d16"})
     with pytest.raises(ValueError, match="non-null addresses"):
-        module.ZeAppend(**{**good, "function": 0})
+        _enqueue.ze_append(**{**good, "function": 0})
     with pytest.raises(ValueError, match="host_limit not negative"):
-        module.ZeAppend(**{**good, "host_limit": -1})
+        _enqueue.ze_append(**{**good, "host_limit": -1})
     with pytest.raises(TypeError, match="must be callable"):
-        module.ZeAppend(**{**good, "fail": None})
+        _enqueue.ze_append(**{**good, "fail": None})
+    launch = {**good, "shape": "launch", "method": _ModuleOps.launch}
+    parts: dict[str, Any] = {
+        "set_arg": table_slot(calls, "zeKernelSetArgumentValue"),
+        "set_again": _ModuleOps._set_arg,
+        "append_other": _ModuleOps._append_launch,
+        "note": None,
+        "scalars": np.generic,
+        "pointers": DevicePtr,
+    }
+    assert _enqueue.ze_append(**launch, launch=parts) is not None
+    with pytest.raises(ValueError, match="set_arg"):
+        _enqueue.ze_append(**launch, launch={**parts, "set_arg": 0})
+    with pytest.raises(TypeError, match="set_again"):
+        _enqueue.ze_append(**launch, launch={**parts, "append_other": None})
+    with pytest.raises(TypeError, match="scalars must be a class"):
+        _enqueue.ze_append(**launch, launch={**parts, "scalars": 3})
 
 
 def test_the_switches_leave_the_methods_alone() -> None:
@@ -279,3 +300,168 @@ def test_the_switches_leave_the_methods_alone() -> None:
     assert _child(code, ARUNTIME_COMPILED_ENQUEUE="0") == "[]"
     assert _child(code, ARUNTIME_LEVELZERO_ABI="1") == "[]"
     assert _child(code) == "['memcpy_h2d', 'memset_d8']"
+    launch = code.replace("('memset_d8', 'memcpy_h2d')", "('launch',)")
+    assert _child(launch, ARUNTIME_COMPILED_ENQUEUE="0") == "[]"
+    assert _child(launch) == "['launch']"
+
+
+# -- launches ---------------------------------------------------------------------------
+
+_BLOCK = LaunchConfig(grid=(1, 1, 1), block=(16, 1, 1), shared_mem=0)
+_INVALID_SIZE = 0x78000016  # ZE_RESULT_ERROR_INVALID_KERNEL_ARGUMENT_SIZE
+
+
+@pytest.fixture
+def iota(drv: ZeDriver) -> Iterator[Any]:
+    """``iota_u32(n, start, y)``: ``y[i] = start + i`` for ``i < n``."""
+    module = drv.module_load(drv.builtin_module_image("vector_ops"))
+    try:
+        yield drv.module_function(module, "iota_u32")
+    finally:
+        drv.module_unload(module)
+
+
+def _words(drv: ZeDriver, stream: DriverStream, dev: int, n: int) -> list[int]:
+    back = np.zeros(n, dtype=np.uint32)
+    drv.memcpy_d2h(dev, memoryview(back).cast("B"), stream)
+    _sync(drv, stream)
+    return back.tolist()
+
+
+def test_both_roads_launch_alike(drv: ZeDriver, iota: Any) -> None:
+    """The same launches, arguments changing between them, through the ZeAppend and
+    through the method: the same words, and the kernel holds the same arguments."""
+    stream = drv.stream_create(0)
+    dev = drv.mem_alloc(64)
+    try:
+        results = []
+        for launch in (drv.launch, lambda *a: _ModuleOps.launch(drv, *a)):
+            drv.memset_d8(dev, 0, 64, stream)
+            for start, offset in ((10, 0), (20, 16), (30, 16), (30, 32)):
+                launch(iota, _BLOCK, [np.uint32(4), np.uint32(start), dev + offset], stream)
+            results.append((_words(drv, stream, dev, 16), list(iota.args)))
+        assert results[0][0] == [10, 11, 12, 13, 30, 31, 32, 33, 30, 31, 32, 33, 0, 0, 0, 0]
+        assert results[1] == results[0]
+    finally:
+        drv.mem_free(dev)
+        drv.stream_destroy(stream)
+
+
+def test_a_plain_launch_runs_no_python_even_with_new_arguments(drv: ZeDriver, iota: Any) -> None:
+    stream = drv.stream_create(0)
+    dev = drv.mem_alloc(64)
+    try:
+
+        def launch(args: list[Any]) -> None:
+            drv.launch(iota, _BLOCK, args, stream)
+
+        # The first: the method, and the sim's site note learns this line.
+        launch([np.uint32(4), np.uint32(1), dev])
+        for args in ([np.uint32(4), np.uint32(1), dev], [np.uint32(4), np.uint32(7), dev + 16]):
+            assert _python_frames(lambda a=args: launch(a)) == ["launch"]  # the test's own
+        assert _words(drv, stream, dev, 8) == [1, 2, 3, 4, 7, 8, 9, 10]
+    finally:
+        drv.mem_free(dev)
+        drv.stream_destroy(stream)
+
+
+def test_a_launch_after_a_copy_hands_over_through_the_method_s_append(
+    drv: ZeDriver, iota: Any
+) -> None:
+    stream = drv.stream_create(0)
+    dev = drv.mem_alloc(64)
+    try:
+        drv.launch(iota, _BLOCK, [np.uint32(4), np.uint32(1), dev], stream)
+        drv.memset_d8(dev + 16, 0, 16, stream)  # the stream moves to its copy list
+        args = [np.uint32(4), np.uint32(5), dev + 16]
+        frames = _python_frames(lambda: drv.launch(iota, _BLOCK, args, stream))
+        assert "_append_launch" in frames and "launch" not in frames
+        assert _words(drv, stream, dev, 8) == [1, 2, 3, 4, 5, 6, 7, 8]
+    finally:
+        drv.mem_free(dev)
+        drv.stream_destroy(stream)
+
+
+def test_launches_the_c_cannot_take_go_to_the_method(drv: ZeDriver, iota: Any) -> None:
+    stream = drv.stream_create(0)
+    dev = drv.mem_alloc(64)
+    args = [np.uint32(4), np.uint32(1), dev]
+    try:
+        drv.launch(iota, _BLOCK, args, stream)
+        wider = LaunchConfig(grid=(1, 1, 1), block=(32, 1, 1), shared_mem=0)
+        for call in (
+            lambda: drv.launch(iota, wider, args, stream),  # a group size to set first
+            lambda: drv.launch(iota, _BLOCK, [np.uint32(4), np.array(1, np.uint32), dev], stream),
+            lambda: drv.launch(iota, _BLOCK, args, stream=stream),
+        ):
+            assert "launch" in _python_frames(call)
+        for config, given, error in (
+            (LaunchConfig((1, 1, 1), (16, 1, 1), 64), args, NotSupportedError),
+            (_BLOCK, args[:2], InvalidArgumentError),
+        ):
+            with pytest.raises(error) as compiled:
+                drv.launch(iota, config, given, stream)
+            with pytest.raises(error) as method:
+                _ModuleOps.launch(drv, iota, config, given, stream)
+            assert str(compiled.value) == str(method.value)
+        _sync(drv, stream)
+    finally:
+        drv.mem_free(dev)
+        drv.stream_destroy(stream)
+
+
+def test_a_failed_argument_is_set_again_by_the_method(drv: ZeDriver, iota: Any) -> None:
+    """The C's set fails (the table's function stands in): the method sets it again
+    through the ABI binding, which works here, and the launch goes on."""
+    stream = drv.stream_create(0)
+    dev = drv.mem_alloc(64)
+    try:
+        drv.launch(iota, _BLOCK, [np.uint32(4), np.uint32(1), dev], stream)
+        args = [np.uint32(4), np.uint32(9), dev]
+        with replaced_call(drv, "zeKernelSetArgumentValue", lambda *a: _INVALID_SIZE):
+            frames = _python_frames(lambda: drv.launch(iota, _BLOCK, args, stream))
+        assert "_set_arg" in frames and "launch" not in frames
+        assert _words(drv, stream, dev, 4) == [9, 10, 11, 12]
+    finally:
+        drv.mem_free(dev)
+        drv.stream_destroy(stream)
+
+
+def test_an_argument_refused_both_ways_raises_what_the_method_raises(
+    drv: ZeDriver, iota: Any
+) -> None:
+    stream = drv.stream_create(0)
+    dev = drv.mem_alloc(64)
+    real = drv._lib
+
+    class Refusing:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        @staticmethod
+        def zeKernelSetArgumentValue(*args: Any) -> int:
+            return _INVALID_SIZE
+
+    try:
+        drv.launch(iota, _BLOCK, [np.uint32(4), np.uint32(1), dev], stream)
+        errors = []
+        for launch in (drv.launch, lambda *a: _ModuleOps.launch(drv, *a)):
+            args = [np.uint32(4), np.uint32(2), dev]
+            with (
+                replaced_call(drv, "zeKernelSetArgumentValue", lambda *a: _INVALID_SIZE),
+                pytest.raises(InvalidArgumentError) as info,
+            ):
+                drv._lib = Refusing()  # the method's ABI call refuses too
+                try:
+                    launch(iota, _BLOCK, args, stream)
+                finally:
+                    drv._lib = real
+            errors.append(str(info.value))
+            assert iota.args[1] is None  # unknown: the next launch sets it again
+        assert errors[0] == errors[1]
+        assert errors[0].startswith("launch: kernel 'iota_u32' argument 1: the driver rejects")
+        drv.launch(iota, _BLOCK, [np.uint32(4), np.uint32(6), dev], stream)
+        assert _words(drv, stream, dev, 4) == [6, 7, 8, 9]
+    finally:
+        drv.mem_free(dev)
+        drv.stream_destroy(stream)
