@@ -20,7 +20,10 @@ Streams
     "hand-over" event with a barrier and the next list waits on it and resets it
     on the device (one event per direction, so a reset always precedes the
     next signal).  Level Zero 1.4 command lists are not in-order by default, so
-    a barrier separates consecutive ops on one list.
+    a barrier separates consecutive ops on one list; it is made in the same
+    compiled call as the op after it.  A failed op's error reaches the
+    stream's next marker across a hand-over (on levelzero-sim the waiting
+    list takes it on), so an op nobody waits for keeps no marker.
 Events
     A driver event (:class:`_Event`) is not a Level Zero event: it points at
     the pooled ze event of its latest record.  Each ``event_record`` takes a
