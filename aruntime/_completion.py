@@ -278,8 +278,10 @@ class Completion:
         if self._state == _DONE:
             # Finished already (always, on the mock): still a checkpoint, and
             # one made without a generator of our own around it.
-            if self._seen is not None:
-                self._host_saw()
+            seen = self._seen
+            if seen is not None:  # _host_saw, inline: with race checking, every mock op
+                self._seen = None
+                seen()
             return checkpoint_returning(self._result)
         return self._await_slow()
 
@@ -445,6 +447,7 @@ class Completion:
         self._seq = 0
 
     def _watched(self, seen: _Callback) -> Completion:
+        """:func:`watched`: this Completion, or a copy of a shared finished one."""
         if self._lock is not _NO_LOCK:
             self._seen = seen
             return self
@@ -519,14 +522,13 @@ def born_done(op: str, result: Any = None, state: int = _DONE) -> Completion:
     return c
 
 
-def watched(completion: Completion, seen: _Callback) -> Completion:
-    """``completion``, made to call ``seen()`` once the host first sees it finished.
-
-    Seeing is what orders the host after an op: awaiting it, ``wait()``, or
-    ``done()`` or ``exception()`` answering.  A Completion born finished may
-    be shared between ops (:func:`done_none`), so it is copied first.
-    """
-    return completion._watched(seen)
+#: ``watched(completion, seen)``: ``completion``, made to call ``seen()`` once
+#: the host first sees it finished.  Seeing is what orders the host after an
+#: op: awaiting it, ``wait()``, or ``done()`` or ``exception()`` answering.  A
+#: Completion born finished may be shared between ops (:func:`done_none`), so
+#: it is copied first.  The method itself, not a function around it: with
+#: race checking on, every op passes here.
+watched: Callable[[Completion, _Callback], Completion] = Completion._watched
 
 
 def done_none(op: str) -> Completion:

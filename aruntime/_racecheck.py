@@ -158,7 +158,9 @@ def _accesses(reads: tuple[Range, ...], writes: tuple[Range, ...]) -> list[Acces
 
 def _h2d_accesses(op: Op) -> list[Access]:
     view, address = op.args
-    device = _device_access(address, op.nbytes, True)
+    nbytes = op.nbytes
+    # _device_access's cache, read inline: a call per checked copy.
+    device = _device.get((address, nbytes, True)) or _device_access(address, nbytes, True)
     # Pageable memory: the driver reads it as the call is made (CUDA's
     # cuMemcpyHtoDAsync stages it then), so only a host wait orders it after
     # a download into the same buffer; an event on the device does not.
@@ -167,7 +169,8 @@ def _h2d_accesses(op: Op) -> list[Access]:
 
 def _d2h_accesses(op: Op) -> list[Access]:
     address, view = op.args
-    device = _device_access(address, op.nbytes, False)
+    nbytes = op.nbytes
+    device = _device.get((address, nbytes, False)) or _device_access(address, nbytes, False)
     return [_host_access(view, True), device]
 
 
