@@ -15,6 +15,7 @@ import itertools
 import logging
 import numbers
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Generator
@@ -22,7 +23,7 @@ from typing import Any
 
 from ._blocking import check as check_blocking
 from ._exceptions import AruntimeError, CaptureError, InvalidArgumentError
-from ._loop import checkpoint, checkpoint_returning, park
+from ._loop import _ONE_YIELD, checkpoint, checkpoint_returning, park
 from ._protocols import CompletionHooks
 
 __all__ = [
@@ -282,7 +283,10 @@ class Completion:
             if seen is not None:  # _host_saw, inline: with race checking, every mock op
                 self._seen = None
                 seen()
-            return checkpoint_returning(self._result)
+            result = self._result
+            if result is None and "trio" not in sys.modules:
+                return iter(_ONE_YIELD)  # type: ignore[return-value]  # checkpoint_returning, inline
+            return checkpoint_returning(result)
         return self._await_slow()
 
     def _await_tail(self, hooks: CompletionHooks[Completion]) -> Generator[Any, None, Any]:
