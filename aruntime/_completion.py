@@ -158,10 +158,16 @@ class Completion:
         return self._op
 
     def done(self) -> bool:
-        """True once the device has finished the op (or it failed).  Never blocks."""
+        """True once the device has finished the op (or it failed).  Never blocks.
+
+        The stream's last op, with no marker yet, is asked about as an
+        awaited one is (``probe_tail``): a loop of ``done()`` checks sees it
+        finish as soon as the stream says so, with no marker and no waiter
+        thread between.
+        """
         hooks = self._hooks
-        if hooks is not None and hooks.tail is self:
-            hooks.mark_tail(self)
+        if hooks is not None and hooks.tail is self and not hooks.probe_tail(self):
+            return False  # still running, still the unmarked tail: ask again later
         state = self._state
         if state == _PENDING:
             self._kick_waiter()  # someone is watching: its waiter must not sleep on it

@@ -418,13 +418,36 @@ async def test_an_awaited_last_op_is_polled_without_a_marker(
             tg.start_soon(_await_into, op, [])
             for _ in range(20):
                 await anyio.lowlevel.checkpoint()
-            # Still running, still the unmarked tail (done() would ask for a marker).
+            # Still running, still the unmarked tail (looked at through hooks: done() asks).
             assert op.hooks.tail is op
             asks = records.count
             assert asks >= 5 and records.markers == 0
             held.release(flag)  # a marker on the other stream, none on this one
         assert op.done() and op.hooks.tail is None
         assert records.markers == 0 and records.count > asks
+    finally:
+        records.restore()
+
+
+async def test_a_done_loop_polls_the_last_op_without_a_marker(held: _Held) -> None:
+    """``while not op.done(): await sleep(0)``, as a poller writes it: each ``done()``
+    asks the stream (Completion.done, probe_tail), records no marker while the op
+    runs, and sees it finish without a waiter thread between."""
+    flag = await held.flag()
+    op = held.launch(flag)
+    records = _Records(held.gpu)
+    try:
+        for _ in range(10):
+            assert not op.done()
+            await anyio.lowlevel.checkpoint()
+        assert op.hooks.tail is op and records.markers == 0
+        assert records.count >= 10  # one ask of the stream per done()
+        held.release(flag)  # a marker on the other stream, none on this one
+        with anyio.fail_after(30):
+            while not op.done():
+                await anyio.lowlevel.checkpoint()
+        assert records.markers == 0 and op.hooks.tail is None
+        await op  # finished, and seen
     finally:
         records.restore()
 

@@ -287,11 +287,15 @@ def compiled_calls(lib: Any) -> CompiledCalls | None:
     holds the addresses of ``lib``'s functions, so the calls reach the same
     code (loader, validation layer, driver) as the ABI binding's.
     """
+    # The switch first: a driver opened with it set must not leave the
+    # extension unloaded for the drivers opened after it is unset.
+    if os.environ.get("ARUNTIME_LEVELZERO_ABI") == "1":
+        return None
     with _compiled_lock:
         if not _compiled:
             _compiled.append(load_extension(COMPILED_MODULE, "ARUNTIME_LEVELZERO_ABI"))
     module = _compiled[0]
-    if module is None or os.environ.get("ARUNTIME_LEVELZERO_ABI") == "1":
+    if module is None:
         return None
     table = module.ffi.new("ar_ze_table *")
     try:

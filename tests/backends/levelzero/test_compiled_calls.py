@@ -8,7 +8,11 @@ be switched off, and that it reaches the library the backend opened.
 from __future__ import annotations
 
 import contextlib
+import os
+import subprocess
+import sys
 import sysconfig
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -148,3 +152,33 @@ def test_a_library_that_is_not_cffi_s_gets_the_abi_path() -> None:
             raise AttributeError(name)
 
     assert compiled_calls(StandIn()) is None
+
+
+def test_a_driver_opened_in_abi_mode_leaves_the_next_one_compiled() -> None:
+    """The switch is read per driver: one opened with it set does not keep the
+    extension from the drivers opened after it is unset (a fresh process)."""
+    if not _built():
+        pytest.skip(f"{COMPILED_MODULE} was not built here (no cffi or Python headers)")
+    code = (
+        "import os\n"
+        "from aruntime.backends import levelzero\n"
+        "os.environ['ARUNTIME_LEVELZERO_ABI'] = '1'\n"
+        "d = levelzero.open_driver(0, sim=True)\n"
+        "print(d._calls is None)\n"
+        "d.close()\n"
+        "del os.environ['ARUNTIME_LEVELZERO_ABI']\n"
+        "d = levelzero.open_driver(0, sim=True)\n"
+        "print(d._calls is None)\n"
+        "d.close()\n"
+    )
+    root = Path(__file__).resolve().parents[3]
+    env = {k: v for k, v in os.environ.items() if k != "ARUNTIME_LEVELZERO_ABI"}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**env, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "False"]
