@@ -55,15 +55,17 @@ def user_frame() -> tuple[str, int]:
     return frame.f_code.co_filename, frame.f_lineno
 
 
-def _outside_from(frame: FrameType | None) -> FrameType | None:
-    """``frame`` or the first frame above it outside aruntime (None: none is)."""
+def _outside_from(frame: FrameType | None, depth: int = -1) -> FrameType | None:
+    """``frame`` or the first frame above it outside aruntime (None: none is, or none
+    within ``depth`` frames when ``depth`` is not negative), classifying files as it goes."""
     inside = _inside.get
-    while frame is not None:
+    while frame is not None and depth != 0:
         filename = frame.f_code.co_filename
         known = inside(filename)
         if not (_is_inside(filename) if known is None else known):
             return frame
         frame = frame.f_back
+        depth -= 1
     return None
 
 
@@ -76,16 +78,7 @@ def known_user_frame(frame: FrameType | None, depth: int) -> FrameType | None:
     The note stops at a file not classified yet; this classifies it, so that
     the note finds the frame next time.
     """
-    inside = _inside.get
-    for _ in range(depth):
-        if frame is None:
-            return None
-        filename = frame.f_code.co_filename
-        known = inside(filename)
-        if not (_is_inside(filename) if known is None else known):
-            return frame
-        frame = frame.f_back
-    return None
+    return _outside_from(frame, depth)
 
 
 class EntryCaller:

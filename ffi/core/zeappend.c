@@ -203,9 +203,11 @@ static unsigned long long append(ZeAppend *self, void *list, int barrier_first, 
     return code;
 }
 
-/* Under the stream's lock: 1 appended, 0 not the plain case (no error set), -1 raised. */
-static int append_locked(ZeAppend *self, PyObject *owner, PyObject *stream, Operands *o)
+/* Under the stream's lock (``data``: the Operands): 1 appended, 0 not the plain case (no
+ * error set), -1 raised. */
+static int append_locked(ZeAppend *self, PyObject *owner, PyObject *stream, void *data)
 {
+    Operands *o = (Operands *)data;
     PyObject *list = current_list(stream, self->shape != ZE_LAUNCH);
     if (list == NULL)
         return 0;
@@ -234,14 +236,14 @@ static int append_locked(ZeAppend *self, PyObject *owner, PyObject *stream, Oper
     return rc;
 }
 
-/* ``step(self, owner, target, data)`` under ``holder.lock``: its result (1 done, 0 not
+/* ``step(self, owner, target, data)`` under ``target.lock``: its result (1 done, 0 not
  * the plain case, -1 raised), with the lock released whatever it raised. */
 typedef int (*locked_step)(ZeAppend *self, PyObject *owner, PyObject *target, void *data);
 
-static int under_lock(ZeAppend *self, PyObject *owner, PyObject *holder, PyObject *target,
-                      locked_step step, void *data)
+static int under_lock(ZeAppend *self, PyObject *owner, PyObject *target, locked_step step,
+                      void *data)
 {
-    PyObject *lock = PyObject_GetAttr(holder, name_lock);
+    PyObject *lock = PyObject_GetAttr(target, name_lock);
     PyObject *held = lock != NULL ? PyObject_CallMethodNoArgs(lock, name_acquire) : NULL;
     if (held == NULL) {
         /* No lock: not an object of this driver.  A failed acquire: that error. */
@@ -265,11 +267,6 @@ static int under_lock(ZeAppend *self, PyObject *owner, PyObject *holder, PyObjec
     return rc;
 }
 
-static int append_step(ZeAppend *self, PyObject *owner, PyObject *stream, void *data)
-{
-    return append_locked(self, owner, stream, (Operands *)data);
-}
-
 /* 1 appended, 0 not the plain case (no error set), -1 raised. */
 static int ze_run(ZeAppend *self, PyObject *const *args, PyObject *stream)
 {
@@ -277,7 +274,7 @@ static int ze_run(ZeAppend *self, PyObject *const *args, PyObject *stream)
     int rc = 0;
     PyObject *owner = NULL;
     if (operands(self, args, &o) && (owner = weak_target(self->owner)) != NULL)
-        rc = under_lock(self, owner, stream, stream, append_step, &o);
+        rc = under_lock(self, owner, stream, append_locked, &o);
     if (o.viewed)
         PyBuffer_Release(&o.view);
     Py_XDECREF(owner);
@@ -406,7 +403,7 @@ static int launch_locked(ZeAppend *self, PyObject *owner, PyObject *kernel, void
                      ? -1
                      : 1;
         if (rc > 0)
-            rc = under_lock(self, owner, l->stream, l->stream, append_step, &o);
+            rc = under_lock(self, owner, l->stream, append_locked, &o);
         if (rc == 0) { /* a hand-over or a capture: the method's append, on its list */
             PyObject *done = PyObject_CallFunctionObjArgs(self->append_other, owner, l->stream,
                                                           kernel, NULL);
@@ -450,7 +447,7 @@ static int launch_run(ZeAppend *self, PyObject *const *args, PyObject *stream)
     PyObject *owner = known == n ? weak_target(self->owner) : NULL;
     if (owner != NULL) {
         Launch l = {config, kernel_args, stream, values, n};
-        rc = under_lock(self, owner, kernel, kernel, launch_locked, &l);
+        rc = under_lock(self, owner, kernel, launch_locked, &l);
         Py_DECREF(owner);
     }
     for (Py_ssize_t i = 0; i <= known && i < n; i++) {

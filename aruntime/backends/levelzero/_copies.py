@@ -58,38 +58,21 @@ class _CopyOps(_StagedCopyOps):
 
     def memcpy_h2d(self, src: memoryview, dst: int, stream: DriverStream) -> None:
         """Enqueue a host-to-device copy; large pageable sources are staged (see ``_staged``)."""
-        nbytes = src.nbytes
-        # Inline for a writable buffer (what _host_address does): a call per op.
-        host = _addressof(_c_char.from_buffer(src)) if nbytes and not src.readonly else None
-        if host is None:
-            host = _host_address(src)
+        host = _host_address(src)
         s: _ZeStream = stream  # type: ignore[assignment]  # not cast(): a call per op
-        if nbytes > DIRECT_PAGEABLE_H2D_MAX and self._staged(s, host, nbytes):
-            self._staged_copy(s, host, dst, nbytes, to_device=True)
+        if self._staged(s, host, src.nbytes):
+            self._staged_copy(s, host, dst, src.nbytes, to_device=True)
             return
-        calls = self._calls
-        if calls is not None:
-            args = (dst, host, nbytes, calls.table)
-            self._append_call(s, True, calls.copy, args, _COPY, compiled=True)
-            return
-        self._append_plain_copy(s, dst, host, nbytes)
+        self._append_plain_copy(s, dst, host, src.nbytes)
 
     def memcpy_d2h(self, src: int, dst: memoryview, stream: DriverStream) -> None:
         """Enqueue a device-to-host copy; large pageable targets are staged (see ``_staged``)."""
-        nbytes = dst.nbytes
-        host = _addressof(_c_char.from_buffer(dst)) if nbytes and not dst.readonly else None
-        if host is None:
-            host = _host_address(dst, writable=True)
+        host = _host_address(dst, writable=True)
         s: _ZeStream = stream  # type: ignore[assignment]  # not cast(): a call per op
-        if nbytes > DIRECT_PAGEABLE_H2D_MAX and self._staged(s, host, nbytes):
-            self._staged_copy(s, host, src, nbytes, to_device=False)
+        if self._staged(s, host, dst.nbytes):
+            self._staged_copy(s, host, src, dst.nbytes, to_device=False)
             return
-        calls = self._calls
-        if calls is not None:
-            args = (host, src, nbytes, calls.table)
-            self._append_call(s, True, calls.copy, args, _COPY, compiled=True)
-            return
-        self._append_plain_copy(s, host, src, nbytes)
+        self._append_plain_copy(s, host, src, dst.nbytes)
 
     def memcpy_d2d(self, src: int, dst: int, nbytes: int, stream: DriverStream) -> None:
         s: _ZeStream = stream  # type: ignore[assignment]

@@ -65,11 +65,7 @@ class _Step:
 
 class _StagedCopyOps(_LevelZeroBase):
     def _staged(self, s: _ZeStream, host: int, nbytes: int) -> bool:
-        """Whether a copy of ``nbytes`` at ``host`` goes through staging buffers.
-
-        The plain copies ask only above :data:`DIRECT_PAGEABLE_H2D_MAX`, the
-        first test below: a call per op.
-        """
+        """Whether a copy of ``nbytes`` at ``host`` goes through staging buffers."""
         if nbytes <= DIRECT_PAGEABLE_H2D_MAX or s.capture is not None:
             return False
         props = ffi.new("ze_memory_allocation_properties_t*")
