@@ -8,11 +8,7 @@ be switched off, and that it reaches the library the backend opened.
 from __future__ import annotations
 
 import contextlib
-import os
-import subprocess
-import sys
 import sysconfig
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,6 +20,7 @@ from aruntime._native import native_library_path
 from aruntime.backends.levelzero import _driver, _ffi
 from aruntime.backends.levelzero._ffi import COMPILED_MODULE, compiled_calls
 
+from ._subproc import run_python
 from .conftest import replaced_call
 
 ZeDriver = _driver.LevelZeroDriver
@@ -171,14 +168,6 @@ def test_a_driver_opened_in_abi_mode_leaves_the_next_one_compiled() -> None:
         "print(d._calls is None)\n"
         "d.close()\n"
     )
-    root = Path(__file__).resolve().parents[3]
-    env = {k: v for k, v in os.environ.items() if k != "ARUNTIME_LEVELZERO_ABI"}
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**env, "PYTHONPATH": str(root)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = run_python(code, timeout=120)  # it sets and unsets the switch itself
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["True", "False"]

@@ -11,11 +11,8 @@ case the C must not take reaches the method.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -38,9 +35,9 @@ from aruntime.backends.levelzero._copies import _CopyOps
 from aruntime.backends.levelzero._ffi import table_slot
 from aruntime.backends.levelzero._modules import _ModuleOps
 
+from ._subproc import run_python
 from .conftest import replaced_call
 
-ROOT = Path(__file__).resolve().parents[3]
 METHODS = ("memset_d8", "memcpy_h2d", "memcpy_d2h", "memcpy_d2d")
 _UNKNOWN = 0x7FFFFFFE  # ZE_RESULT_ERROR_UNKNOWN
 
@@ -62,6 +59,25 @@ def drv() -> Iterator[ZeDriver]:
         yield opened
     finally:
         opened.close()
+
+
+@pytest.fixture
+def stream(drv: ZeDriver) -> Iterator[DriverStream]:
+    made = drv.stream_create(0)
+    try:
+        yield made
+    finally:
+        drv.stream_destroy(made)
+
+
+@pytest.fixture
+def dev(drv: ZeDriver, stream: DriverStream) -> Iterator[int]:
+    """64 bytes of device memory, freed before ``stream`` goes."""
+    address = drv.mem_alloc(64)
+    try:
+        yield address
+    finally:
+        drv.mem_free(address)
 
 
 def _sync(drv: ZeDriver, stream: DriverStream) -> None:
@@ -88,13 +104,8 @@ def _python_frames(fn: Callable[[], object]) -> list[str]:
 
 
 def _child(code: str, **env: str) -> str:
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        env={**os.environ, **env, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    """What ``code`` prints in a fresh interpreter, with ``env`` set."""
+    out = run_python(code, timeout=120, **env)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip()
 
@@ -139,73 +150,55 @@ def test_both_roads_write_the_same_bytes(drv: ZeDriver) -> None:
         drv.stream_destroy(stream)
 
 
-def test_the_plain_case_runs_no_python(drv: ZeDriver) -> None:
-    stream = drv.stream_create(0)
-    dev = drv.mem_alloc(64)
+def test_the_plain_case_runs_no_python(drv: ZeDriver, stream: DriverStream, dev: int) -> None:
     host = np.zeros(64, dtype=np.uint8)
-    try:
-        drv.memset_d8(dev, 1, 64, stream)  # the first op on the copy list: the method's
-        assert _python_frames(lambda: drv.memset_d8(dev, 2, 64, stream)) == []
-        assert _python_frames(lambda: drv.memcpy_h2d(memoryview(host), dev, stream)) == []
-        assert _python_frames(lambda: drv.memcpy_d2h(dev, memoryview(host), stream)) == []
-        assert _python_frames(lambda: drv.memcpy_d2d(dev, dev + 32, 32, stream)) == []
-        _sync(drv, stream)
-    finally:
-        drv.mem_free(dev)
-        drv.stream_destroy(stream)
+    drv.memset_d8(dev, 1, 64, stream)  # the first op on the copy list: the method's
+    assert _python_frames(lambda: drv.memset_d8(dev, 2, 64, stream)) == []
+    assert _python_frames(lambda: drv.memcpy_h2d(memoryview(host), dev, stream)) == []
+    assert _python_frames(lambda: drv.memcpy_d2h(dev, memoryview(host), stream)) == []
+    assert _python_frames(lambda: drv.memcpy_d2d(dev, dev + 32, 32, stream)) == []
+    _sync(drv, stream)
 
 
-def test_a_hand_over_and_a_capture_go_to_the_method(drv: ZeDriver) -> None:
+def test_a_hand_over_and_a_capture_go_to_the_method(
+    drv: ZeDriver, stream: DriverStream, dev: int, iota: Any
+) -> None:
     """The C appends only where the stream's newest work already is."""
-    module = drv.module_load(drv.builtin_module_image("vector_ops"))
-    iota = drv.module_function(module, "iota_u32")
-    config = LaunchConfig(grid=(1, 1, 1), block=(16, 1, 1), shared_mem=0)
-    stream = drv.stream_create(0)
-    dev = drv.mem_alloc(64)
     back = np.zeros(64, dtype=np.uint8)
+    drv.memset_d8(dev, 0, 64, stream)
+    drv.launch(iota, _BLOCK, [np.uint32(4), np.uint32(0x02020202), dev], stream)
+    # The launch left the stream on its compute list: the fill hands over, in Python.
+    assert "memset_d8" in _python_frames(lambda: drv.memset_d8(dev + 16, 3, 16, stream))
+    drv.memcpy_d2h(dev, memoryview(back), stream)
+    _sync(drv, stream)
+    words = (np.arange(4, dtype=np.uint32) + 0x02020202).view(np.uint8)
+    assert back.tolist() == words.tolist() + [3] * 16 + [0] * 32
+    drv.capture_begin(stream)
     try:
-        drv.memset_d8(dev, 0, 64, stream)
-        drv.launch(iota, config, [np.uint32(4), np.uint32(0x02020202), dev], stream)
-        # The launch left the stream on its compute list: the fill hands over, in Python.
-        assert "memset_d8" in _python_frames(lambda: drv.memset_d8(dev + 16, 3, 16, stream))
-        drv.memcpy_d2h(dev, memoryview(back), stream)
-        _sync(drv, stream)
-        words = (np.arange(4, dtype=np.uint32) + 0x02020202).view(np.uint8)
-        assert back.tolist() == words.tolist() + [3] * 16 + [0] * 32
-        drv.capture_begin(stream)
-        try:
-            frames = _python_frames(lambda: drv.memset_d8(dev, 4, 16, stream))
-        finally:
-            graph = drv.capture_end(stream)
-        assert "memset_d8" in frames
-        drv.graph_destroy(graph)
+        frames = _python_frames(lambda: drv.memset_d8(dev, 4, 16, stream))
     finally:
-        drv.mem_free(dev)
-        drv.stream_destroy(stream)
-        drv.module_unload(module)
+        graph = drv.capture_end(stream)
+    assert "memset_d8" in frames
+    drv.graph_destroy(graph)
 
 
-def test_arguments_the_c_cannot_take_go_to_the_method(drv: ZeDriver) -> None:
-    stream = drv.stream_create(0)
-    dev = drv.mem_alloc(64)
-    try:
-        drv.memset_d8(dev, 0, 64, stream)
-        for call in (
-            lambda: drv.memset_d8(dev, np.uint8(5), 64, stream),  # not an exact int
-            lambda: drv.memset_d8(dev, 5, 64, stream=stream),  # a keyword
-            lambda: drv.memcpy_h2d(memoryview(b""), dev, stream),  # nothing to copy
-        ):
-            assert _python_frames(call)[0] in METHODS
-        # A read-only download target: the method's refusal, by either road.
-        with pytest.raises(BufferError) as compiled:
-            drv.memcpy_d2h(dev, memoryview(bytes(64)), stream)
-        with pytest.raises(BufferError) as method:
-            _CopyOps.memcpy_d2h(drv, dev, memoryview(bytes(64)), stream)
-        assert str(compiled.value) == str(method.value)
-        _sync(drv, stream)
-    finally:
-        drv.mem_free(dev)
-        drv.stream_destroy(stream)
+def test_arguments_the_c_cannot_take_go_to_the_method(
+    drv: ZeDriver, stream: DriverStream, dev: int
+) -> None:
+    drv.memset_d8(dev, 0, 64, stream)
+    for call in (
+        lambda: drv.memset_d8(dev, np.uint8(5), 64, stream),  # not an exact int
+        lambda: drv.memset_d8(dev, 5, 64, stream=stream),  # a keyword
+        lambda: drv.memcpy_h2d(memoryview(b""), dev, stream),  # nothing to copy
+    ):
+        assert _python_frames(call)[0] in METHODS
+    # A read-only download target: the method's refusal, by either road.
+    with pytest.raises(BufferError) as compiled:
+        drv.memcpy_d2h(dev, memoryview(bytes(64)), stream)
+    with pytest.raises(BufferError) as method:
+        _CopyOps.memcpy_d2h(drv, dev, memoryview(bytes(64)), stream)
+    assert str(compiled.value) == str(method.value)
+    _sync(drv, stream)
 
 
 def test_a_large_pageable_copy_goes_to_the_method_and_is_staged(drv: ZeDriver) -> None:
@@ -227,26 +220,22 @@ def test_a_large_pageable_copy_goes_to_the_method_and_is_staged(drv: ZeDriver) -
 
 
 @pytest.mark.parametrize("failing", ["zeCommandListAppendBarrier", "zeCommandListAppendMemoryCopy"])
-def test_a_failed_append_raises_what_the_method_raises(drv: ZeDriver, failing: str) -> None:
-    stream = drv.stream_create(0)
-    dev = drv.mem_alloc(64)
+def test_a_failed_append_raises_what_the_method_raises(
+    drv: ZeDriver, stream: DriverStream, dev: int, failing: str
+) -> None:
     errors: list[DriverError] = []
-    try:
-        for road in (drv.memcpy_d2d, lambda *a: _CopyOps.memcpy_d2d(drv, *a)):
-            drv.memset_d8(dev, 0, 64, stream)  # a barrier is due before the next op
-            with (
-                replaced_call(drv, failing, lambda *args: _UNKNOWN),
-                pytest.raises(DriverError) as info,
-            ):
-                road(dev, dev + 32, 32, stream)
-            errors.append(info.value)
-        assert [type(e) for e in errors] == [DriverError, DriverError]
-        assert str(errors[0]) == str(errors[1])
-        assert str(errors[0]).startswith(f"{failing} failed: ZE_RESULT_ERROR_UNKNOWN")
-        _sync(drv, stream)  # the stream's lock was released: it goes on
-    finally:
-        drv.mem_free(dev)
-        drv.stream_destroy(stream)
+    for road in (drv.memcpy_d2d, lambda *a: _CopyOps.memcpy_d2d(drv, *a)):
+        drv.memset_d8(dev, 0, 64, stream)  # a barrier is due before the next op
+        with (
+            replaced_call(drv, failing, lambda *args: _UNKNOWN),
+            pytest.raises(DriverError) as info,
+        ):
+            road(dev, dev + 32, 32, stream)
+        errors.append(info.value)
+    assert [type(e) for e in errors] == [DriverError, DriverError]
+    assert str(errors[0]) == str(errors[1])
+    assert str(errors[0]).startswith(f"{failing} failed: ZE_RESULT_ERROR_UNKNOWN")
+    _sync(drv, stream)  # the stream's lock was released: it goes on
 
 
 def test_the_constructor_checks_what_it_is_given(drv: ZeDriver) -> None:
@@ -328,110 +317,84 @@ def _words(drv: ZeDriver, stream: DriverStream, dev: int, n: int) -> list[int]:
     return back.tolist()
 
 
-def test_both_roads_launch_alike(drv: ZeDriver, iota: Any) -> None:
+def test_both_roads_launch_alike(drv: ZeDriver, stream: DriverStream, dev: int, iota: Any) -> None:
     """The same launches, arguments changing between them, through the ZeAppend and
     through the method: the same words, and the kernel holds the same arguments."""
-    stream = drv.stream_create(0)
-    dev = drv.mem_alloc(64)
-    try:
-        results = []
-        for launch in (drv.launch, lambda *a: _ModuleOps.launch(drv, *a)):
-            drv.memset_d8(dev, 0, 64, stream)
-            for start, offset in ((10, 0), (20, 16), (30, 16), (30, 32)):
-                launch(iota, _BLOCK, [np.uint32(4), np.uint32(start), dev + offset], stream)
-            results.append((_words(drv, stream, dev, 16), list(iota.args)))
-        assert results[0][0] == [10, 11, 12, 13, 30, 31, 32, 33, 30, 31, 32, 33, 0, 0, 0, 0]
-        assert results[1] == results[0]
-    finally:
-        drv.mem_free(dev)
-        drv.stream_destroy(stream)
+    results = []
+    for launch in (drv.launch, lambda *a: _ModuleOps.launch(drv, *a)):
+        drv.memset_d8(dev, 0, 64, stream)
+        for start, offset in ((10, 0), (20, 16), (30, 16), (30, 32)):
+            launch(iota, _BLOCK, [np.uint32(4), np.uint32(start), dev + offset], stream)
+        results.append((_words(drv, stream, dev, 16), list(iota.args)))
+    assert results[0][0] == [10, 11, 12, 13, 30, 31, 32, 33, 30, 31, 32, 33, 0, 0, 0, 0]
+    assert results[1] == results[0]
 
 
-def test_a_plain_launch_runs_no_python_even_with_new_arguments(drv: ZeDriver, iota: Any) -> None:
-    stream = drv.stream_create(0)
-    dev = drv.mem_alloc(64)
-    try:
+def test_a_plain_launch_runs_no_python_even_with_new_arguments(
+    drv: ZeDriver, stream: DriverStream, dev: int, iota: Any
+) -> None:
 
-        def launch(args: list[Any]) -> None:
-            drv.launch(iota, _BLOCK, args, stream)
+    def launch(args: list[Any]) -> None:
+        drv.launch(iota, _BLOCK, args, stream)
 
-        # The first: the method, and the sim's site note learns this line.
-        launch([np.uint32(4), np.uint32(1), dev])
-        for args in ([np.uint32(4), np.uint32(1), dev], [np.uint32(4), np.uint32(7), dev + 16]):
-            assert _python_frames(lambda a=args: launch(a)) == ["launch"]  # the test's own
-        assert _words(drv, stream, dev, 8) == [1, 2, 3, 4, 7, 8, 9, 10]
-    finally:
-        drv.mem_free(dev)
-        drv.stream_destroy(stream)
+    # The first: the method, and the sim's site note learns this line.
+    launch([np.uint32(4), np.uint32(1), dev])
+    for args in ([np.uint32(4), np.uint32(1), dev], [np.uint32(4), np.uint32(7), dev + 16]):
+        assert _python_frames(lambda a=args: launch(a)) == ["launch"]  # the test's own
+    assert _words(drv, stream, dev, 8) == [1, 2, 3, 4, 7, 8, 9, 10]
 
 
 def test_a_launch_after_a_copy_hands_over_through_the_method_s_append(
-    drv: ZeDriver, iota: Any
+    drv: ZeDriver, stream: DriverStream, dev: int, iota: Any
 ) -> None:
-    stream = drv.stream_create(0)
-    dev = drv.mem_alloc(64)
-    try:
-        drv.launch(iota, _BLOCK, [np.uint32(4), np.uint32(1), dev], stream)
-        drv.memset_d8(dev + 16, 0, 16, stream)  # the stream moves to its copy list
-        args = [np.uint32(4), np.uint32(5), dev + 16]
-        frames = _python_frames(lambda: drv.launch(iota, _BLOCK, args, stream))
-        assert "_append_launch" in frames and "launch" not in frames
-        assert _words(drv, stream, dev, 8) == [1, 2, 3, 4, 5, 6, 7, 8]
-    finally:
-        drv.mem_free(dev)
-        drv.stream_destroy(stream)
+    drv.launch(iota, _BLOCK, [np.uint32(4), np.uint32(1), dev], stream)
+    drv.memset_d8(dev + 16, 0, 16, stream)  # the stream moves to its copy list
+    args = [np.uint32(4), np.uint32(5), dev + 16]
+    frames = _python_frames(lambda: drv.launch(iota, _BLOCK, args, stream))
+    assert "_append_launch" in frames and "launch" not in frames
+    assert _words(drv, stream, dev, 8) == [1, 2, 3, 4, 5, 6, 7, 8]
 
 
-def test_launches_the_c_cannot_take_go_to_the_method(drv: ZeDriver, iota: Any) -> None:
-    stream = drv.stream_create(0)
-    dev = drv.mem_alloc(64)
+def test_launches_the_c_cannot_take_go_to_the_method(
+    drv: ZeDriver, stream: DriverStream, dev: int, iota: Any
+) -> None:
     args = [np.uint32(4), np.uint32(1), dev]
-    try:
-        drv.launch(iota, _BLOCK, args, stream)
-        wider = LaunchConfig(grid=(1, 1, 1), block=(32, 1, 1), shared_mem=0)
-        for call in (
-            lambda: drv.launch(iota, wider, args, stream),  # a group size to set first
-            lambda: drv.launch(iota, _BLOCK, [np.uint32(4), np.array(1, np.uint32), dev], stream),
-            lambda: drv.launch(iota, _BLOCK, args, stream=stream),
-        ):
-            assert "launch" in _python_frames(call)
-        for config, given, error in (
-            (LaunchConfig((1, 1, 1), (16, 1, 1), 64), args, NotSupportedError),
-            (_BLOCK, args[:2], InvalidArgumentError),
-        ):
-            with pytest.raises(error) as compiled:
-                drv.launch(iota, config, given, stream)
-            with pytest.raises(error) as method:
-                _ModuleOps.launch(drv, iota, config, given, stream)
-            assert str(compiled.value) == str(method.value)
-        _sync(drv, stream)
-    finally:
-        drv.mem_free(dev)
-        drv.stream_destroy(stream)
+    drv.launch(iota, _BLOCK, args, stream)
+    wider = LaunchConfig(grid=(1, 1, 1), block=(32, 1, 1), shared_mem=0)
+    for call in (
+        lambda: drv.launch(iota, wider, args, stream),  # a group size to set first
+        lambda: drv.launch(iota, _BLOCK, [np.uint32(4), np.array(1, np.uint32), dev], stream),
+        lambda: drv.launch(iota, _BLOCK, args, stream=stream),
+    ):
+        assert "launch" in _python_frames(call)
+    for config, given, error in (
+        (LaunchConfig((1, 1, 1), (16, 1, 1), 64), args, NotSupportedError),
+        (_BLOCK, args[:2], InvalidArgumentError),
+    ):
+        with pytest.raises(error) as compiled:
+            drv.launch(iota, config, given, stream)
+        with pytest.raises(error) as method:
+            _ModuleOps.launch(drv, iota, config, given, stream)
+        assert str(compiled.value) == str(method.value)
+    _sync(drv, stream)
 
 
-def test_a_failed_argument_is_set_again_by_the_method(drv: ZeDriver, iota: Any) -> None:
+def test_a_failed_argument_is_set_again_by_the_method(
+    drv: ZeDriver, stream: DriverStream, dev: int, iota: Any
+) -> None:
     """The C's set fails (the table's function stands in): the method sets it again
     through the ABI binding, which works here, and the launch goes on."""
-    stream = drv.stream_create(0)
-    dev = drv.mem_alloc(64)
-    try:
-        drv.launch(iota, _BLOCK, [np.uint32(4), np.uint32(1), dev], stream)
-        args = [np.uint32(4), np.uint32(9), dev]
-        with replaced_call(drv, "zeKernelSetArgumentValue", lambda *a: _INVALID_SIZE):
-            frames = _python_frames(lambda: drv.launch(iota, _BLOCK, args, stream))
-        assert "_set_arg" in frames and "launch" not in frames
-        assert _words(drv, stream, dev, 4) == [9, 10, 11, 12]
-    finally:
-        drv.mem_free(dev)
-        drv.stream_destroy(stream)
+    drv.launch(iota, _BLOCK, [np.uint32(4), np.uint32(1), dev], stream)
+    args = [np.uint32(4), np.uint32(9), dev]
+    with replaced_call(drv, "zeKernelSetArgumentValue", lambda *a: _INVALID_SIZE):
+        frames = _python_frames(lambda: drv.launch(iota, _BLOCK, args, stream))
+    assert "_set_arg" in frames and "launch" not in frames
+    assert _words(drv, stream, dev, 4) == [9, 10, 11, 12]
 
 
 def test_an_argument_refused_both_ways_raises_what_the_method_raises(
-    drv: ZeDriver, iota: Any
+    drv: ZeDriver, stream: DriverStream, dev: int, iota: Any
 ) -> None:
-    stream = drv.stream_create(0)
-    dev = drv.mem_alloc(64)
     real = drv._lib
 
     class Refusing:
@@ -442,26 +405,22 @@ def test_an_argument_refused_both_ways_raises_what_the_method_raises(
         def zeKernelSetArgumentValue(*args: Any) -> int:
             return _INVALID_SIZE
 
-    try:
-        drv.launch(iota, _BLOCK, [np.uint32(4), np.uint32(1), dev], stream)
-        errors = []
-        for launch in (drv.launch, lambda *a: _ModuleOps.launch(drv, *a)):
-            args = [np.uint32(4), np.uint32(2), dev]
-            with (
-                replaced_call(drv, "zeKernelSetArgumentValue", lambda *a: _INVALID_SIZE),
-                pytest.raises(InvalidArgumentError) as info,
-            ):
-                drv._lib = Refusing()  # the method's ABI call refuses too
-                try:
-                    launch(iota, _BLOCK, args, stream)
-                finally:
-                    drv._lib = real
-            errors.append(str(info.value))
-            assert iota.args[1] is None  # unknown: the next launch sets it again
-        assert errors[0] == errors[1]
-        assert errors[0].startswith("launch: kernel 'iota_u32' argument 1: the driver rejects")
-        drv.launch(iota, _BLOCK, [np.uint32(4), np.uint32(6), dev], stream)
-        assert _words(drv, stream, dev, 4) == [6, 7, 8, 9]
-    finally:
-        drv.mem_free(dev)
-        drv.stream_destroy(stream)
+    drv.launch(iota, _BLOCK, [np.uint32(4), np.uint32(1), dev], stream)
+    errors = []
+    for launch in (drv.launch, lambda *a: _ModuleOps.launch(drv, *a)):
+        args = [np.uint32(4), np.uint32(2), dev]
+        with (
+            replaced_call(drv, "zeKernelSetArgumentValue", lambda *a: _INVALID_SIZE),
+            pytest.raises(InvalidArgumentError) as info,
+        ):
+            drv._lib = Refusing()  # the method's ABI call refuses too
+            try:
+                launch(iota, _BLOCK, args, stream)
+            finally:
+                drv._lib = real
+        errors.append(str(info.value))
+        assert iota.args[1] is None  # unknown: the next launch sets it again
+    assert errors[0] == errors[1]
+    assert errors[0].startswith("launch: kernel 'iota_u32' argument 1: the driver rejects")
+    drv.launch(iota, _BLOCK, [np.uint32(4), np.uint32(6), dev], stream)
+    assert _words(drv, stream, dev, 4) == [6, 7, 8, 9]
