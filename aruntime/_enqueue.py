@@ -24,7 +24,8 @@ rule (C takes the plain case, Python keeps every other one and every
 message): a stream's lock (:func:`stream_lock`), the CUDA driver's direct
 calls (:func:`direct_call`), the ledger's range check
 (:func:`range_checker`), a host copy's view (:func:`host_viewer`), the
-sims' launch-site note (:func:`launch_site`), and the Backend's memset and
+sims' launch-site note (:func:`launch_site`), the mock's host copies
+(:func:`mock_copy`), and the Backend's memset and
 host copies themselves, in front of all that (:func:`op_front`).
 
 ``ARUNTIME_COMPILED_ENQUEUE=0`` keeps every stream made from then on on the
@@ -56,6 +57,7 @@ __all__ = [
     "enabled",
     "host_viewer",
     "launch_site",
+    "mock_copy",
     "op_front",
     "range_checker",
     "stream_lock",
@@ -318,6 +320,24 @@ def direct_call(
         host_limit=host_limit,
         note=note,
     )
+    return made
+
+
+def mock_copy(
+    owner: object, method: Callable[..., Any], *, to_device: bool
+) -> Callable[..., Any] | None:
+    """The mock driver's ``memcpy_h2d`` (``to_device``) or ``memcpy_d2h``, its quiet case in C.
+
+    ``ffi/core/mockcopy.c`` says what that case is: it logs and copies as
+    ``method`` (the unbound Python method) does once the method has cached
+    the log entry and the device range's view; every other call is
+    ``method`` with ``owner`` (the driver, held weakly).  None where the
+    compiled enqueue is off.
+    """
+    module = _module()
+    if module is None:
+        return None
+    made: Callable[..., Any] = module.MockCopy(owner=owner, method=method, to_device=to_device)
     return made
 
 

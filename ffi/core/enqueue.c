@@ -35,6 +35,7 @@
 #include "objects.h"
 #include "ranges.h"
 #include "slots.h"
+#include "mockcopy.h"
 #include "zeappend.h"
 #include "site.h"
 
@@ -862,10 +863,12 @@ static int intern_names(void)
 PyMODINIT_FUNC PyInit__aruntime_enqueue(void)
 {
     if (intern_names() < 0 || direct_ready() < 0 || front_ready() < 0 || ze_append_ready() < 0 ||
+        mock_copy_ready() < 0 ||
         PyType_Ready(&EnqueuerType) < 0 ||
         PyType_Ready(&DirectCallType) < 0 || PyType_Ready(&StreamLockType) < 0 ||
         PyType_Ready(&LaunchSiteType) < 0 || PyType_Ready(&RangeCheckType) < 0 ||
-        PyType_Ready(&RunnerType) < 0 || PyType_Ready(&ZeAppendType) < 0)
+        PyType_Ready(&RunnerType) < 0 || PyType_Ready(&ZeAppendType) < 0 ||
+        PyType_Ready(&MockCopyType) < 0)
         return NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL)
@@ -876,7 +879,8 @@ PyMODINIT_FUNC PyInit__aruntime_enqueue(void)
         PyModule_AddObjectRef(module, "LaunchSite", (PyObject *)&LaunchSiteType) < 0 ||
         PyModule_AddObjectRef(module, "RangeCheck", (PyObject *)&RangeCheckType) < 0 ||
         PyModule_AddObjectRef(module, "OpFront", (PyObject *)&OpFrontType) < 0 ||
-        PyModule_AddObjectRef(module, "ZeAppend", (PyObject *)&ZeAppendType) < 0) {
+        PyModule_AddObjectRef(module, "ZeAppend", (PyObject *)&ZeAppendType) < 0 ||
+        PyModule_AddObjectRef(module, "MockCopy", (PyObject *)&MockCopyType) < 0) {
         Py_DECREF(module);
         return NULL;
     }
