@@ -64,7 +64,8 @@ int mock_copy_ready(void)
 static PyObject *field(PyObject *fields, PyObject *name)
 {
     PyObject *value = PyDict_GetItemWithError(fields, name); /* str keys call no Python */
-    PyErr_Clear();
+    if (value == NULL)
+        PyErr_Clear();
     return value;
 }
 
@@ -76,7 +77,8 @@ static PyObject *cached(PyObject *fields, PyObject *name, PyObject *key, PyTypeO
     if (cache == NULL || !PyDict_CheckExact(cache))
         return NULL;
     PyObject *value = PyDict_GetItemWithError(cache, key); /* int and tuple keys: no Python */
-    PyErr_Clear();
+    if (value == NULL)
+        PyErr_Clear();
     return value != NULL && (type == NULL || Py_TYPE(value) == type) ? value : NULL;
 }
 
@@ -114,12 +116,12 @@ static int quiet_copy(MockCopy *self, PyObject *host, PyObject *address, PyObjec
     PyObject *log = field(fields, name_log);
     if (field(fields, name_quiet) != Py_True || log == NULL || !PyList_CheckExact(log))
         return 0;
-    Py_INCREF(log);
     PyObject *stream_fields = PyObject_GenericGetDict(stream, NULL);
     if (stream_fields == NULL) {
         PyErr_Clear();
         return 0;
     }
+    Py_INCREF(log);
     PyObject *size = NULL, *entry = NULL, *device = NULL;
     if (PyDict_CheckExact(stream_fields) && field(stream_fields, name_recording) == Py_None)
         size = PyLong_FromSsize_t(h->len);
@@ -128,14 +130,15 @@ static int quiet_copy(MockCopy *self, PyObject *host, PyObject *address, PyObjec
     if (entry != NULL)
         device = device_view(fields, address, size, h->len);
     int done = device != NULL && PyList_Append(log, entry) == 0;
-    if (done) {
+    if (!done)
+        PyErr_Clear(); /* a failed allocation: the method tries again, and says so */
+    else {
         void *bytes = PyMemoryView_GET_BUFFER(device)->buf;
         if (self->to_device)
             memmove(bytes, h->buf, (size_t)h->len);
         else
             memmove(h->buf, bytes, (size_t)h->len);
     }
-    PyErr_Clear();
     Py_XDECREF(entry);
     Py_XDECREF(size);
     Py_DECREF(stream_fields);

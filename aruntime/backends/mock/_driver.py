@@ -214,8 +214,9 @@ class MockDriver(Driver):
         self._byte_views: dict[tuple[int, int], memoryview] = {}
         self._array_views: dict[tuple[int, int], np.ndarray[Any, np.dtype[np.uint8]]] = {}
         self._copy_calls: dict[tuple[str, int, int], MockCall] = {}
-        if self.synchronous:
-            self._install_mock_copies()
+        # Installed with the first stream, not here: loading the core's extension
+        # (in a checkout, seeing that it is built) is not for an open to pay.
+        self._copies_due = self.synchronous
 
     def _install_mock_copies(self) -> None:
         """Let the quiet host copies run in C, once their caches are filled.
@@ -472,6 +473,9 @@ class MockDriver(Driver):
         return (0, 5)
 
     def stream_create(self, priority: int) -> DriverStream:
+        if self._copies_due:  # the first stream: a copy needs one
+            self._copies_due = False
+            self._install_mock_copies()
         return DriverStream(_MockStream(next(self._ids), priority))
 
     def stream_destroy(self, stream: DriverStream) -> None:

@@ -86,7 +86,9 @@ def download(drv: MockDriver, dev: int, n: int, stream: DriverStream) -> bytearr
     return out
 
 
-def test_both_copies_are_installed_on_the_synchronous_mock(drv: MockDriver) -> None:
+def test_both_copies_are_installed_with_the_first_stream(drv: MockDriver) -> None:
+    assert "memcpy_h2d" not in vars(drv)  # an open that makes no stream loads no extension
+    drv.stream_create(0)
     for name in ("memcpy_h2d", "memcpy_d2h"):
         assert type(getattr(drv, name)).__name__ == "MockCopy", name
         assert name in vars(drv)
@@ -97,12 +99,14 @@ def test_the_threaded_mock_and_the_switch_keep_the_methods(
 ) -> None:
     threaded = ThreadedMockDriver()
     try:
+        threaded.stream_create(0)
         assert "memcpy_h2d" not in vars(threaded)  # its copies run on its worker
     finally:
         threaded.close()
     monkeypatch.setenv("ARUNTIME_COMPILED_ENQUEUE", "0")
     plain = MockDriver()
     try:
+        plain.stream_create(0)
         assert "memcpy_h2d" not in vars(plain) and "memcpy_d2h" not in vars(plain)
     finally:
         plain.close()
@@ -266,6 +270,7 @@ def test_a_copy_outlived_by_its_driver_says_so() -> None:
     if not _enqueue.enabled():
         pytest.skip("the compiled enqueue is not built or is switched off")
     drv = MockDriver()
+    drv.stream_create(0)
     copy = drv.memcpy_h2d
     drv.close()
     del drv
