@@ -112,6 +112,31 @@ def test_the_threaded_mock_and_the_switch_keep_the_methods(
         plain.close()
 
 
+def test_a_subclass_keeps_its_own_copy() -> None:
+    if not _enqueue.enabled():
+        pytest.skip("the compiled enqueue is not built or is switched off")
+
+    class Counting(MockDriver):
+        uploads = 0
+
+        def memcpy_h2d(self, src: memoryview, dst: int, stream: DriverStream) -> None:
+            self.uploads += 1
+            super().memcpy_h2d(src, dst, stream)
+
+    drv = Counting()
+    try:
+        stream = drv.stream_create(0)
+        address = drv.mem_alloc(SIZE)
+        for _ in range(3):
+            upload(drv, pattern(14), address, stream)
+        assert drv.uploads == 3
+        assert "memcpy_h2d" not in vars(drv) and "memcpy_d2h" in vars(drv)
+        assert download(drv, address, SIZE, stream) == pattern(14)
+        drv.mem_free(address)
+    finally:
+        drv.close()
+
+
 def test_the_second_copy_of_a_range_takes_no_python_frame(
     drv: MockDriver, stream: DriverStream, dev: int
 ) -> None:
