@@ -25,7 +25,7 @@ message): a stream's lock (:func:`stream_lock`), the CUDA driver's direct
 calls (:func:`direct_call`), the ledger's range check
 (:func:`range_checker`), a host copy's view (:func:`host_viewer`), the
 sims' launch-site note (:func:`launch_site`), the mock's host copies
-(:func:`mock_copy`), and the Backend's memset and
+(:func:`mock_copy`), the race checker's ``watched`` (:func:`watcher`), and the Backend's memset and
 host copies themselves, in front of all that (:func:`op_front`).
 
 ``ARUNTIME_COMPILED_ENQUEUE=0`` keeps every stream made from then on on the
@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from . import _sites
-from ._completion import _PENDING, Completion, next_seq
+from ._completion import _NO_LOCK, _PENDING, Completion, next_seq, watched
 from ._exceptions import DriverError
 from ._memory import DevicePtr, HostBuffer
 from ._native import load_core_extension
@@ -61,6 +61,7 @@ __all__ = [
     "op_front",
     "range_checker",
     "stream_lock",
+    "watcher",
     "ze_append",
 ]
 
@@ -116,6 +117,7 @@ def _configured() -> ModuleType | None:
         # it would leave unset (or an extension older than this Python code).
         _log.warning("the compiled enqueue is off: %s", exc)
         return None
+    module.configure_watched(_NO_LOCK)
     return module
 
 
@@ -124,6 +126,20 @@ def stream_lock() -> Any:
     taken by the compiled enqueue without a Python call), else a threading.RLock."""
     module = _module()
     return threading.RLock() if module is None else module.StreamLock()
+
+
+def watcher() -> Callable[[Completion, Callable[[], None]], Completion]:
+    """``watched`` (``aruntime/_completion.py``), in C where the extension is built.
+
+    The race checker calls it for every op it checks, and on the mock each
+    of those copies a shared finished Completion.  The same slots are set
+    either way; ``tests/test_enqueue.py`` compares the two.
+    """
+    module = _module()
+    made: Callable[[Completion, Callable[[], None]], Completion] = (
+        watched if module is None else module.watched
+    )
+    return made
 
 
 def _no_view(obj: object, writable: bool) -> None:

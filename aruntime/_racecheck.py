@@ -26,8 +26,9 @@ from cffi import FFI
 
 from ._callsite import PACKAGE_DIR as _PACKAGE_DIR
 from ._callsite import caller_site, user_frame
-from ._completion import Completion, watched
+from ._completion import Completion
 from ._driver import Driver, DriverStream
+from ._enqueue import watcher
 from ._exceptions import NotSupportedError
 from ._handles import Event, Stream
 from ._hazards import Access, HazardChecker, Space
@@ -45,6 +46,7 @@ _UINTPTR = _ffi.typeof("uintptr_t")
 _c_char = ctypes.c_char
 _new = tuple.__new__
 _partial = functools.partial  # an Access without NamedTuple's Python-level __new__
+_getframe = sys._getframe
 # Enum members read once: a member lookup on the class costs a microsecond.
 _DEVICE = Space.DEVICE
 _HOST = Space.HOST
@@ -164,7 +166,15 @@ def _h2d_accesses(op: Op) -> list[Access]:
     # Pageable memory: the driver reads it as the call is made (CUDA's
     # cuMemcpyHtoDAsync stages it then), so only a host wait orders it after
     # a download into the same buffer; an event on the device does not.
-    return [device, _host_access(view, False, type(op.keepalive[0]) is not HostBuffer)]
+    by_host = type(op.keepalive[0]) is not HostBuffer
+    # _host_access's cache, read inline for an array it has seen whole.
+    obj = view.obj
+    entry = _owned.get(id(obj))
+    if entry is not None and entry[0]() is obj and view.nbytes == obj.nbytes:
+        host = entry[1 + by_host]
+        if host is not None:
+            return [device, host]
+    return [device, _host_access(view, False, by_host)]
 
 
 def _d2h_accesses(op: Op) -> list[Access]:
@@ -244,6 +254,7 @@ class RaceCheck:
         # Bound once: run() uses them for every op.
         self._submit = self.checker.submit_snapshot
         self._waited = self.checker.host_saw
+        self._watched = watcher()
 
     # -- streams and ops ---------------------------------------------------------------------
     def add_stream(self, driver: Driver, handle: DriverStream, default: bool) -> int:
@@ -281,13 +292,19 @@ class RaceCheck:
         else:
             accesses = _accesses(op.reads, op.writes)
         name = kind.public if op.kernel is None else _op_name(op)
-        clock = self._submit(stream.hazard_id, name, accesses, _user_site())
+        # _user_site, inline for its common case: called from the compiled enqueue,
+        # this check's caller is the user's frame (what _user_site's depth 2 is).
+        caller = _getframe(1)
+        code = caller.f_code
+        outside = not code.co_filename.startswith(_PACKAGE_DIR)
+        site = (code, caller.f_lasti) if outside else _user_site()
+        clock = self._submit(stream.hazard_id, name, accesses, site)
         if kind is _LAUNCH and self._driver is not None:
             readonly = _readonly_ranges(op)
             if readonly:
                 completion = self._declared(readonly, run, op, stream)
-                return watched(completion, _partial(self._waited, clock))
-        return watched(run(op, stream), _partial(self._waited, clock))
+                return self._watched(completion, _partial(self._waited, clock))
+        return self._watched(run(op, stream), _partial(self._waited, clock))
 
     def record(
         self, op: Op, handle: DriverStream, capture: Callable[[Op, DriverStream], Completion]
@@ -331,12 +348,12 @@ class RaceCheck:
     def synchronize(self, completion: Completion, stream: Stream) -> Completion:
         """``synchronize(stream)``: seeing it finish orders the host after the queue so far."""
         clock = self.checker.stream_clock(stream.hazard_id)
-        return watched(completion, functools.partial(self.checker.host_saw, clock))
+        return self._watched(completion, functools.partial(self.checker.host_saw, clock))
 
     def event_synchronize(self, completion: Completion, event: Event) -> Completion:
         """``event_synchronize``/``await event``: the host follows the event's latest record."""
         clock = self.checker.event_clock(id(event))
-        return watched(completion, functools.partial(self.checker.host_saw, clock))
+        return self._watched(completion, functools.partial(self.checker.host_saw, clock))
 
     def event_query(self, event: Event, reached: bool) -> None:
         """A True ``event_query`` is a host wait that has already returned."""

@@ -160,6 +160,36 @@ async def test_dropped_ops_strand_and_a_kept_one_is_marked(gpu: ar.Backend) -> N
     gpu.free(dst)
 
 
+def test_the_compiled_watched_sets_what_pythons_does(gpu: ar.Backend) -> None:
+    from aruntime._completion import watched
+
+    compiled = _enqueue.watcher()
+    assert compiled is not watched  # the extension's
+    dev = gpu.alloc(64)
+    try:
+        with gpu.create_stream() as stream:
+            # The mock's op is a shared finished Completion, copied; a sim's is pending.
+            op = gpu.memset_async(dev, 1, 64, stream=stream)
+            seen: list[int] = []
+            by_c = compiled(op, seen.append)
+            c_slots = _slots(by_c)
+            by_python = watched(op, seen.append)
+            assert (by_c is op) == (by_python is op) == (gpu.name != "mock")
+            python_slots = _slots(by_python)
+            if by_c is op:
+                assert c_slots["_seen"] == seen.append
+            else:
+                assert c_slots == python_slots
+                assert c_slots["_callbacks"] is not python_slots["_callbacks"]
+                assert _slots(op)["_seen"] is None  # the shared one is left as it was
+            with pytest.raises(TypeError, match="watched takes 2 arguments"):
+                compiled(op)  # type: ignore[call-arg]
+            with pytest.raises(TypeError, match="a Completion"):
+                compiled(object(), seen.append)  # type: ignore[arg-type]
+    finally:
+        gpu.free(dev)
+
+
 def test_keywords_and_wrong_counts_are_refused(gpu: ar.Backend) -> None:
     with gpu.create_stream() as stream:
         with pytest.raises(TypeError, match="positional arguments only"):

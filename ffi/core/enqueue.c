@@ -83,6 +83,8 @@ static struct {
     PyObject *one;
     PyObject *empty; /* () */
     PyObject *empty_pair; /* ((), ()) */
+    PyObject *no_lock;    /* _completion._NO_LOCK: a shared finished Completion's lock */
+    PyObject *zero;
     Py_ssize_t stranded_kept;
 } shared;
 
@@ -828,7 +830,64 @@ static PyObject *configure(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* configure_watched(no_lock): the lock every shared finished Completion has. */
+static PyObject *configure_watched(PyObject *module, PyObject *no_lock)
+{
+    Py_XSETREF(shared.no_lock, Py_NewRef(no_lock));
+    Py_RETURN_NONE;
+}
+
+/* The Completion's slot ``slot`` (borrowed; None where unset). */
+static PyObject *completion_slot(PyObject *completion, int slot)
+{
+    PyObject *value =
+        *(PyObject **)((char *)completion + shared.completion.offset[slot]);
+    return value != NULL ? value : Py_None;
+}
+
+/* watched(completion, seen): Completion._watched, in C.  With race checking on every op
+ * passes here, and every mock op as a shared finished Completion, copied: its eleven
+ * stores cost more in Python than the rest of the call. */
+static PyObject *watched(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    const Layout *c = &shared.completion;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "watched takes 2 arguments, got %zd", nargs);
+        return NULL;
+    }
+    PyObject *completion = args[0], *seen = args[1];
+    if (c->type == NULL || shared.no_lock == NULL || Py_TYPE(completion) != c->type) {
+        PyErr_Format(PyExc_TypeError, "watched: a Completion (configured), got %R", completion);
+        return NULL;
+    }
+    if (completion_slot(completion, SLOT_LOCK) != shared.no_lock) {
+        set_slot(c, completion, SLOT_SEEN, seen);
+        return Py_NewRef(completion);
+    }
+    PyObject *callbacks = PyList_New(0);
+    PyObject *copy = callbacks != NULL ? c->type->tp_alloc(c->type, 0) : NULL;
+    if (copy != NULL) {
+        set_slot(c, copy, SLOT_OP, completion_slot(completion, SLOT_OP));
+        set_slot(c, copy, SLOT_HOOKS, Py_None);
+        set_slot(c, copy, SLOT_RESULT, completion_slot(completion, SLOT_RESULT));
+        set_slot(c, copy, SLOT_ERROR, Py_None);
+        set_slot(c, copy, SLOT_STATE, completion_slot(completion, SLOT_STATE));
+        set_slot(c, copy, SLOT_KEEPALIVE, shared.empty);
+        set_slot(c, copy, SLOT_VIEWS, shared.empty);
+        set_slot(c, copy, SLOT_CALLBACKS, callbacks);
+        set_slot(c, copy, SLOT_LOCK, shared.no_lock);
+        set_slot(c, copy, SLOT_SEEN, seen);
+        set_slot(c, copy, SLOT_SEQ, shared.zero);
+    }
+    Py_XDECREF(callbacks);
+    return copy;
+}
+
 static PyMethodDef methods[] = {
+    {"watched", (PyCFunction)(void (*)(void))watched, METH_FASTCALL,
+     "watched(completion, seen): Completion._watched (see aruntime/_completion.py)."},
+    {"configure_watched", configure_watched, METH_O,
+     "configure_watched(no_lock): the lock of the shared finished Completions."},
     {"host_view", (PyCFunction)(void (*)(void))host_view, METH_FASTCALL,
      "host_view(obj, writable): a flat byte view of a plain or live pinned buffer, or None."},
     {"configure_host_view", configure_host_view, METH_VARARGS,
@@ -849,7 +908,8 @@ static struct PyModuleDef module_def = {
 
 static int intern_names(void)
 {
-    if ((shared.one = PyLong_FromLong(1)) == NULL || (shared.empty = PyTuple_New(0)) == NULL ||
+    if ((shared.one = PyLong_FromLong(1)) == NULL || (shared.zero = PyLong_FromLong(0)) == NULL ||
+        (shared.empty = PyTuple_New(0)) == NULL ||
         (shared.empty_pair = PyTuple_Pack(2, shared.empty, shared.empty)) == NULL)
         return -1;
 #define INTERN(field)                                              \
