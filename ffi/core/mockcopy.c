@@ -34,8 +34,6 @@ typedef struct {
     vectorcallfunc vectorcall;
     PyObject *owner;  /* weakref to the driver */
     PyObject *method; /* its Python method, unbound: every other case */
-    PyObject *fields; /* the driver's __dict__, read directly: two loads per copy are a
-                         tenth of it */
     PyObject *calls;  /* the stream's attribute of log entries by size */
     int to_device;
 } MockCopy;
@@ -105,14 +103,14 @@ static PyObject *device_view(PyObject *fields, PyObject *address, PyObject *size
  * The log and its entry are held across the allocations (a collection they trigger may
  * run a finalizer); the device view is looked up last, with nothing after it that can
  * run Python code, so it stays valid borrowed. */
-static int quiet_copy(MockCopy *self, PyObject *host, PyObject *address, PyObject *stream)
+static int quiet_copy(MockCopy *self, PyObject *fields, PyObject *host, PyObject *address,
+                      PyObject *stream)
 {
     if (!PyMemoryView_Check(host) || !PyLong_CheckExact(address))
         return 0;
     Py_buffer *h = PyMemoryView_GET_BUFFER(host);
     if (h->len < 1 || !PyBuffer_IsContiguous(h, 'C') || (!self->to_device && h->readonly))
         return 0;
-    PyObject *fields = self->fields;
     PyObject *log = field(fields, name_log);
     if (field(fields, name_quiet) != Py_True || log == NULL || !PyList_CheckExact(log))
         return 0;
@@ -158,9 +156,20 @@ static PyObject *mock_copy_call(PyObject *callable, PyObject *const *args, size_
     }
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (nargs == 3 && kwnames == NULL) {
-        PyObject *host = self->to_device ? args[0] : args[1];
-        PyObject *address = self->to_device ? args[1] : args[0];
-        if (quiet_copy(self, host, address, args[2]))
+        /* The driver's __dict__, read directly, through the weakref at each call: held
+         * here, it would keep a dropped driver's memory until the next collection. */
+        PyObject *driver = weak_target(self->owner);
+        PyObject *fields = driver != NULL ? PyObject_GenericGetDict(driver, NULL) : NULL;
+        int done = 0;
+        if (fields != NULL && PyDict_CheckExact(fields)) {
+            PyObject *host = self->to_device ? args[0] : args[1];
+            PyObject *address = self->to_device ? args[1] : args[0];
+            done = quiet_copy(self, fields, host, address, args[2]);
+        }
+        PyErr_Clear();
+        Py_XDECREF(fields);
+        Py_XDECREF(driver);
+        if (done)
             Py_RETURN_NONE;
     }
     return call_as_method(self->method, self->owner, args, nargs, kwnames, name);
@@ -178,20 +187,19 @@ static PyObject *mock_copy_new(PyTypeObject *type, PyObject *args, PyObject *kwa
         PyErr_Format(PyExc_TypeError, "MockCopy: method must be callable, got %R", method);
         return NULL;
     }
-    PyObject *fields = PyObject_GenericGetDict(owner, NULL);
+    PyObject *fields = PyObject_GenericGetDict(owner, NULL); /* checked once, not kept */
     if (fields != NULL && !PyDict_CheckExact(fields)) {
         PyErr_Format(PyExc_TypeError, "MockCopy: the owner's __dict__ is a %s, not a dict",
                      Py_TYPE(fields)->tp_name);
         Py_CLEAR(fields);
     }
     PyObject *ref = fields != NULL ? PyWeakref_NewRef(owner, NULL) : NULL;
+    Py_XDECREF(fields);
     MockCopy *self = ref != NULL ? (MockCopy *)type->tp_alloc(type, 0) : NULL;
     if (self == NULL) {
-        Py_XDECREF(fields);
         Py_XDECREF(ref);
         return NULL;
     }
-    self->fields = fields;
     self->vectorcall = mock_copy_call;
     self->owner = ref;
     self->method = Py_NewRef(method);
@@ -204,7 +212,6 @@ static int mock_copy_traverse(MockCopy *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->owner);
     Py_VISIT(self->method);
-    Py_VISIT(self->fields);
     return 0;
 }
 
@@ -212,7 +219,6 @@ static int mock_copy_clear(MockCopy *self)
 {
     Py_CLEAR(self->owner);
     Py_CLEAR(self->method);
-    Py_CLEAR(self->fields);
     Py_CLEAR(self->calls);
     return 0;
 }

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import weakref
 from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
@@ -302,6 +303,27 @@ def test_a_copy_outlived_by_its_driver_says_so() -> None:
     gc.collect()
     with pytest.raises(ReferenceError, match="memcpy_h2d: its driver is gone"):
         copy(memoryview(bytearray(4)), 0, None)
+
+
+def test_a_dropped_driver_lets_its_memory_go_at_once() -> None:
+    """The copies hold the driver weakly and nothing of it: no cycle keeps its
+    arrays until the next collection."""
+    if not _enqueue.enabled():
+        pytest.skip("the compiled enqueue is not built or is switched off")
+    drv = MockDriver()
+    stream = drv.stream_create(0)
+    address = drv.mem_alloc(SIZE)
+    for _ in range(2):
+        upload(drv, pattern(15), address, stream)
+    memory = weakref.ref(next(iter(drv._arrays.values())))
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        del drv
+        assert memory() is None
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def test_the_constructor_checks_its_arguments() -> None:
