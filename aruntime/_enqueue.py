@@ -25,8 +25,9 @@ message): a stream's lock (:func:`stream_lock`), the CUDA driver's direct
 calls (:func:`direct_call`), the ledger's range check
 (:func:`range_checker`), a host copy's view (:func:`host_viewer`), the
 sims' launch-site note (:func:`launch_site`), the mock's host copies
-(:func:`mock_copy`), the race checker's ``watched`` (:func:`watcher`), and the Backend's memset and
-host copies themselves, in front of all that (:func:`op_front`).
+(:func:`mock_copy`), the race checker's ``watched`` (:func:`watcher`),
+and the Backend's memset and host copies themselves, in front of all that
+(:func:`op_front`).
 
 ``ARUNTIME_COMPILED_ENQUEUE=0`` keeps every stream made from then on on the
 Python path; so does an install without Python's headers (the extension is

@@ -34,8 +34,7 @@ typedef struct {
     vectorcallfunc vectorcall;
     PyObject *owner;  /* weakref to the driver */
     PyObject *method; /* its Python method, unbound: every other case */
-    PyObject *calls;  /* the stream's attribute of log entries by size */
-    int to_device;
+    int to_device;    /* memcpy_h2d, whose log entries are the stream's h2d_calls */
 } MockCopy;
 
 static PyObject *name_quiet, *name_recording, *name_views, *name_log, *name_h2d, *name_d2h,
@@ -124,7 +123,8 @@ static int quiet_copy(MockCopy *self, PyObject *fields, PyObject *host, PyObject
     if (PyDict_CheckExact(stream_fields) && field(stream_fields, name_recording) == Py_None)
         size = PyLong_FromSsize_t(h->len);
     if (size != NULL)
-        entry = Py_XNewRef(cached(stream_fields, self->calls, size, NULL));
+        entry = Py_XNewRef(
+            cached(stream_fields, self->to_device ? name_h2d : name_d2h, size, NULL));
     if (entry != NULL)
         device = device_view(fields, address, size, h->len);
     int done = device != NULL && PyList_Append(log, entry) == 0;
@@ -161,12 +161,13 @@ static PyObject *mock_copy_call(PyObject *callable, PyObject *const *args, size_
         PyObject *driver = weak_target(self->owner);
         PyObject *fields = driver != NULL ? PyObject_GenericGetDict(driver, NULL) : NULL;
         int done = 0;
-        if (fields != NULL && PyDict_CheckExact(fields)) {
+        if (fields == NULL)
+            PyErr_Clear(); /* no __dict__: the method's case */
+        else if (PyDict_CheckExact(fields)) {
             PyObject *host = self->to_device ? args[0] : args[1];
             PyObject *address = self->to_device ? args[1] : args[0];
             done = quiet_copy(self, fields, host, address, args[2]);
         }
-        PyErr_Clear();
         Py_XDECREF(fields);
         Py_XDECREF(driver);
         if (done)
@@ -203,7 +204,6 @@ static PyObject *mock_copy_new(PyTypeObject *type, PyObject *args, PyObject *kwa
     self->vectorcall = mock_copy_call;
     self->owner = ref;
     self->method = Py_NewRef(method);
-    self->calls = Py_NewRef(to_device ? name_h2d : name_d2h);
     self->to_device = to_device;
     return (PyObject *)self;
 }
@@ -219,7 +219,6 @@ static int mock_copy_clear(MockCopy *self)
 {
     Py_CLEAR(self->owner);
     Py_CLEAR(self->method);
-    Py_CLEAR(self->calls);
     return 0;
 }
 
