@@ -22,7 +22,7 @@ from ._exceptions import CaptureError, InvalidArgumentError
 from ._handles import Graph, GraphBody, Stream
 from ._ledger import unpin
 from ._objects import Objects
-from ._op import Op, OpKind
+from ._op import OpKind
 from ._state import BackendState
 
 __all__ = ["Graphs"]
@@ -117,14 +117,8 @@ class Graphs:
         body = graph.body
         if body is None:
             raise CaptureError(f"{fn}: the graph's capture has not ended yet")
-        call = self._driver.graph_launch
-        # A replay touches again every range its captured ops touched.
-        op = Op(
-            OpKind.LAUNCH_GRAPH,
-            call,
-            (body.handle,),
-            (graph,),
-            reads=body.reads,
-            writes=body.writes,
+        st = self._objects.resolve(stream, fn)
+        # Held first: the kind reads its ranges from the graph (OpKind.LAUNCH_GRAPH).
+        return st.enqueue(
+            OpKind.LAUNCH_GRAPH, self._driver.graph_launch, (body.handle,), (), (graph,)
         )
-        return self._objects.resolve(stream, fn).submit(op)

@@ -25,6 +25,8 @@ Range: TypeAlias = tuple[int, int] | memoryview
 
 #: From an op's driver arguments and byte count, the ranges it reads and writes.
 RangesOf: TypeAlias = Callable[[tuple[Any, ...], int], tuple[tuple[Range, ...], tuple[Range, ...]]]
+#: From the whole op, for a kind whose ranges its arguments cannot tell.
+OpRangesOf: TypeAlias = Callable[["Op"], tuple[tuple[Range, ...], tuple[Range, ...]]]
 
 
 def _h2d(args: tuple[Any, ...], nbytes: int) -> tuple[tuple[Range, ...], tuple[Range, ...]]:
@@ -65,8 +67,18 @@ def _launched(args: tuple[Any, ...], nbytes: int) -> tuple[tuple[Range, ...], tu
 
 
 def _given(args: tuple[Any, ...], nbytes: int) -> tuple[tuple[Range, ...], tuple[Range, ...]]:
-    """Kinds whose ranges the op states itself (launches, replays, frees), or that touch none."""
+    """Kinds whose ranges the op states itself (launches, frees), or that touch none."""
     return (), ()
+
+
+def _replayed(op: Op) -> tuple[tuple[Range, ...], tuple[Range, ...]]:
+    """A replay touches again every range its graph's captured ops touched.
+
+    The graph is what the op holds first (``Graphs.launch_graph``): its
+    body, read when something first asks, which is at submit.
+    """
+    body = op.keepalive[0].body
+    return body.reads, body.writes
 
 
 class OpKind:
@@ -74,12 +86,13 @@ class OpKind:
 
     ``public`` is the call that enqueues it, for messages and Completion names;
     ``ranges`` finds the bytes an op of this kind reads and writes from its
-    driver arguments, so no op builds them until something asks.
+    driver arguments (``op_ranges`` from the whole op, where those cannot
+    tell), so no op builds them until something asks.
     A plain class rather than an ``enum.Enum``: every op names its kind, and
     a member lookup on an Enum class costs ten times an attribute's.
     """
 
-    __slots__ = ("public", "ranges")
+    __slots__ = ("op_ranges", "public", "ranges")
 
     COPY_H2D: ClassVar[OpKind]
     COPY_D2H: ClassVar[OpKind]
@@ -97,9 +110,12 @@ class OpKind:
     #: Every kind, in the order above.
     ALL: ClassVar[tuple[OpKind, ...]]
 
-    def __init__(self, public: str, ranges: RangesOf = _given) -> None:
+    def __init__(
+        self, public: str, ranges: RangesOf = _given, op_ranges: OpRangesOf | None = None
+    ) -> None:
         self.public = public
         self.ranges = ranges
+        self.op_ranges = op_ranges
 
     def __repr__(self) -> str:
         return f"<OpKind {self.public}>"
@@ -115,7 +131,7 @@ OpKind.ALL = (
     OpKind("copy_d2d_2d_async", _pitched),
     OpKind("memset_async", _fill),
     OpKind("launch", _launched),
-    OpKind("launch_graph"),
+    OpKind("launch_graph", op_ranges=_replayed),
     OpKind("free_async"),
     OpKind("redzone", _fill),
     OpKind("scan_redzones", _d2h),
@@ -193,7 +209,11 @@ class Op:
         self._writes = writes
 
     def _find_ranges(self) -> None:
-        found_reads, found_writes = self.kind.ranges(self.args, self.nbytes)
+        kind = self.kind
+        if kind.op_ranges is not None:
+            found_reads, found_writes = kind.op_ranges(self)
+        else:
+            found_reads, found_writes = kind.ranges(self.args, self.nbytes)
         if self._reads is None:
             self._reads = found_reads
         if self._writes is None:
