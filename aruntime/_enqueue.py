@@ -201,9 +201,10 @@ def op_front(
     stream_type: type,
     kernel_type: type | None = None,
     configs: dict[Any, Any] | None = None,
+    graph_type: type | None = None,
 ) -> Callable[..., Any] | None:
-    """A Backend method's common case in C (``op``: memset, copy_h2d, copy_d2h or launch),
-    or None.
+    """A Backend method's common case in C (``op``: memset, copy_h2d, copy_d2h, launch or
+    graph), or None.
 
     ``ffi/core/front.c`` says what the common case is; every other call is
     ``method`` (the Python Backend method, unbound) bound to ``owner``,
@@ -212,7 +213,8 @@ def op_front(
     the Python method (``Ops``) passes them; ``in_range`` is the ledger's
     range check and ``state`` the backend's state (``closed``, ``default``).
     A launch also reads the kernel's slots (``kernel_type``) and the
-    geometries already checked (``configs``, Ops' own dict).
+    geometries already checked (``configs``, Ops' own dict); a replay, the
+    graph's (``graph_type``).
     """
     module = _module()
     if module is None:
@@ -231,6 +233,7 @@ def op_front(
         stream_type=stream_type,
         kernel_type=kernel_type,
         configs=configs,
+        graph_type=graph_type,
     )
     return front
 
@@ -316,8 +319,8 @@ def direct_call(
     driver (held weakly), ``method`` its Python method and ``fail`` its
     error namer, both unbound; ``function`` is the address of the C
     function of ``name``, whose arguments follow ``shape`` (``memset_d8``,
-    ``memcpy_d2d``, ``memcpy_h2d`` or ``launch``, the driver methods of
-    those names; ``note`` is called right before a launch);
+    ``memcpy_d2d``, ``memcpy_h2d``, ``launch`` or ``graph_launch``, the
+    driver methods of those names; ``note`` is called right before a launch);
     the call is made only on a thread whose current context (from
     ``get_current``, ``cuCtxGetCurrent``) is ``context``.  Called from
     Python it is the method, with the same plain case in C.

@@ -27,7 +27,7 @@ from ._completion import Completion
 from ._driver import DeviceLimits, Driver, LaunchConfig
 from ._enqueue import host_viewer, op_front
 from ._exceptions import InvalidArgumentError
-from ._handles import Kernel, Stream
+from ._handles import Graph, Kernel, Stream
 from ._ledger import Ledger
 from ._memory import DevicePtr
 from ._objects import Objects
@@ -69,6 +69,7 @@ _FRONTS = (
     ("copy_h2d_async", "copy_h2d", "memcpy_h2d", OpKind.COPY_H2D),
     ("copy_d2h_async", "copy_d2h", "memcpy_d2h", OpKind.COPY_D2H),
     ("launch", "launch", "launch", OpKind.LAUNCH),
+    ("launch_graph", "graph", "graph_launch", OpKind.LAUNCH_GRAPH),
 )
 
 #: How a message names each pointer argument (built once, not per launch).
@@ -132,7 +133,7 @@ class Ops:
         self._fronts_tried = False
 
     def _install_fronts(self) -> None:
-        """Put the memset, host copies' and launch's common case in C on the backend.
+        """Put the memset, host copies', launch's and replay's common case in C on the backend.
 
         Each front (``ffi/core/front.c``) takes the calls whose every check
         passes and hands any other to the backend class's Python method,
@@ -142,7 +143,8 @@ class Ops:
         an op.  Made at the first of these ops, not at open, which must not
         load the extension (a first open of the mock stays light).  A
         launch's front takes a signature and a geometry this class has
-        checked before (``Kernel.signatures``, ``_configs``).
+        checked before (``Kernel.signatures``, ``_configs``); a replay's, an
+        open graph of this backend whose capture has ended (``Graphs``).
         """
         self._fronts_tried = True
         owner = self._owner
@@ -160,6 +162,7 @@ class Ops:
                 stream_type=Stream,
                 kernel_type=Kernel,
                 configs=self._configs,
+                graph_type=Graph,
             )
             if front is None:
                 return  # no extension: the Python methods stay

@@ -1,6 +1,6 @@
 """The Backend's compiled fronts (ffi/core/front.c) against its Python methods.
 
-A front takes a memset or host copy only when every check passes, and
+A front takes a memset, host copy, launch or replay only when every check passes, and
 hands any other call to the Python method with the caller's own arguments.
 So every outcome, and every error and its message, must be the Python
 method's; these tests call both and compare.
@@ -29,7 +29,7 @@ from .helpers import Gate, backend_or_skip
 pytestmark = pytest.mark.anyio
 
 BACKENDS = ["mock", "cuda-sim", "levelzero-sim"]
-FRONTED = ("memset_async", "copy_h2d_async", "copy_d2h_async")
+FRONTED = ("memset_async", "copy_h2d_async", "copy_d2h_async", "launch_graph")
 
 
 @pytest.fixture(params=BACKENDS)
@@ -322,4 +322,110 @@ def test_the_common_case_runs_no_python_of_the_backend_or_ops(gpu: ar.Backend) -
         finally:
             sys.setprofile(None)
         assert "_backend.py:memset_async" in ran and "_ops.py:memset_async" in ran
+    gpu.free(ptr)
+
+
+def _filling_graph(gpu: ar.Backend, stream: ar.Stream, ptr: ar.DevicePtr, value: float) -> ar.Graph:
+    kernel = _fill(gpu)
+    with gpu.capture(stream) as graph:
+        gpu.launch(kernel, 1, 16, [np.uint32(16), np.float32(value), ptr], stream=stream)
+    return graph
+
+
+async def test_a_replay_does_what_the_python_method_does(gpu: ar.Backend) -> None:
+    """By position, by keyword, on the default stream, and through ``Graph.launch``."""
+    ptr, back = gpu.alloc(64), np.zeros(16, np.float32)
+    with gpu.create_stream() as stream:
+        graph = _filling_graph(gpu, stream, ptr, 7.0)
+        assert type(gpu.launch_graph).__name__ == "OpFront"
+        for value, replay in [
+            (7.0, lambda: _python(gpu, "launch_graph")(graph, stream)),
+            (7.0, lambda: gpu.launch_graph(graph, stream)),
+            (7.0, lambda: gpu.launch_graph(graph, stream=stream)),
+            (7.0, lambda: gpu.launch_graph(graph)),
+            (7.0, lambda: graph.launch(stream)),
+        ]:
+            await gpu.memset_async(ptr, 0, 64, stream=stream)
+            await gpu.synchronize()
+            await replay()
+            await gpu.synchronize()
+            await gpu.copy_d2h_async(ptr, back, stream)
+            assert (back == value).all()
+        graph.close()
+    gpu.free(ptr)
+
+
+def test_every_replay_refusal_is_the_python_methods(gpu: ar.Backend) -> None:
+    other = ar.open_backend("mock")
+    ptr, theirs = gpu.alloc(64), other.alloc(64)
+    closed_stream = gpu.create_stream()
+    closed_stream.close()
+    try:
+        with gpu.create_stream() as stream, other.create_stream() as foreign_stream:
+            graph = _filling_graph(gpu, stream, ptr, 1.0)
+            destroyed = _filling_graph(gpu, stream, ptr, 2.0)
+            destroyed.close()
+            foreign = _filling_graph(other, foreign_stream, theirs, 3.0)
+            cases: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+                ((destroyed, stream), {}),
+                ((foreign, stream), {}),
+                ((graph, foreign_stream), {}),
+                ((graph, closed_stream), {}),
+                ((graph.handle, stream), {}),
+                ((None,), {}),
+                ((graph,), {"stream": "default"}),
+                ((graph,), {"strem": stream}),
+                ((graph, stream, stream), {}),
+                ((), {}),
+            ]
+            for call_args, kwargs in cases:
+                front = _outcome(gpu.launch_graph, *call_args, **kwargs)
+                python = _outcome(_python(gpu, "launch_graph"), *call_args, **kwargs)
+                assert front is not None, (call_args, kwargs)
+                assert front == python, (call_args, kwargs)
+            # A capture still running: its graph is not ready, refused alike.
+            with gpu.capture(stream) as running:
+                gpu.memset_async(ptr, 0, 8, stream=stream)
+                other_stream = gpu.create_stream()
+                front = _outcome(gpu.launch_graph, running, other_stream)
+                python = _outcome(_python(gpu, "launch_graph"), running, other_stream)
+                assert front is not None and front == python and front[0] is ar.CaptureError
+                other_stream.close()
+            running.close()
+            graph.close()
+            foreign.close()
+    finally:
+        gpu.free(ptr)
+        other.free(theirs)
+        other.close()
+
+
+def test_a_replay_runs_no_python_of_the_backend_or_graphs(gpu: ar.Backend) -> None:
+    ptr = gpu.alloc(64)
+    with gpu.create_stream() as stream:
+        graph = _filling_graph(gpu, stream, ptr, 5.0)
+        ran: list[str] = []
+
+        def profile(frame: Any, event: str, arg: object) -> None:
+            path = Path(frame.f_code.co_filename)
+            core = path.parent.name == "aruntime"  # not a driver's own _graphs.py
+            if event == "call" and core and path.name in ("_backend.py", "_graphs.py", "_ops.py"):
+                ran.append(f"{path.name}:{frame.f_code.co_name}")
+
+        sys.setprofile(profile)
+        try:
+            gpu.launch_graph(graph, stream)
+            graph.launch(stream)
+        finally:
+            sys.setprofile(None)
+        stream.synchronize().wait()
+        assert ran == []
+        graph.close()
+        sys.setprofile(profile)
+        try:
+            with pytest.raises(ar.ClosedResourceError):
+                gpu.launch_graph(graph, stream)  # not the plain case: Python's
+        finally:
+            sys.setprofile(None)
+        assert "_graphs.py:launch_graph" in ran
     gpu.free(ptr)

@@ -1,5 +1,5 @@
-/* OpFront: a Backend's memset_async, copy_h2d_async and copy_d2h_async, their
- * common case as one C call.
+/* OpFront: a Backend's memset_async, copy_h2d_async, copy_d2h_async, launch and
+ * launch_graph, their common case as one C call.
  *
  * Once the stream's enqueue, its lock, the driver call and the range check
  * were in C, what was left of a memset or a 4 KiB copy was mostly the two
@@ -26,13 +26,14 @@
 #include <stdint.h>
 #include <string.h>
 
-enum { FRONT_MEMSET, FRONT_COPY_H2D, FRONT_COPY_D2H, FRONT_LAUNCH, FRONT_COUNT };
+enum { FRONT_MEMSET, FRONT_COPY_H2D, FRONT_COPY_D2H, FRONT_LAUNCH, FRONT_GRAPH, FRONT_COUNT };
 
-static const char *const FRONT_OPS[FRONT_COUNT] = {"memset", "copy_h2d", "copy_d2h", "launch"};
+static const char *const FRONT_OPS[FRONT_COUNT] = {"memset", "copy_h2d", "copy_d2h", "launch",
+                                                   "graph"};
 
 /* The operands before ``stream``, in the Backend method's order (a launch's
  * ``stream`` and the rest are keyword-only). */
-static const Py_ssize_t FRONT_ARITY[FRONT_COUNT] = {3, 2, 2, 4};
+static const Py_ssize_t FRONT_ARITY[FRONT_COUNT] = {3, 2, 2, 4, 1};
 
 typedef struct {
     PyObject_HEAD
@@ -52,11 +53,12 @@ typedef struct {
     PyTypeObject *kernel_type;
     PyObject *configs; /* (grid, block) -> LaunchConfig, for int ones without shared memory */
     Py_ssize_t handle_at, owner_at, signatures_at;
+    PyTypeObject *graph_type; /* a replay's: the Graph class */
 } OpFront;
 
 static struct {
     PyObject *closed, *default_stream, *open_for, *enqueue, *stream, *release, *empty;
-    PyObject *shared_mem, *reads, *writes, *zero;
+    PyObject *shared_mem, *reads, *writes, *zero, *cell, *handle;
 } name;
 
 int front_ready(void)
@@ -67,6 +69,7 @@ int front_ready(void)
     INTERN(closed, "closed") INTERN(default_stream, "default") INTERN(open_for, "open_for")
     INTERN(enqueue, "enqueue") INTERN(stream, "stream") INTERN(release, "release")
     INTERN(shared_mem, "shared_mem") INTERN(reads, "reads") INTERN(writes, "writes")
+    INTERN(cell, "_cell") INTERN(handle, "handle")
 #undef INTERN
     if ((name.empty = PyTuple_New(0)) == NULL || (name.zero = PyLong_FromLong(0)) == NULL)
         return -1;
@@ -372,6 +375,48 @@ static int launch_fast(OpFront *self, PyObject *const *args, PyObject *stream, P
     return taken;
 }
 
+/* The driver graph of ``graph`` (a new reference): a Graph of this backend, open, whose
+ * capture has ended (its cell holds the body); NULL otherwise, with no error set. */
+static PyObject *graph_handle(OpFront *self, PyObject *graph)
+{
+    if (Py_TYPE(graph) != self->graph_type)
+        return NULL;
+    PyObject *open_for = PyObject_GetAttr(graph, name.open_for);
+    PyObject *cell = open_for == self->owner ? PyObject_GetAttr(graph, name.cell) : NULL;
+    Py_XDECREF(open_for);
+    PyObject *handle = NULL;
+    if (cell != NULL && PyList_CheckExact(cell) && PyList_GET_SIZE(cell) == 1 &&
+        PyList_GET_ITEM(cell, 0) != Py_None)
+        handle = PyObject_GetAttr(PyList_GET_ITEM(cell, 0), name.handle);
+    Py_XDECREF(cell);
+    PyErr_Clear();
+    return handle;
+}
+
+/* launch_graph(graph): what Graphs.launch_graph does for a graph ready to replay. */
+static int graph_fast(OpFront *self, PyObject *graph, PyObject *stream, PyObject **out)
+{
+    PyObject *handle = graph_handle(self, graph);
+    if (handle == NULL)
+        return 0;
+    Found f = {NULL};
+    int taken = find_call_and_stream(self, stream, &f);
+    if (taken) {
+        PyObject *call_args = PyTuple_Pack(1, handle);
+        PyObject *held = call_args ? PyTuple_Pack(1, graph) : NULL;
+        *out = NULL;
+        if (held != NULL) { /* held first: the kind reads the replay's ranges from it */
+            PyObject *parts[] = {self->kind, f.call, call_args, name.empty, held};
+            *out = enqueue_on(f.stream, parts, 5);
+        }
+        Py_XDECREF(call_args);
+        Py_XDECREF(held);
+    }
+    Py_DECREF(handle);
+    found_clear(&f);
+    return taken;
+}
+
 /* A launch's keywords: ``stream``, and the others only at their defaults; 0 otherwise. */
 static int launch_keywords(PyObject *const *values, PyObject *kwnames, PyObject **stream)
 {
@@ -432,6 +477,9 @@ static PyObject *front_call(PyObject *callable, PyObject *const *args, size_t na
         case FRONT_COPY_D2H:
             taken = copy_fast(self, args[0], args[1], stream, &out);
             break;
+        case FRONT_GRAPH:
+            taken = graph_fast(self, args[0], stream, &out);
+            break;
         default:
             taken = launch_fast(self, args, stream, &out);
         }
@@ -443,14 +491,14 @@ static PyObject *front_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *keywords[] = {"op", "owner", "method", "state", "in_range", "driver",
                                "call", "kind", "pointer", "stream_type", "kernel_type",
-                               "configs", NULL};
+                               "configs", "graph_type", NULL};
     const char *op;
     PyObject *owner, *method, *state, *in_range, *driver, *call, *kind, *pointer, *stream_type;
-    PyObject *kernel_type = Py_None, *configs = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$sOOOOOUOO!O!OO:OpFront", keywords, &op,
+    PyObject *kernel_type = Py_None, *configs = Py_None, *graph_type = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$sOOOOOUOO!O!OOO:OpFront", keywords, &op,
                                      &owner, &method, &state, &in_range, &driver, &call, &kind,
                                      &PyType_Type, &pointer, &PyType_Type, &stream_type,
-                                     &kernel_type, &configs))
+                                     &kernel_type, &configs, &graph_type))
         return NULL;
     int which = -1;
     for (int i = 0; i < FRONT_COUNT; i++) {
@@ -459,7 +507,12 @@ static PyObject *front_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     }
     if (which < 0) {
         PyErr_Format(PyExc_ValueError,
-                     "OpFront: op must be memset, copy_h2d, copy_d2h or launch, got %s", op);
+                     "OpFront: op must be memset, copy_h2d, copy_d2h, launch or graph, got %s",
+                     op);
+        return NULL;
+    }
+    if (which == FRONT_GRAPH && !PyType_Check(graph_type)) {
+        PyErr_SetString(PyExc_TypeError, "OpFront: a replay needs graph_type (a class)");
         return NULL;
     }
     Py_ssize_t handle_at = 0, owner_at = 0, signatures_at = 0;
@@ -505,6 +558,8 @@ static PyObject *front_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         self->owner_at = owner_at;
         self->signatures_at = signatures_at;
     }
+    if (which == FRONT_GRAPH)
+        self->graph_type = (PyTypeObject *)Py_NewRef(graph_type);
     return (PyObject *)self;
 }
 
@@ -520,6 +575,7 @@ static int front_traverse(OpFront *self, visitproc visit, void *arg)
     Py_VISIT(self->stream_type);
     Py_VISIT(self->kernel_type);
     Py_VISIT(self->configs);
+    Py_VISIT(self->graph_type);
     return 0;
 }
 
@@ -536,6 +592,7 @@ static int front_clear(OpFront *self)
     Py_CLEAR(self->stream_type);
     Py_CLEAR(self->kernel_type);
     Py_CLEAR(self->configs);
+    Py_CLEAR(self->graph_type);
     return 0;
 }
 
