@@ -28,11 +28,12 @@
 #include <structmember.h>
 
 /* How a shape's Python arguments map onto its C function (the stream last). */
-enum { SHAPE_MEMSET_D8, SHAPE_COPY_D2D, SHAPE_COPY_H2D, SHAPE_LAUNCH, SHAPE_COUNT };
+enum { SHAPE_MEMSET_D8, SHAPE_COPY_D2D, SHAPE_COPY_H2D, SHAPE_LAUNCH, SHAPE_GRAPH_LAUNCH,
+       SHAPE_COUNT };
 
 static const char *const SHAPE_NAMES[SHAPE_COUNT] = {"memset_d8", "memcpy_d2d", "memcpy_h2d",
-                                                     "launch"};
-static const int SHAPE_ARITY[SHAPE_COUNT] = {3, 3, 2, 3};
+                                                     "launch", "graph_launch"};
+static const int SHAPE_ARITY[SHAPE_COUNT] = {3, 3, 2, 3, 1};
 
 /* A launch's parameters, packed here: no kernel takes more (CUDA's limit is 32 KiB of
  * parameters on the newest devices, 4 KiB before; a larger block goes to Python). */
@@ -42,6 +43,7 @@ typedef unsigned int (*memset_d8_fn)(unsigned long long, unsigned char, size_t, 
 typedef unsigned int (*copy_d2d_fn)(unsigned long long, unsigned long long, size_t, void *);
 typedef unsigned int (*copy_h2d_fn)(unsigned long long, const void *, size_t, void *);
 typedef unsigned int (*get_current_fn)(void **);
+typedef unsigned int (*graph_launch_fn)(void *, void *);
 typedef unsigned int (*launch_fn)(void *, unsigned int, unsigned int, unsigned int, unsigned int,
                                   unsigned int, unsigned int, unsigned int, void *, void **,
                                   void **);
@@ -62,7 +64,7 @@ typedef struct {
 } DirectCall;
 
 static PyObject *name_dead, *name_address, *name_blocks, *name_shared_ok, *name_c_layout,
-    *name_ptr_address;
+    *name_ptr_address, *name_direct;
 
 int direct_ready(void)
 {
@@ -72,8 +74,9 @@ int direct_ready(void)
     name_shared_ok = PyUnicode_InternFromString("shared_ok");
     name_c_layout = PyUnicode_InternFromString("c_layout");
     name_ptr_address = PyUnicode_InternFromString("_address");
+    name_direct = PyUnicode_InternFromString("direct");
     return name_dead && name_address && name_blocks && name_shared_ok && name_c_layout &&
-                   name_ptr_address
+                   name_ptr_address && name_direct
                ? 0
                : -1;
 }
@@ -250,6 +253,18 @@ static unsigned int call_shape(DirectCall *self, PyObject *const *args, uintptr_
         return call_launch(self, args, stream, ok);
     void *s = (void *)stream;
     unsigned int code = 0;
+    if (self->shape == SHAPE_GRAPH_LAUNCH) {
+        /* The driver graph's ``direct``: its executable graph's address where a replay
+         * needs no bookkeeping of the driver's, else 0 (the method keeps it). */
+        static SlotCache direct_of;
+        unsigned long long exec = u64_attr(&direct_of, args[0], name_direct, ok);
+        if (!*ok || exec == 0)
+            return *ok = 0;
+        Py_BEGIN_ALLOW_THREADS
+        code = ((graph_launch_fn)self->function)((void *)(uintptr_t)exec, s);
+        Py_END_ALLOW_THREADS
+        return code;
+    }
     if (self->shape == SHAPE_COPY_H2D) {
         Py_buffer view;
         unsigned long long dst = exact_u64(args[1], ok);
@@ -350,7 +365,7 @@ static PyObject *direct_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     }
     if (which < 0) {
         PyErr_Format(PyExc_ValueError, "DirectCall: no shape %s (memset_d8, memcpy_d2d, "
-                     "memcpy_h2d, launch)", shape);
+                     "memcpy_h2d, launch, graph_launch)", shape);
         return NULL;
     }
     if (function == 0 || get_current == 0 || context == 0) {

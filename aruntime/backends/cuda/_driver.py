@@ -83,13 +83,14 @@ class CudaDriver(_MemoryOps, _StreamOps, _CopyOps, _ModuleOps, _GraphOps):
     def _install_direct_calls(self) -> None:
         """Let the core's compiled enqueue make the plain memset, copies and launch in C.
 
-        Each of ``memset_d8``, ``memcpy_d2d``, ``memcpy_h2d`` and ``launch``
-        becomes a DirectCall (``aruntime/_enqueue.py``, ``ffi/core/direct.c``),
+        Each of ``memset_d8``, ``memcpy_d2d``, ``memcpy_h2d``, ``launch`` and
+        ``graph_launch`` becomes a DirectCall (``aruntime/_enqueue.py``, ``ffi/core/direct.c``),
         an instance attribute over the method.  On a live driver and a thread
         already in this context, a memset, a device copy, a host copy small
         enough never to be staged, or a launch whose argument types were laid
         out before (``_params.ParamBlock``) and that needs no shared-memory
-        opt-in is one call of the C function handed over here, made without
+        opt-in, or a replay of a graph that holds no staging memory
+        (``_Graph.direct``), is one call of the C function handed over here, made without
         Python.  Every other case runs the method, which the DirectCall
         calls.  Nothing is installed where the compiled enqueue is off.
         """
@@ -101,6 +102,7 @@ class CudaDriver(_MemoryOps, _StreamOps, _CopyOps, _ModuleOps, _GraphOps):
             ("memcpy_d2d", "cuMemcpyDtoDAsync_v2"),
             ("memcpy_h2d", "cuMemcpyHtoDAsync_v2"),
             ("launch", "cuLaunchKernel"),
+            ("graph_launch", "cuGraphLaunch"),
         ):
             function = library.address(symbol)
             if not (function and get_current and context):

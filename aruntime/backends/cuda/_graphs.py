@@ -46,7 +46,8 @@ class _GraphOps(_CudaBase):
         if code != 0:
             self._free_resources(keep)
             raise self._fail(code, "cuGraphInstantiateWithFlags")
-        return DriverGraph(_Graph(exec_handle[0], keep))
+        address = int(self._ffi.cast("uintptr_t", exec_handle[0]))
+        return DriverGraph(_Graph(exec_handle[0], address, keep))
 
     def capture_abort(self, stream: DriverStream) -> None:
         s = cast(_Stream, stream)
@@ -80,6 +81,7 @@ class _GraphOps(_CudaBase):
 
     def graph_destroy(self, graph: DriverGraph) -> None:
         g = cast(_Graph, graph)
+        g.direct = 0  # before the destroy: no direct replay of a freed graph
         if not self._enter_release():
             return
         code = self._lib.cuGraphExecDestroy(g.exec)

@@ -63,10 +63,14 @@ class _Resources:
 class _Graph:
     """An instantiated graph (CUgraphExec) and the staging memory its nodes use."""
 
-    __slots__ = ("__weakref__", "exec", "pending_events", "resources", "streams")
+    __slots__ = ("__weakref__", "direct", "exec", "pending_events", "resources", "streams")
 
-    def __init__(self, exec_handle: CData, resources: _Resources) -> None:
+    def __init__(self, exec_handle: CData, address: int, resources: _Resources) -> None:
         self.exec = exec_handle
+        #: The CUgraphExec as an int where a replay is the driver call alone (it
+        #: holds no staging memory, whose streams the driver must track), else
+        #: 0: for the core's direct replay (``_driver.CudaDriver``).
+        self.direct = 0 if resources else address
         self.resources = resources
         self.streams: set[_Stream] = set()  # live streams it was launched on
         self.pending_events: list[CData] = []  # recorded when such a stream was destroyed

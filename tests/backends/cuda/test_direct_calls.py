@@ -1,4 +1,5 @@
-"""The CUDA driver's direct calls: memset_d8, memcpy_d2d and small memcpy_h2d in C.
+"""The CUDA driver's direct calls: memset_d8, memcpy_d2d, small memcpy_h2d, launch and
+graph_launch in C.
 
 ``_CopyOps._install_direct_calls`` puts a DirectCall (ffi/core/direct.c)
 over each of those methods.  Its plain case (a live driver, a thread in the
@@ -82,6 +83,8 @@ def test_each_method_is_a_direct_call_naming_its_function(driver: CudaDriver) ->
         "memset_d8": "cuMemsetD8Async",
         "memcpy_d2d": "cuMemcpyDtoDAsync_v2",
         "memcpy_h2d": "cuMemcpyHtoDAsync_v2",
+        "launch": "cuLaunchKernel",
+        "graph_launch": "cuGraphLaunch",
     }
     for method, symbol in symbols.items():
         call = vars(driver)[method]
@@ -133,6 +136,82 @@ def test_both_roads_write_the_same_bytes(driver: CudaDriver) -> None:
         _sync(driver, stream)
         driver.mem_free(direct)
         driver.mem_free(method)
+        driver.stream_destroy(stream)
+
+
+def _graph_frames(run: Any) -> list[str]:
+    """The driver's own ``graph_launch`` frames that ``run()`` makes."""
+    ran: list[str] = []
+
+    def profile(frame: Any, event: str, arg: object) -> None:
+        code = frame.f_code
+        if event == "call" and code.co_name == "graph_launch":
+            ran.append(Path(code.co_filename).name)
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return ran
+
+
+def test_a_replay_is_a_direct_call_unless_its_graph_keeps_memory(driver: CudaDriver) -> None:
+    """A graph that is only device work replays in C; one that staged a pageable copy
+    replays through the method, which ties its staging memory to the stream."""
+    call = vars(driver)["graph_launch"]
+    assert type(call).__name__ == "DirectCall" and call.name == "cuGraphLaunch"
+    stream = driver.stream_create(0)
+    dev = driver.mem_alloc(64)
+    back = bytearray(64)
+    graphs: list[Any] = []
+    try:
+        driver.capture_begin(stream)
+        driver.memset_d8(dev, 0x11, 64, stream)
+        plain: Any = driver.capture_end(stream)
+        graphs.append(plain)
+        driver.capture_begin(stream)
+        driver.memcpy_d2h(dev, memoryview(back), stream)  # pageable: staged, kept by the graph
+        staged: Any = driver.capture_end(stream)
+        graphs.append(staged)
+        assert plain.direct == int(driver._ffi.cast("uintptr_t", plain.exec)) != 0
+        assert staged.direct == 0 and staged.resources
+
+        driver.memset_d8(dev, 0, 64, stream)
+        assert _graph_frames(lambda: driver.graph_launch(plain, stream)) == []
+        assert stream not in plain.streams  # nothing to track
+        assert _graph_frames(lambda: driver.graph_launch(staged, stream)) == ["_graphs.py"]
+        assert stream in staged.streams and staged in stream.graphs
+        _sync(driver, stream)
+        assert back == bytes([0x11]) * 64
+        np.testing.assert_array_equal(_download(driver, dev, 64, stream), np.full(64, 0x11))
+    finally:
+        _sync(driver, stream)
+        for graph in graphs:
+            driver.graph_destroy(graph)
+            assert graph.direct == 0  # a destroyed graph is never replayed in C
+        driver.mem_free(dev)
+        driver.stream_destroy(stream)
+
+
+def test_a_failed_replay_raises_what_the_method_raises(driver: CudaDriver) -> None:
+    """A graph handle the sim does not know (its handle table refuses it, nothing is read)."""
+    from aruntime.backends.cuda._handles import _Graph, _Resources
+
+    bogus = 0xDEAD0
+    graph = _Graph(driver._ffi.cast("CUgraphExec", bogus), bogus, _Resources())
+    stream = driver.stream_create(0)
+    try:
+        assert graph.direct == bogus
+        with pytest.raises(ar.DriverError) as direct:
+            driver.graph_launch(graph, stream)  # type: ignore[arg-type]
+        with pytest.raises(ar.DriverError) as method:
+            CudaDriver.graph_launch(driver, graph, stream)  # type: ignore[arg-type]
+        assert type(direct.value) is type(method.value)
+        assert str(direct.value) == str(method.value)
+        assert direct.value.function == "cuGraphLaunch"
+        assert direct.value.name == "CUDA_ERROR_INVALID_HANDLE"
+    finally:
         driver.stream_destroy(stream)
 
 
