@@ -3,7 +3,8 @@
 Calls are counted with ``sys.setprofile``, bytecodes with ``sys.settrace``'s
 opcode events (a second pass), over a block of ops enqueued on one stream
 (a kernel launch of one 32-thread block, a 4 KiB copy from pinned memory, a
-64-byte memset), each backend in its own process.  A count, unlike a time,
+64-byte memset, a replay of a graph of that launch), each backend in its own
+process.  A count, unlike a time,
 does not move with the machine's load, so it shows what a change to the op
 path did even on a busy machine; it is the first thing to look at when a
 timing in ``bench_peers`` or ``bench_enqueue`` moves.  Each op's own
@@ -27,7 +28,7 @@ from _harness import add_backend_rows, console, reason, table, worker_result
 import aruntime as ar
 
 BACKENDS = ("mock", "cuda-sim", "levelzero-sim")
-OPS = ("launch", "4 KiB H2D copy", "64 B memset")
+OPS = ("launch", "4 KiB H2D copy", "64 B memset", "graph replay")
 #: Arguments for a smoke run (``aruntime bench --quick``).
 QUICK_ARGV = ["--quick"]
 
@@ -77,10 +78,13 @@ async def _measure(backend: str, n: int) -> dict[str, list[float]]:
         pinned = gpu.alloc_host_pinned(4096)
         args = [np.uint32(32), np.float32(1.0), dev]
         with gpu.create_stream() as stream:
+            with gpu.capture(stream) as graph:
+                gpu.launch(kernel, 1, 32, args, stream=stream)
             ops: dict[str, Callable[[], object]] = {
                 "launch": lambda: gpu.launch(kernel, 1, 32, args, stream=stream),
                 "4 KiB H2D copy": lambda: gpu.copy_h2d_async(pinned, dev, stream=stream),
                 "64 B memset": lambda: gpu.memset_async(dev, 0, 64, stream=stream),
+                "graph replay": lambda: gpu.launch_graph(graph, stream),
             }
             for op in ops.values():  # warm-up: layouts, markers, the waiter
                 for _ in range(50):
@@ -92,6 +96,7 @@ async def _measure(backend: str, n: int) -> dict[str, list[float]]:
                 await stream
                 out[name].append(count_bytecodes(op, n))
                 await stream
+            graph.close()
         gpu.free_host_pinned(pinned)
         gpu.free(dev)
     return out
