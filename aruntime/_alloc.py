@@ -147,9 +147,7 @@ class Allocator:
         either reached its stream first (and the release waits for it, being
         queued after it) or is refused at its stream.
         """
-        for stream in self._state.open_streams():
-            stream.state.acquire()
-            stream.state.release()
+        self._state.wait_out_submits()
 
     def free(self, fn: str, ptr: DevicePtr, kinds: tuple[AllocKind, ...]) -> None:
         self._state.check_open(fn)

@@ -68,7 +68,14 @@ class Graphs:
     def new_graph(self, body: GraphBody | None) -> Graph:
         """The Graph handle of ``body`` (None: a ``with capture()`` block still running)."""
         state = self._state
-        return Graph(self._owner, state.resources, self._driver, body, state.after_queued_work)
+        return Graph(
+            self._owner,
+            state.resources,
+            self._driver,
+            body,
+            state.after_queued_work,
+            state.wait_out_submits,
+        )
 
     def abort_capture_if_active(self, stream: Stream) -> bool:
         fn = "abort_capture_if_active"
@@ -119,6 +126,8 @@ class Graphs:
             raise CaptureError(f"{fn}: the graph's capture has not ended yet")
         st = self._objects.resolve(stream, fn)
         # Held first: the kind reads its ranges from the graph (OpKind.LAUNCH_GRAPH).
+        # As an entry too: the stream refuses the replay if it closed since (Graph.close).
+        held = (graph,)
         return st.enqueue(
-            OpKind.LAUNCH_GRAPH, self._driver.graph_launch, (body.handle,), (), (graph,)
+            OpKind.LAUNCH_GRAPH, self._driver.graph_launch, (body.handle,), held, held
         )

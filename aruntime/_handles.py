@@ -281,7 +281,7 @@ class Stream(_Handle):
         kind: OpKind,
         call: Callable[..., None],
         args: tuple[Any, ...],
-        entries: tuple[Entry, ...],
+        entries: tuple[Entry | Graph, ...],
         held: tuple[Any, ...],
         views: tuple[memoryview, ...] = (),
         nbytes: int = 0,
@@ -300,8 +300,8 @@ class Stream(_Handle):
             if state.refusing:
                 raise ClosedResourceError(f"{kind.public}: {self!r} is closed")
             for entry in entries:
-                if entry.freed:  # freed by another thread since its check
-                    raise InvalidArgumentError(f"{kind.public}: {entry.handle!r} was freed")
+                if entry.freed:  # freed (a graph: closed) by another thread since its check
+                    raise _refusal(kind, entry)
             hazards = self.hazards
             if state.capturing or hazards is not None:
                 op = Op(kind, call, args, (*held, *entries), views, nbytes, result, kernel)
@@ -546,6 +546,13 @@ def _destroy_graph(driver: Driver, body: GraphBody, defer: Defer) -> None:
         body.keepalive, body.reads, body.writes = [], (), ()
 
 
+def _refusal(kind: OpKind, entry: Entry | Graph) -> Exception:
+    """The error of an op whose memory was freed, or whose graph was closed, since its check."""
+    if isinstance(entry, Graph):
+        return ClosedResourceError(f"{kind.public}: {entry!r} is closed")
+    return InvalidArgumentError(f"{kind.public}: {entry.handle!r} was freed")
+
+
 def _drop_graph(driver: Driver, cell: list[GraphBody | None], defer: Defer) -> None:
     body = cell[0]
     if body is not None:
@@ -567,13 +574,24 @@ class Graph(_Handle):
         driver: Driver,
         body: GraphBody | None,
         defer: Defer,
+        wait_out_submits: Callable[[], None],
     ) -> None:
-        """A graph of ``body``; None only for ``with capture()``, whose block is still running."""
+        """A graph of ``body``; None only for ``with capture()``, whose block is still running.
+
+        ``defer`` runs a release once the work queued so far is done;
+        ``wait_out_submits`` returns once every submit under way on the
+        backend's streams has reached its stream.
+        """
         # The finalizer holds the cell, not the graph, so a graph whose
         # capture ends after it was made is still destroyed if dropped.
         self._cell: list[GraphBody | None] = [body]
         self._driver = driver
         self._defer = defer
+        self._wait_out_submits = wait_out_submits
+        #: Set as it closes, before the destroy is queued: a replay is refused
+        #: at its stream, under the stream's lock, once it is (``Stream.enqueue``
+        #: checks it as it checks a ledger entry's).
+        self.freed = False
         super().__init__(
             backend, resources, functools.partial(_drop_graph, driver, self._cell, defer)
         )
@@ -623,6 +641,10 @@ class Graph(_Handle):
         """
         if not self._claim():
             return
+        self.freed = True
+        # A replay checked this graph open before now: it reaches its stream
+        # first (and the destroy is queued after it) or is refused there.
+        self._wait_out_submits()
         body = self._cell[0]
         if body is not None:
             self._defer(functools.partial(_destroy_graph, self._driver, body, _now))

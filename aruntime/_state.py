@@ -108,6 +108,19 @@ class BackendState:
         """How many resources of ``kind`` are open (streams: the default one too)."""
         return len(self.resources.live_of(kind))
 
+    def wait_out_submits(self) -> None:
+        """Return once every submit under way on this backend's streams has reached its stream.
+
+        Called holding no stream lock, after marking something gone (a
+        ledger entry ``freed``, a graph closed) that each stream checks again
+        under its lock: an op that checked it before either reached its
+        stream first, and what is queued after that waits for it, or is
+        refused there.
+        """
+        for stream in self.open_streams():
+            stream.state.acquire()
+            stream.state.release()
+
     def after_queued_work(self, release: Callable[[], None]) -> None:
         """Run ``release`` once every op queued so far, on every stream, has finished."""
         if self.driver.synchronous:

@@ -88,6 +88,23 @@ def test_an_entry_freed_after_its_check_is_refused(gpu: ar.Backend) -> None:
     assert calls == []
 
 
+def test_a_graph_closed_after_its_check_is_refused(gpu: ar.Backend) -> None:
+    """Another thread's Graph.close() between the replay's check and the stream's lock."""
+    ptr = gpu.alloc(64)
+    calls: list[tuple[Any, ...]] = []
+    with gpu.create_stream() as stream:
+        with gpu.capture(stream) as graph:
+            gpu.memset_async(ptr, 1, 64, stream=stream)
+        handle = graph.handle
+        graph.close()
+        with pytest.raises(ar.ClosedResourceError, match=r"launch_graph: <graph .* is closed"):
+            stream.enqueue(
+                OpKind.LAUNCH_GRAPH, lambda *a: calls.append(a), (handle,), (graph,), (graph,)
+            )
+    assert calls == []
+    gpu.free(ptr)
+
+
 def test_a_closed_stream_refuses_with_the_ops_name(gpu: ar.Backend) -> None:
     stream = gpu.create_stream()
     stream.close()

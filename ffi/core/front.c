@@ -405,8 +405,9 @@ static int graph_fast(OpFront *self, PyObject *graph, PyObject *stream, PyObject
         PyObject *call_args = PyTuple_Pack(1, handle);
         PyObject *held = call_args ? PyTuple_Pack(1, graph) : NULL;
         *out = NULL;
-        if (held != NULL) { /* held first: the kind reads the replay's ranges from it */
-            PyObject *parts[] = {self->kind, f.call, call_args, name.empty, held};
+        if (held != NULL) { /* held first: the kind reads the replay's ranges from it; an
+                             * entry too, so the stream refuses it once the graph closed */
+            PyObject *parts[] = {self->kind, f.call, call_args, held, held};
             *out = enqueue_on(f.stream, parts, 5);
         }
         Py_XDECREF(call_args);

@@ -222,6 +222,54 @@ def test_free_against_enqueues_from_another_thread(backend_name: str) -> None:
         _free_race_round(backend_name)
 
 
+def test_graph_close_against_replays_from_another_thread(backend_name: str) -> None:
+    """Graph.close() is linearized against another thread's replays, as free() is."""
+    gpu = _open(backend_name)
+    ptr = gpu.alloc(NBYTES)
+    try:
+        with gpu.create_stream() as stream:
+            for round_ in range(20):
+                graph_close_during(gpu, ptr, stream, after=round_ % 4)
+            out = np.zeros(N, np.float32)
+            gpu.copy_d2h_async(ptr, out, stream=stream).wait(timeout=60)
+            assert (out == 1.0).all()
+    finally:
+        gpu.free(ptr)
+        gpu.close()  # raises any error no one saw: a replay of a destroyed graph would
+
+
+def graph_close_during(gpu: ar.Backend, ptr: ar.DevicePtr, stream: ar.Stream, after: int) -> None:
+    """Close a graph while another thread replays it, once ``after`` replays are queued:
+    each replay is refused (ClosedResourceError) or runs before the graph is destroyed."""
+    with gpu.capture(stream) as graph:
+        gpu.copy_h2d_async(_data(1.0), ptr, stream=stream)
+    started = threading.Event()
+    outcomes: list[str] = []
+    queued: list[ar.Completion] = []
+
+    def replay() -> None:
+        started.set()
+        for _ in range(2000):
+            try:
+                queued.append(gpu.launch_graph(graph, stream))
+            except ar.ClosedResourceError as exc:
+                outcomes.append("refused" if "is closed" in str(exc) else repr(exc))
+                return
+        outcomes.append("ran out")
+
+    worker = threading.Thread(target=replay)
+    worker.start()
+    started.wait()
+    while len(queued) < after and not outcomes:
+        time.sleep(0)
+    graph.close()
+    worker.join(timeout=60)
+    assert not worker.is_alive(), "a replay hung against Graph.close()"
+    assert outcomes in (["refused"], ["ran out"]), outcomes
+    for completion in queued:  # every replay that got onto the stream ran whole
+        completion.wait(timeout=60)
+
+
 def free_during(
     gpu: ar.Backend, ptr: ar.DevicePtr, submit: Callable[[], ar.Completion], after: int = 0
 ) -> None:
