@@ -436,7 +436,11 @@ class Event(_Handle):
         handle: DriverEvent,
         timing: bool,
         defer: Defer,
+        wait_out_submits: Callable[[], None],
     ) -> None:
+        """``defer`` runs a release once the work queued so far is done;
+        ``wait_out_submits`` returns once every submit under way on the
+        backend's streams has reached its stream (``close``)."""
         self.handle = handle
         self.timing = timing
         self._last_stream: Stream | None = None
@@ -444,6 +448,7 @@ class Event(_Handle):
         self.order_point: Completion | None = None
         self._driver = driver
         self._defer = defer
+        self._wait_out_submits = wait_out_submits
         super().__init__(backend, resources, functools.partial(driver.event_destroy, handle))
 
     def __repr__(self) -> str:
@@ -472,9 +477,13 @@ class Event(_Handle):
         """Destroy the event (idempotent); same as ``backend.destroy_event(event)``.
 
         Queued work that records it still runs: the driver event goes once
-        the work queued so far has finished.
+        the work queued so far has finished.  A record or a wait on it that
+        another thread has begun is on its stream before that (its stream
+        checks the event again under its lock), or raises
+        :class:`ClosedResourceError`.
         """
         if self._claim():
+            self._wait_out_submits()
             self._defer(functools.partial(self._driver.event_destroy, self.handle))
 
     def release(self) -> None:

@@ -112,7 +112,13 @@ class Objects:
         state = self._state
         handle = self._driver.event_create(timing)
         return Event(
-            self._owner, state.resources, self._driver, handle, timing, state.after_queued_work
+            self._owner,
+            state.resources,
+            self._driver,
+            handle,
+            timing,
+            state.after_queued_work,
+            state.wait_out_submits,
         )
 
     def record_event(self, event: Event, stream: Stream | None) -> None:
@@ -124,6 +130,7 @@ class Objects:
             raise CaptureError(f"{fn}: recording events inside a capture is not supported")
         with st.state.lock:
             st.check_accepting(fn)
+            event.check_open(fn)  # closed by another thread since its check (Event.close)
             st.state.flush_tail()  # the event stands behind an op it can name (order_point)
             self._driver.event_record(event.handle, st.handle)
             event.note_recorded(st)
@@ -145,6 +152,7 @@ class Objects:
             raise CaptureError(f"{fn}: cross-stream waits inside a capture are not supported")
         with st.state.lock:
             st.check_accepting(fn)
+            event.check_open(fn)  # closed by another thread since its check (Event.close)
             st.state.flush_tail()  # its marker must not wait for the other stream too
             if peer is None:
                 self._driver.stream_wait_event(st.handle, event.handle)

@@ -8,8 +8,9 @@ no hang, and a backend closed after its failure was seen raises nothing.
 It also frees a pointer while another thread launches on it (issue 32):
 each launch either runs on live memory or is refused, with no device fault
 and no byte lost, in the ledger or the driver; and closes a graph while
-another thread replays it: each replay runs before the destroy or is
-refused, never a driver call on a destroyed graph.
+another thread replays it, or an event while another thread records it or
+waits on it: each runs before the destroy or is refused, never a driver
+call on a destroyed graph or event.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from tests.conformance.test_stream_order import (
     N,
     _close_race_round,
     _open,
+    event_close_during,
     free_during,
     graph_close_during,
 )
@@ -111,3 +113,25 @@ def test_graph_close_against_replays_many_rounds(kind: str) -> None:
         gpu.free(ptr)
     finally:
         gpu.close()  # raises any error no one saw
+
+
+#: Half a graph's rounds: each backend runs two uses.
+_EVENT_ROUNDS = {kind: rounds // 2 for kind, rounds in _GRAPH_ROUNDS.items()}
+
+
+@pytest.mark.parametrize("use", ["record", "wait"])
+@pytest.mark.parametrize("kind", list(_EVENT_ROUNDS))
+@pytest.mark.usefixtures("busy_neighbour")
+def test_event_close_against_records_and_waits_many_rounds(kind: str, use: str) -> None:
+    """Before the close waited them out, 30% of record rounds on cuda-sim recorded a
+    destroyed event (cuEventRecord's invalid-handle error; on a GPU, a use after free)."""
+    gpu = _open(kind)
+    try:
+        ptr = gpu.alloc(NBYTES)
+        with gpu.create_stream() as stream, gpu.create_stream() as other:
+            for round_ in range(_EVENT_ROUNDS[kind]):
+                event_close_during(gpu, ptr, stream, other, use, after=round_ % 8)
+            assert gpu.statistics().open_events == 0
+        gpu.free(ptr)
+    finally:
+        gpu.close()

@@ -270,6 +270,100 @@ def graph_close_during(gpu: ar.Backend, ptr: ar.DevicePtr, stream: ar.Stream, af
         completion.wait(timeout=60)
 
 
+@pytest.mark.parametrize("use", ["record", "wait"])
+def test_event_close_against_records_and_waits_from_another_thread(
+    backend_name: str, use: str
+) -> None:
+    """Event.close() is linearized against another thread's records of it and waits on it."""
+    gpu = _open(backend_name)
+    ptr = gpu.alloc(NBYTES)
+    try:
+        with gpu.create_stream() as stream, gpu.create_stream() as other:
+            for round_ in range(20):
+                event_close_during(gpu, ptr, stream, other, use, after=round_ % 4)
+    finally:
+        gpu.free(ptr)
+        gpu.close()
+
+
+@pytest.mark.parametrize("use", ["record", "wait"])
+def test_an_event_closed_after_its_check_is_refused_at_its_stream(
+    backend_name: str, use: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closed between the check and the stream's lock: refused there, with no driver call."""
+    gpu = _open(backend_name)
+    try:
+        with gpu.create_stream() as stream, gpu.create_stream() as other:
+            event = gpu.create_event()
+            event.record(stream)
+            calls: list[object] = []
+            driver: Any = gpu.driver
+            monkeypatch.setattr(driver, "event_record", lambda *a: calls.append(a))
+            monkeypatch.setattr(driver, "stream_wait_event", lambda *a: calls.append(a))
+            accepting = ar.Stream.check_accepting
+
+            def close_first(st: ar.Stream, fn: str) -> None:
+                event.close()  # another thread's close, between the check and the lock
+                accepting(st, fn)
+
+            monkeypatch.setattr(ar.Stream, "check_accepting", close_first)
+            with pytest.raises(ar.ClosedResourceError, match=r"(record_event|wait_event).*closed"):
+                if use == "record":
+                    gpu.record_event(event, other)
+                else:
+                    gpu.stream_wait_event(other, event)
+            monkeypatch.undo()
+            assert calls == []
+            stream.synchronize().wait(timeout=60)
+    finally:
+        gpu.close()
+
+
+def event_close_during(
+    gpu: ar.Backend,
+    ptr: ar.DevicePtr,
+    stream: ar.Stream,
+    other: ar.Stream,
+    use: str,
+    after: int,
+) -> None:
+    """Close an event while another thread records it on ``stream`` (``use`` "record") or
+    makes ``other`` wait on it ("wait"), each after a memset: each record or wait is on its
+    stream before the event is destroyed, or raises ClosedResourceError."""
+    event = gpu.create_event()
+    event.record(stream)
+    started = threading.Event()
+    outcomes: list[str] = []
+    done = [0]
+
+    def enqueue() -> None:
+        started.set()
+        for _ in range(2000):
+            try:
+                gpu.memset_async(ptr, 1, NBYTES, stream=stream)
+                if use == "record":
+                    gpu.record_event(event, stream)
+                else:
+                    gpu.stream_wait_event(other, event)
+                done[0] += 1
+            except ar.ClosedResourceError as exc:
+                outcomes.append("refused" if "is closed" in str(exc) else repr(exc))
+                return
+        outcomes.append("ran out")
+
+    worker = threading.Thread(target=enqueue)
+    worker.start()
+    started.wait()
+    while done[0] < after and not outcomes:
+        time.sleep(0)
+    event.close()
+    worker.join(timeout=60)
+    assert not worker.is_alive(), "a record or wait hung against Event.close()"
+    assert outcomes in (["refused"], ["ran out"]), outcomes
+    for st in (stream, other):  # nothing queued failed: no call on a destroyed event
+        st.synchronize().wait(timeout=60)
+
+
 def free_during(
     gpu: ar.Backend, ptr: ar.DevicePtr, submit: Callable[[], ar.Completion], after: int = 0
 ) -> None:
