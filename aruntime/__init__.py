@@ -30,8 +30,9 @@ from ._exceptions import (
     StoreHazardError,
 )
 from ._gather import gather
-from ._handles import Event, Graph, Kernel, Module, Stream
+from ._handles import Event, Graph, Stream
 from ._memory import Allocation, DevicePtr, HostBuffer
+from ._modules import Kernel, Module
 from ._pool import DevicePool, open_pool
 from ._registry import (
     BACKEND_NAMES,

@@ -36,10 +36,11 @@ from ._compute import ComputeOps
 from ._driver import DeviceInfo, DeviceLimits, Driver
 from ._exceptions import AruntimeError, CaptureError, InvalidArgumentError
 from ._graphs import Graphs
-from ._handles import Event, Graph, Kernel, Module, Stream
+from ._handles import Event, Graph, Stream
 from ._interop import foreign_stream_handle
 from ._ledger import AllocKind, Ledger
 from ._memory import Allocation, DevicePtr, HostBuffer
+from ._modules import Kernel, Module
 from ._objects import Objects
 from ._op import OpKind
 from ._ops import Ops

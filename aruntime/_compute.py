@@ -31,8 +31,9 @@ import numpy as np
 
 from ._completion import Completion
 from ._exceptions import InvalidArgumentError
-from ._handles import Kernel, Module, Stream
+from ._handles import Stream
 from ._memory import DevicePtr
+from ._modules import Kernel, Module
 from ._objects import Objects
 from ._state import BackendState
 from ._validate import check_count

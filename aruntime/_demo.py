@@ -34,8 +34,9 @@ import numpy as np
 from ._backend import Backend
 from ._completion import Completion
 from ._exceptions import NotSupportedError
-from ._handles import Event, Kernel, Stream
+from ._handles import Event, Stream
 from ._memory import DevicePtr, HostBuffer
+from ._modules import Kernel
 
 __all__ = ["DemoConfig", "DemoResult", "RunTimes", "StageTotals", "run_demo"]
 

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from ._callsite import user_frame, warn_at
 from ._completion import Completion, born_captured, born_done
-from ._driver import Driver, DriverEvent, DriverFunction, DriverGraph, DriverModule, DriverStream
+from ._driver import Driver, DriverEvent, DriverGraph, DriverStream
 from ._exceptions import ClosedResourceError, DriverError, InvalidArgumentError, NotSupportedError
 from ._ledger import Entry, unpin
 from ._op import Op, OpKind, Range
@@ -37,8 +37,6 @@ __all__ = [
     "GraphBody",
     "HandleOwner",
     "HazardHook",
-    "Kernel",
-    "Module",
     "Stream",
     "SubmitPolicy",
 ]
@@ -679,53 +677,3 @@ class Graph(_Handle):
 
 def _now(release: Callable[[], None]) -> None:
     release()
-
-
-class Module(_Handle):
-    """A loaded module image.  Unloaded when its backend closes."""
-
-    _kind = "module"
-
-    def __init__(
-        self,
-        backend: HandleOwner,
-        resources: Resources,
-        driver: Driver,
-        name: str,
-        handle: DriverModule,
-    ) -> None:
-        self.name = name
-        self.handle = handle
-        self._driver = driver
-        super().__init__(backend, resources, None)  # the backend's name index holds it
-
-    def __repr__(self) -> str:
-        return f"<module {getattr(self, 'name', '?')!r}>"
-
-    def release(self) -> None:
-        """The backend is closing: unload the module."""
-        if self._claim():
-            self._driver.module_unload(self.handle)
-
-
-class Kernel:
-    """A function in a loaded module, ready to ``launch``."""
-
-    __slots__ = ("handle", "module", "name", "owner", "signatures")
-
-    def __init__(self, module: Module, name: str, handle: DriverFunction) -> None:
-        self.module = module
-        self.name = name
-        self.handle = handle
-        #: The backend that may launch it (its module's), kept for the check on every launch.
-        self.owner = module.backend
-        #: Argument types already checked once -> where the pointers are (see _ops).
-        self.signatures: dict[tuple[type, ...], tuple[int, ...]] = {}
-
-    @property
-    def backend(self) -> HandleOwner:
-        """The backend whose module holds this kernel (only it may ``launch`` the kernel)."""
-        return self.module.backend
-
-    def __repr__(self) -> str:
-        return f"<kernel {self.module.name}.{self.name}>"

@@ -15,7 +15,8 @@ import numpy as np
 
 from ._driver import Driver, DriverStream
 from ._exceptions import CaptureError, InvalidArgumentError
-from ._handles import Event, Kernel, Module, Stream, SubmitPolicy
+from ._handles import Event, Stream, SubmitPolicy
+from ._modules import Kernel, Module
 from ._peer import peer_driver
 from ._state import BackendState
 from ._streamstate import StreamState

@@ -27,9 +27,10 @@ from ._completion import Completion
 from ._driver import DeviceLimits, Driver, LaunchConfig
 from ._enqueue import host_viewer, op_front
 from ._exceptions import InvalidArgumentError
-from ._handles import Graph, Kernel, Stream
+from ._handles import Graph, Stream
 from ._ledger import Ledger
 from ._memory import DevicePtr
+from ._modules import Kernel
 from ._objects import Objects
 from ._op import Op, OpKind
 from ._peer_copy import PeerCopies

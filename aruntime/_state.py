@@ -24,8 +24,9 @@ from collections.abc import Callable
 from ._driver import DeviceInfo, DeviceLimits, Driver
 from ._exceptions import ClosedResourceError, DriverError
 from ._fork import forked_error
-from ._handles import Event, Graph, HandleOwner, Module, Stream
+from ._handles import Event, Graph, HandleOwner, Stream
 from ._ledger import REDZONE_BYTES, Ledger, redzones_enabled
+from ._modules import Module
 from ._protocols import Owner
 from ._racecheck import RaceCheck
 from ._resources import Resources

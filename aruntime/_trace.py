@@ -49,7 +49,8 @@ from ._driver import DeviceInfo, Driver, DriverEvent, DriverStream
 from ._exceptions import AruntimeError, InvalidArgumentError
 
 if TYPE_CHECKING:
-    from ._handles import Kernel, Stream
+    from ._handles import Stream
+    from ._modules import Kernel
 
 __all__ = ["Trace", "TraceSpan", "Tracing", "trace_env_path"]
 
