@@ -146,6 +146,8 @@ class Objects:
             # Another device's event: legal between devices of one driver.
             peer = peer_driver(self._owner, event.backend, fn, "the event")
             event.check_open(fn)
+            # Its close must wait out this wait too (BackendState.wait_out_submits).
+            event.backend._state.add_peer_user(self._state)  # type: ignore[attr-defined]
         else:
             peer = None
             self.check_event(event, fn)

@@ -97,7 +97,8 @@ class BackendState:
             return list(self.waiters)
 
     def add_peer_user(self, peer: BackendState) -> None:
-        """``peer``'s streams have queued peer copies of this device's memory."""
+        """``peer``'s streams have queued peer copies of this device's memory, or waits on
+        its events."""
         with self.lock:
             self.peer_users.add(peer)
 
@@ -116,11 +117,15 @@ class BackendState:
         ledger entry ``freed``, a graph closed) that each stream checks again
         under its lock: an op that checked it before either reached its
         stream first, and what is queued after that waits for it, or is
-        refused there.
+        refused there.  A peer's streams count too: they copy this device's
+        memory and wait on its events.
         """
-        for stream in self.open_streams():
-            stream.state.acquire()
-            stream.state.release()
+        with self.lock:
+            peers = list(self.peer_users)
+        for state in (self, *peers):
+            for stream in state.open_streams():
+                stream.state.acquire()
+                stream.state.release()
 
     def after_queued_work(self, release: Callable[[], None]) -> None:
         """Run ``release`` once every op queued so far, on every stream, has finished."""

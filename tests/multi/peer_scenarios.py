@@ -8,6 +8,8 @@ tests/multi/test_peer.py starts one process per case).  Prints ``OK``.
 from __future__ import annotations
 
 import sys
+import threading
+import time
 
 import anyio
 import numpy as np
@@ -103,6 +105,53 @@ async def captured(g0: ar.Backend, g1: ar.Backend) -> None:
         g1.free(b1)
 
 
+def _peer_wait_round(
+    g0: ar.Backend, g1: ar.Backend, s0: ar.Stream, s1: ar.Stream, after: int
+) -> None:
+    event = g0.create_event()
+    event.record(s0)
+    started = threading.Event()
+    outcomes: list[str] = []
+    made = [0]
+
+    def wait_on() -> None:
+        started.set()
+        for _ in range(2000):
+            try:
+                g1.stream_wait_event(s1, event)
+            except ar.ClosedResourceError:
+                outcomes.append("refused")
+                return
+            except Exception as exc:
+                outcomes.append(repr(exc))
+                return
+            made[0] += 1
+        outcomes.append("ran out")
+
+    worker = threading.Thread(target=wait_on)
+    worker.start()
+    started.wait()
+    while made[0] < after and not outcomes:
+        time.sleep(0)
+    event.close()
+    worker.join(timeout=60)
+    assert not worker.is_alive(), "a peer wait hung against Event.close()"
+    assert outcomes in (["refused"], ["ran out"]), outcomes
+
+
+async def event_close_against_peer_waits(g0: ar.Backend, g1: ar.Backend) -> None:
+    """Device 0 closes an event while another thread makes device 1's stream wait on it:
+    each wait is made before the event is destroyed, or raises ClosedResourceError."""
+    s0, s1 = g0.create_stream(), g1.create_stream()
+    try:
+        for round_ in range(40):
+            _peer_wait_round(g0, g1, s0, s1, after=round_ % 4)
+            await s1.synchronize()  # no wait failed on a destroyed event
+    finally:
+        s0.close()
+        s1.close()
+
+
 def misuse(g0: ar.Backend, g1: ar.Backend) -> None:
     b1 = g1.alloc(64)
     try:
@@ -130,6 +179,7 @@ async def main(kind: str) -> None:
         await wait_across(g0, g1)
         await free_waits_for_peer(g0, g1)
         await captured(g0, g1)
+        await event_close_against_peer_waits(g0, g1)
         misuse(g0, g1)
 
 
