@@ -94,7 +94,8 @@ def test_free_against_launches_many_rounds(kind: str) -> None:
         gpu.close()  # raises any error no one saw: a fault would show here
 
 
-_GRAPH_ROUNDS = {"mock": 200, "mock-async": 100, "cuda-sim": 300, "levelzero-sim": 300}
+#: At the old code's 12-30% of rounds, a hundred rounds on a sim all but surely catch it.
+_GRAPH_ROUNDS = {"mock": 100, "mock-async": 50, "cuda-sim": 200, "levelzero-sim": 200}
 
 
 @pytest.mark.parametrize("kind", list(_GRAPH_ROUNDS))
