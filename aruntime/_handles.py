@@ -435,10 +435,12 @@ class Event(_Handle):
         timing: bool,
         defer: Defer,
         wait_out_submits: Callable[[], None],
+        add_peer_user: Callable[[Any], None],
     ) -> None:
         """``defer`` runs a release once the work queued so far is done;
         ``wait_out_submits`` returns once every submit under way on the
-        backend's streams has reached its stream (``close``)."""
+        backend's streams, and its peer users', has reached its stream
+        (``close``); ``add_peer_user`` makes another backend one."""
         self.handle = handle
         self.timing = timing
         self._last_stream: Stream | None = None
@@ -447,6 +449,7 @@ class Event(_Handle):
         self._driver = driver
         self._defer = defer
         self._wait_out_submits = wait_out_submits
+        self._add_peer_user = add_peer_user
         super().__init__(backend, resources, functools.partial(driver.event_destroy, handle))
 
     def __repr__(self) -> str:
@@ -461,6 +464,11 @@ class Event(_Handle):
     def recorded(self) -> bool:
         """Whether the event has been recorded at least once (:meth:`record`)."""
         return self._last_stream is not None
+
+    def note_peer_user(self, peer: object) -> None:
+        """Another device's stream is about to wait on this event (``peer``: its backend's
+        state): this event's close waits out that backend's submits too."""
+        self._add_peer_user(peer)
 
     def note_recorded(self, stream: Stream) -> None:
         """The core recorded this event on ``stream`` (called with the stream's lock held).

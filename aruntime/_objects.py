@@ -120,6 +120,7 @@ class Objects:
             timing,
             state.after_queued_work,
             state.wait_out_submits,
+            state.add_peer_user,
         )
 
     def record_event(self, event: Event, stream: Stream | None) -> None:
@@ -146,8 +147,7 @@ class Objects:
             # Another device's event: legal between devices of one driver.
             peer = peer_driver(self._owner, event.backend, fn, "the event")
             event.check_open(fn)
-            # Its close must wait out this wait too (BackendState.wait_out_submits).
-            event.backend._state.add_peer_user(self._state)  # type: ignore[attr-defined]
+            event.note_peer_user(self._state)  # its close must wait out this wait too
         else:
             peer = None
             self.check_event(event, fn)
