@@ -1,7 +1,7 @@
 """Shared test helpers: a backend opened or the test skipped, a gate kernel that
-holds a threaded-mock stream on demand, the tests' own host kernels
-(tests/kernels) built for the software drivers, the loop-stall probe, and the
-software drivers' engine hooks."""
+holds a threaded-mock stream on demand, a close raced against another thread's
+ops, the tests' own host kernels (tests/kernels) built for the software
+drivers, the loop-stall probe, and the software drivers' engine hooks."""
 
 from __future__ import annotations
 
@@ -71,6 +71,46 @@ class Gate:
 
     def open(self) -> None:
         self._event.set()
+
+
+def close_during(
+    submit: Callable[[], object],
+    close: Callable[[], object],
+    refusal: type[Exception],
+    says: str,
+    after: int = 0,
+    hang: str = "an op hung against the close",
+) -> list[object]:
+    """Run ``close`` while another thread calls ``submit`` over and over, once ``after``
+    calls have returned; what the calls returned (the work that reached its stream).
+
+    Each call must return or raise ``refusal`` with ``says`` in its message (the
+    close was first), and the other thread must stop: ``hang`` says otherwise.
+    """
+    started = threading.Event()
+    outcomes: list[str] = []
+    returned: list[object] = []
+
+    def keep_submitting() -> None:
+        started.set()
+        for _ in range(2000):
+            try:
+                returned.append(submit())
+            except refusal as exc:
+                outcomes.append("refused" if says in str(exc) else repr(exc))
+                return
+        outcomes.append("ran out")
+
+    worker = threading.Thread(target=keep_submitting)
+    worker.start()
+    started.wait()
+    while len(returned) < after and not outcomes:
+        time.sleep(0)
+    close()
+    worker.join(timeout=60)
+    assert not worker.is_alive(), hang
+    assert outcomes in (["refused"], ["ran out"]), outcomes
+    return returned
 
 
 def thread_count() -> int:

@@ -10,8 +10,6 @@ mock's injected fault, and on the sims a launch that stores into memory its
 
 from __future__ import annotations
 
-import threading
-import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +19,8 @@ import pytest
 
 import aruntime as ar
 from aruntime.testing import open_test_backend
+
+from ..helpers import close_during
 
 pytestmark = pytest.mark.anyio
 
@@ -183,37 +183,28 @@ def _close_race_round(name: str, target: str, check_hazards: bool = True) -> Non
     gpu = _open(name, check_hazards)
     ptr = gpu.alloc(NBYTES)
     stream = gpu.create_stream()
-    started = threading.Event()
-    outcomes: list[str] = []
-    done: list[ar.Completion] = []
 
-    def enqueue() -> None:
-        started.set()
-        for _ in range(2000):
-            try:
-                done.append(gpu.memset_async(ptr, 1, NBYTES, stream=stream))
-            except ar.ClosedResourceError:
-                outcomes.append("refused")
-                return
-        outcomes.append("ran out")
+    def close() -> None:
+        if target == "stream":
+            stream.close()
+        else:
+            with warnings.catch_warnings():  # ptr is the worker's until close: freed by close
+                warnings.simplefilter("ignore", ResourceWarning)
+                gpu.close()
 
-    worker = threading.Thread(target=enqueue)
-    worker.start()
-    started.wait()
-    if target == "stream":
-        stream.close()
-    else:
-        with warnings.catch_warnings():  # ptr is the worker's until close: freed by close
-            warnings.simplefilter("ignore", ResourceWarning)
-            gpu.close()
-    worker.join(timeout=60)
-    assert not worker.is_alive(), "an enqueue hung against close()"
+    done = close_during(
+        lambda: gpu.memset_async(ptr, 1, NBYTES, stream=stream),
+        close,
+        ar.ClosedResourceError,
+        "",  # whichever closed first, the stream or its backend
+        hang="an enqueue hung against close()",
+    )
     for completion in done:  # each op queued before close ran to the end
+        assert isinstance(completion, ar.Completion)
         completion.wait(timeout=60)
     if target == "stream":
         gpu.free(ptr)
         gpu.close()
-    assert outcomes in (["refused"], ["ran out"])
 
 
 def test_free_against_enqueues_from_another_thread(backend_name: str) -> None:
@@ -243,30 +234,16 @@ def graph_close_during(gpu: ar.Backend, ptr: ar.DevicePtr, stream: ar.Stream, af
     each replay is refused (ClosedResourceError) or runs before the graph is destroyed."""
     with gpu.capture(stream) as graph:
         gpu.copy_h2d_async(_data(1.0), ptr, stream=stream)
-    started = threading.Event()
-    outcomes: list[str] = []
-    queued: list[ar.Completion] = []
-
-    def replay() -> None:
-        started.set()
-        for _ in range(2000):
-            try:
-                queued.append(gpu.launch_graph(graph, stream))
-            except ar.ClosedResourceError as exc:
-                outcomes.append("refused" if "is closed" in str(exc) else repr(exc))
-                return
-        outcomes.append("ran out")
-
-    worker = threading.Thread(target=replay)
-    worker.start()
-    started.wait()
-    while len(queued) < after and not outcomes:
-        time.sleep(0)
-    graph.close()
-    worker.join(timeout=60)
-    assert not worker.is_alive(), "a replay hung against Graph.close()"
-    assert outcomes in (["refused"], ["ran out"]), outcomes
+    queued = close_during(
+        lambda: gpu.launch_graph(graph, stream),
+        graph.close,
+        ar.ClosedResourceError,
+        "is closed",
+        after,
+        "a replay hung against Graph.close()",
+    )
     for completion in queued:  # every replay that got onto the stream ran whole
+        assert isinstance(completion, ar.Completion)
         completion.wait(timeout=60)
 
 
@@ -332,34 +309,22 @@ def event_close_during(
     stream before the event is destroyed, or raises ClosedResourceError."""
     event = gpu.create_event()
     event.record(stream)
-    started = threading.Event()
-    outcomes: list[str] = []
-    done = [0]
 
-    def enqueue() -> None:
-        started.set()
-        for _ in range(2000):
-            try:
-                gpu.memset_async(ptr, 1, NBYTES, stream=stream)
-                if use == "record":
-                    gpu.record_event(event, stream)
-                else:
-                    gpu.stream_wait_event(other, event)
-                done[0] += 1
-            except ar.ClosedResourceError as exc:
-                outcomes.append("refused" if "is closed" in str(exc) else repr(exc))
-                return
-        outcomes.append("ran out")
+    def memset_then_use() -> None:
+        gpu.memset_async(ptr, 1, NBYTES, stream=stream)
+        if use == "record":
+            gpu.record_event(event, stream)
+        else:
+            gpu.stream_wait_event(other, event)
 
-    worker = threading.Thread(target=enqueue)
-    worker.start()
-    started.wait()
-    while done[0] < after and not outcomes:
-        time.sleep(0)
-    event.close()
-    worker.join(timeout=60)
-    assert not worker.is_alive(), "a record or wait hung against Event.close()"
-    assert outcomes in (["refused"], ["ran out"]), outcomes
+    close_during(
+        memset_then_use,
+        event.close,
+        ar.ClosedResourceError,
+        "is closed",
+        after,
+        "a record or wait hung against Event.close()",
+    )
     for st in (stream, other):  # nothing queued failed: no call on a destroyed event
         st.synchronize().wait(timeout=60)
 
@@ -369,30 +334,16 @@ def free_during(
 ) -> None:
     """Free ``ptr`` while another thread submits ops on it (``submit``), once ``after``
     of them are queued: each op is refused or runs on live memory, and nothing hangs."""
-    started = threading.Event()
-    outcomes: list[str] = []
-    queued: list[ar.Completion] = []
-
-    def enqueue() -> None:
-        started.set()
-        for _ in range(2000):
-            try:
-                queued.append(submit())
-            except ar.InvalidArgumentError as exc:
-                outcomes.append("refused" if "was freed" in str(exc) else repr(exc))
-                return
-        outcomes.append("ran out")
-
-    worker = threading.Thread(target=enqueue)
-    worker.start()
-    started.wait()
-    while len(queued) < after and not outcomes:
-        time.sleep(0)
-    gpu.free(ptr)
-    worker.join(timeout=60)
-    assert not worker.is_alive(), "an enqueue hung against free()"
-    assert outcomes in (["refused"], ["ran out"]), outcomes
+    queued = close_during(
+        submit,
+        lambda: gpu.free(ptr),
+        ar.InvalidArgumentError,
+        "was freed",
+        after,
+        "an enqueue hung against free()",
+    )
     for completion in queued:  # every op that got onto the stream ran on live memory
+        assert isinstance(completion, ar.Completion)
         completion.wait(timeout=60)
 
 

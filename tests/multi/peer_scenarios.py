@@ -1,6 +1,7 @@
 """Peer copies and cross-device ordering on two sim devices, run in a fresh process.
 
-``python peer_scenarios.py KIND LOOP`` with ``ARUNTIME_SIM_DEVICES=2`` and
+``python peer_scenarios.py KIND LOOP`` with ``ARUNTIME_SIM_DEVICES=2``, the
+repository root on ``PYTHONPATH`` (for ``tests.helpers``) and
 ``ARUNTIME_SIM_COPY_GBPS`` set low (the sims read their knobs at load, so
 tests/multi/test_peer.py starts one process per case).  Prints ``OK``.
 """
@@ -8,13 +9,12 @@ tests/multi/test_peer.py starts one process per case).  Prints ``OK``.
 from __future__ import annotations
 
 import sys
-import threading
-import time
 
 import anyio
 import numpy as np
 
 import aruntime as ar
+from tests.helpers import close_during
 
 N = 1 << 20  # the payload: 1 MiB
 STALL = 8 << 20  # a copy that keeps device 0's copy engine busy first
@@ -110,33 +110,14 @@ def _peer_wait_round(
 ) -> None:
     event = g0.create_event()
     event.record(s0)
-    started = threading.Event()
-    outcomes: list[str] = []
-    made = [0]
-
-    def wait_on() -> None:
-        started.set()
-        for _ in range(2000):
-            try:
-                g1.stream_wait_event(s1, event)
-            except ar.ClosedResourceError:
-                outcomes.append("refused")
-                return
-            except Exception as exc:
-                outcomes.append(repr(exc))
-                return
-            made[0] += 1
-        outcomes.append("ran out")
-
-    worker = threading.Thread(target=wait_on)
-    worker.start()
-    started.wait()
-    while made[0] < after and not outcomes:
-        time.sleep(0)
-    event.close()
-    worker.join(timeout=60)
-    assert not worker.is_alive(), "a peer wait hung against Event.close()"
-    assert outcomes in (["refused"], ["ran out"]), outcomes
+    close_during(
+        lambda: g1.stream_wait_event(s1, event),
+        event.close,
+        ar.ClosedResourceError,
+        "is closed",
+        after,
+        "a peer wait hung against Event.close()",
+    )
 
 
 async def event_close_against_peer_waits(g0: ar.Backend, g1: ar.Backend) -> None:
