@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,17 @@ def _download(driver: CudaDriver, address: int, n: int, stream: DriverStream) ->
     finally:
         view.release()
         driver.host_free(host)
+
+
+def _fails_alike(direct: Callable[[], object], method: Callable[[], object]) -> ar.DriverError:
+    """The DirectCall's error, after checking the Python method raises the same one."""
+    with pytest.raises(ar.DriverError) as by_c:
+        direct()
+    with pytest.raises(ar.DriverError) as by_method:
+        method()
+    assert type(by_c.value) is type(by_method.value)
+    assert str(by_c.value) == str(by_method.value)
+    return by_c.value
 
 
 def _child(code: str, **env: str) -> str:
@@ -203,14 +214,12 @@ def test_a_failed_replay_raises_what_the_method_raises(driver: CudaDriver) -> No
     stream = driver.stream_create(0)
     try:
         assert graph.direct == bogus
-        with pytest.raises(ar.DriverError) as direct:
-            driver.graph_launch(graph, stream)  # type: ignore[arg-type]
-        with pytest.raises(ar.DriverError) as method:
-            CudaDriver.graph_launch(driver, graph, stream)  # type: ignore[arg-type]
-        assert type(direct.value) is type(method.value)
-        assert str(direct.value) == str(method.value)
-        assert direct.value.function == "cuGraphLaunch"
-        assert direct.value.name == "CUDA_ERROR_INVALID_HANDLE"
+        error = _fails_alike(
+            lambda: driver.graph_launch(graph, stream),  # type: ignore[arg-type]
+            lambda: CudaDriver.graph_launch(driver, graph, stream),  # type: ignore[arg-type]
+        )
+        assert error.function == "cuGraphLaunch"
+        assert error.name == "CUDA_ERROR_INVALID_HANDLE"
     finally:
         driver.stream_destroy(stream)
 
@@ -247,14 +256,12 @@ def test_a_failed_call_raises_what_the_method_raises(driver: CudaDriver) -> None
     stream = driver.stream_create(0)
     nowhere = 0x1234  # no allocation: the sim refuses it at the call
     try:
-        with pytest.raises(ar.DriverError) as direct:
-            driver.memset_d8(nowhere, 1, 16, stream)
-        with pytest.raises(ar.DriverError) as method:
-            _CopyOps.memset_d8(driver, nowhere, 1, 16, stream)
-        assert type(direct.value) is type(method.value)
-        assert str(direct.value) == str(method.value)
-        assert direct.value.name == "CUDA_ERROR_INVALID_VALUE"
-        assert direct.value.function == "cuMemsetD8Async"
+        error = _fails_alike(
+            lambda: driver.memset_d8(nowhere, 1, 16, stream),
+            lambda: _CopyOps.memset_d8(driver, nowhere, 1, 16, stream),
+        )
+        assert error.name == "CUDA_ERROR_INVALID_VALUE"
+        assert error.function == "cuMemsetD8Async"
     finally:
         driver.stream_destroy(stream)
 
@@ -525,12 +532,11 @@ def test_a_failed_launch_raises_what_the_method_raises(
     good = LaunchConfig((1, 1, 1), (1, 1, 1), 0)
     CudaDriver.launch(driver, function, good, _mix_args(0, ptr), stream)
     empty = LaunchConfig((0, 1, 1), (1, 1, 1), 0)  # the core never sends one: the sim refuses it
-    with pytest.raises(ar.DriverError) as direct:
-        driver.launch(function, empty, _mix_args(0, ptr), stream)
-    with pytest.raises(ar.DriverError) as method:
-        CudaDriver.launch(driver, function, empty, _mix_args(0, ptr), stream)
-    assert str(direct.value) == str(method.value)
-    assert direct.value.function == "cuLaunchKernel"
+    error = _fails_alike(
+        lambda: driver.launch(function, empty, _mix_args(0, ptr), stream),
+        lambda: CudaDriver.launch(driver, function, empty, _mix_args(0, ptr), stream),
+    )
+    assert error.function == "cuLaunchKernel"
 
 
 async def test_launches_through_the_backend_store_every_value(anyio_backend: str) -> None:
