@@ -133,28 +133,20 @@ class Allocator:
         """Out of the ledger and the registry; True for the one caller that frees it.
 
         From here ``Stream.submit`` refuses an op that uses the entry (it
-        checks ``freed`` under the stream's lock): see :meth:`_after_submits`.
+        checks ``freed`` under the stream's lock): with
+        ``BackendState.wait_out_submits`` after it, a free is linearized
+        against other threads' enqueues.
         """
         entry.freed = True
         self._ledger.remove(entry.alloc_id)
         return entry.detach()
-
-    def _after_submits(self) -> None:
-        """Wait out every submit under way on this backend's streams (call holding no stream lock).
-
-        With :meth:`_forget` before it, a free is linearized against other
-        threads' enqueues: an op that checked the pointer before the free
-        either reached its stream first (and the release waits for it, being
-        queued after it) or is refused at its stream.
-        """
-        self._state.wait_out_submits()
 
     def free(self, fn: str, ptr: DevicePtr, kinds: tuple[AllocKind, ...]) -> None:
         self._state.check_open(fn)
         entry = self._freeable(fn, ptr, kinds)
         if not self._forget(entry) or entry.free_memory is None:
             return
-        self._after_submits()
+        self._state.wait_out_submits()
         if self._state.hazards is not None:  # released behind all queued work: nothing races
             self._state.hazards.forget(Space.DEVICE, entry.address, entry.nbytes)
         if not park(entry, entry.free_memory):  # a live graph uses it: released at its destroy
