@@ -11,6 +11,7 @@ case the C must not take reaches the method.
 
 from __future__ import annotations
 
+import gc
 import sys
 from collections.abc import Callable, Iterator
 from types import FrameType
@@ -88,18 +89,28 @@ def _sync(drv: ZeDriver, stream: DriverStream) -> None:
 
 
 def _python_frames(fn: Callable[[], object]) -> list[str]:
-    """The Python functions ``fn()`` ran, by name (``fn``'s own frame left out)."""
+    """The Python functions ``fn()`` ran, by name (``fn``'s own frame left out).
+
+    With the collector held off: a collection that an allocation in ``fn``
+    happens to start runs weakref callbacks (``WeakSet._remove``) of other
+    tests' garbage, which are not ``fn``'s.
+    """
     seen: list[str] = []
 
     def profile(frame: FrameType, event: str, arg: Any) -> None:
         if event == "call":
             seen.append(frame.f_code.co_name)
 
+    gc.collect()
+    collecting = gc.isenabled()
+    gc.disable()
     sys.setprofile(profile)
     try:
         fn()
     finally:
         sys.setprofile(None)
+        if collecting:
+            gc.enable()
     return seen[1:]
 
 
