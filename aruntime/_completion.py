@@ -101,6 +101,8 @@ class Completion:
     Awaiting a pending op first asks the driver, once and without blocking,
     whether it is already done, and if so finishes it (and the done ops
     queued before it on its stream) on the awaiting thread: see _waiter.py.
+    The stream's unmarked last op is asked about after the await's first
+    loop step instead (:meth:`_await_tail`).
 
     A Completion of an op recorded during graph capture never runs: awaiting
     it, or calling :meth:`wait`, raises :class:`CaptureError`.
@@ -276,7 +278,7 @@ class Completion:
         if self._state == _PENDING:
             hooks = self._hooks
             if hooks is not None:
-                if hooks.tail is self and AWAIT_SPIN_S > 0.0 and not hooks.probe_tail(self):
+                if hooks.tail is self and AWAIT_SPIN_S > 0.0:
                     return self._await_tail(hooks)
                 if hooks.tail is self:
                     hooks.mark_tail(self)  # often finishes it: the device is past it
@@ -300,7 +302,11 @@ class Completion:
 
         As a user's polling loop would: the stream itself is asked at each
         loop step (``probe_tail``: one query), with no marker recorded and
-        no waiter involved, for the spin window (DESIGN.md 6.3).  Once the
+        no waiter involved, for the spin window (DESIGN.md 6.3).  The first
+        ask comes after the first loop step, not before it: an await is a
+        checkpoint either way, and a tail awaited right after its enqueue
+        (a launch, above all) is rarely done yet, so an ask before the
+        step would mostly be wasted.  Once the
         op is no longer the unmarked tail (a later op, a synchronize or an
         event record gave it a marker) or the window ends (its marker now),
         it is awaited as any marked op, in what is left of the window.
