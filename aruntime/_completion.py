@@ -64,8 +64,13 @@ def seconds_from_env_us(name: str, default: float) -> float:
 
 
 #: How long an ``await`` of a pending op asks again at each loop step before
-#: it parks (``ARUNTIME_AWAIT_SPIN_US``; 0 parks at once).
-AWAIT_SPIN_S = seconds_from_env_us("ARUNTIME_AWAIT_SPIN_US", 50.0)
+#: it parks (``ARUNTIME_AWAIT_SPIN_US``; 0 parks at once).  500 us: an op
+#: that outlasts the window pays the waiter thread's round trip (about 100 us
+#: on the sims here), which a user's polling loop never pays, and 50 us was
+#: outlasted by a 128-block launch on the sims (1.5x the poller's time, 1.0x
+#: with 500 us); awaiting a 50 ms op still costs the loop thread under 2% of
+#: a core (DESIGN.md 6.3 allows 5%).
+AWAIT_SPIN_S = seconds_from_env_us("ARUNTIME_AWAIT_SPIN_US", 500.0)
 
 #: Numbers Completions in the order their ops were queued (``next`` is atomic
 #: under the GIL): stream order for errors, see StreamState.ordered_error.

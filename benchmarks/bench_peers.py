@@ -24,7 +24,9 @@ backend and loop, against the cheapest way to issue the same op from Python:
   - the tiny launch awaited, one at a time: ``await gpu.launch(...)`` against
     cuda.core's ``launch`` then ``stream.record()`` polled with ``await
     anyio.sleep(0)`` until it is done, and against cuda.core's ``launch`` then
-    ``await anyio.to_thread.run_sync(stream.sync)``.
+    ``await anyio.to_thread.run_sync(stream.sync)``; then the same with 128
+    blocks, an op that lasts about 100 us on the sims (still tiny on a GPU):
+    what the await's spin window is for.
 
 * ``levelzero-sim`` (and ``levelzero``): the same enqueue rows against raw
   calls into the loader through cffi, on the list aruntime's stream appends
@@ -78,6 +80,9 @@ QUICK_ARGV = ["--quick"]
 
 KERNEL = "iota_u32"  # iota_u32(n, start, y): y[i] = start + i, i < n
 THREADS = 32
+#: Blocks of the longer awaited launch: about 100 us on the sims here, past
+#: the 50 us spin window the await had until the thirteenth round.
+LONG_GRID = 128
 COPY_BYTES = 4096
 MEMSET_BYTES = 64
 
@@ -87,6 +92,7 @@ COPY = "4 KiB H2D copy (pinned)"
 MEMSET = "64 B memset"
 GRAPH = "graph replay"
 AWAITED = "awaited launch"
+AWAITED_LONG = f"awaited {LONG_GRID}-block launch"
 MOCK_COPY = "awaited 4 KiB copy"
 
 AR, CORE, BINDINGS, RAW_ZE = "aruntime", "cuda.core", "cuda-bindings", "raw ze (cffi)"
@@ -213,6 +219,9 @@ async def _measure_cuda(
     awaited: dict[str, Callable[[], Awaitable[object]]] = {
         AR: lambda: gpu.launch(kernel, 1, THREADS, args, stream=stream)
     }
+    awaited_long: dict[str, Callable[[], Awaitable[object]]] = {
+        AR: lambda: gpu.launch(kernel, LONG_GRID, THREADS, args, stream=stream)
+    }
     cleanup: list[Callable[[], object]] = []
     shared = gpu.create_stream()  # the peers' (handed out: it marks every aruntime op)
     cleanup.append(shared.close)
@@ -262,12 +271,26 @@ async def _measure_cuda(
             launch(cstream, config, ckernel, *cargs)
             await anyio.to_thread.run_sync(cstream.sync)
 
+        long_config = LaunchConfig(grid=LONG_GRID, block=THREADS)
+
+        async def core_poll_long() -> None:
+            launch(cstream, long_config, ckernel, *cargs)
+            event = cstream.record()
+            while not event.is_done:
+                await anyio.sleep(0)
+
+        async def core_to_thread_long() -> None:
+            launch(cstream, long_config, ckernel, *cargs)
+            await anyio.to_thread.run_sync(cstream.sync)
+
         await gpu.memset_async(out, 0, THREADS * 4, stream=shared)
         core_launch()
         await _check_iota(gpu, shared, out, CORE)
         enqueue[LAUNCH][CORE] = core_launch
         awaited[POLL] = core_poll
         awaited[TO_THREAD] = core_to_thread
+        awaited_long[POLL] = core_poll_long
+        awaited_long[TO_THREAD] = core_to_thread_long
 
         def core_copy() -> None:
             core_dev.copy_from(core_pinned, stream=cstream)
@@ -311,8 +334,9 @@ async def _measure_cuda(
 
             figures = await _enqueue_rounds(contenders, drain, rounds, block)
             rows.append({"section": "enqueue", "op": op_name, **figures})
-        figures = await _await_rounds(awaited, rounds, block)
-        rows.append({"section": "awaited", "op": AWAITED, **figures})
+        for op_name, contenders_awaited in ((AWAITED, awaited), (AWAITED_LONG, awaited_long)):
+            figures = await _await_rounds(contenders_awaited, rounds, block)
+            rows.append({"section": "awaited", "op": op_name, **figures})
         await stream.synchronize()
         await shared.synchronize()
     finally:
