@@ -17,6 +17,7 @@ import abc
 import contextlib
 import functools
 import logging
+import threading
 import weakref
 from collections.abc import Callable, Generator
 from typing import Any, Protocol
@@ -450,6 +451,9 @@ class Event(_Handle):
         self._defer = defer
         self._wait_out_submits = wait_out_submits
         self._add_peer_user = add_peer_user
+        #: Held by a host-side call on the handle (a query, ``elapsed_ms``) from its
+        #: check to its driver call; the close takes it once, to wait such a call out.
+        self.host_lock = threading.Lock()
         super().__init__(backend, resources, functools.partial(driver.event_destroy, handle))
 
     def __repr__(self) -> str:
@@ -483,19 +487,28 @@ class Event(_Handle):
         """Destroy the event (idempotent); same as ``backend.destroy_event(event)``.
 
         Queued work that records it still runs: the driver event goes once
-        the work queued so far has finished.  A record or a wait on it that
-        another thread has begun is on its stream before that (its stream
-        checks the event again under its lock), or raises
+        the work queued so far has finished.  A record of it, a wait on it or
+        an ``event_synchronize`` that another thread has begun is on its
+        stream before that (its stream checks the event again under its
+        lock), and a query or ``elapsed_ms`` under way has asked the driver
+        (they check it again under :attr:`host_lock`); later ones raise
         :class:`ClosedResourceError`.
         """
         if self._claim():
+            self._wait_out_host_calls()
             self._wait_out_submits()
             self._defer(functools.partial(self._driver.event_destroy, self.handle))
 
     def release(self) -> None:
         """The backend is closing, nothing in flight: destroy the event now."""
         if self._claim():
+            self._wait_out_host_calls()
             self._driver.event_destroy(self.handle)
+
+    def _wait_out_host_calls(self) -> None:
+        """Return once a host-side call that saw the event open has made its driver call."""
+        self.host_lock.acquire()
+        self.host_lock.release()
 
     def record(self, stream: Stream | None = None) -> None:
         """Same as ``backend.record_event(event, stream)``: mark ``stream``'s current end.

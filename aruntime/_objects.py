@@ -9,6 +9,7 @@ resolves the ``stream`` argument of every call (None: the default stream).
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, TypeVar
 
 import numpy as np
@@ -171,7 +172,9 @@ class Objects:
         fn = "event_query"
         self._state.check_open(fn)
         self.check_event(event, fn)
-        reached = self._driver.event_query(event.handle)
+        with event.host_lock:  # Event.close waits for it: the handle lives till the query
+            event.check_open(fn)  # closed since the check: its handle may be gone
+            reached = self._driver.event_query(event.handle)
         if self._state.hazards is not None:
             self._state.hazards.event_query(event, reached)
         return reached
@@ -185,11 +188,19 @@ class Objects:
                 raise InvalidArgumentError(f"{fn}: {what} event was created without timing=True")
             if not ev.recorded:
                 raise InvalidArgumentError(f"{fn}: {what} event was never recorded")
-            if not self._driver.event_query(ev.handle):
-                raise InvalidArgumentError(
-                    f"{fn}: {what} event has not completed yet; await it first"
-                )
-        return self._driver.event_elapsed_ms(start.handle, end.handle)
+        # Both handles must outlive the calls: hold both events' host locks, in one
+        # order for every thread (by id), so two elapsed_ms calls cannot deadlock.
+        events = [start] if start is end else sorted((start, end), key=id)
+        with contextlib.ExitStack() as held:
+            for ev in events:
+                held.enter_context(ev.host_lock)
+                ev.check_open(fn)  # closed since the check: its handle may be gone
+            for what, ev in (("start", start), ("end", end)):
+                if not self._driver.event_query(ev.handle):
+                    raise InvalidArgumentError(
+                        f"{fn}: {what} event has not completed yet; await it first"
+                    )
+            return self._driver.event_elapsed_ms(start.handle, end.handle)
 
     def destroy_event(self, event: Event) -> None:
         if not isinstance(event, Event):

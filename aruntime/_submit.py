@@ -596,10 +596,13 @@ class AsyncCompletion(_Policy):
             if not last.subscribe(lambda: finish(reached)):
                 finish(reached)
             return reached
-        completion = Completion(name, state)
         with state.lock:
             if state.refusing:  # closed since: it drains on its own
                 return self.event_synchronize(name, event) if stream.closed else born_done(name)
+            # Closed since the check: the waiter must never wait on a destroyed
+            # handle.  Event.close waits this lock out before it destroys one.
+            event.check_open(name)
+            completion = Completion(name, state)
             state.flush_tail()  # it finishes after the ops queued before it
             state.started_waiter().submit(event.handle, completion, None)
         return completion

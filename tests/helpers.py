@@ -99,6 +99,9 @@ def close_during(
             except refusal as exc:
                 outcomes.append("refused" if says in str(exc) else repr(exc))
                 return
+            except Exception as exc:  # a driver call on a destroyed handle, say
+                outcomes.append(repr(exc))
+                return
         outcomes.append("ran out")
 
     worker = threading.Thread(target=keep_submitting)

@@ -247,11 +247,14 @@ def graph_close_during(gpu: ar.Backend, ptr: ar.DevicePtr, stream: ar.Stream, af
         completion.wait(timeout=60)
 
 
-@pytest.mark.parametrize("use", ["record", "wait"])
-def test_event_close_against_records_and_waits_from_another_thread(
-    backend_name: str, use: str
-) -> None:
-    """Event.close() is linearized against another thread's records of it and waits on it."""
+#: What another thread does with an event while it is closed (event_close_during).
+EVENT_USES = ["record", "wait", "query", "elapsed", "synchronize"]
+
+
+@pytest.mark.parametrize("use", EVENT_USES)
+def test_event_close_against_its_uses_from_another_thread(backend_name: str, use: str) -> None:
+    """Event.close() is linearized against another thread's records of it, waits on it and
+    host-side questions (query, elapsed_ms, event_synchronize)."""
     gpu = _open(backend_name)
     ptr = gpu.alloc(NBYTES)
     try:
@@ -296,6 +299,51 @@ def test_an_event_closed_after_its_check_is_refused_at_its_stream(
         gpu.close()
 
 
+@pytest.mark.parametrize("use", ["query", "elapsed", "synchronize"])
+def test_an_event_closed_after_its_check_is_refused_before_the_driver(
+    backend_name: str, use: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closed right after a host-side call's check: refused before any driver call on it."""
+    gpu = _open(backend_name)
+    try:
+        with gpu.create_stream() as stream:
+            event, end = gpu.create_event(timing=True), gpu.create_event(timing=True)
+            event.record(stream)
+            end.record(stream)
+            stream.synchronize().wait(timeout=60)
+            calls: list[object] = []
+            driver: Any = gpu.driver
+            for name in ("event_query", "event_elapsed_ms"):
+                monkeypatch.setattr(driver, name, lambda *a: calls.append(a))
+            check = ar.Event.check_open
+            closing = [event]
+
+            def check_then_close(ev: ar.Event, fn: str) -> None:
+                check(ev, fn)
+                if closing and ev is closing[0]:
+                    closing.clear()
+                    ev.close()  # another thread's close, right after the check
+
+            monkeypatch.setattr(ar.Event, "check_open", check_then_close)
+            if use == "synchronize" and driver.synchronous:
+                # Work there is done at its enqueue: the wait asks no driver, and is done.
+                assert gpu.event_synchronize(event).done()
+            else:
+                with pytest.raises(ar.ClosedResourceError, match=r"(query|elapsed|synch).*closed"):
+                    if use == "query":
+                        event.query()
+                    elif use == "elapsed":
+                        gpu.elapsed_ms(event, end)
+                    else:
+                        gpu.event_synchronize(event)
+            monkeypatch.undo()
+            assert calls == [] and not closing
+            end.close()
+            stream.synchronize().wait(timeout=60)
+    finally:
+        gpu.close()
+
+
 def event_close_during(
     gpu: ar.Backend,
     ptr: ar.DevicePtr,
@@ -304,27 +352,39 @@ def event_close_during(
     use: str,
     after: int,
 ) -> None:
-    """Close an event while another thread records it on ``stream`` (``use`` "record") or
-    makes ``other`` wait on it ("wait"), each after a memset: each record or wait is on its
-    stream before the event is destroyed, or raises ClosedResourceError."""
-    event = gpu.create_event()
+    """Close an event while another thread uses it, ``use`` being one of :data:`EVENT_USES`:
+    records it on ``stream`` or makes ``other`` wait on it, each after a memset, or asks the
+    host's questions of it (``query``, ``elapsed_ms``, ``event_synchronize``).  Each use
+    reaches the driver before the event is destroyed, or raises ClosedResourceError."""
+    event = gpu.create_event(timing=use == "elapsed")
     event.record(stream)
+    stream.synchronize().wait(timeout=60)  # elapsed_ms needs the record done
 
-    def memset_then_use() -> None:
-        gpu.memset_async(ptr, 1, NBYTES, stream=stream)
+    def use_it() -> object:
         if use == "record":
-            gpu.record_event(event, stream)
-        else:
-            gpu.stream_wait_event(other, event)
+            gpu.memset_async(ptr, 1, NBYTES, stream=stream)
+            return gpu.record_event(event, stream)
+        if use == "wait":
+            gpu.memset_async(ptr, 1, NBYTES, stream=stream)
+            return gpu.stream_wait_event(other, event)
+        if use == "query":
+            return event.query()
+        if use == "elapsed":
+            return gpu.elapsed_ms(event, event)
+        gpu.memset_async(ptr, 1, NBYTES, stream=stream)
+        return gpu.event_synchronize(event)
 
-    close_during(
-        memset_then_use,
+    returned = close_during(
+        use_it,
         event.close,
         ar.ClosedResourceError,
         "is closed",
         after,
-        "a record or wait hung against Event.close()",
+        f"{use} hung against Event.close()",
     )
+    for done in returned:  # a synchronize that got onto its stream finishes, unfailed
+        if isinstance(done, ar.Completion):
+            done.wait(timeout=60)
     for st in (stream, other):  # nothing queued failed: no call on a destroyed event
         st.synchronize().wait(timeout=60)
 
