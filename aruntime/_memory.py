@@ -125,18 +125,18 @@ class DevicePtr:
             )
         return NotImplemented
 
+    def _identity(self) -> tuple[int, int, int, int]:
+        """What equality and the hash compare: the backend (by identity), the range, the
+        allocation it lies in."""
+        return (id(self._backend), self._address, self._nbytes, self._alloc_id)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, DevicePtr):
             return NotImplemented
-        return (
-            self._backend is other._backend
-            and self._address == other._address
-            and self._nbytes == other._nbytes
-            and self._alloc_id == other._alloc_id
-        )
+        return self._identity() == other._identity()
 
     def __hash__(self) -> int:
-        return hash((id(self._backend), self._address, self._nbytes, self._alloc_id))
+        return hash(self._identity())
 
     def __repr__(self) -> str:
         return f"<DevicePtr 0x{self._address:x} nbytes={self._nbytes} on {self._backend.name}>"

@@ -34,6 +34,20 @@ async def test_views_copy_the_right_bytes(backend: ar.Backend) -> None:
     backend.free(ptr)
 
 
+def test_pointers_are_equal_when_they_name_the_same_range(backend: ar.Backend) -> None:
+    ptr, other = backend.alloc(1024), backend.alloc(1024)
+    try:
+        assert ptr[0:1024] == ptr and hash(ptr[0:1024]) == hash(ptr)
+        assert ptr[16:32] == ptr.offset(16)[0:16] and {ptr[16:32], ptr.offset(16)[:16]} == {
+            ptr[16:32]
+        }
+        assert ptr[0:512] != ptr  # the same start, a shorter range
+        assert ptr.offset(16) != ptr and ptr != other and ptr != int(ptr)
+    finally:
+        backend.free(ptr)
+        backend.free(other)
+
+
 async def test_d2d_and_2d_copies(backend: ar.Backend) -> None:
     rows, src_pitch, dst_pitch, width = 5, 64, 48, 40
     src = backend.alloc(rows * src_pitch)
