@@ -239,7 +239,7 @@ class Allocator:
         record.no_views_yet()
         buf._record = record
         free = functools.partial(_free_host, self._driver, record)
-        self._add(alloc_id, AllocKind.HOST, address, n, address, 0, buf, free)
+        record.entry = self._add(alloc_id, AllocKind.HOST, address, n, address, 0, buf, free)
         return buf
 
     def _host_record(self, buf: object, fn: str) -> _HostRecord:
@@ -271,10 +271,16 @@ class Allocator:
         record.freed = True
         for mapped in self._ledger.mapped_views_of(record.alloc_id):
             self._forget(mapped)
-        entry = self._ledger.get(record.alloc_id)
-        if entry is not None and self._forget(entry) and entry.free_memory is not None:
-            if self._state.hazards is not None:
-                self._state.hazards.forget(Space.HOST, record.address, record.nbytes)
+        entry = record.entry  # kept on the record, freed: a copy naming it is refused
+        if entry is None or not self._forget(entry) or entry.free_memory is None:
+            return
+        # A copy that another thread checked before the flag went up is on its
+        # stream once this returns (a later one is refused there): the release
+        # below then waits for it, as free() waits for device memory's users.
+        self._state.wait_out_submits()
+        if self._state.hazards is not None:
+            self._state.hazards.forget(Space.HOST, record.address, record.nbytes)
+        if not park(entry, entry.free_memory):  # a live graph copies to or from it
             self._state.after_queued_work(entry.free_memory)
 
     def host_ptr_to_device(self, buf: HostBuffer) -> DevicePtr:

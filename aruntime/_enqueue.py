@@ -161,7 +161,7 @@ def host_viewer() -> Callable[[object, bool], memoryview | None]:
     if module is None:
         return _no_view
     module.configure_host_view(
-        (np.ndarray, bytearray, bytes, memoryview), HostBuffer, "_record", "freed"
+        (np.ndarray, bytearray, bytes, memoryview), HostBuffer, "_record", "freed", "entry"
     )
     viewer: Callable[[object, bool], memoryview | None] = module.host_view
     return viewer

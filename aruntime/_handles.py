@@ -260,7 +260,7 @@ class Stream(_Handle):
                 raise ClosedResourceError(f"{op.kind.public}: {self!r} is closed")
             for held in op.keepalive:
                 if type(held) is Entry and held.freed:  # freed by another thread since its check
-                    raise InvalidArgumentError(f"{op.kind.public}: {held.handle!r} was freed")
+                    raise InvalidArgumentError(f"{op.kind.public}: {held.described} was freed")
             if state.capturing:
                 return self._capture(op, state)
             if self.hazards is not None:
@@ -578,7 +578,7 @@ def _refusal(kind: OpKind, entry: Entry | Graph) -> Exception:
     """The error of an op whose memory was freed, or whose graph was closed, since its check."""
     if isinstance(entry, Graph):
         return ClosedResourceError(f"{kind.public}: {entry!r} is closed")
-    return InvalidArgumentError(f"{kind.public}: {entry.handle!r} was freed")
+    return InvalidArgumentError(f"{kind.public}: {entry.described} was freed")
 
 
 def _drop_graph(driver: Driver, cell: list[GraphBody | None], defer: Defer) -> None:

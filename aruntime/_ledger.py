@@ -124,6 +124,14 @@ class Entry(_Referable):
         if self.resources is not None:
             self.serial = self.resources.add(self)
 
+    @property
+    def described(self) -> str:
+        """The allocation, for a message: its pointer's repr, or a pinned buffer's place
+        (a HostBuffer's repr is its data)."""
+        if self.kind is AllocKind.HOST:
+            return f"the pinned HostBuffer of {self.nbytes} bytes at 0x{self.address:x}"
+        return repr(self.handle)
+
     def detach(self) -> bool:
         """Take the entry out of the registry; True for the one caller that frees it."""
         return self.resources is None or self.resources.claim(self.serial)

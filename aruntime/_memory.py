@@ -159,7 +159,17 @@ class _HostRecord:
     so it cannot be told from them and is not seen.
     """
 
-    __slots__ = ("address", "alloc_id", "backend", "base", "base_refs", "freed", "nbytes", "views")
+    __slots__ = (
+        "address",
+        "alloc_id",
+        "backend",
+        "base",
+        "base_refs",
+        "entry",
+        "freed",
+        "nbytes",
+        "views",
+    )
 
     def __init__(self, backend: Owner, address: int, nbytes: int, alloc_id: int, base: Any) -> None:
         self.backend = backend
@@ -167,6 +177,10 @@ class _HostRecord:
         self.nbytes = nbytes
         self.alloc_id = alloc_id
         self.freed = False
+        #: The allocation's ledger entry (freed with it, and kept): a host copy
+        #: names it with its device entry, so that a free under way refuses the
+        #: copy at its stream and a graph that captured the copy pins the memory.
+        self.entry: Any = None
         #: HostBuffer views alive now, by id (made at the first view; ndarrays
         #: are not hashable, so not a WeakSet).  A view's entry goes as it dies.
         self.views: dict[int, weakref.ref[HostBuffer]] | None = None

@@ -28,8 +28,8 @@ from ._driver import DeviceLimits, Driver, LaunchConfig
 from ._enqueue import host_viewer, op_front
 from ._exceptions import InvalidArgumentError
 from ._handles import Graph, Stream
-from ._ledger import Ledger
-from ._memory import DevicePtr
+from ._ledger import Entry, Ledger
+from ._memory import DevicePtr, HostBuffer
 from ._modules import Kernel
 from ._objects import Objects
 from ._op import Op, OpKind
@@ -194,7 +194,9 @@ class Ops:
         if n == 0:
             return st.no_op(fn, None)
         call = self._driver.memcpy_h2d
-        return st.enqueue(OpKind.COPY_H2D, call, (view, dst._address), (entry,), (src,), (view,), n)
+        args = (view, dst._address)
+        entries = _with_host_entry(entry, src)
+        return st.enqueue(OpKind.COPY_H2D, call, args, entries, (src,), (view,), n)
 
     def copy_d2h_async(self, src: DeviceMem, dst: Any, stream: Stream | None) -> Completion:
         fn = "copy_d2h_async"
@@ -217,7 +219,8 @@ class Ops:
             return st.no_op(fn, dst)
         call = self._driver.memcpy_d2h
         args = (src._address, view)
-        return st.enqueue(OpKind.COPY_D2H, call, args, (entry,), (dst,), (view,), n, dst)
+        entries = _with_host_entry(entry, dst)
+        return st.enqueue(OpKind.COPY_D2H, call, args, entries, (dst,), (view,), n, dst)
 
     def copy_d2d_async(
         self, src: DeviceMem, dst: DeviceMem, nbytes: int, stream: Stream | None
@@ -394,3 +397,17 @@ class Ops:
             writes=write_ranges,
         )
         return st.submit(op)
+
+
+def _with_host_entry(entry: Entry, host: object) -> tuple[Entry, ...]:
+    """A host copy's ledger entries: its device side's, then a pinned buffer's own.
+
+    Named, the pinned buffer's entry is checked under the stream's lock as the
+    device's is (a ``free_host_pinned`` under way refuses the copy there), and
+    a graph that captures the copy pins it, so the buffer outlives the graph.
+    """
+    if type(host) is HostBuffer:
+        record = host._record
+        if record is not None and record.entry is not None:
+            return (entry, record.entry)
+    return (entry,)

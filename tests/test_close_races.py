@@ -32,6 +32,7 @@ from tests.conformance.test_stream_order import (
     event_close_during,
     free_during,
     graph_close_during,
+    pinned_free_during,
 )
 
 pytestmark = pytest.mark.slow
@@ -139,3 +140,19 @@ def test_event_close_against_its_uses_many_rounds(kind: str, use: str) -> None:
         gpu.free(ptr)
     finally:
         gpu.close()
+
+
+@pytest.mark.parametrize("kind", list(_GRAPH_ROUNDS))
+@pytest.mark.usefixtures("busy_neighbour")
+def test_pinned_free_against_copies_many_rounds(kind: str) -> None:
+    """Before the free waited out the copies under way (and they named the buffer's entry),
+    levelzero-sim refused the free of memory a copy still used (zeMemFree's
+    HANDLE_OBJECT_IN_USE) in 2 of 3 runs of 200 rounds beside a busy process."""
+    gpu = _open(kind)
+    try:
+        with gpu.create_stream() as stream:
+            for round_ in range(_GRAPH_ROUNDS[kind]):
+                pinned_free_during(gpu, stream, after=round_ % 8)
+            assert gpu.live_alloc_count() == 0
+    finally:
+        gpu.close()  # raises any error no one saw

@@ -266,10 +266,21 @@ static int copy_fast(OpFront *self, PyObject *device, PyObject *host, PyObject *
         found_clear(&f); /* a zero count is the Python path's no-op */
         return 0;
     }
+    /* A pinned buffer's own entry too, as _ops._with_host_entry names it: checked
+     * under the stream's lock against a free under way, and pinned by a capture. */
+    PyObject *host_entry = pinned_entry(host);
+    if (host_entry == NULL && PyErr_Occurred()) {
+        PyErr_Clear();
+        found_clear(&f);
+        return 0;
+    }
     PyObject *address = address_of(self, device);
     PyObject *call_args = to_device ? PyTuple_Pack(2, f.view, address)
                                     : PyTuple_Pack(2, address, f.view);
-    PyObject *entries = call_args ? PyTuple_Pack(1, f.entry) : NULL;
+    PyObject *entries = call_args == NULL ? NULL
+                        : host_entry  ? PyTuple_Pack(2, f.entry, host_entry)
+                                      : PyTuple_Pack(1, f.entry);
+    Py_XDECREF(host_entry);
     PyObject *held = entries ? PyTuple_Pack(1, host) : NULL;
     PyObject *views = held ? PyTuple_Pack(1, f.view) : NULL;
     *out = NULL;

@@ -22,16 +22,17 @@ static struct {
     PyObject *pinned; /* HostBuffer */
     PyObject *record; /* "_record": a HostBuffer's record, None for ordinary memory */
     PyObject *freed;  /* "freed": the record's flag */
+    PyObject *entry;  /* "entry": the record's ledger entry */
 } config;
 
-/* config.record and config.freed, read in place where they are slots. */
-static SlotCache record_of, freed_of;
+/* config.record, config.freed and config.entry, read in place where they are slots. */
+static SlotCache record_of, freed_of, entry_of;
 
 PyObject *configure_host_view(PyObject *module, PyObject *args)
 {
-    PyObject *plain, *pinned, *record, *freed;
-    if (!PyArg_ParseTuple(args, "O!O!UU:configure_host_view", &PyTuple_Type, &plain,
-                          &PyType_Type, &pinned, &record, &freed))
+    PyObject *plain, *pinned, *record, *freed, *entry;
+    if (!PyArg_ParseTuple(args, "O!O!UUU:configure_host_view", &PyTuple_Type, &plain,
+                          &PyType_Type, &pinned, &record, &freed, &entry))
         return NULL;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(plain); i++) {
         if (!PyType_Check(PyTuple_GET_ITEM(plain, i))) {
@@ -43,9 +44,25 @@ PyObject *configure_host_view(PyObject *module, PyObject *args)
     Py_XSETREF(config.pinned, Py_NewRef(pinned));
     Py_XSETREF(config.record, Py_NewRef(record));
     Py_XSETREF(config.freed, Py_NewRef(freed));
+    Py_XSETREF(config.entry, Py_NewRef(entry));
     Py_CLEAR(record_of.type); /* the names may be new */
     Py_CLEAR(freed_of.type);
+    Py_CLEAR(entry_of.type);
     Py_RETURN_NONE;
+}
+
+PyObject *pinned_entry(PyObject *obj)
+{
+    if (config.pinned == NULL || (PyObject *)Py_TYPE(obj) != config.pinned)
+        return NULL;
+    PyObject *record = slot_attr(&record_of, obj, config.record);
+    PyObject *entry = NULL;
+    if (record != NULL && record != Py_None)
+        entry = slot_attr(&entry_of, record, config.entry);
+    Py_XDECREF(record);
+    if (entry == Py_None)
+        Py_CLEAR(entry);
+    return entry;
 }
 
 /* 1: a live HostBuffer or a plain type; 0: as_host_view must look (-1 never). */

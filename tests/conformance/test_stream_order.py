@@ -407,6 +407,104 @@ def free_during(
         completion.wait(timeout=60)
 
 
+def test_pinned_free_against_copies_from_another_thread(backend_name: str) -> None:
+    """free_host_pinned() is linearized against another thread's copies of the buffer."""
+    gpu = _open(backend_name)
+    try:
+        with gpu.create_stream() as stream:
+            for round_ in range(20):
+                pinned_free_during(gpu, stream, after=round_ % 4)
+    finally:
+        gpu.close()  # raises any error no one saw (levelzero-sim: a free of memory in use)
+
+
+def pinned_free_during(gpu: ar.Backend, stream: ar.Stream, after: int) -> None:
+    """Free a pinned buffer while another thread copies it to the device and back, once
+    ``after`` copies are queued: each copy is refused, or reaches the driver (and ends)
+    before the memory goes back to it."""
+    buf = gpu.alloc_host_pinned(NBYTES)
+    dev = gpu.alloc(NBYTES)
+    driver: Any = gpu.driver
+    gone: set[int] = set()  # the host addresses freed in the driver, and not handed out again
+    late: list[str] = []  # copies that reached the driver after their memory went back
+    real = {name: getattr(driver, name) for name in ("host_free", "memcpy_h2d", "memcpy_d2h")}
+
+    def host_free(address: int, *rest: Any) -> Any:
+        gone.add(address)
+        return real["host_free"](address, *rest)
+
+    def checked(name: str, view_at: int) -> Callable[..., Any]:
+        def copy(*args: Any) -> Any:
+            if np.frombuffer(args[view_at], np.uint8).ctypes.data in gone:
+                late.append(name)
+            return real[name](*args)
+
+        return copy
+
+    driver.host_free = host_free
+    driver.memcpy_h2d, driver.memcpy_d2h = checked("memcpy_h2d", 0), checked("memcpy_d2h", 1)
+    turn = [0]
+
+    def copy() -> ar.Completion:
+        turn[0] += 1
+        if turn[0] % 2:
+            return gpu.copy_h2d_async(buf, dev, stream=stream)
+        return gpu.copy_d2h_async(dev, buf, stream=stream)
+
+    try:
+        queued = close_during(
+            copy,
+            lambda: gpu.free_host_pinned(buf),
+            ar.InvalidArgumentError,
+            "freed",
+            after,
+            "a copy hung against free_host_pinned()",
+        )
+        for completion in queued:  # every copy that got onto the stream ran on live memory
+            assert isinstance(completion, ar.Completion)
+            completion.wait(timeout=60)
+        stream.synchronize().wait(timeout=60)
+        assert late == []
+    finally:
+        for name in real:
+            delattr(driver, name)  # the class's methods again
+        gpu.free(dev)
+
+
+def test_a_pinned_buffer_a_graph_copies_is_freed_with_the_graph(backend_name: str) -> None:
+    """free_host_pinned() of a buffer a live graph copies from: the memory stays till the
+    graph goes, as device memory freed under a graph does, and its replays read it."""
+    gpu = _open(backend_name)
+    try:
+        with gpu.create_stream() as stream:
+            buf = gpu.alloc_host_pinned(NBYTES)
+            buf.view(np.float32)[:] = 3.0
+            dev = gpu.alloc(NBYTES)
+            with gpu.capture(stream) as graph:
+                gpu.copy_h2d_async(buf, dev, stream=stream)
+            freed: list[int] = []
+            driver: Any = gpu.driver
+            host_free = driver.host_free
+
+            def record_free(address: int, *rest: Any) -> Any:
+                freed.append(address)
+                return host_free(address, *rest)
+
+            driver.host_free = record_free
+            gpu.free_host_pinned(buf)
+            gpu.launch_graph(graph, stream).wait(timeout=60)
+            assert freed == []  # the graph still copies from it
+            out = gpu.copy_d2h_async(dev, np.zeros(N, np.float32), stream=stream).wait(60)
+            assert (out == 3.0).all()
+            graph.close()
+            stream.synchronize().wait(timeout=60)
+            assert len(freed) == 1  # released with the graph, once its replays are done
+            del driver.host_free
+            gpu.free(dev)
+    finally:
+        gpu.close()
+
+
 def _free_race_round(name: str) -> None:
     gpu = _open(name)
     ptr = gpu.alloc(NBYTES)
