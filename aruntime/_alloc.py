@@ -304,7 +304,10 @@ class Allocator:
                 alloc_id = new_alloc_id()
                 ptr = DevicePtr(self._owner, base, record.nbytes, alloc_id)
                 kind = AllocKind.MAPPED
-                self._add(alloc_id, kind, base, record.nbytes, base, 0, ptr, None, record.alloc_id)
+                entry = self._add(
+                    alloc_id, kind, base, record.nbytes, base, 0, ptr, None, record.alloc_id
+                )
+                entry.backing = record.entry
         return ptr.offset(offset)[: buf.nbytes]
 
     # -- the ledger's bulk operations ------------------------------------------------------

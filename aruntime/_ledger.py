@@ -115,6 +115,9 @@ class Entry(_Referable):
     parked: Callable[[], None] | None = None
     free_memory: Callable[[], None] | None = None
     resources: Resources | None = None
+    #: A mapping's host allocation: a graph that uses the mapping pins it too, so
+    #: free_host_pinned parks the host memory's release while the graph lives.
+    backing: Entry | None = None
     serial: int = field(default=-1, init=False)
     #: Set by free() before it waits out the submits under way (Stream.submit
     #: refuses an op that uses a freed entry, under the stream's lock).
@@ -151,7 +154,8 @@ def pin(keepalive: Iterable[object]) -> None:
     with _pins_lock:
         for item in keepalive:
             if isinstance(item, Entry):
-                item.graph_pins += 1
+                for entry in _with_backing(item):
+                    entry.graph_pins += 1
 
 
 def unpin(keepalive: Iterable[object]) -> list[Callable[[], None]]:
@@ -163,11 +167,18 @@ def unpin(keepalive: Iterable[object]) -> list[Callable[[], None]]:
     with _pins_lock:
         for item in keepalive:
             if isinstance(item, Entry):
-                item.graph_pins -= 1
-                if item.graph_pins == 0 and item.parked is not None:
-                    released.append(item.parked)
-                    item.parked = None
+                for entry in _with_backing(item):
+                    entry.graph_pins -= 1
+                    if entry.graph_pins == 0 and entry.parked is not None:
+                        released.append(entry.parked)
+                        entry.parked = None
     return released
+
+
+def _with_backing(entry: Entry) -> tuple[Entry, ...]:
+    """``entry``, and the host allocation under it if it is a mapping."""
+    backing = entry.backing
+    return (entry,) if backing is None else (entry, backing)
 
 
 def park(entry: Entry, release: Callable[[], None]) -> bool:
