@@ -891,7 +891,7 @@ static PyMethodDef methods[] = {
     {"host_view", (PyCFunction)(void (*)(void))host_view, METH_FASTCALL,
      "host_view(obj, writable): a flat byte view of a plain or live pinned buffer, or None."},
     {"configure_host_view", configure_host_view, METH_VARARGS,
-     "configure_host_view(plain_types, HostBuffer, record_attr, freed_attr)."},
+     "configure_host_view(plain_types, HostBuffer, record_attr, freed_attr, entry_attr)."},
     {"configure", configure, METH_VARARGS,
      "configure(Completion, slots, pending, allocate_lock, next_seq, nothing_held, "
      "DriverError, sites, stranded_kept, Op, op_slots): what every Enqueuer shares."},

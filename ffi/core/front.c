@@ -148,11 +148,11 @@ static PyObject *entry_of(OpFront *self, PyObject *ptr, PyObject *nbytes)
     return entry;
 }
 
-/* ``host_view(obj, writable)`` (a new reference), or NULL where it takes nothing. */
-static PyObject *view_of(PyObject *obj, int writable)
+/* ``host_view(obj, writable)`` (a new reference), or NULL where it takes nothing;
+ * ``*entry``: a pinned buffer's ledger entry, as host_view_of gives it. */
+static PyObject *view_of(PyObject *obj, int writable, PyObject **entry)
 {
-    PyObject *args[] = {obj, writable ? Py_True : Py_False};
-    PyObject *view = host_view(NULL, args, 2);
+    PyObject *view = host_view_of(obj, writable, entry);
     if (view == NULL)
         PyErr_Clear();
     else if (!PyMemoryView_Check(view))
@@ -255,7 +255,11 @@ static int copy_fast(OpFront *self, PyObject *device, PyObject *host, PyObject *
     if (Py_TYPE(device) != self->pointer || address_of(self, device) == NULL)
         return 0;
     Found f = {NULL};
-    if (!find_call_and_stream(self, stream, &f) || (f.view = view_of(host, !to_device)) == NULL) {
+    /* A pinned buffer's own entry comes too, as _ops._with_host_entry names it:
+     * checked under the stream's lock against a free under way, pinned by a capture. */
+    PyObject *host_entry = NULL;
+    if (!find_call_and_stream(self, stream, &f) ||
+        (f.view = view_of(host, !to_device, &host_entry)) == NULL) {
         found_clear(&f);
         return 0;
     }
@@ -263,15 +267,8 @@ static int copy_fast(OpFront *self, PyObject *device, PyObject *host, PyObject *
     if (n == 0 || (f.nbytes = PyLong_FromSsize_t(n)) == NULL ||
         (f.entry = entry_of(self, device, f.nbytes)) == NULL) {
         PyErr_Clear();
+        Py_XDECREF(host_entry);
         found_clear(&f); /* a zero count is the Python path's no-op */
-        return 0;
-    }
-    /* A pinned buffer's own entry too, as _ops._with_host_entry names it: checked
-     * under the stream's lock against a free under way, and pinned by a capture. */
-    PyObject *host_entry = pinned_entry(host);
-    if (host_entry == NULL && PyErr_Occurred()) {
-        PyErr_Clear();
-        found_clear(&f);
         return 0;
     }
     PyObject *address = address_of(self, device);

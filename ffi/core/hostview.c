@@ -51,22 +51,10 @@ PyObject *configure_host_view(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
-PyObject *pinned_entry(PyObject *obj)
-{
-    if (config.pinned == NULL || (PyObject *)Py_TYPE(obj) != config.pinned)
-        return NULL;
-    PyObject *record = slot_attr(&record_of, obj, config.record);
-    PyObject *entry = NULL;
-    if (record != NULL && record != Py_None)
-        entry = slot_attr(&entry_of, record, config.entry);
-    Py_XDECREF(record);
-    if (entry == Py_None)
-        Py_CLEAR(entry);
-    return entry;
-}
-
-/* 1: a live HostBuffer or a plain type; 0: as_host_view must look (-1 never). */
-static int plain_or_live(PyObject *obj)
+/* 1: a live HostBuffer or a plain type; 0: as_host_view must look (-1 never).
+ * ``entry``: set to a live HostBuffer's ledger entry (a new reference), else
+ * left NULL; a HostBuffer whose entry cannot be read is left to as_host_view. */
+static int plain_or_live(PyObject *obj, PyObject **entry)
 {
     PyTypeObject *type = Py_TYPE(obj);
     if ((PyObject *)type == config.pinned) {
@@ -78,6 +66,12 @@ static int plain_or_live(PyObject *obj)
             PyObject *freed = slot_attr(&freed_of, record, config.freed);
             live = freed == Py_False;
             Py_XDECREF(freed);
+            if (live) {
+                *entry = slot_attr(&entry_of, record, config.entry);
+                if (*entry == Py_None)
+                    Py_CLEAR(*entry);
+                live = *entry != NULL;
+            }
         }
         Py_XDECREF(record);
         PyErr_Clear();
@@ -100,11 +94,21 @@ PyObject *host_view(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int writable = PyObject_IsTrue(args[1]);
     if (writable < 0)
         return NULL;
-    if (config.plain == NULL || !plain_or_live(args[0]))
+    PyObject *entry = NULL;
+    PyObject *view = host_view_of(args[0], writable, &entry);
+    Py_XDECREF(entry);
+    return view;
+}
+
+PyObject *host_view_of(PyObject *obj, int writable, PyObject **entry)
+{
+    *entry = NULL;
+    if (config.plain == NULL || !plain_or_live(obj, entry))
         Py_RETURN_NONE;
-    PyObject *view = PyMemoryView_FromObject(args[0]);
+    PyObject *view = PyMemoryView_FromObject(obj);
     if (view == NULL) {
         PyErr_Clear();
+        Py_CLEAR(*entry);
         Py_RETURN_NONE;
     }
     Py_buffer *b = PyMemoryView_GET_BUFFER(view);
@@ -125,5 +129,6 @@ PyObject *host_view(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_XDECREF(released);
     PyErr_Clear();
     Py_DECREF(view);
+    Py_CLEAR(*entry);
     Py_RETURN_NONE;
 }

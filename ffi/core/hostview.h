@@ -8,9 +8,9 @@
 PyObject *host_view(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 PyObject *configure_host_view(PyObject *module, PyObject *args);
 
-/* A pinned HostBuffer's ledger entry (its record's ``entry``), a new reference;
- * NULL for any other object, or where it has none (set an error only on a failed
- * read, which the caller clears: the Python path then decides). */
-PyObject *pinned_entry(PyObject *obj);
+/* host_view's work for C callers: the view (a new reference) or None; a live
+ * pinned HostBuffer's ledger entry in ``*entry`` (a new reference; NULL for any
+ * other buffer, and whenever the view is None). */
+PyObject *host_view_of(PyObject *obj, int writable, PyObject **entry);
 
 #endif
