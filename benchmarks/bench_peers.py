@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import os
 import statistics
 import sys
@@ -263,26 +264,14 @@ async def _measure_cuda(
         def core_launch() -> None:
             launch(cstream, config, ckernel, *cargs)
 
-        async def core_poll() -> None:
+        async def core_poll(config: Any = config) -> None:
             launch(cstream, config, ckernel, *cargs)
             event = cstream.record()
             while not event.is_done:
                 await anyio.sleep(0)
 
-        async def core_to_thread() -> None:
+        async def core_to_thread(config: Any = config) -> None:
             launch(cstream, config, ckernel, *cargs)
-            await anyio.to_thread.run_sync(cstream.sync)
-
-        long_config = LaunchConfig(grid=LONG_GRID, block=THREADS)
-
-        async def core_poll_long() -> None:
-            launch(cstream, long_config, ckernel, *cargs)
-            event = cstream.record()
-            while not event.is_done:
-                await anyio.sleep(0)
-
-        async def core_to_thread_long() -> None:
-            launch(cstream, long_config, ckernel, *cargs)
             await anyio.to_thread.run_sync(cstream.sync)
 
         await gpu.memset_async(out, 0, THREADS * 4, stream=shared)
@@ -291,8 +280,9 @@ async def _measure_cuda(
         enqueue[LAUNCH][CORE] = core_launch
         awaited[POLL] = core_poll
         awaited[TO_THREAD] = core_to_thread
-        awaited_long[POLL] = core_poll_long
-        awaited_long[TO_THREAD] = core_to_thread_long
+        long_config = LaunchConfig(grid=LONG_GRID, block=THREADS)
+        awaited_long[POLL] = functools.partial(core_poll, long_config)
+        awaited_long[TO_THREAD] = functools.partial(core_to_thread, long_config)
 
         def core_copy() -> None:
             core_dev.copy_from(core_pinned, stream=cstream)
