@@ -144,13 +144,24 @@ class Allocator:
     def free(self, fn: str, ptr: DevicePtr, kinds: tuple[AllocKind, ...]) -> None:
         self._state.check_open(fn)
         entry = self._freeable(fn, ptr, kinds)
-        if not self._forget(entry) or entry.free_memory is None:
+        if self._forget(entry):
+            self._release(entry, Space.DEVICE)
+
+    def _release(self, entry: Entry, space: Space) -> None:
+        """Hand a forgotten entry's memory back once nothing can use it any more.
+
+        The submits under way first: one that checked the memory before
+        :meth:`_forget` is on its stream once they are waited out (a later
+        one is refused there), and the release waits for it, queued after it.
+        """
+        release = entry.free_memory
+        if release is None:
             return
         self._state.wait_out_submits()
         if self._state.hazards is not None:  # released behind all queued work: nothing races
-            self._state.hazards.forget(Space.DEVICE, entry.address, entry.nbytes)
-        if not park(entry, entry.free_memory):  # a live graph uses it: released at its destroy
-            self._state.after_queued_work(entry.free_memory)
+            self._state.hazards.forget(space, entry.address, entry.nbytes)
+        if not park(entry, release):  # a live graph uses it: released at its destroy
+            self._state.after_queued_work(release)
 
     def _freeable(self, fn: str, ptr: DevicePtr, kinds: tuple[AllocKind, ...]) -> Entry:
         entry = self._ledger.check_ptr(ptr, fn)
@@ -272,16 +283,8 @@ class Allocator:
         for mapped in self._ledger.mapped_views_of(record.alloc_id):
             self._forget(mapped)
         entry = record.entry  # kept on the record, freed: a copy naming it is refused
-        if entry is None or not self._forget(entry) or entry.free_memory is None:
-            return
-        # A copy that another thread checked before the flag went up is on its
-        # stream once this returns (a later one is refused there): the release
-        # below then waits for it, as free() waits for device memory's users.
-        self._state.wait_out_submits()
-        if self._state.hazards is not None:
-            self._state.hazards.forget(Space.HOST, record.address, record.nbytes)
-        if not park(entry, entry.free_memory):  # a live graph copies to or from it
-            self._state.after_queued_work(entry.free_memory)
+        if entry is not None and self._forget(entry):
+            self._release(entry, Space.HOST)
 
     def host_ptr_to_device(self, buf: HostBuffer) -> DevicePtr:
         fn = "host_ptr_to_device"
