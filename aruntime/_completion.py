@@ -307,7 +307,10 @@ class Completion:
 
         As a user's polling loop would: the stream itself is asked at each
         loop step (``probe_tail``: one query), with no marker recorded and
-        no waiter involved, for the spin window (DESIGN.md 6.3).  The first
+        no waiter involved, for the spin window (DESIGN.md 6.3).  On CUDA
+        with the compiled enqueue the ask, and the op's finish once the
+        stream is done, is one C call (``ask_tail``, ffi/core/tailprobe.c),
+        and ``probe_tail`` decides only what that call leaves.  The first
         ask comes after the first loop step, not before it: an await is a
         checkpoint either way, and a tail awaited right after its enqueue
         (a launch, above all) is rarely done yet, so an ask before the
@@ -319,9 +322,13 @@ class Completion:
         it had never been awaited.
         """
         deadline = time.perf_counter() + AWAIT_SPIN_S
+        answer = hooks.ask_tail  # the stream asked, and the op settled, in C (None: no C)
         while True:
             yield from checkpoint()
-            if hooks.probe_tail(self):
+            if answer is not None and answer(self):
+                if self._state != _PENDING:
+                    break
+            elif hooks.probe_tail(self):
                 break
             if time.perf_counter() >= deadline:
                 hooks.mark_tail(self)

@@ -312,6 +312,8 @@ def direct_call(
     context: int,
     host_limit: int = 0,
     note: Callable[[], None] | None = None,
+    settle: int = 0,
+    settle_name: str | None = None,
 ) -> Callable[..., Any] | None:
     """A driver method whose plain case the compiled enqueue calls in C, or None.
 
@@ -319,8 +321,10 @@ def direct_call(
     driver (held weakly), ``method`` its Python method and ``fail`` its
     error namer, both unbound; ``function`` is the address of the C
     function of ``name``, whose arguments follow ``shape`` (``memset_d8``,
-    ``memcpy_d2d``, ``memcpy_h2d``, ``launch`` or ``graph_launch``, the
-    driver methods of those names; ``note`` is called right before a launch);
+    ``memcpy_d2d``, ``memcpy_h2d``, ``launch``, ``graph_launch`` or
+    ``stream_finished``, the driver methods of those names; ``note`` is
+    called right before a launch; ``stream_finished`` calls ``settle``, the
+    function of ``settle_name``, once the stream is found done);
     the call is made only on a thread whose current context (from
     ``get_current``, ``cuCtxGetCurrent``) is ``context``.  Called from
     Python it is the method, with the same plain case in C.
@@ -339,6 +343,37 @@ def direct_call(
         context=context,
         host_limit=host_limit,
         note=note,
+        settle=settle,
+        settle_name=settle_name,
+    )
+    return made
+
+
+def tail_probe(
+    state: object,
+    finished: object,
+    settle: Callable[[Any, BaseException | None], None],
+    handle: object,
+) -> Callable[[Any], bool] | None:
+    """``state``'s stream asked after its awaited last op in C, and the op settled there; or None.
+
+    ``ffi/core/tailprobe.c`` says when it answers (True): the op is still the
+    stream's unmarked tail, nothing handed to its waiter is pending, and the
+    driver's ``finished`` (its ``stream_finished``, a DirectCall) says the
+    stream still runs, or is done (then ``settle(op, error)`` finishes the op,
+    under the stream's lock).  False sends the caller to
+    ``StreamState.probe_tail``.  None where the compiled enqueue is off,
+    ``finished`` is not a DirectCall, the stream has no raw handle, or the
+    stream's lock is not the compiled one.
+    """
+    module = _module()
+    address = getattr(handle, "address", 0)
+    if module is None or type(finished) is not module.DirectCall or not address:
+        return None
+    if type(getattr(state, "lock", None)) is not module.StreamLock:
+        return None
+    made: Callable[[Any], bool] = module.TailProbe(
+        state=state, finished=finished, settle=settle, address=address
     )
     return made
 

@@ -60,6 +60,10 @@ class CompletionHooks(Protocol[_C_contra]):
     def mark_tail(self, completion: _C_contra) -> None:
         """Someone will wait for ``completion``: record its marker now if it has none."""
 
+    @property
+    def ask_tail(self) -> Callable[[_C_contra], bool] | None:
+        """``probe_tail`` in C: True where it answered (still running, or finished); None: no C."""
+
     def probe_tail(self, completion: _C_contra) -> bool:
         """An awaited unmarked tail: finished if the stream is past it; False while it runs."""
 

@@ -169,6 +169,7 @@ class StreamState:
         "_poison_seen_at",
         "_upstream",
         "acquire",
+        "ask_tail",
         "capturing",
         "defer_markers",
         "dropped",
@@ -243,6 +244,10 @@ class StreamState:
         self.probe: Callable[[Completion], bool] | None = None
         #: Whether the stream's last op may wait for its marker (bound with ``mark``).
         self.defer_markers = False
+        #: ``probe_tail`` in C where the driver allows (the compiled enqueue's
+        #: ``tail_probe``, bound with ``mark``): True where it answered, the op
+        #: still running or finished now; False: ask ``probe_tail``.  None: no C.
+        self.ask_tail: Callable[[Completion], bool] | None = None
 
     # -- waiter --------------------------------------------------------------------
     def started_waiter(self) -> StreamWaiter:

@@ -39,7 +39,7 @@ from ._completion import (
     release_views,
 )
 from ._driver import Driver, DriverEvent, DriverStream
-from ._enqueue import NOTHING_HELD, STRANDED_KEPT, compiled_enqueuer
+from ._enqueue import NOTHING_HELD, STRANDED_KEPT, compiled_enqueuer, tail_probe
 from ._exceptions import DriverError
 from ._handles import Event, Stream
 from ._ledger import Entry
@@ -319,13 +319,42 @@ class Marking:
             done, error = True, exc
         if not done:
             return False
-        # The stream is past this op and every op before it.
+        self._past(state, completion, error)
+        return True
+
+    @staticmethod
+    def _past(state: StreamState, completion: Completion, error: DriverError | None) -> None:
+        """The stream is past ``completion``'s op and every op before it: finish it."""
         if state.dropped:
             state.note_covers(completion)
         if state.stranded:
             state.stranded.clear()
         finish(completion, error)
-        return True
+
+    def settle_probed(
+        self, state: StreamState, completion: Completion, error: BaseException | None
+    ) -> None:
+        """:meth:`probe`'s done case, where the stream was asked in C (``tail_probe``).
+
+        The caller holds the stream's lock and ``completion`` is still its
+        unmarked tail; the driver found the stream done and synchronized it,
+        or raised ``error``.  An error other than a DriverError is raised.
+        """
+        if error is not None and not isinstance(error, DriverError):
+            raise error
+        state.tail = None
+        state.tail_held = ((), ())
+        self._past(state, completion, error)
+
+    def tail_probe(
+        self, state: StreamState, handle: DriverStream
+    ) -> Callable[[Completion], bool] | None:
+        """:meth:`probe`, asked and settled in C, for ``state.ask_tail``; None: not here."""
+        finished = self._stream_finished
+        if finished is None:
+            return None
+        settle = functools.partial(self.settle_probed, state)
+        return tail_probe(state, finished, settle, handle)
 
     def recorded(self, handle: DriverStream) -> DriverEvent:
         """A marker from the pool, recorded on ``handle`` now; on any failure it goes back."""
@@ -561,6 +590,7 @@ class AsyncCompletion(_Policy):
         """
         state.mark = functools.partial(self.marking.mark, state, handle)
         state.probe = functools.partial(self.marking.probe, state, handle)
+        state.ask_tail = self.marking.tail_probe(state, handle)
         state.defer_markers = self._defer_markers and not shared
 
     @staticmethod

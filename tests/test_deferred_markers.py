@@ -39,10 +39,11 @@ class _Records:
     A marker (an event record) or, where the driver can tell a stream is
     done, a settle of the whole stream (``stream_finished``): what an op
     that somebody waits for costs, and what one that nobody waits for must
-    not.  Patched on the driver object, which the policy looks up per call.
+    not.  Patched on the driver object, which the policy looks up per call,
+    and on ``state``, whose awaited tail may be asked in C (its ``ask_tail``).
     """
 
-    def __init__(self, gpu: ar.Backend) -> None:
+    def __init__(self, gpu: ar.Backend, state: Any = None) -> None:
         #: Every ask; ``markers``: the event records among them.
         self.count = self.markers = 0
         self._driver: Any = gpu.driver
@@ -62,10 +63,22 @@ class _Records:
         self._driver.event_record = counting_record
         if finished is not None:
             marking._stream_finished = counting_finished
+        self._state = state
+        self._ask_tail = ask_tail = None if state is None else state.ask_tail
+        if ask_tail is not None:
+
+            def counting_ask(completion: Any) -> bool:
+                self.count += 1
+                answered: bool = ask_tail(completion)
+                return answered
+
+            state.ask_tail = counting_ask
 
     def restore(self) -> None:
         self._driver.event_record = self._record
         self._marking._stream_finished = self._finished
+        if self._ask_tail is not None:
+            self._state.ask_tail = self._ask_tail
 
 
 @pytest.fixture(params=DEFERRING)
@@ -412,7 +425,7 @@ async def test_an_awaited_last_op_is_polled_without_a_marker(
     _spin(monkeypatch, 30.0)  # the window outlasts the op
     flag = await held.flag()
     op = held.launch(flag)
-    records = _Records(held.gpu)
+    records = _Records(held.gpu, op.hooks)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_await_into, op, [])

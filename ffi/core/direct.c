@@ -29,11 +29,14 @@
 
 /* How a shape's Python arguments map onto its C function (the stream last). */
 enum { SHAPE_MEMSET_D8, SHAPE_COPY_D2D, SHAPE_COPY_H2D, SHAPE_LAUNCH, SHAPE_GRAPH_LAUNCH,
-       SHAPE_COUNT };
+       SHAPE_STREAM_QUERY, SHAPE_COUNT };
 
 static const char *const SHAPE_NAMES[SHAPE_COUNT] = {"memset_d8", "memcpy_d2d", "memcpy_h2d",
-                                                     "launch", "graph_launch"};
-static const int SHAPE_ARITY[SHAPE_COUNT] = {3, 3, 2, 3, 1};
+                                                     "launch", "graph_launch", "stream_finished"};
+static const int SHAPE_ARITY[SHAPE_COUNT] = {3, 3, 2, 3, 1, 0};
+
+/* cuStreamQuery's answer for a stream still running work (CUDA_ERROR_NOT_READY). */
+enum { QUERY_NOT_READY = 600 };
 
 /* A launch's parameters, packed here: no kernel takes more (CUDA's limit is 32 KiB of
  * parameters on the newest devices, 4 KiB before; a larger block goes to Python). */
@@ -44,6 +47,8 @@ typedef unsigned int (*copy_d2d_fn)(unsigned long long, unsigned long long, size
 typedef unsigned int (*copy_h2d_fn)(unsigned long long, const void *, size_t, void *);
 typedef unsigned int (*get_current_fn)(void **);
 typedef unsigned int (*graph_launch_fn)(void *, void *);
+typedef unsigned int (*stream_query_fn)(void *);
+typedef unsigned int (*stream_settle_fn)(void *);
 typedef unsigned int (*launch_fn)(void *, unsigned int, unsigned int, unsigned int, unsigned int,
                                   unsigned int, unsigned int, unsigned int, void *, void **,
                                   void **);
@@ -60,6 +65,8 @@ typedef struct {
     void *context;
     Py_ssize_t host_limit; /* SHAPE_COPY_H2D: the largest copy the driver never stages */
     PyObject *note;        /* SHAPE_LAUNCH: called before the launch (a sim's call site), or None */
+    void *settle;          /* SHAPE_STREAM_QUERY: called once the query says done, or NULL */
+    PyObject *settle_name; /* its name, for ``_fail``, or None */
     int shape;
 } DirectCall;
 
@@ -81,16 +88,16 @@ int direct_ready(void)
                : -1;
 }
 
-/* The driver's DriverError for ``code``, raised (always -1). */
-static int failed(DirectCall *self, PyObject *owner, unsigned int code)
+/* The driver's DriverError for ``code`` from the C function ``name``, raised (always -1). */
+static int failed(DirectCall *self, PyObject *owner, unsigned int code, PyObject *name)
 {
-    PyObject *exc = PyObject_CallFunction(self->fail, "OIO", owner, code, self->name);
+    PyObject *exc = PyObject_CallFunction(self->fail, "OIO", owner, code, name);
     if (exc == NULL)
         return -1;
     if (PyExceptionInstance_Check(exc))
         PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
     else
-        PyErr_Format(PyExc_TypeError, "%U: _fail returned %R, not an exception", self->name, exc);
+        PyErr_Format(PyExc_TypeError, "%U: _fail returned %R, not an exception", name, exc);
     Py_DECREF(exc);
     return -1;
 }
@@ -299,7 +306,7 @@ static unsigned int call_shape(DirectCall *self, PyObject *const *args, uintptr_
 /* 1 done, 0 not taken (no error set), -1 the driver's error set. */
 static int direct_run(DirectCall *self, PyObject *const *args, Py_ssize_t nargs, uintptr_t stream)
 {
-    if (stream == 0 || nargs != SHAPE_ARITY[self->shape])
+    if (stream == 0 || nargs != SHAPE_ARITY[self->shape] || self->shape == SHAPE_STREAM_QUERY)
         return 0;
     PyObject *owner = weak_target(self->owner);
     if (owner == NULL)
@@ -308,7 +315,7 @@ static int direct_run(DirectCall *self, PyObject *const *args, Py_ssize_t nargs,
     if (plain_case(self, owner)) {
         int ok = 1;
         unsigned int code = call_shape(self, args, stream, &ok);
-        rc = ok < 0 ? -1 : !ok ? 0 : code != 0 ? failed(self, owner, code) : 1;
+        rc = ok < 0 ? -1 : !ok ? 0 : code != 0 ? failed(self, owner, code, self->name) : 1;
     }
     Py_DECREF(owner);
     return rc;
@@ -331,13 +338,63 @@ static uintptr_t stream_address(PyObject *handle)
     return ok ? raw : 0;
 }
 
+/* ``stream_finished(stream)``: STREAM_RUNNING (the query says not yet), STREAM_DONE (it
+ * says done, and ``settle``, the synchronize that reports the work's error and flushes
+ * kernels' printf, returned at once), STREAM_FAILED (either failed: the driver's error
+ * is set, as the method raises it), else STREAM_ASK (not a case this file takes: the
+ * method's).  An awaited op's stream is asked this at every loop step until it is done.
+ * The GIL is released around each call, as cffi does: neither waits for the device,
+ * but either may wait on a lock of the driver's that a thread which needs the GIL holds
+ * (a host function's callback).  Without ``settle`` only "not yet" is answered here:
+ * a stream found done is asked again by the method. */
+
+static int stream_answer(DirectCall *self, uintptr_t stream, int settle)
+{
+    PyObject *owner = stream ? weak_target(self->owner) : NULL;
+    if (owner == NULL)
+        return STREAM_ASK;
+    int answer = STREAM_ASK;
+    unsigned int code = 0, settled = 0;
+    if (plain_case(self, owner)) {
+        Py_BEGIN_ALLOW_THREADS
+        code = ((stream_query_fn)self->function)((void *)stream);
+        if (code == 0 && settle)
+            settled = ((stream_settle_fn)self->settle)((void *)stream);
+        Py_END_ALLOW_THREADS
+        if (code == QUERY_NOT_READY)
+            answer = STREAM_RUNNING;
+        else if (settle && code != 0)
+            answer = failed(self, owner, code, self->name);
+        else if (settle)
+            answer = settled == 0 ? STREAM_DONE : failed(self, owner, settled, self->settle_name);
+    }
+    Py_DECREF(owner);
+    return answer;
+}
+
+int direct_stream_answer(PyObject *call, uintptr_t stream)
+{
+    if (!Py_IS_TYPE(call, &DirectCallType) || ((DirectCall *)call)->shape != SHAPE_STREAM_QUERY)
+        return STREAM_ASK;
+    DirectCall *self = (DirectCall *)call;
+    return stream_answer(self, stream, self->settle != NULL);
+}
+
 /* Called from Python (``driver.memset_d8(dst, value, nbytes, stream)``): the same. */
 static PyObject *direct_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
                                    PyObject *kwnames)
 {
     DirectCall *self = (DirectCall *)callable;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (kwnames == NULL && nargs == SHAPE_ARITY[self->shape] + 1) {
+    if (self->shape == SHAPE_STREAM_QUERY) {
+        int answer = kwnames == NULL && nargs == 1 && self->settle != NULL
+                         ? stream_answer(self, stream_address(args[0]), 1)
+                         : STREAM_ASK;
+        if (answer == STREAM_FAILED)
+            return NULL;
+        if (answer != STREAM_ASK)
+            return Py_NewRef(answer == STREAM_DONE ? Py_True : Py_False);
+    } else if (kwnames == NULL && nargs == SHAPE_ARITY[self->shape] + 1) {
         int rc = direct_run(self, args, nargs - 1, stream_address(args[nargs - 1]));
         if (rc != 0)
             return rc > 0 ? Py_NewRef(Py_None) : NULL;
@@ -349,14 +406,16 @@ static PyObject *direct_vectorcall(PyObject *callable, PyObject *const *args, si
 static PyObject *direct_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     static char *keywords[] = {"owner", "method", "fail", "shape", "function", "name",
-                               "get_current", "context", "host_limit", "note", NULL};
-    PyObject *owner, *method, *fail, *name, *note;
+                               "get_current", "context", "host_limit", "note", "settle",
+                               "settle_name", NULL};
+    PyObject *owner, *method, *fail, *name, *note, *settle_name;
     const char *shape;
-    unsigned long long function, get_current, context;
+    unsigned long long function, get_current, context, settle;
     Py_ssize_t host_limit = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOsKUKKnO:DirectCall", keywords,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOsKUKKnOKO:DirectCall", keywords,
                                      &owner, &method, &fail, &shape, &function, &name,
-                                     &get_current, &context, &host_limit, &note))
+                                     &get_current, &context, &host_limit, &note, &settle,
+                                     &settle_name))
         return NULL;
     int which = -1;
     for (int i = 0; i < SHAPE_COUNT; i++) {
@@ -365,12 +424,16 @@ static PyObject *direct_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     }
     if (which < 0) {
         PyErr_Format(PyExc_ValueError, "DirectCall: no shape %s (memset_d8, memcpy_d2d, "
-                     "memcpy_h2d, launch, graph_launch)", shape);
+                     "memcpy_h2d, launch, graph_launch, stream_finished)", shape);
         return NULL;
     }
     if (function == 0 || get_current == 0 || context == 0) {
         PyErr_SetString(PyExc_ValueError, "DirectCall: function, get_current and context "
                         "must be non-null addresses");
+        return NULL;
+    }
+    if ((settle != 0) != PyUnicode_Check(settle_name)) {
+        PyErr_SetString(PyExc_TypeError, "DirectCall: settle and settle_name come together");
         return NULL;
     }
     if (!PyCallable_Check(method) || !PyCallable_Check(fail) ||
@@ -397,6 +460,8 @@ static PyObject *direct_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     self->context = (void *)(uintptr_t)context;
     self->host_limit = host_limit;
     self->note = Py_NewRef(note);
+    self->settle = (void *)(uintptr_t)settle;
+    self->settle_name = Py_NewRef(settle_name);
     self->shape = which;
     return (PyObject *)self;
 }
@@ -417,6 +482,7 @@ static int direct_clear(DirectCall *self)
     Py_CLEAR(self->fail);
     Py_CLEAR(self->name);
     Py_CLEAR(self->note);
+    Py_CLEAR(self->settle_name);
     return 0;
 }
 

@@ -14,6 +14,12 @@ extern PyTypeObject DirectCallType;
  * -1 the driver failed (its DriverError set). */
 int direct_enqueue(PyObject *call, PyObject *args, uintptr_t stream);
 
+/* What ``call``, a DirectCall over ``stream_finished``, answers for ``stream`` in its
+ * plain case: STREAM_RUNNING, STREAM_DONE (found done and synchronized), STREAM_FAILED
+ * (the driver's error set) or STREAM_ASK (no answer here: ask the method). */
+enum { STREAM_FAILED = -1, STREAM_ASK, STREAM_RUNNING, STREAM_DONE };
+int direct_stream_answer(PyObject *call, uintptr_t stream);
+
 int direct_ready(void);
 
 #endif

@@ -36,6 +36,7 @@
 #include "ranges.h"
 #include "slots.h"
 #include "mockcopy.h"
+#include "tailprobe.h"
 #include "zeappend.h"
 #include "site.h"
 
@@ -923,7 +924,7 @@ static int intern_names(void)
 PyMODINIT_FUNC PyInit__aruntime_enqueue(void)
 {
     if (intern_names() < 0 || direct_ready() < 0 || front_ready() < 0 || ze_append_ready() < 0 ||
-        mock_copy_ready() < 0 ||
+        mock_copy_ready() < 0 || tail_probe_ready() < 0 || PyType_Ready(&TailProbeType) < 0 ||
         PyType_Ready(&EnqueuerType) < 0 ||
         PyType_Ready(&DirectCallType) < 0 || PyType_Ready(&StreamLockType) < 0 ||
         PyType_Ready(&LaunchSiteType) < 0 || PyType_Ready(&RangeCheckType) < 0 ||
@@ -940,7 +941,8 @@ PyMODINIT_FUNC PyInit__aruntime_enqueue(void)
         PyModule_AddObjectRef(module, "RangeCheck", (PyObject *)&RangeCheckType) < 0 ||
         PyModule_AddObjectRef(module, "OpFront", (PyObject *)&OpFrontType) < 0 ||
         PyModule_AddObjectRef(module, "ZeAppend", (PyObject *)&ZeAppendType) < 0 ||
-        PyModule_AddObjectRef(module, "MockCopy", (PyObject *)&MockCopyType) < 0) {
+        PyModule_AddObjectRef(module, "MockCopy", (PyObject *)&MockCopyType) < 0 ||
+        PyModule_AddObjectRef(module, "TailProbe", (PyObject *)&TailProbeType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -33,6 +33,7 @@ def _extension() -> list[NativeLibrary]:
                 "core/objects.c",
                 "core/ranges.c",
                 "core/site.c",
+                "core/tailprobe.c",
                 "core/zeappend.c",
             ),
             depends=(
@@ -45,6 +46,7 @@ def _extension() -> list[NativeLibrary]:
                 "core/ranges.h",
                 "core/site.h",
                 "core/slots.h",
+                "core/tailprobe.h",
                 "core/zeappend.h",
             ),
             cflags=(f"-I{include}", "-fvisibility=hidden", "-Wno-missing-field-initializers"),

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from ..._enqueue import direct_call
 from ..._exceptions import ClosedResourceError, DeviceLostError
@@ -83,16 +84,19 @@ class CudaDriver(_MemoryOps, _StreamOps, _CopyOps, _ModuleOps, _GraphOps):
     def _install_direct_calls(self) -> None:
         """Let the core's compiled enqueue make the plain memset, copies and launch in C.
 
-        Each of ``memset_d8``, ``memcpy_d2d``, ``memcpy_h2d``, ``launch`` and
-        ``graph_launch`` becomes a DirectCall (``aruntime/_enqueue.py``, ``ffi/core/direct.c``),
-        an instance attribute over the method.  On a live driver and a thread
-        already in this context, a memset, a device copy, a host copy small
-        enough never to be staged, or a launch whose argument types were laid
-        out before (``_params.ParamBlock``) and that needs no shared-memory
-        opt-in, or a replay of a graph that holds no staging memory
-        (``_Graph.direct``), is one call of the C function handed over here, made without
-        Python.  Every other case runs the method, which the DirectCall
-        calls.  Nothing is installed where the compiled enqueue is off.
+        Each of ``memset_d8``, ``memcpy_d2d``, ``memcpy_h2d``, ``launch``,
+        ``graph_launch`` and ``stream_finished`` becomes a DirectCall
+        (``aruntime/_enqueue.py``, ``ffi/core/direct.c``), an instance
+        attribute over the method.  On a live driver and a thread already in
+        this context, a memset, a device copy, a host copy small enough never
+        to be staged, or a launch whose argument types were laid out before
+        (``_params.ParamBlock``) and that needs no shared-memory opt-in, or a
+        replay of a graph that holds no staging memory (``_Graph.direct``), is
+        one call of the C function handed over here, made without Python; so
+        is a stream's "not yet" or "done" (query, then synchronize), which an
+        awaited op's stream is asked at every loop step.  Every other case,
+        and any failure's name, is the method's or ``_fail``'s.  Nothing is
+        installed where the compiled enqueue is off.
         """
         library = self._library
         get_current = library.address("cuCtxGetCurrent")
@@ -103,10 +107,18 @@ class CudaDriver(_MemoryOps, _StreamOps, _CopyOps, _ModuleOps, _GraphOps):
             ("memcpy_h2d", "cuMemcpyHtoDAsync_v2"),
             ("launch", "cuLaunchKernel"),
             ("graph_launch", "cuGraphLaunch"),
+            ("stream_finished", "cuStreamQuery"),
         ):
             function = library.address(symbol)
             if not (function and get_current and context):
                 continue
+            # A stream found done is synchronized too (see _StreamOps.stream_finished).
+            settle: dict[str, Any] = {}
+            if method == "stream_finished":
+                synchronize = library.address("cuStreamSynchronize")
+                if not synchronize:
+                    continue
+                settle = {"settle": synchronize, "settle_name": "cuStreamSynchronize"}
             call = direct_call(
                 self,
                 getattr(CudaDriver, method),
@@ -118,6 +130,7 @@ class CudaDriver(_MemoryOps, _StreamOps, _CopyOps, _ModuleOps, _GraphOps):
                 context=context,
                 host_limit=DIRECT_PAGEABLE_H2D_MAX,
                 note=self._note_launch_site if method == "launch" else None,
+                **settle,
             )
             if call is not None:
                 vars(self)[method] = call

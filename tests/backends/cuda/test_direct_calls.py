@@ -1,5 +1,5 @@
-"""The CUDA driver's direct calls: memset_d8, memcpy_d2d, small memcpy_h2d, launch and
-graph_launch in C.
+"""The CUDA driver's direct calls: memset_d8, memcpy_d2d, small memcpy_h2d, launch,
+graph_launch and stream_finished in C.
 
 ``_CopyOps._install_direct_calls`` puts a DirectCall (ffi/core/direct.c)
 over each of those methods.  Its plain case (a live driver, a thread in the
@@ -11,6 +11,8 @@ must not take reaches the method.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import subprocess
 import sys
@@ -25,6 +27,7 @@ import pytest
 import aruntime as ar
 from aruntime import _enqueue
 from aruntime._driver import DriverStream, LaunchConfig
+from aruntime._streamstate import StreamState
 from aruntime.backends import cuda
 from aruntime.backends._staging import DIRECT_PAGEABLE_H2D_MAX
 from aruntime.backends.cuda import _base
@@ -96,6 +99,7 @@ def test_each_method_is_a_direct_call_naming_its_function(driver: CudaDriver) ->
         "memcpy_h2d": "cuMemcpyHtoDAsync_v2",
         "launch": "cuLaunchKernel",
         "graph_launch": "cuGraphLaunch",
+        "stream_finished": "cuStreamQuery",
     }
     for method, symbol in symbols.items():
         call = vars(driver)[method]
@@ -348,6 +352,8 @@ def test_the_constructor_checks_what_it_is_given() -> None:
         context=1,
         host_limit=0,
         note=None,
+        settle=0,
+        settle_name=None,
     )
     with pytest.raises(ValueError, match="no shape memset_d16"):
         module.DirectCall(**{**good, "shape": "memset_d16"})
@@ -357,6 +363,10 @@ def test_the_constructor_checks_what_it_is_given() -> None:
         module.DirectCall(**{**good, "fail": 3})
     with pytest.raises(TypeError, match="note callable or None"):
         module.DirectCall(**{**good, "note": 3})
+    with pytest.raises(TypeError, match="settle and settle_name come together"):
+        module.DirectCall(**{**good, "shape": "stream_finished", "settle": 1})
+    with pytest.raises(TypeError, match="settle and settle_name come together"):
+        module.DirectCall(**{**good, "shape": "stream_finished", "settle_name": "g"})
     call = module.DirectCall(**good)
     del owner, good
     with pytest.raises(ReferenceError, match="f: its driver is gone"):
@@ -551,3 +561,122 @@ async def test_launches_through_the_backend_store_every_value(anyio_backend: str
             host = await gpu.copy_d2h_async(out, np.zeros(32, np.uint8))
             assert _stored(host) == (200 + i, 60000 + i, -5 - i, 2.5 * i, 1.25 + i)
         gpu.free(out)
+
+
+# -- stream_finished and the awaited tail ------------------------------------------
+LAUNCH_FAILED = 2  # the sim's injectable fault: reported once, by the next synchronize
+
+
+@pytest.fixture
+def sim() -> Iterator[ctypes.CDLL]:
+    from aruntime._native import native_library_path
+
+    library = ctypes.CDLL(str(native_library_path("libcuda.so.1")))
+    library.arsim_set_timing.argtypes = [ctypes.c_double, ctypes.c_double]
+    library.arsim_clear_faults()
+    yield library
+    library.arsim_clear_faults()
+    library.arsim_set_timing(0.0, 0.0)
+
+
+@contextlib.contextmanager
+def _slow_ops(sim: ctypes.CDLL, latency_us: float) -> Iterator[None]:
+    """Every op on the sim takes ``latency_us`` at least, while inside."""
+    sim.arsim_set_timing(0.0, latency_us)
+    try:
+        yield
+    finally:
+        sim.arsim_set_timing(0.0, 0.0)
+
+
+def _fill(driver: CudaDriver, stream: DriverStream, address: int) -> None:
+    module = driver.module_load(driver.builtin_module_image("vector_ops"))
+    fill = driver.module_function(module, "fill_f32")
+    config = LaunchConfig(grid=(1, 1, 1), block=(64, 1, 1), shared_mem=0)
+    driver.launch(fill, config, [np.uint32(64), np.float32(1), _Address(address)], stream)  # type: ignore[list-item]
+
+
+class _Address(int):
+    """Stands in for a DevicePtr: a launch reads its ``_address``."""
+
+    @property
+    def _address(self) -> int:
+        return int(self)
+
+
+def test_stream_finished_answers_in_c_as_the_method_does(
+    driver: CudaDriver, sim: ctypes.CDLL
+) -> None:
+    """Not yet, done, or the work's error: each answered in C, as the method answers it."""
+    stream = driver.stream_create(0)
+    dev = driver.mem_alloc(256)
+    method_asked: list[object] = []
+    query = driver._cuStreamQuery
+    driver._cuStreamQuery = lambda handle: method_asked.append(handle) or query(handle)  # type: ignore[method-assign]
+    try:
+        assert driver.stream_finished(stream) is True  # nothing queued
+        with _slow_ops(sim, 50_000.0):
+            _fill(driver, stream, dev)
+            assert driver.stream_finished(stream) is False
+            assert CudaDriver.stream_finished(driver, stream) is False  # the method agrees
+            assert len(method_asked) == 1
+        _sync(driver, stream)
+        assert driver.stream_finished(stream) is True
+        sim.arsim_inject_fault(-1, LAUNCH_FAILED, 1)
+        _fill(driver, stream, dev)
+        with pytest.raises(ar.DriverError) as failure:
+            while not driver.stream_finished(stream):
+                pass
+        assert failure.value.function == "cuStreamSynchronize"  # the call that reported it
+        assert failure.value.name == "CUDA_ERROR_LAUNCH_FAILED"
+        assert driver.stream_finished(stream) is True  # reported once: the sim's is not sticky
+        assert len(method_asked) == 1  # every answer after the first came from C
+
+        # A thread the driver's context is not current on: only the method may ask.
+        answers: list[bool | None] = []
+        thread = threading.Thread(target=lambda: answers.append(driver.stream_finished(stream)))
+        thread.start()
+        thread.join()
+        assert answers == [True]
+        assert len(method_asked) == 2
+    finally:
+        driver._cuStreamQuery = query  # type: ignore[method-assign]
+        _sync(driver, stream)
+        driver.mem_free(dev)
+        driver.stream_destroy(stream)
+
+
+async def test_an_awaited_last_op_is_asked_after_and_settled_in_c(
+    anyio_backend: str, sim: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stream's TailProbe answers every ask, finishes the op, and hands it its error."""
+    if not _enqueue.enabled():
+        pytest.skip("the compiled enqueue is not built or is switched off")
+    in_python: list[object] = []
+    probe_tail = StreamState.probe_tail
+
+    def counted(state: StreamState, completion: Any) -> bool:
+        in_python.append(completion)
+        return probe_tail(state, completion)
+
+    monkeypatch.setattr(StreamState, "probe_tail", counted)
+    async with ar.open_backend("cuda-sim") as gpu:
+        stream = gpu.create_stream()
+        assert type(stream.state.ask_tail).__name__ == "TailProbe"
+        out = gpu.alloc(64 * 4)
+        fill = gpu.kernel(gpu.builtin_module(), "fill_f32")
+        for value in range(8):
+            await gpu.launch(fill, 1, 64, [np.uint32(64), np.float32(value), out], stream=stream)
+            host = await gpu.copy_d2h_async(out, np.zeros(64, np.float32), stream=stream)
+            assert (host == value).all()
+        with _slow_ops(sim, 2_000.0):  # past the spin window: the op is marked, then waited
+            await gpu.launch(fill, 1, 64, [np.uint32(64), np.float32(9), out], stream=stream)
+        assert in_python == []
+        sim.arsim_inject_fault(-1, LAUNCH_FAILED, 1)
+        with pytest.raises(ar.DriverError, match="CUDA_ERROR_LAUNCH_FAILED"):
+            await gpu.launch(fill, 1, 64, [np.uint32(64), np.float32(1), out], stream=stream)
+        assert in_python == []
+        host = await gpu.copy_d2h_async(out, np.zeros(64, np.float32), stream=stream)
+        assert (host == 9).all()  # the failed launch wrote nothing; the stream goes on
+        gpu.free(out)
+        stream.close()

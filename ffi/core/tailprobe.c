@@ -1,0 +1,195 @@
+/* TailProbe: a stream's awaited last op, asked after and settled in C.
+ *
+ * An awaited op that is its stream's last, with no marker, is awaited as a
+ * user's polling loop would await it (Completion._await_tail): the stream is
+ * asked at each loop step.  Through Python each ask is StreamState.probe_tail,
+ * the policy's probe and the driver's stream_finished, and the last one then
+ * settles the op: about half a microsecond an ask and a microsecond and a half
+ * for the last, against 0.15 us for a cuda.core poller's event query.  This
+ * object makes the ask one C call under the stream's lock, and answers (True)
+ * where
+ *
+ *   ``completion`` is still the stream's unmarked tail, every op handed to the
+ *   stream's waiter has finished (the waiter is None or idle), and the
+ *   driver's DirectCall over ``stream_finished`` answers in its plain case:
+ *   still running (nothing changes: ask again at the next step), or done and
+ *   synchronized, or failed with a DriverError; then ``settle(completion,
+ *   error)``, the policy's (``Marking.settle_probed``), takes the op off the
+ *   tail and finishes it, still under the lock.
+ *
+ * Anything else answers False, and probe_tail decides in Python.  The lock
+ * is what makes the query safe against another thread's close(): close
+ * flushes the tail under the same lock before the stream is destroyed, so a
+ * tail still in place means a live handle.
+ */
+#include "tailprobe.h"
+#include "direct.h"
+#include "lock.h"
+#include "objects.h"
+#include "slots.h"
+
+#include <structmember.h>
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *state;    /* the StreamState */
+    Py_ssize_t tail_at; /* where it keeps ``tail`` and ``waiter`` */
+    Py_ssize_t waiter_at;
+    PyObject *lock;     /* state.lock, a StreamLock */
+    PyObject *finished; /* the driver's stream_finished, a DirectCall */
+    PyObject *settle;   /* settle(completion, error): the op is done, or failed */
+    uintptr_t address;  /* the driver stream's raw handle */
+} TailProbe;
+
+static PyObject *name_idle;
+
+int tail_probe_ready(void)
+{
+    name_idle = PyUnicode_InternFromString("idle");
+    return name_idle ? 0 : -1;
+}
+
+static PyObject *slot_in(PyObject *obj, Py_ssize_t offset)
+{
+    return *(PyObject **)((char *)obj + offset);
+}
+
+/* Whether nothing handed to the stream's waiter is still pending: 1, 0, or -1. */
+static int waiter_idle(TailProbe *self)
+{
+    PyObject *waiter = slot_in(self->state, self->waiter_at);
+    if (waiter == NULL || waiter == Py_None)
+        return 1;
+    PyObject *idle = PyObject_GetAttr(waiter, name_idle);
+    if (idle == NULL)
+        return -1;
+    int answer = PyObject_IsTrue(idle);
+    Py_DECREF(idle);
+    return answer;
+}
+
+/* The stream asked, with the lock held and ``completion`` its tail: 1 answered, 0 not. */
+static int answer(TailProbe *self, PyObject *completion)
+{
+    int idle = waiter_idle(self);
+    if (idle <= 0)
+        return idle;
+    int found = direct_stream_answer(self->finished, self->address);
+    if (found == STREAM_ASK || found == STREAM_RUNNING)
+        return found == STREAM_RUNNING;
+    /* Done, or failed: the error is the op's, and its stream's (see stream_finished). */
+    PyObject *error = found == STREAM_FAILED ? take_exception() : Py_NewRef(Py_None);
+    if (error == NULL)
+        return -1;
+    PyObject *settled = PyObject_CallFunctionObjArgs(self->settle, completion, error, NULL);
+    Py_DECREF(error);
+    Py_XDECREF(settled);
+    return settled == NULL ? -1 : 1;
+}
+
+static PyObject *tail_probe_call(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                 PyObject *kwnames)
+{
+    TailProbe *self = (TailProbe *)callable;
+    if (kwnames != NULL || PyVectorcall_NARGS(nargsf) != 1) {
+        PyErr_SetString(PyExc_TypeError, "TailProbe(completion): one argument");
+        return NULL;
+    }
+    PyObject *completion = args[0];
+    if (slot_in(self->state, self->tail_at) != completion)
+        return Py_NewRef(Py_False);
+    if (stream_lock_acquire(self->lock) < 0)
+        return NULL;
+    int answered = 0;
+    if (slot_in(self->state, self->tail_at) == completion)
+        answered = answer(self, completion);
+    if (answered < 0) {
+        PyObject *exc = take_exception();
+        stream_lock_release(self->lock);
+        raise_again(exc);
+        return NULL;
+    }
+    if (stream_lock_release(self->lock) < 0)
+        return NULL;
+    return Py_NewRef(answered ? Py_True : Py_False);
+}
+
+static PyObject *tail_probe_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *keywords[] = {"state", "finished", "settle", "address", NULL};
+    PyObject *state, *finished, *settle;
+    unsigned long long address;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOK:TailProbe", keywords, &state,
+                                     &finished, &settle, &address))
+        return NULL;
+    if (!Py_IS_TYPE(finished, &DirectCallType) || !PyCallable_Check(settle) || address == 0) {
+        PyErr_SetString(PyExc_TypeError, "TailProbe: finished must be a DirectCall, settle "
+                                         "callable, address a stream's handle");
+        return NULL;
+    }
+    PyObject *lock = PyObject_GetAttrString(state, "lock");
+    if (lock == NULL)
+        return NULL;
+    if (!Py_IS_TYPE(lock, &StreamLockType)) {
+        PyErr_Format(PyExc_TypeError, "TailProbe: state.lock is a %s, not a StreamLock",
+                     Py_TYPE(lock)->tp_name);
+        Py_DECREF(lock);
+        return NULL;
+    }
+    Py_ssize_t tail_at = slot_offset(Py_TYPE(state), "tail", "TailProbe");
+    Py_ssize_t waiter_at = tail_at < 0 ? -1 : slot_offset(Py_TYPE(state), "waiter", "TailProbe");
+    TailProbe *self = waiter_at < 0 ? NULL : (TailProbe *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        Py_DECREF(lock);
+        return NULL;
+    }
+    self->vectorcall = tail_probe_call;
+    self->state = Py_NewRef(state);
+    self->tail_at = tail_at;
+    self->waiter_at = waiter_at;
+    self->lock = lock;
+    self->finished = Py_NewRef(finished);
+    self->settle = Py_NewRef(settle);
+    self->address = (uintptr_t)address;
+    return (PyObject *)self;
+}
+
+static int tail_probe_traverse(TailProbe *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->state);
+    Py_VISIT(self->lock);
+    Py_VISIT(self->finished);
+    Py_VISIT(self->settle);
+    return 0;
+}
+
+static int tail_probe_clear(TailProbe *self)
+{
+    Py_CLEAR(self->state);
+    Py_CLEAR(self->lock);
+    Py_CLEAR(self->finished);
+    Py_CLEAR(self->settle);
+    return 0;
+}
+
+static void tail_probe_dealloc(TailProbe *self)
+{
+    PyObject_GC_UnTrack(self);
+    tail_probe_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+PyTypeObject TailProbeType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "aruntime._enqueue_compiled.TailProbe",
+    .tp_doc = "A stream's awaited last op, asked after and settled in C (ffi/core/tailprobe.c).",
+    .tp_basicsize = sizeof(TailProbe),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(TailProbe, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = tail_probe_new,
+    .tp_traverse = (traverseproc)tail_probe_traverse,
+    .tp_clear = (inquiry)tail_probe_clear,
+    .tp_dealloc = (destructor)tail_probe_dealloc,
+};
