@@ -173,8 +173,13 @@ class Completion:
         thread between.
         """
         hooks = self._hooks
-        if hooks is not None and hooks.tail is self and not hooks.probe_tail(self):
-            return False  # still running, still the unmarked tail: ask again later
+        if hooks is not None and hooks.tail is self:
+            answer = hooks.ask_tail  # as in _await_tail: in C where the driver allows
+            if answer is not None and answer(self):
+                if self._state == _PENDING:
+                    return False  # still running, still the unmarked tail: ask again later
+            elif not hooks.probe_tail(self):
+                return False
         state = self._state
         if state == _PENDING:
             self._kick_waiter()  # someone is watching: its waiter must not sleep on it

@@ -448,7 +448,7 @@ async def test_a_done_loop_polls_the_last_op_without_a_marker(held: _Held) -> No
     runs, and sees it finish without a waiter thread between."""
     flag = await held.flag()
     op = held.launch(flag)
-    records = _Records(held.gpu)
+    records = _Records(held.gpu, op.hooks)
     try:
         for _ in range(10):
             assert not op.done()
