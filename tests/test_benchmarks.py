@@ -137,6 +137,20 @@ def test_bench_peers_quick_prints_every_row_against_its_peers() -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sims run on Linux only")
+def test_bench_await_pieces_quick_prints_each_piece_beside_the_poller() -> None:
+    pytest.importorskip("cuda.core", reason="cuda.core (the test extra) is not installed")
+    out = _run_script(
+        ROOT / "benchmarks" / "bench_await_pieces.py", "--rounds", "3", "--block", "50"
+    )
+    for piece in ("1. an ask", "2. a loop step", "3. await, device already done"):
+        for loop in ("asyncio", "trio"):
+            line = next(ln for ln in out.splitlines() if ln.startswith(piece) and f" {loop} " in ln)
+            figures = [float(word) for word in line.split() if word.replace(".", "", 1).isdigit()]
+            assert len(figures) >= 2 and all(f > 0 for f in figures[-2:]), out
+            assert line.endswith("x"), out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sims run on Linux only")
 def test_bench_peers_without_nvidias_bindings_says_why(tmp_path: Path) -> None:
     # A package named cuda that cannot be imported hides cuda.core and cuda-bindings.
     (tmp_path / "cuda").mkdir()
