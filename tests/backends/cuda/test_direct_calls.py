@@ -615,7 +615,7 @@ def test_stream_finished_answers_in_c_as_the_method_does(
     driver._cuStreamQuery = lambda handle: method_asked.append(handle) or query(handle)  # type: ignore[method-assign]
     try:
         assert driver.stream_finished(stream) is True  # nothing queued
-        with _slow_ops(sim, 50_000.0):
+        with _slow_ops(sim, 200_000.0):  # held long enough for a preempted thread to ask
             _fill(driver, stream, dev)
             assert driver.stream_finished(stream) is False
             assert CudaDriver.stream_finished(driver, stream) is False  # the method agrees
@@ -649,9 +649,19 @@ def test_stream_finished_answers_in_c_as_the_method_does(
 async def test_an_awaited_last_op_is_asked_after_and_settled_in_c(
     anyio_backend: str, sim: ctypes.CDLL, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The stream's TailProbe answers every ask, finishes the op, and hands it its error."""
+    """The stream's TailProbe answers every ask, finishes the op, and hands it its error.
+
+    The stream runs launches only, and the await's window is made long
+    enough that none outlasts it on a busy machine: a marked op (a staged
+    download, or one marked at the window's end) would hand the stream's
+    waiter work, and an ask while the waiter is busy is probe_tail's to
+    answer.  The results are read on another stream, after each await.
+    """
     if not _enqueue.enabled():
         pytest.skip("the compiled enqueue is not built or is switched off")
+    import aruntime._completion as completion_module
+
+    monkeypatch.setattr(completion_module, "AWAIT_SPIN_S", 60.0)
     in_python: list[object] = []
     probe_tail = StreamState.probe_tail
 
@@ -661,22 +671,27 @@ async def test_an_awaited_last_op_is_asked_after_and_settled_in_c(
 
     monkeypatch.setattr(StreamState, "probe_tail", counted)
     async with ar.open_backend("cuda-sim") as gpu:
-        stream = gpu.create_stream()
+        stream, reader = gpu.create_stream(), gpu.create_stream()
         assert type(stream.state.ask_tail).__name__ == "TailProbe"
         out = gpu.alloc(64 * 4)
         fill = gpu.kernel(gpu.builtin_module(), "fill_f32")
+
+        async def read() -> np.ndarray:
+            return await gpu.copy_d2h_async(out, np.zeros(64, np.float32), stream=reader)
+
         for value in range(8):
             await gpu.launch(fill, 1, 64, [np.uint32(64), np.float32(value), out], stream=stream)
-            host = await gpu.copy_d2h_async(out, np.zeros(64, np.float32), stream=stream)
-            assert (host == value).all()
-        with _slow_ops(sim, 2_000.0):  # past the spin window: the op is marked, then waited
+            assert (await read() == value).all()
+        with _slow_ops(sim, 2_000.0):  # many loop steps of "not yet"
             await gpu.launch(fill, 1, 64, [np.uint32(64), np.float32(9), out], stream=stream)
-        assert in_python == []
+        assert (await read() == 9).all()
         sim.arsim_inject_fault(-1, LAUNCH_FAILED, 1)
         with pytest.raises(ar.DriverError, match="CUDA_ERROR_LAUNCH_FAILED"):
             await gpu.launch(fill, 1, 64, [np.uint32(64), np.float32(1), out], stream=stream)
-        assert in_python == []
-        host = await gpu.copy_d2h_async(out, np.zeros(64, np.float32), stream=stream)
-        assert (host == 9).all()  # the failed launch wrote nothing; the stream goes on
+        assert in_python == []  # not one ask was left to Python
+        assert (await read() == 9).all()  # the failed launch wrote nothing
+        await gpu.launch(fill, 1, 64, [np.uint32(64), np.float32(3), out], stream=stream)
+        assert (await read() == 3).all()  # the error was seen: the stream goes on
         gpu.free(out)
+        reader.close()
         stream.close()
