@@ -174,12 +174,9 @@ class Completion:
         """
         hooks = self._hooks
         if hooks is not None and hooks.tail is self:
-            answer = hooks.ask_tail  # as in _await_tail: in C where the driver allows
-            if answer is not None and answer(self):
-                if self._state == _PENDING:
-                    return False  # still running, still the unmarked tail: ask again later
-            elif not hooks.probe_tail(self):
-                return False
+            probe = hooks.ask_tail or hooks.probe_tail  # as in _await_tail
+            if not probe(self):
+                return False  # still running, still the unmarked tail: ask again later
         state = self._state
         if state == _PENDING:
             self._kick_waiter()  # someone is watching: its waiter must not sleep on it
@@ -314,8 +311,9 @@ class Completion:
         loop step (``probe_tail``: one query), with no marker recorded and
         no waiter involved, for the spin window (DESIGN.md 6.3).  On CUDA
         with the compiled enqueue the ask, and the op's finish once the
-        stream is done, is one C call (``ask_tail``, ffi/core/tailprobe.c),
-        and ``probe_tail`` decides only what that call leaves.  The first
+        stream is done, is one C call (``ask_tail``, ffi/core/tailprobe.c,
+        ``probe_tail`` in C), which calls ``probe_tail`` only for what it
+        cannot tell.  The first
         ask comes after the first loop step, not before it: an await is a
         checkpoint either way, and a tail awaited right after its enqueue
         (a launch, above all) is rarely done yet, so an ask before the
@@ -327,13 +325,10 @@ class Completion:
         it had never been awaited.
         """
         deadline = time.perf_counter() + AWAIT_SPIN_S
-        answer = hooks.ask_tail  # the stream asked, and the op settled, in C (None: no C)
+        probe = hooks.ask_tail or hooks.probe_tail
         while True:
             yield from checkpoint()
-            if answer is not None and answer(self):
-                if self._state != _PENDING:
-                    break
-            elif hooks.probe_tail(self):
+            if probe(self):
                 break
             if time.perf_counter() >= deadline:
                 hooks.mark_tail(self)

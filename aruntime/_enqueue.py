@@ -357,12 +357,12 @@ def tail_probe(
 ) -> Callable[[Any], bool] | None:
     """``state``'s stream asked after its awaited last op in C, and the op settled there; or None.
 
-    ``ffi/core/tailprobe.c`` says when it answers (True): the op is still the
-    stream's unmarked tail, nothing handed to its waiter is pending, and the
-    driver's ``finished`` (its ``stream_finished``, a DirectCall) says the
-    stream still runs, or is done (then ``settle(op, error)`` finishes the op,
-    under the stream's lock).  False sends the caller to
-    ``StreamState.probe_tail``.  None where the compiled enqueue is off,
+    It answers as ``StreamState.probe_tail`` does, and ``ffi/core/tailprobe.c``
+    says which cases it takes in C: the op still the stream's unmarked tail,
+    nothing handed to its waiter pending, and the driver's ``finished`` (its
+    ``stream_finished``, a DirectCall) saying the stream still runs, or is
+    done (then ``settle(op, error)`` finishes the op, under the stream's
+    lock).  It calls ``probe_tail`` for the rest.  None where the compiled enqueue is off,
     ``finished`` is not a DirectCall, the stream has no raw handle, or the
     stream's lock is not the compiled one.
     """

@@ -62,7 +62,7 @@ class CompletionHooks(Protocol[_C_contra]):
 
     @property
     def ask_tail(self) -> Callable[[_C_contra], bool] | None:
-        """``probe_tail`` in C: True where it answered (still running, or finished); None: no C."""
+        """``probe_tail``, its common cases in C (it calls ``probe_tail`` for the rest); or None."""
 
     def probe_tail(self, completion: _C_contra) -> bool:
         """An awaited unmarked tail: finished if the stream is past it; False while it runs."""

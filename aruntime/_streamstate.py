@@ -244,9 +244,9 @@ class StreamState:
         self.probe: Callable[[Completion], bool] | None = None
         #: Whether the stream's last op may wait for its marker (bound with ``mark``).
         self.defer_markers = False
-        #: ``probe_tail`` in C where the driver allows (the compiled enqueue's
-        #: ``tail_probe``, bound with ``mark``): True where it answered, the op
-        #: still running or finished now; False: ask ``probe_tail``.  None: no C.
+        #: ``probe_tail`` with its common cases in C where the driver allows
+        #: (the compiled enqueue's ``tail_probe``, bound with ``mark``): the
+        #: same answer, and ``probe_tail`` itself for what the C cannot tell.
         self.ask_tail: Callable[[Completion], bool] | None = None
 
     # -- waiter --------------------------------------------------------------------

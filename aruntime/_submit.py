@@ -349,7 +349,7 @@ class Marking:
     def tail_probe(
         self, state: StreamState, handle: DriverStream
     ) -> Callable[[Completion], bool] | None:
-        """:meth:`probe`, asked and settled in C, for ``state.ask_tail``; None: not here."""
+        """``state.probe_tail`` with its common cases in C, for ``state.ask_tail``; None: none."""
         finished = self._stream_finished
         if finished is None:
             return None

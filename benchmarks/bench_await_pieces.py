@@ -85,14 +85,10 @@ class _Steps:
 
     def __await__(self) -> Any:
         op = self._op
-        hooks = op.hooks
-        answer = hooks.ask_tail
+        probe = op.hooks.ask_tail or op.hooks.probe_tail
         for _ in range(self._steps):
             yield from checkpoint()
-            if answer is not None:
-                answer(op)
-            else:
-                hooks.probe_tail(op)
+            probe(op)
             time.perf_counter()  # the window's clock, read at each step
 
 

@@ -348,8 +348,9 @@ static uintptr_t stream_address(PyObject *handle)
  * (a host function's callback).  Without ``settle`` only "not yet" is answered here:
  * a stream found done is asked again by the method. */
 
-static int stream_answer(DirectCall *self, uintptr_t stream, int settle)
+static int stream_answer(DirectCall *self, uintptr_t stream)
 {
+    int settle = self->settle != NULL;
     PyObject *owner = stream ? weak_target(self->owner) : NULL;
     if (owner == NULL)
         return STREAM_ASK;
@@ -376,8 +377,7 @@ int direct_stream_answer(PyObject *call, uintptr_t stream)
 {
     if (!Py_IS_TYPE(call, &DirectCallType) || ((DirectCall *)call)->shape != SHAPE_STREAM_QUERY)
         return STREAM_ASK;
-    DirectCall *self = (DirectCall *)call;
-    return stream_answer(self, stream, self->settle != NULL);
+    return stream_answer((DirectCall *)call, stream);
 }
 
 /* Called from Python (``driver.memset_d8(dst, value, nbytes, stream)``): the same. */
@@ -387,9 +387,8 @@ static PyObject *direct_vectorcall(PyObject *callable, PyObject *const *args, si
     DirectCall *self = (DirectCall *)callable;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (self->shape == SHAPE_STREAM_QUERY) {
-        int answer = kwnames == NULL && nargs == 1 && self->settle != NULL
-                         ? stream_answer(self, stream_address(args[0]), 1)
-                         : STREAM_ASK;
+        int answer = kwnames == NULL && nargs == 1 ? stream_answer(self, stream_address(args[0]))
+                                                   : STREAM_ASK;
         if (answer == STREAM_FAILED)
             return NULL;
         if (answer != STREAM_ASK)

@@ -6,18 +6,21 @@
  * the policy's probe and the driver's stream_finished, and the last one then
  * settles the op: about half a microsecond an ask and a microsecond and a half
  * for the last, against 0.15 us for a cuda.core poller's event query.  This
- * object makes the ask one C call under the stream's lock, and answers (True)
- * where
+ * object is StreamState.probe_tail with its common cases in one C call, and
+ * answers as probe_tail does (True: the op is no longer the unmarked tail,
+ * finished now or marked already; False: still running, ask again).  Under
+ * the stream's lock, where
  *
  *   ``completion`` is still the stream's unmarked tail, every op handed to the
  *   stream's waiter has finished (the waiter is None or idle), and the
  *   driver's DirectCall over ``stream_finished`` answers in its plain case:
- *   still running (nothing changes: ask again at the next step), or done and
- *   synchronized, or failed with a DriverError; then ``settle(completion,
- *   error)``, the policy's (``Marking.settle_probed``), takes the op off the
- *   tail and finishes it, still under the lock.
+ *   still running (nothing changes), or done and synchronized, or failed
+ *   with a DriverError; then ``settle(completion, error)``, the policy's
+ *   (``Marking.settle_probed``), takes the op off the tail and finishes it,
+ *   still under the lock.
  *
- * Anything else answers False, and probe_tail decides in Python.  The lock
+ * Anything else (a busy waiter, a thread outside the driver's context) is
+ * probe_tail's, called here once the lock is let go.  The lock
  * is what makes the query safe against another thread's close(): close
  * flushes the tail under the same lock before the stream is destroyed, so a
  * tail still in place means a live handle.
@@ -42,12 +45,13 @@ typedef struct {
     uintptr_t address;  /* the driver stream's raw handle */
 } TailProbe;
 
-static PyObject *name_idle;
+static PyObject *name_idle, *name_probe_tail;
 
 int tail_probe_ready(void)
 {
     name_idle = PyUnicode_InternFromString("idle");
-    return name_idle ? 0 : -1;
+    name_probe_tail = PyUnicode_InternFromString("probe_tail");
+    return name_idle && name_probe_tail ? 0 : -1;
 }
 
 static PyObject *slot_in(PyObject *obj, Py_ssize_t offset)
@@ -69,15 +73,17 @@ static int waiter_idle(TailProbe *self)
     return answer;
 }
 
-/* The stream asked, with the lock held and ``completion`` its tail: 1 answered, 0 not. */
+/* What the C can tell of ``completion``, still the tail, with the stream's lock held. */
+enum { TAIL_RUNNING, TAIL_FINISHED, TAIL_ASK_PYTHON };
+
 static int answer(TailProbe *self, PyObject *completion)
 {
     int idle = waiter_idle(self);
     if (idle <= 0)
-        return idle;
+        return idle < 0 ? -1 : TAIL_ASK_PYTHON;
     int found = direct_stream_answer(self->finished, self->address);
     if (found == STREAM_ASK || found == STREAM_RUNNING)
-        return found == STREAM_RUNNING;
+        return found == STREAM_RUNNING ? TAIL_RUNNING : TAIL_ASK_PYTHON;
     /* Done, or failed: the error is the op's, and its stream's (see stream_finished). */
     PyObject *error = found == STREAM_FAILED ? take_exception() : Py_NewRef(Py_None);
     if (error == NULL)
@@ -85,7 +91,7 @@ static int answer(TailProbe *self, PyObject *completion)
     PyObject *settled = PyObject_CallFunctionObjArgs(self->settle, completion, error, NULL);
     Py_DECREF(error);
     Py_XDECREF(settled);
-    return settled == NULL ? -1 : 1;
+    return settled == NULL ? -1 : TAIL_FINISHED;
 }
 
 static PyObject *tail_probe_call(PyObject *callable, PyObject *const *args, size_t nargsf,
@@ -98,13 +104,13 @@ static PyObject *tail_probe_call(PyObject *callable, PyObject *const *args, size
     }
     PyObject *completion = args[0];
     if (slot_in(self->state, self->tail_at) != completion)
-        return Py_NewRef(Py_False);
+        return Py_NewRef(Py_True); /* marked already, or never a tail: as probe_tail says */
     if (stream_lock_acquire(self->lock) < 0)
         return NULL;
-    int answered = 0;
+    int found = TAIL_FINISHED;
     if (slot_in(self->state, self->tail_at) == completion)
-        answered = answer(self, completion);
-    if (answered < 0) {
+        found = answer(self, completion);
+    if (found < 0) {
         PyObject *exc = take_exception();
         stream_lock_release(self->lock);
         raise_again(exc);
@@ -112,7 +118,9 @@ static PyObject *tail_probe_call(PyObject *callable, PyObject *const *args, size
     }
     if (stream_lock_release(self->lock) < 0)
         return NULL;
-    return Py_NewRef(answered ? Py_True : Py_False);
+    if (found == TAIL_ASK_PYTHON)
+        return PyObject_CallMethodOneArg(self->state, name_probe_tail, completion);
+    return Py_NewRef(found == TAIL_FINISHED ? Py_True : Py_False);
 }
 
 static PyObject *tail_probe_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)

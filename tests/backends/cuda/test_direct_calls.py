@@ -692,6 +692,18 @@ async def test_an_awaited_last_op_is_asked_after_and_settled_in_c(
         assert (await read() == 9).all()  # the failed launch wrote nothing
         await gpu.launch(fill, 1, 64, [np.uint32(64), np.float32(3), out], stream=stream)
         assert (await read() == 3).all()  # the error was seen: the stream goes on
+
+        # A thread the driver's context is not current on: the C hands the ask to
+        # probe_tail, whose answer it returns (the stream still runs the op).
+        with _slow_ops(sim, 200_000.0):
+            held = gpu.launch(fill, 1, 64, [np.uint32(64), np.float32(4), out], stream=stream)
+            answers: list[bool] = []
+            thread = threading.Thread(target=lambda: answers.append(held.done()))
+            thread.start()
+            thread.join()
+        assert answers == [False] and in_python == [held]
+        await held
+        assert (await read() == 4).all()
         gpu.free(out)
         reader.close()
         stream.close()
