@@ -35,6 +35,7 @@ __all__ = [
     "failed",
     "finish",
     "release_views",
+    "run_wakeups",
     "seconds_from_env_us",
     "settled",
     "watched",
@@ -453,11 +454,8 @@ class Completion:
             hooks.note_failure(self)
         if views:
             release_views(views)
-        for fn in callbacks:
-            try:
-                fn()
-            except Exception:  # a wake-up must never stop the others
-                _log.exception("Completion wake-up failed")
+        if callbacks:
+            run_wakeups(callbacks)
 
     # -- for the module's functions below: a Completion changes only its own state
 
@@ -623,6 +621,15 @@ class settled:
         completion = self._completion
         if not completion.done():
             yield from park(completion.subscribe, completion.unsubscribe)
+
+
+def run_wakeups(callbacks: list[_Callback]) -> None:
+    """Run a finished op's wake-ups, each once; one that fails is logged, the rest still run."""
+    for fn in callbacks:
+        try:
+            fn()
+        except Exception:  # a wake-up must never stop the others
+            _log.exception("Completion wake-up failed")
 
 
 def release_views(views: tuple[memoryview, ...]) -> None:

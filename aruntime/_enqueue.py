@@ -46,7 +46,17 @@ from typing import Any
 import numpy as np
 
 from . import _sites
-from ._completion import _NO_LOCK, _PENDING, Completion, next_seq, watched
+from ._completion import (
+    _DONE,
+    _NO_CALLBACKS,
+    _NO_LOCK,
+    _PENDING,
+    Completion,
+    next_seq,
+    release_views,
+    run_wakeups,
+    watched,
+)
 from ._exceptions import DriverError
 from ._memory import DevicePtr, HostBuffer
 from ._native import load_core_extension
@@ -119,6 +129,7 @@ def _configured() -> ModuleType | None:
         _log.warning("the compiled enqueue is off: %s", exc)
         return None
     module.configure_watched(_NO_LOCK)
+    module.configure_settle(Completion, _PENDING, _DONE, _NO_CALLBACKS, release_views, run_wakeups)
     return module
 
 
@@ -373,7 +384,7 @@ def tail_probe(
     if type(getattr(state, "lock", None)) is not module.StreamLock:
         return None
     made: Callable[[Any], bool] = module.TailProbe(
-        state=state, finished=finished, settle=settle, address=address
+        state=state, finished=finished, settle=settle, nothing_held=NOTHING_HELD, address=address
     )
     return made
 

@@ -343,7 +343,7 @@ class Marking:
         if error is not None and not isinstance(error, DriverError):
             raise error
         state.tail = None
-        state.tail_held = ((), ())
+        state.tail_held = NOTHING_HELD
         self._past(state, completion, error)
 
     def tail_probe(

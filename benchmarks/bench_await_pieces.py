@@ -13,14 +13,17 @@ alone in one process, on cuda-sim (or ``--backend cuda`` on a GPU):
    against ``await anyio.sleep(0)`` and ``Event.is_done``;
 3. the await of a launch the device has already finished: ``await op``
    (the ask that finds the stream done, its synchronize, the op's finish)
-   against ``await anyio.sleep(0)`` and ``Event.is_done``.
+   against ``await anyio.sleep(0)`` and ``Event.is_done``;
+4. that last ask alone, without the loop step: ``done()`` of a launch the
+   device has finished (the query, the synchronize and the op's finish)
+   against ``Event.is_done`` of an event the device has passed.
 
 For 1 and 2 the kernel must outlast the measurement without taking the
 host's cores: on cuda-sim it is one block of ``iota_u32`` that the sim's
 timing model holds for 20 ms (``arsim_set_timing``: its engine sleeps, where
 200,000 real blocks would keep both cores of a small machine busy and
-preempt the loop); on a GPU it is 200,000 blocks.  For 3 the device is found
-done by asking the driver directly, through cuda-bindings, before the timed
+preempt the loop); on a GPU it is 200,000 blocks.  For 3 and 4 the device is
+found done by asking the driver directly, through cuda-bindings, before the timed
 part starts.  A figure is the median
 over ``--rounds`` rounds of the mean of ``--block`` repetitions.  Nothing is
 asserted about time.
@@ -198,6 +201,33 @@ async def _measure(backend: str, rounds: int, block: int) -> dict[str, float] | 
                 total += clock() - start
             return total / block
 
+        shared_raw = cb.CUstream(shared.__cuda_stream__()[1])
+
+        async def ar_last() -> float:
+            total = 0.0
+            for _ in range(block):
+                op = gpu.launch(kernel, 1, THREADS, args, stream=stream)
+                while cb.cuStreamQuery(raw)[0] != cb.CUresult.CUDA_SUCCESS:
+                    pass
+                start = clock()
+                finished = op.done()
+                total += clock() - start
+                assert finished, "the ask did not find the launch done"
+            return total / block
+
+        async def core_last() -> float:
+            total = 0.0
+            for _ in range(block):
+                launch(cstream, LaunchConfig(grid=1, block=THREADS), ckernel, *cargs)
+                event = cstream.record()
+                while cb.cuStreamQuery(shared_raw)[0] != cb.CUresult.CUDA_SUCCESS:
+                    pass
+                start = clock()
+                finished = event.is_done
+                total += clock() - start
+                assert finished, "the ask did not find the event done"
+            return total / block
+
         try:
             figures = await _rounds(
                 {
@@ -207,6 +237,8 @@ async def _measure(backend: str, rounds: int, block: int) -> dict[str, float] | 
                     "step:core": core_step,
                     "done:ar": ar_done,
                     "done:core": core_done,
+                    "last:ar": ar_last,
+                    "last:core": core_last,
                 },
                 rounds,
             )
@@ -223,6 +255,7 @@ ROWS = (
     ("ask", "1. an ask, kernel running", "op.done()", "Event.is_done"),
     ("step", "2. a loop step, kernel running", "checkpoint + ask", "sleep(0) + is_done"),
     ("done", "3. await, device already done", "await op", "sleep(0) + is_done"),
+    ("last", "4. the ask that finds it done", "op.done()", "Event.is_done"),
 )
 
 

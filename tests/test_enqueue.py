@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -409,6 +410,59 @@ def test_a_streams_completions_share_one_lock(gpu: ar.Backend) -> None:
         second.wait(30)
         other.wait(30)
     gpu.free(ptr)
+
+
+def _pending_with_wakeups(
+    woken: list[str], label: str
+) -> tuple[Completion, weakref.ref[Any], memoryview]:
+    """A pending Completion holding a buffer and a view, with a failing and a counting wake-up."""
+
+    class Held:
+        pass
+
+    held, view = Held(), memoryview(bytearray(8))
+    completion = Completion("launch", None, None, (held,), (view,))
+
+    def broken() -> None:
+        raise RuntimeError("a broken wake-up")
+
+    assert completion.subscribe(broken)
+    assert completion.subscribe(lambda: woken.append(label))
+    return completion, weakref.ref(held), view
+
+
+def test_the_compiled_finish_does_what_finish_does(caplog: pytest.LogCaptureFixture) -> None:
+    """ffi/core/settle.c against Completion._finish(None): the same slots, views released,
+    keepalive let go, every wake-up run once (one that raises is logged), and a finished
+    Completion left alone."""
+    from aruntime._completion import _DONE, _NO_CALLBACKS
+
+    module = _enqueue._module()
+    if module is None:
+        pytest.skip("the compiled enqueue is not built or is switched off")
+    woken: list[str] = []
+    by_python, python_held, python_view = _pending_with_wakeups(woken, "python")
+    by_c, c_held, c_view = _pending_with_wakeups(woken, "c")
+    with caplog.at_level("ERROR", logger="aruntime"):
+        by_python._finish(None)
+        module.finish_done(by_c)
+    assert woken == ["python", "c"]
+    assert [r.getMessage() for r in caplog.records] == ["Completion wake-up failed"] * 2
+    python_slots, c_slots = _slots(by_python), _slots(by_c)
+    assert python_slots.pop("_seq") != c_slots.pop("_seq")
+    assert python_slots.pop("_lock") is not c_slots.pop("_lock")
+    assert c_slots == python_slots
+    assert c_slots["_state"] == _DONE and c_slots["_callbacks"] is _NO_CALLBACKS
+    assert c_slots["_keepalive"] == () and c_slots["_views"] == ()
+    gc.collect()
+    assert python_held() is None and c_held() is None
+    for view in (python_view, c_view):
+        with pytest.raises(ValueError, match="released"):
+            view.tobytes()
+    module.finish_done(by_c)  # finished already: nothing runs again
+    assert woken == ["python", "c"] and by_c.done()
+    with pytest.raises(TypeError, match="finish_done: a Completion"):
+        module.finish_done(object())
 
 
 @pytest.fixture

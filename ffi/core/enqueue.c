@@ -38,6 +38,7 @@
 #include "mockcopy.h"
 #include "tailprobe.h"
 #include "zeappend.h"
+#include "settle.h"
 #include "site.h"
 
 /* The Completion slots this file writes, in the order of COMPLETION_SLOTS. */
@@ -887,6 +888,11 @@ static PyObject *watched(PyObject *module, PyObject *const *args, Py_ssize_t nar
 static PyMethodDef methods[] = {
     {"watched", (PyCFunction)(void (*)(void))watched, METH_FASTCALL,
      "watched(completion, seen): Completion._watched (see aruntime/_completion.py)."},
+    {"configure_settle", configure_settle, METH_VARARGS,
+     "configure_settle(Completion, pending, done, no_callbacks, release_views, run_wakeups): "
+     "what a Completion finished in C needs (settle.c)."},
+    {"finish_done", finish_done, METH_O,
+     "finish_done(completion): Completion._finish(None), in C (settle.c)."},
     {"configure_watched", configure_watched, METH_O,
      "configure_watched(no_lock): the lock of the shared finished Completions."},
     {"host_view", (PyCFunction)(void (*)(void))host_view, METH_FASTCALL,

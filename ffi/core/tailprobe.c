@@ -17,7 +17,10 @@
  *   still running (nothing changes), or done and synchronized, or failed
  *   with a DriverError; then ``settle(completion, error)``, the policy's
  *   (``Marking.settle_probed``), takes the op off the tail and finishes it,
- *   still under the lock.
+ *   still under the lock.  A done op that nothing orders after a failure,
+ *   with no op before it dropped unmarked or stranded, is taken off the tail
+ *   and finished here instead (plain_done, settle.c): the settle's frames
+ *   and _finish's cost twice the ask.
  *
  * Anything else (a busy waiter, a thread outside the driver's context) is
  * probe_tail's, called here once the lock is let go.  The lock
@@ -29,6 +32,7 @@
 #include "direct.h"
 #include "lock.h"
 #include "objects.h"
+#include "settle.h"
 #include "slots.h"
 
 #include <structmember.h>
@@ -39,10 +43,13 @@ typedef struct {
     PyObject *state;    /* the StreamState */
     Py_ssize_t tail_at; /* where it keeps ``tail`` and ``waiter`` */
     Py_ssize_t waiter_at;
-    PyObject *lock;     /* state.lock, a StreamLock */
-    PyObject *finished; /* the driver's stream_finished, a DirectCall */
-    PyObject *settle;   /* settle(completion, error): the op is done, or failed */
-    uintptr_t address;  /* the driver stream's raw handle */
+    /* Where it keeps what decides whether a done op is finished here (plain_done). */
+    Py_ssize_t ordering_at, dropped_at, stranded_at, tail_held_at;
+    PyObject *lock;         /* state.lock, a StreamLock */
+    PyObject *finished;     /* the driver's stream_finished, a DirectCall */
+    PyObject *settle;       /* settle(completion, error): the op is done, or failed */
+    PyObject *nothing_held; /* what the tail holds once there is none */
+    uintptr_t address;      /* the driver stream's raw handle */
 } TailProbe;
 
 static PyObject *name_idle, *name_probe_tail;
@@ -73,8 +80,38 @@ static int waiter_idle(TailProbe *self)
     return answer;
 }
 
-/* What the C can tell of ``completion``, still the tail, with the stream's lock held. */
 enum { TAIL_RUNNING, TAIL_FINISHED, TAIL_ASK_PYTHON };
+
+/* Whether ``completion``, done, is finished here: nothing orders the stream's ops after
+ * a failure, and no op before it was dropped unmarked or left buffers behind (the policy's
+ * settle notes what the op covers, and lets the buffers go).  Then the op comes off the
+ * tail, as the settle takes it off, and is finished as Completion._finish(None) would. */
+static int plain_done(TailProbe *self, PyObject *completion)
+{
+    PyObject *dropped = slot_in(self->state, self->dropped_at);
+    PyObject *stranded = slot_in(self->state, self->stranded_at);
+    if (slot_in(self->state, self->ordering_at) != Py_False || dropped == NULL ||
+        !PyLong_CheckExact(dropped) || stranded == NULL || !PyList_CheckExact(stranded) ||
+        PyList_GET_SIZE(stranded) != 0 || !settle_ready(completion))
+        return 0;
+    int overflow = 0;
+    return PyLong_AsLongAndOverflow(dropped, &overflow) == 0 && overflow == 0;
+}
+
+static int finish_here(TailProbe *self, PyObject *completion)
+{
+    PyObject **tail = (PyObject **)((char *)self->state + self->tail_at);
+    PyObject **held = (PyObject **)((char *)self->state + self->tail_held_at);
+    PyObject *old_tail = *tail, *old_held = *held;
+    *tail = Py_NewRef(Py_None);
+    *held = Py_NewRef(self->nothing_held);
+    int status = settle_done(completion);
+    Py_XDECREF(old_tail);
+    Py_XDECREF(old_held);
+    return status < 0 ? -1 : TAIL_FINISHED;
+}
+
+/* What the C can tell of ``completion``, still the tail, with the stream's lock held. */
 
 static int answer(TailProbe *self, PyObject *completion)
 {
@@ -84,6 +121,8 @@ static int answer(TailProbe *self, PyObject *completion)
     int found = direct_stream_answer(self->finished, self->address);
     if (found == STREAM_ASK || found == STREAM_RUNNING)
         return found == STREAM_RUNNING ? TAIL_RUNNING : TAIL_ASK_PYTHON;
+    if (found == STREAM_DONE && plain_done(self, completion))
+        return finish_here(self, completion);
     /* Done, or failed: the error is the op's, and its stream's (see stream_finished). */
     PyObject *error = found == STREAM_FAILED ? take_exception() : Py_NewRef(Py_None);
     if (error == NULL)
@@ -125,11 +164,11 @@ static PyObject *tail_probe_call(PyObject *callable, PyObject *const *args, size
 
 static PyObject *tail_probe_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *keywords[] = {"state", "finished", "settle", "address", NULL};
-    PyObject *state, *finished, *settle;
+    static char *keywords[] = {"state", "finished", "settle", "nothing_held", "address", NULL};
+    PyObject *state, *finished, *settle, *nothing_held;
     unsigned long long address;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOK:TailProbe", keywords, &state,
-                                     &finished, &settle, &address))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOK:TailProbe", keywords, &state,
+                                     &finished, &settle, &nothing_held, &address))
         return NULL;
     if (!Py_IS_TYPE(finished, &DirectCallType) || !PyCallable_Check(settle) || address == 0) {
         PyErr_SetString(PyExc_TypeError, "TailProbe: finished must be a DirectCall, settle "
@@ -145,20 +184,29 @@ static PyObject *tail_probe_new(PyTypeObject *type, PyObject *args, PyObject *kw
         Py_DECREF(lock);
         return NULL;
     }
-    Py_ssize_t tail_at = slot_offset(Py_TYPE(state), "tail", "TailProbe");
-    Py_ssize_t waiter_at = tail_at < 0 ? -1 : slot_offset(Py_TYPE(state), "waiter", "TailProbe");
-    TailProbe *self = waiter_at < 0 ? NULL : (TailProbe *)type->tp_alloc(type, 0);
+    static const char *const slots[] = {"tail", "waiter", "ordering", "dropped", "stranded",
+                                        "tail_held"};
+    Py_ssize_t at[6] = {-1, -1, -1, -1, -1, -1};
+    int found = 0;
+    while (found < 6 && (at[found] = slot_offset(Py_TYPE(state), slots[found], "TailProbe")) >= 0)
+        found++;
+    TailProbe *self = found < 6 ? NULL : (TailProbe *)type->tp_alloc(type, 0);
     if (self == NULL) {
         Py_DECREF(lock);
         return NULL;
     }
     self->vectorcall = tail_probe_call;
     self->state = Py_NewRef(state);
-    self->tail_at = tail_at;
-    self->waiter_at = waiter_at;
+    self->tail_at = at[0];
+    self->waiter_at = at[1];
+    self->ordering_at = at[2];
+    self->dropped_at = at[3];
+    self->stranded_at = at[4];
+    self->tail_held_at = at[5];
     self->lock = lock;
     self->finished = Py_NewRef(finished);
     self->settle = Py_NewRef(settle);
+    self->nothing_held = Py_NewRef(nothing_held);
     self->address = (uintptr_t)address;
     return (PyObject *)self;
 }
@@ -169,6 +217,7 @@ static int tail_probe_traverse(TailProbe *self, visitproc visit, void *arg)
     Py_VISIT(self->lock);
     Py_VISIT(self->finished);
     Py_VISIT(self->settle);
+    Py_VISIT(self->nothing_held);
     return 0;
 }
 
@@ -178,6 +227,7 @@ static int tail_probe_clear(TailProbe *self)
     Py_CLEAR(self->lock);
     Py_CLEAR(self->finished);
     Py_CLEAR(self->settle);
+    Py_CLEAR(self->nothing_held);
     return 0;
 }
 

@@ -28,6 +28,7 @@ import aruntime as ar
 from aruntime import _enqueue
 from aruntime._driver import DriverStream, LaunchConfig
 from aruntime._streamstate import StreamState
+from aruntime._submit import Marking
 from aruntime.backends import cuda
 from aruntime.backends._staging import DIRECT_PAGEABLE_H2D_MAX
 from aruntime.backends.cuda import _base
@@ -670,6 +671,14 @@ async def test_an_awaited_last_op_is_asked_after_and_settled_in_c(
         return probe_tail(state, completion)
 
     monkeypatch.setattr(StreamState, "probe_tail", counted)
+    settled_in_python: list[object] = []
+    settle_probed = Marking.settle_probed
+
+    def spied(marking: Marking, state: StreamState, completion: Any, error: Any) -> None:
+        settled_in_python.append(completion)
+        settle_probed(marking, state, completion, error)
+
+    monkeypatch.setattr(Marking, "settle_probed", spied)
     async with ar.open_backend("cuda-sim") as gpu:
         stream, reader = gpu.create_stream(), gpu.create_stream()
         assert type(stream.state.ask_tail).__name__ == "TailProbe"
@@ -685,13 +694,32 @@ async def test_an_awaited_last_op_is_asked_after_and_settled_in_c(
         with _slow_ops(sim, 2_000.0):  # many loop steps of "not yet"
             await gpu.launch(fill, 1, 64, [np.uint32(64), np.float32(9), out], stream=stream)
         assert (await read() == 9).all()
+        assert settled_in_python == []  # each done op was finished in C (settle.c)
         sim.arsim_inject_fault(-1, LAUNCH_FAILED, 1)
-        with pytest.raises(ar.DriverError, match="CUDA_ERROR_LAUNCH_FAILED"):
-            await gpu.launch(fill, 1, 64, [np.uint32(64), np.float32(1), out], stream=stream)
+        with pytest.raises(ar.DriverError, match="CUDA_ERROR_LAUNCH_FAILED") as failure:
+            failing = gpu.launch(fill, 1, 64, [np.uint32(64), np.float32(1), out], stream=stream)
+            await failing
         assert in_python == []  # not one ask was left to Python
+        assert settled_in_python == [failing]  # a failure is the policy's to settle
+        assert failing.exception() is failure.value
+        del failing
         assert (await read() == 9).all()  # the failed launch wrote nothing
         await gpu.launch(fill, 1, 64, [np.uint32(64), np.float32(3), out], stream=stream)
         assert (await read() == 3).all()  # the error was seen: the stream goes on
+        assert not stream.state.ordering  # (that op was the policy's: it ended the ordering)
+        settled_before = len(settled_in_python)
+
+        # Ops queued before it that nobody kept: the policy's settle says the awaited
+        # op covers them, and the C leaves the op to it.
+        for value in (5, 6):
+            gpu.launch(fill, 1, 64, [np.uint32(64), np.float32(value), out], stream=stream)
+        assert stream.state.dropped == 1  # the second is the tail until the next op
+        last = gpu.launch(fill, 1, 64, [np.uint32(64), np.float32(7), out], stream=stream)
+        assert stream.state.dropped == 2
+        await last
+        assert settled_in_python[settled_before:] == [last] and stream.state.dropped == 0
+        assert (await read() == 7).all()
+        del last
 
         # A thread the driver's context is not current on: the C hands the ask to
         # probe_tail, whose answer it returns (the stream still runs the op).
