@@ -23,7 +23,7 @@ from typing import Any
 
 from ._blocking import check as check_blocking
 from ._exceptions import AruntimeError, CaptureError, InvalidArgumentError
-from ._loop import _ONE_YIELD, checkpoint, checkpoint_returning, park
+from ._loop import _ONE_YIELD, checkpoint, checkpoint_returning, park, stepper
 from ._protocols import CompletionHooks
 
 __all__ = [
@@ -325,13 +325,15 @@ class Completion:
         Cancelled meanwhile, the op stays the stream's unmarked tail, as if
         it had never been awaited.
         """
-        deadline = time.perf_counter() + AWAIT_SPIN_S
+        clock = time.perf_counter
+        deadline = clock() + AWAIT_SPIN_S
         probe = hooks.ask_tail or hooks.probe_tail
+        step = stepper()
         while True:
-            yield from checkpoint()
+            yield from step()
             if probe(self):
                 break
-            if time.perf_counter() >= deadline:
+            if clock() >= deadline:
                 hooks.mark_tail(self)
                 break
         if self._state == _PENDING:
@@ -366,9 +368,10 @@ class Completion:
         if deadline is None:
             deadline = clock() + AWAIT_SPIN_S
         hooks.poll_begin()
+        step = stepper()
         try:
             while True:
-                yield from checkpoint()
+                yield from step()
                 hooks.finish_ready(self)
                 if self._state != _PENDING or clock() >= deadline:
                     return

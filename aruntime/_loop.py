@@ -20,11 +20,12 @@ thread can be inside ``trio.run``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import sys
 from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
-__all__ = ["checkpoint", "checkpoint_returning", "defer_to_loop", "in_trio", "park"]
+__all__ = ["checkpoint", "checkpoint_returning", "defer_to_loop", "in_trio", "park", "stepper"]
 
 #: Registers a wake-up to run (on any thread) when the awaited thing happens;
 #: False when it has happened already and the wake-up will never run.
@@ -81,6 +82,28 @@ def checkpoint() -> Iterator[Any]:
     if in_run is not None and in_run():
         return _trio_checkpoint().__await__()  # type: ignore[no-any-return]
     return iter(_ONE_YIELD)
+
+
+def _trio_step() -> Iterator[Any]:
+    return _trio_checkpoint().__await__()  # type: ignore[no-any-return]
+
+
+_asyncio_step: Callable[[], Iterator[Any]] = functools.partial(iter, _ONE_YIELD)
+
+
+def stepper() -> Callable[[], Iterator[Any]]:
+    """:func:`checkpoint` with the loop looked up once: ``yield from step()`` at each step.
+
+    For an ``__await__`` that steps the loop again and again while it asks
+    whether something is done (a poll): :func:`checkpoint` finds the loop
+    at each call, which costs a few percent of a loop step.  The callable
+    returned makes the same checkpoint for the loop running now, on this
+    thread; use it only in the ``__await__`` that asked for it.
+    """
+    in_run = _trio_in_run or _bind_trio()
+    if in_run is not None and in_run():
+        return _trio_step
+    return _asyncio_step
 
 
 def checkpoint_returning(value: Any) -> Generator[Any, None, Any]:

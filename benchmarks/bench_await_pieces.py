@@ -48,7 +48,7 @@ import numpy as np
 from _harness import NOISE, SKIPPED, reason
 
 import aruntime as ar
-from aruntime._loop import checkpoint
+from aruntime._loop import stepper
 
 QUICK_ARGV = ["--rounds", "3", "--block", "50"]
 KERNEL, THREADS = "iota_u32", 32
@@ -89,8 +89,9 @@ class _Steps:
     def __await__(self) -> Any:
         op = self._op
         probe = op.hooks.ask_tail or op.hooks.probe_tail
+        step = stepper()
         for _ in range(self._steps):
-            yield from checkpoint()
+            yield from step()
             probe(op)
             time.perf_counter()  # the window's clock, read at each step
 
