@@ -178,12 +178,27 @@ async def _measure(backend: str, rounds: int, block: int) -> dict[str, float] | 
             cstream.sync()
             return elapsed / block
 
+        shared_raw = cb.CUstream(shared.__cuda_stream__()[1])
+
+        def finished_launch() -> ar.Completion:
+            """aruntime's launch, once the driver says the device is done with it."""
+            op = gpu.launch(kernel, 1, THREADS, args, stream=stream)
+            while cb.cuStreamQuery(raw)[0] != cb.CUresult.CUDA_SUCCESS:
+                pass
+            return op
+
+        def finished_event() -> Any:
+            """cuda.core's launch and its event, once the driver says the device is done."""
+            launch(cstream, LaunchConfig(grid=1, block=THREADS), ckernel, *cargs)
+            event = cstream.record()
+            while cb.cuStreamQuery(shared_raw)[0] != cb.CUresult.CUDA_SUCCESS:
+                pass
+            return event
+
         async def ar_done() -> float:
             total = 0.0
             for _ in range(block):
-                op = gpu.launch(kernel, 1, THREADS, args, stream=stream)
-                while cb.cuStreamQuery(raw)[0] != cb.CUresult.CUDA_SUCCESS:
-                    pass
+                op = finished_launch()
                 start = clock()
                 await op
                 total += clock() - start
@@ -192,24 +207,17 @@ async def _measure(backend: str, rounds: int, block: int) -> dict[str, float] | 
         async def core_done() -> float:
             total = 0.0
             for _ in range(block):
-                launch(cstream, LaunchConfig(grid=1, block=THREADS), ckernel, *cargs)
-                event = cstream.record()
-                while not event.is_done:
-                    pass
+                event = finished_event()
                 start = clock()
                 await anyio.sleep(0)
                 event.is_done  # noqa: B018
                 total += clock() - start
             return total / block
 
-        shared_raw = cb.CUstream(shared.__cuda_stream__()[1])
-
         async def ar_last() -> float:
             total = 0.0
             for _ in range(block):
-                op = gpu.launch(kernel, 1, THREADS, args, stream=stream)
-                while cb.cuStreamQuery(raw)[0] != cb.CUresult.CUDA_SUCCESS:
-                    pass
+                op = finished_launch()
                 start = clock()
                 finished = op.done()
                 total += clock() - start
@@ -219,10 +227,7 @@ async def _measure(backend: str, rounds: int, block: int) -> dict[str, float] | 
         async def core_last() -> float:
             total = 0.0
             for _ in range(block):
-                launch(cstream, LaunchConfig(grid=1, block=THREADS), ckernel, *cargs)
-                event = cstream.record()
-                while cb.cuStreamQuery(shared_raw)[0] != cb.CUresult.CUDA_SUCCESS:
-                    pass
+                event = finished_event()
                 start = clock()
                 finished = event.is_done
                 total += clock() - start
