@@ -123,13 +123,16 @@ def _configured() -> ModuleType | None:
             Op,
             Op.__slots__,
         )
-    except TypeError as exc:
-        # It builds Completions and Ops without __init__, so it refuses a slot
-        # it would leave unset (or an extension older than this Python code).
+        module.configure_watched(_NO_LOCK)
+        module.configure_settle(
+            Completion, _PENDING, _DONE, _NO_CALLBACKS, release_views, run_wakeups
+        )
+    except (TypeError, AttributeError) as exc:
+        # It builds and finishes Completions and Ops without their methods, so it
+        # refuses a slot it would leave unset; an extension older than this
+        # Python code lacks what it is configured through.
         _log.warning("the compiled enqueue is off: %s", exc)
         return None
-    module.configure_watched(_NO_LOCK)
-    module.configure_settle(Completion, _PENDING, _DONE, _NO_CALLBACKS, release_views, run_wakeups)
     return module
 
 

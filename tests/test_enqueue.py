@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import threading
+import types
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -269,6 +270,23 @@ def test_configure_refuses_a_completion_with_a_slot_it_would_leave_unset() -> No
         assert type(stream.enqueue).__name__ == "Enqueuer"
         assert gpu.memset_async(ptr, 1, 16, stream=stream).done()
         gpu.free(ptr)
+
+
+def test_an_extension_older_than_the_python_turns_it_off(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A stale build without a configure call this Python makes: off, with a warning."""
+    module = _enqueue._module()
+    if module is None:
+        pytest.skip("the compiled enqueue is not built or is switched off")
+    older = types.SimpleNamespace(
+        **{name: getattr(module, name) for name in dir(module) if name != "configure_settle"}
+    )
+    monkeypatch.setattr(_enqueue, "load_core_extension", lambda name: older)
+    with caplog.at_level("WARNING", logger="aruntime"):
+        assert _enqueue._configured() is None
+    assert "the compiled enqueue is off" in caplog.text
+    assert "configure_settle" in caplog.text
 
 
 async def test_a_recorded_call_site_goes_the_python_way(gpu: ar.Backend) -> None:
