@@ -208,16 +208,10 @@ static int find_call_and_stream(OpFront *self, PyObject *stream, Found *f)
     return f->call != NULL;
 }
 
-/* An object slot's value, borrowed, or NULL where it is unset. */
-static PyObject *slot_of(PyObject *obj, Py_ssize_t offset)
-{
-    return *(PyObject **)((char *)obj + offset);
-}
-
 /* ``ptr``'s address (its ``_address`` slot). */
 static PyObject *address_of(OpFront *self, PyObject *ptr)
 {
-    return slot_of(ptr, self->address_at);
+    return slot_at(ptr, self->address_at);
 }
 
 /* memset_async(ptr, value, nbytes): 1 taken (*out set, NULL on error), 0 not taken. */
@@ -325,7 +319,7 @@ static PyObject *checked_args(OpFront *self, PyObject *kernel, PyObject *args, P
     PyObject *signature = checked != NULL ? PyTuple_New(n) : NULL;
     for (Py_ssize_t i = 0; signature != NULL && i < n; i++)
         PyTuple_SET_ITEM(signature, i, Py_NewRef(Py_TYPE(PyTuple_GET_ITEM(checked, i))));
-    PyObject *signatures = slot_of(kernel, self->signatures_at);
+    PyObject *signatures = slot_at(kernel, self->signatures_at);
     *pointers = signature != NULL && signatures != NULL && PyDict_CheckExact(signatures)
                     ? PyDict_GetItemWithError(signatures, signature)
                     : NULL;
@@ -355,11 +349,11 @@ static PyObject *config_of(OpFront *self, PyObject *grid, PyObject *block)
 static int launch_fast(OpFront *self, PyObject *const *args, PyObject *stream, PyObject **out)
 {
     PyObject *kernel = args[0], *kernel_args = args[3], *pointers = NULL;
-    if (Py_TYPE(kernel) != self->kernel_type || slot_of(kernel, self->owner_at) != self->owner ||
+    if (Py_TYPE(kernel) != self->kernel_type || slot_at(kernel, self->owner_at) != self->owner ||
         !(PyList_CheckExact(kernel_args) || PyTuple_CheckExact(kernel_args)))
         return 0;
     PyObject *config = config_of(self, args[1], args[2]);
-    PyObject *handle = slot_of(kernel, self->handle_at);
+    PyObject *handle = slot_at(kernel, self->handle_at);
     if (config == NULL || handle == NULL)
         return 0;
     Found f = {NULL};

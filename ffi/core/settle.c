@@ -15,29 +15,21 @@
  * ``ordering`` is off) and that the op succeeded; every other finish is _finish's.
  */
 #include "settle.h"
-#include "objects.h"
 #include "slots.h"
+
+#include <string.h>
+
+/* The Completion slots this file reads and writes, in the order of SLOT_NAMES. */
+enum { AT_STATE, AT_KEEPALIVE, AT_VIEWS, AT_CALLBACKS, AT_LOCK, AT_COUNT };
+static const char *const SLOT_NAMES[AT_COUNT] = {"_state", "_keepalive", "_views", "_callbacks",
+                                                 "_lock"};
 
 static struct {
     PyTypeObject *completion;
-    Py_ssize_t state_at, keepalive_at, views_at, callbacks_at, lock_at;
+    Py_ssize_t at[AT_COUNT];
     PyObject *pending, *done, *no_callbacks, *empty, *release_views, *run_wakeups;
     PyObject *acquire, *release; /* interned method names */
 } settle;
-
-static PyObject **field(PyObject *obj, Py_ssize_t offset)
-{
-    return (PyObject **)((char *)obj + offset);
-}
-
-/* The slot's object, taken out and replaced by ``value``: a new reference (None if unset). */
-static PyObject *swap(PyObject *obj, Py_ssize_t offset, PyObject *value)
-{
-    PyObject **at = field(obj, offset);
-    PyObject *old = *at != NULL ? *at : Py_NewRef(Py_None);
-    *at = Py_NewRef(value);
-    return old;
-}
 
 static int call_lock(PyObject *lock, PyObject *method)
 {
@@ -55,7 +47,7 @@ int settle_ready(PyObject *completion)
 
 int settle_done(PyObject *completion)
 {
-    PyObject *lock = *field(completion, settle.lock_at);
+    PyObject *lock = slot_at(completion, settle.at[AT_LOCK]);
     if (lock == NULL) {
         PyErr_SetString(PyExc_AttributeError, "settle: the Completion has no lock");
         return -1;
@@ -66,11 +58,11 @@ int settle_done(PyObject *completion)
         return -1;
     }
     PyObject *callbacks = NULL, *views = NULL, *keepalive = NULL;
-    if (*field(completion, settle.state_at) == settle.pending) {
-        Py_DECREF(swap(completion, settle.state_at, settle.done));
-        callbacks = swap(completion, settle.callbacks_at, settle.no_callbacks);
-        views = swap(completion, settle.views_at, settle.empty);
-        keepalive = swap(completion, settle.keepalive_at, settle.empty);
+    if (slot_at(completion, settle.at[AT_STATE]) == settle.pending) {
+        Py_DECREF(slot_swap(completion, settle.at[AT_STATE], settle.done));
+        callbacks = slot_swap(completion, settle.at[AT_CALLBACKS], settle.no_callbacks);
+        views = slot_swap(completion, settle.at[AT_VIEWS], settle.empty);
+        keepalive = slot_swap(completion, settle.at[AT_KEEPALIVE], settle.empty);
     }
     /* As _finish, the keepalive goes inside the lock: whatever its objects' deaths run
      * sees the op finished. */
@@ -106,26 +98,17 @@ PyObject *configure_settle(PyObject *module, PyObject *args)
                         "configure_settle: release_views and run_wakeups must be callable");
         return NULL;
     }
-    PyTypeObject *type = (PyTypeObject *)cls;
-    const char *who = "configure_settle";
-    Py_ssize_t state_at = slot_offset(type, "_state", who);
-    Py_ssize_t keepalive_at = state_at < 0 ? -1 : slot_offset(type, "_keepalive", who);
-    Py_ssize_t views_at = keepalive_at < 0 ? -1 : slot_offset(type, "_views", who);
-    Py_ssize_t callbacks_at = views_at < 0 ? -1 : slot_offset(type, "_callbacks", who);
-    Py_ssize_t lock_at = callbacks_at < 0 ? -1 : slot_offset(type, "_lock", who);
-    if (lock_at < 0)
-        return NULL;
+    Py_ssize_t at[AT_COUNT];
+    for (int k = 0; k < AT_COUNT; k++)
+        if ((at[k] = slot_offset((PyTypeObject *)cls, SLOT_NAMES[k], "configure_settle")) < 0)
+            return NULL;
     if (settle.acquire == NULL &&
         ((settle.acquire = PyUnicode_InternFromString("acquire")) == NULL ||
          (settle.release = PyUnicode_InternFromString("release")) == NULL ||
          (settle.empty = PyTuple_New(0)) == NULL))
         return NULL;
     Py_XSETREF(settle.completion, (PyTypeObject *)Py_NewRef(cls));
-    settle.state_at = state_at;
-    settle.keepalive_at = keepalive_at;
-    settle.views_at = views_at;
-    settle.callbacks_at = callbacks_at;
-    settle.lock_at = lock_at;
+    memcpy(settle.at, at, sizeof at);
     Py_XSETREF(settle.pending, Py_NewRef(pending));
     Py_XSETREF(settle.done, Py_NewRef(done));
     Py_XSETREF(settle.no_callbacks, Py_NewRef(no_callbacks));

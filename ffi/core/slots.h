@@ -25,6 +25,21 @@ static inline Py_ssize_t slot_offset(PyTypeObject *type, const char *name, const
     return offset;
 }
 
+/* The object in ``obj``'s slot at ``offset`` (from slot_offset), borrowed; NULL where unset. */
+static inline PyObject *slot_at(PyObject *obj, Py_ssize_t offset)
+{
+    return *(PyObject **)((char *)obj + offset);
+}
+
+/* Put ``value`` in that slot, and return what it held: a new reference (None where unset). */
+static inline PyObject *slot_swap(PyObject *obj, Py_ssize_t offset, PyObject *value)
+{
+    PyObject **field = (PyObject **)((char *)obj + offset);
+    PyObject *old = *field != NULL ? *field : Py_NewRef(Py_None);
+    *field = Py_NewRef(value);
+    return old;
+}
+
 /* One attribute of the objects of one class, read in place while the class keeps it
  * as a slot: what PyObject_GetAttr returns, without the lookup, for an attribute
  * read once per op.  Refilled when an object of another class comes, or the class

@@ -61,15 +61,10 @@ int tail_probe_ready(void)
     return name_idle && name_probe_tail ? 0 : -1;
 }
 
-static PyObject *slot_in(PyObject *obj, Py_ssize_t offset)
-{
-    return *(PyObject **)((char *)obj + offset);
-}
-
 /* Whether nothing handed to the stream's waiter is still pending: 1, 0, or -1. */
 static int waiter_idle(TailProbe *self)
 {
-    PyObject *waiter = slot_in(self->state, self->waiter_at);
+    PyObject *waiter = slot_at(self->state, self->waiter_at);
     if (waiter == NULL || waiter == Py_None)
         return 1;
     PyObject *idle = PyObject_GetAttr(waiter, name_idle);
@@ -88,9 +83,9 @@ enum { TAIL_RUNNING, TAIL_FINISHED, TAIL_ASK_PYTHON };
  * tail, as the settle takes it off, and is finished as Completion._finish(None) would. */
 static int plain_done(TailProbe *self, PyObject *completion)
 {
-    PyObject *dropped = slot_in(self->state, self->dropped_at);
-    PyObject *stranded = slot_in(self->state, self->stranded_at);
-    if (slot_in(self->state, self->ordering_at) != Py_False || dropped == NULL ||
+    PyObject *dropped = slot_at(self->state, self->dropped_at);
+    PyObject *stranded = slot_at(self->state, self->stranded_at);
+    if (slot_at(self->state, self->ordering_at) != Py_False || dropped == NULL ||
         !PyLong_CheckExact(dropped) || stranded == NULL || !PyList_CheckExact(stranded) ||
         PyList_GET_SIZE(stranded) != 0 || !settle_ready(completion))
         return 0;
@@ -100,14 +95,11 @@ static int plain_done(TailProbe *self, PyObject *completion)
 
 static int finish_here(TailProbe *self, PyObject *completion)
 {
-    PyObject **tail = (PyObject **)((char *)self->state + self->tail_at);
-    PyObject **held = (PyObject **)((char *)self->state + self->tail_held_at);
-    PyObject *old_tail = *tail, *old_held = *held;
-    *tail = Py_NewRef(Py_None);
-    *held = Py_NewRef(self->nothing_held);
+    PyObject *old_tail = slot_swap(self->state, self->tail_at, Py_None);
+    PyObject *old_held = slot_swap(self->state, self->tail_held_at, self->nothing_held);
     int status = settle_done(completion);
-    Py_XDECREF(old_tail);
-    Py_XDECREF(old_held);
+    Py_DECREF(old_tail);
+    Py_DECREF(old_held);
     return status < 0 ? -1 : TAIL_FINISHED;
 }
 
@@ -142,12 +134,12 @@ static PyObject *tail_probe_call(PyObject *callable, PyObject *const *args, size
         return NULL;
     }
     PyObject *completion = args[0];
-    if (slot_in(self->state, self->tail_at) != completion)
+    if (slot_at(self->state, self->tail_at) != completion)
         return Py_NewRef(Py_True); /* marked already, or never a tail: as probe_tail says */
     if (stream_lock_acquire(self->lock) < 0)
         return NULL;
     int found = TAIL_FINISHED;
-    if (slot_in(self->state, self->tail_at) == completion)
+    if (slot_at(self->state, self->tail_at) == completion)
         found = answer(self, completion);
     if (found < 0) {
         PyObject *exc = take_exception();
