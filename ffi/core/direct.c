@@ -65,8 +65,8 @@ typedef struct {
     void *context;
     Py_ssize_t host_limit; /* SHAPE_COPY_H2D: the largest copy the driver never stages */
     PyObject *note;        /* SHAPE_LAUNCH: called before the launch (a sim's call site), or None */
-    void *settle;          /* SHAPE_STREAM_QUERY: called once the query says done, or NULL */
-    PyObject *settle_name; /* its name, for ``_fail``, or None */
+    void *settle;          /* SHAPE_STREAM_QUERY: called once the query says done, else NULL */
+    PyObject *settle_name; /* its name, for ``_fail`` (None for the other shapes) */
     int shape;
 } DirectCall;
 
@@ -345,12 +345,10 @@ static uintptr_t stream_address(PyObject *handle)
  * method's).  An awaited op's stream is asked this at every loop step until it is done.
  * The GIL is released around each call, as cffi does: neither waits for the device,
  * but either may wait on a lock of the driver's that a thread which needs the GIL holds
- * (a host function's callback).  Without ``settle`` only "not yet" is answered here:
- * a stream found done is asked again by the method. */
+ * (a host function's callback). */
 
 static int stream_answer(DirectCall *self, uintptr_t stream)
 {
-    int settle = self->settle != NULL;
     PyObject *owner = stream ? weak_target(self->owner) : NULL;
     if (owner == NULL)
         return STREAM_ASK;
@@ -359,15 +357,13 @@ static int stream_answer(DirectCall *self, uintptr_t stream)
     if (plain_case(self, owner)) {
         Py_BEGIN_ALLOW_THREADS
         code = ((stream_query_fn)self->function)((void *)stream);
-        if (code == 0 && settle)
+        if (code == 0)
             settled = ((stream_settle_fn)self->settle)((void *)stream);
         Py_END_ALLOW_THREADS
-        if (code == QUERY_NOT_READY)
-            answer = STREAM_RUNNING;
-        else if (settle && code != 0)
-            answer = failed(self, owner, code, self->name);
-        else if (settle)
-            answer = settled == 0 ? STREAM_DONE : failed(self, owner, settled, self->settle_name);
+        answer = code == QUERY_NOT_READY ? STREAM_RUNNING
+                 : code != 0             ? failed(self, owner, code, self->name)
+                 : settled == 0          ? STREAM_DONE
+                                         : failed(self, owner, settled, self->settle_name);
     }
     Py_DECREF(owner);
     return answer;
@@ -431,8 +427,10 @@ static PyObject *direct_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
                         "must be non-null addresses");
         return NULL;
     }
-    if ((settle != 0) != PyUnicode_Check(settle_name)) {
-        PyErr_SetString(PyExc_TypeError, "DirectCall: settle and settle_name come together");
+    int settles = which == SHAPE_STREAM_QUERY;
+    if ((settle != 0) != settles || PyUnicode_Check(settle_name) != settles) {
+        PyErr_SetString(PyExc_TypeError, "DirectCall: settle and settle_name come together, "
+                                         "with the stream_finished shape and no other");
         return NULL;
     }
     if (!PyCallable_Check(method) || !PyCallable_Check(fail) ||

@@ -368,6 +368,10 @@ def test_the_constructor_checks_what_it_is_given() -> None:
         module.DirectCall(**{**good, "shape": "stream_finished", "settle": 1})
     with pytest.raises(TypeError, match="settle and settle_name come together"):
         module.DirectCall(**{**good, "shape": "stream_finished", "settle_name": "g"})
+    with pytest.raises(TypeError, match="with the stream_finished shape and no other"):
+        module.DirectCall(**{**good, "shape": "stream_finished"})  # it always settles
+    with pytest.raises(TypeError, match="with the stream_finished shape and no other"):
+        module.DirectCall(**{**good, "settle": 1, "settle_name": "g"})  # a memset never does
     call = module.DirectCall(**good)
     del owner, good
     with pytest.raises(ReferenceError, match="f: its driver is gone"):
